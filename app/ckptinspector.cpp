@@ -1,0 +1,42 @@
+// The desktop app: parses the command line and shows the main window; everything else lives in ui/.
+#include "mainwindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+
+#include <cstdio>
+
+int main(int argc, char* argv[])
+{
+    QApplication app(argc, argv);
+    // Organisation and application names place QSettings at ~/.config/ckpt-inspector/ckpt-inspector.conf.
+    QApplication::setOrganizationName(QStringLiteral("ckpt-inspector"));
+    QApplication::setApplicationName(QStringLiteral("ckpt-inspector"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Checkpoint Inspector"));
+    QApplication::setApplicationVersion(QStringLiteral(CKPT_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("ckpt-inspector"));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QApplication::translate("main", "Inspect PyTorch checkpoints without running their pickle code."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("FILE"),
+        QApplication::translate("main", "Checkpoint to open (.pt, .pth, .bin, .ckpt, .safetensors, …)"),
+        QStringLiteral("[FILE]"));
+    parser.process(app);
+
+    const QStringList files = parser.positionalArguments();
+    if (files.size() > 1) {
+        std::fputs("ckpt-inspector: give at most one FILE\n\n", stderr);
+        parser.showHelp(1);
+    }
+
+    ckpt::MainWindow window;
+    window.show();
+    if (!files.isEmpty())
+        window.openFile(QFileInfo(files.first()).absoluteFilePath());
+
+    return QApplication::exec();
+}

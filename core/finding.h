@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ckpt {
+
+enum class Severity { Info, Warning, Error };
+
+// A problem or remark about a checkpoint, with a message a person can act on. Readers never stop
+// at the first problem: they record a Finding and go on with whatever can still be read.
+struct Finding {
+    Severity severity = Severity::Warning;
+    std::string code;    // stable identifier, e.g. "record-size-mismatch"
+    std::string message; // full sentence for people
+    std::string record;  // zip record or member concerned, if any
+    std::optional<std::uint64_t> offset; // byte offset in the file, if known
+};
+
+inline const char* severityName(Severity severity)
+{
+    switch (severity) {
+    case Severity::Info:
+        return "info";
+    case Severity::Warning:
+        return "warning";
+    case Severity::Error:
+        return "error";
+    }
+    return "error";
+}
+
+} // namespace ckpt

@@ -1,0 +1,146 @@
+#include "inflate.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include <zlib.h>
+
+namespace ckpt {
+
+namespace {
+
+// DEFLATE cannot expand data by more than about 1032:1 (a 258-byte match costs at least two
+// bits). A record whose recorded size exceeds that bound is lying, and must not make us allocate.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+
+// zlib counts in uInt (32 bits); larger spans are fed in pieces.
+constexpr std::uint64_t kMaxZlibChunk = std::numeric_limits<uInt>::max();
+
+std::string withThousands(std::uint64_t value)
+{
+    std::string digits = std::to_string(value);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+        digits.insert(static_cast<std::size_t>(i), 1, ',');
+    return digits;
+}
+
+ReadError inflateError(std::string message)
+{
+    return ReadError {std::move(message), std::nullopt, {}};
+}
+
+// Owns a z_stream so every early return releases zlib's state.
+class RawInflater {
+public:
+    RawInflater() { m_status = inflateInit2(&m_stream, -MAX_WBITS); }
+    ~RawInflater()
+    {
+        if (m_status == Z_OK)
+            inflateEnd(&m_stream);
+    }
+    RawInflater(const RawInflater&) = delete;
+    RawInflater& operator=(const RawInflater&) = delete;
+
+    bool ready() const { return m_status == Z_OK; }
+    z_stream& stream() { return m_stream; }
+
+private:
+    z_stream m_stream {};
+    int m_status = Z_STREAM_ERROR;
+};
+
+} // namespace
+
+Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
+{
+    if (expectedSize > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max()))
+        return inflateError("the record claims " + withThousands(expectedSize)
+            + " bytes once inflated, more than this process can hold");
+    if (compressed.empty())
+        return inflateError(expectedSize == 0
+                ? "the deflate stream is empty (0 bytes): it should hold at least "
+                  "an end-of-stream block"
+                : "the deflate stream is empty (0 bytes) but should inflate to " + withThousands(expectedSize)
+                    + " bytes");
+    const std::uint64_t possible = static_cast<std::uint64_t>(compressed.size()) * kMaxDeflateRatio + 1024;
+    if (expectedSize > possible)
+        return inflateError("the record claims " + withThousands(expectedSize) + " bytes once inflated, but "
+            + withThousands(compressed.size()) + " compressed bytes can hold at most about "
+            + withThousands(possible) + ": its recorded size is wrong");
+
+    RawInflater inflater;
+    if (!inflater.ready())
+        return inflateError("zlib could not start a raw inflate stream (out of memory?)");
+    z_stream& stream = inflater.stream();
+
+    // One spare byte past the expected end so that a stream which inflates to more than it claims
+    // is caught instead of silently cut.
+    ByteBuffer output(static_cast<std::size_t>(expectedSize) + 1);
+    std::uint64_t inputDone = 0;
+    std::uint64_t outputDone = 0;
+    for (;;) {
+        if (stream.avail_in == 0 && inputDone < compressed.size()) {
+            const auto chunk = std::min<std::uint64_t>(compressed.size() - inputDone, kMaxZlibChunk);
+            // zlib never writes through next_in; the cast only satisfies its pre-const signature.
+            stream.next_in = const_cast<Bytef*>(compressed.data() + inputDone);
+            stream.avail_in = static_cast<uInt>(chunk);
+            inputDone += chunk;
+        }
+        if (stream.avail_out == 0) {
+            const auto chunk = std::min<std::uint64_t>(output.size() - outputDone, kMaxZlibChunk);
+            if (chunk == 0)
+                return inflateError("the deflate stream inflates to more than the recorded "
+                    + withThousands(expectedSize) + " bytes");
+            stream.next_out = output.data() + outputDone;
+            stream.avail_out = static_cast<uInt>(chunk);
+            outputDone += chunk;
+        }
+        const int status = inflate(&stream, Z_NO_FLUSH);
+        if (status == Z_STREAM_END)
+            break;
+        if (status == Z_DATA_ERROR || status == Z_NEED_DICT)
+            return inflateError(std::string("the deflate data is corrupt (zlib: ")
+                + (stream.msg ? stream.msg : "invalid data") + ") after " + withThousands(stream.total_in)
+                + " compressed bytes");
+        if (status == Z_MEM_ERROR)
+            return inflateError("zlib ran out of memory while inflating");
+        if (status == Z_BUF_ERROR || status == Z_OK) {
+            // Z_BUF_ERROR means no progress was possible: either the input ran out before the
+            // end-of-stream block, or the output is full (handled at the top of the loop).
+            if (stream.avail_in == 0 && inputDone >= compressed.size() && stream.avail_out != 0)
+                return inflateError("the deflate stream is cut off: all " + withThousands(compressed.size())
+                    + " compressed bytes gave only " + withThousands(stream.total_out) + " of "
+                    + withThousands(expectedSize) + " bytes, with no end-of-stream block");
+            if (status == Z_BUF_ERROR && stream.avail_out != 0)
+                return inflateError("zlib stopped making progress after " + withThousands(stream.total_in)
+                    + " compressed bytes");
+            continue;
+        }
+        return inflateError("zlib failed while inflating (status " + std::to_string(status) + ")");
+    }
+
+    const std::uint64_t produced = stream.total_out;
+    if (produced > expectedSize)
+        return inflateError("the deflate stream inflates to more than the recorded "
+            + withThousands(expectedSize) + " bytes");
+    if (produced < expectedSize)
+        return inflateError("the deflate stream ends after " + withThousands(produced)
+            + " bytes, but the record says " + withThousands(expectedSize));
+    output.resize(static_cast<std::size_t>(produced));
+    return output;
+}
+
+std::uint32_t crc32Of(ByteView bytes)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    std::uint64_t done = 0;
+    while (done < bytes.size()) {
+        const auto chunk = std::min<std::uint64_t>(bytes.size() - done, kMaxZlibChunk);
+        crc = crc32(crc, bytes.data() + done, static_cast<uInt>(chunk));
+        done += chunk;
+    }
+    return static_cast<std::uint32_t>(crc);
+}
+
+} // namespace ckpt

@@ -1,0 +1,123 @@
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ckpt {
+
+using NodeId = std::uint32_t;
+constexpr NodeId kNoNode = std::numeric_limits<NodeId>::max();
+
+// What a pickled value is, symbolically. Nothing is ever imported or called: a GLOBAL is only a
+// name, and REDUCE/NEWOBJ/BUILD build inert Call/NewObject nodes that remember what would have
+// been called with what.
+enum class NodeKind : std::uint8_t {
+    None,
+    Bool,
+    Int,       // fits in int64
+    BigInt,    // wider than 64 bits: text() holds the little-endian two's-complement bytes
+    Float,
+    String,    // text() holds UTF-8
+    Bytes,     // text() holds the raw bytes
+    ByteArray, // protocol 5 BYTEARRAY8
+    Tuple,
+    List,
+    Dict,
+    Set,
+    FrozenSet,
+    Global,       // module() and name()
+    Call,         // REDUCE: callee(args...)
+    NewObject,    // NEWOBJ/NEWOBJ_EX/INST/OBJ: cls.__new__(cls, *args)
+    PersistentId, // BINPERSID/PERSID: the loader's persistent_load(pid)
+    Extension,    // EXT1/2/4: a copyreg extension code (value())
+    PickleBuffer, // protocol 5 NEXT_BUFFER (out-of-band data, absent from the file)
+};
+
+// How a node was written, where that matters to re-emit it faithfully.
+enum NodeFlag : std::uint8_t {
+    FlagNone = 0,
+    FlagStringFromBytes = 1, // String decoded from a Python 2 STRING/BINSTRING/SHORT_BINSTRING
+    FlagReadOnlyBuffer = 2,
+    FlagNewObjectEx = 4, // NEWOBJ_EX (has keyword arguments)
+    FlagFromInst = 8,    // INST/OBJ (protocol 0/1 object creation)
+};
+
+// One value. 16 bytes; variable-size parts live in the graph's arenas so that a checkpoint with a
+// million tensors does not cost a million heap objects.
+struct PickleNode {
+    NodeKind kind = NodeKind::None;
+    std::uint8_t flags = FlagNone;
+    std::uint32_t count = 0; // Tuple: item count; String/Bytes/BigInt: length; Global: module length
+    std::uint32_t body = 0;  // Tuple: first item in tupleItems; containers: index into bodies (or kNoNode)
+    std::uint32_t extra = 0; // Call/NewObject: args node; Global: name length
+    std::int64_t value = 0;  // Int/Bool value; Float bits; String/Bytes/Global: text offset;
+                             // Call/NewObject: callee; PersistentId: pid node
+};
+
+// The mutable parts of lists, dicts, sets and objects: what APPEND(S)/SETITEM(S)/ADDITEMS/BUILD
+// added, in order. Objects get a body only when something is added to them.
+struct ContainerBody {
+    std::vector<NodeId> items;     // List/Set/FrozenSet items; objects: appended items
+    std::vector<NodeId> dictItems; // key, value, key, value, ... (Dict; objects: SETITEM'd)
+    std::vector<NodeId> states;    // BUILD states applied to an object, in order
+    NodeId keywordArgs = kNoNode;  // NEWOBJ_EX keyword arguments
+};
+
+// All values of one or more pickles, with object identity preserved: a memo reference (GET)
+// yields the same NodeId again, which is what later lets the remap writer re-emit shared values
+// (and un-share a location string from user data).
+class PickleGraph {
+public:
+    NodeId add(PickleNode node);
+    NodeId addScalar(NodeKind kind, std::int64_t value);
+    NodeId addFloat(double value);
+    NodeId addText(NodeKind kind, std::string_view text, std::uint8_t flags = FlagNone);
+    NodeId addGlobal(std::string_view module, std::string_view name);
+    NodeId addTuple(const NodeId* items, std::size_t count);
+    NodeId addContainer(NodeKind kind);
+    NodeId addCall(NodeKind kind, NodeId callee, NodeId args);
+    NodeId addPersistentId(NodeId pid);
+
+    std::size_t size() const { return m_nodes.size(); }
+    const PickleNode& node(NodeId id) const { return m_nodes[id]; }
+    NodeKind kind(NodeId id) const { return id < m_nodes.size() ? m_nodes[id].kind : NodeKind::None; }
+
+    // Accessors that are safe on any node id: they return empty values for the wrong kind.
+    std::string_view text(NodeId id) const;   // String, Bytes, BigInt
+    std::string_view module(NodeId id) const; // Global
+    std::string_view name(NodeId id) const;   // Global
+    std::string qualifiedName(NodeId id) const; // Global: "module.name"
+    std::int64_t intValue(NodeId id) const;
+    double floatValue(NodeId id) const;
+    bool isString(NodeId id) const { return kind(id) == NodeKind::String; }
+    bool isInt(NodeId id) const { return kind(id) == NodeKind::Int; }
+
+    // Tuple items, or the items of a List/Set.
+    std::vector<NodeId> sequence(NodeId id) const;
+    std::size_t tupleSize(NodeId id) const;
+    NodeId tupleItem(NodeId id, std::size_t index) const;
+
+    // Call/NewObject parts.
+    NodeId callee(NodeId id) const;
+    NodeId arguments(NodeId id) const;
+    // The name of the callable of a Call/NewObject when it is a GLOBAL ("torch._utils._rebuild_tensor_v2").
+    std::string calleeName(NodeId id) const;
+    NodeId persistentIdPayload(NodeId id) const;
+
+    const ContainerBody* bodyOf(NodeId id) const;
+    ContainerBody& ensureBody(NodeId id);
+    void setFlags(NodeId id, std::uint8_t flags) { m_nodes[id].flags |= flags; }
+
+    std::size_t approximateBytes() const;
+
+private:
+    std::vector<PickleNode> m_nodes;
+    std::vector<NodeId> m_tupleItems;
+    std::vector<ContainerBody> m_bodies;
+    std::string m_text;
+};
+
+} // namespace ckpt

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds Checkpoint Inspector the way CI does (the `ci` preset: warnings are errors), checks the
+# formatting and runs every test suite. Run packaging/install-deps.sh first.
+#
+# Every step runs even when an earlier independent one failed (a format slip does not hide a test
+# failure); the last line says which steps failed, and the exit status is non-zero if any did.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+
+failed=()
+step() {
+    local name=$1
+    shift
+    echo
+    echo "==> $name: $*"
+    if "$@" </dev/null; then
+        echo "==> $name: ok"
+        return 0
+    fi
+    echo "==> $name: FAILED" >&2
+    failed+=("$name")
+    return 1
+}
+
+finish() {
+    echo
+    if ((${#failed[@]} == 0)); then
+        echo "build-and-test: PASSED (configure, build, format, tests)"
+        exit 0
+    fi
+    echo "build-and-test: FAILED: ${failed[*]}"
+    exit 1
+}
+
+# The tests that compare against a modern torch run it through tests/tools/modern-python; the
+# path reaches them through CMake (tests/CMakeLists.txt), empty meaning "skip those tests".
+if [[ -f packaging/modern-torch.sh ]]; then
+    step modern-torch bash packaging/modern-torch.sh
+else
+    echo "note: packaging/modern-torch.sh is not there yet; the modern-torch tests will skip"
+fi
+if [[ -x tests/tools/modern-python ]]; then
+    export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
+else
+    export CKPT_MODERN_PYTHON=""
+fi
+echo "CKPT_MODERN_PYTHON=${CKPT_MODERN_PYTHON:-(none)}"
+
+# -D as well as the environment: the cache keeps the first value it saw, and an existing build/ci
+# must follow a modern interpreter that appeared (or went away) since.
+step configure cmake --preset ci "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" || finish
+step build cmake --build --preset ci -j"$(nproc)" || finish
+step format packaging/check-format.sh
+step tests env QT_QPA_PLATFORM=offscreen ctest --preset ci --output-on-failure -j2
+finish

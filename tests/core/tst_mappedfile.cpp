@@ -1,0 +1,237 @@
+// MappedFile: read-only maps of whole files, and the errors a person sees when a path is wrong.
+
+#include "mappedfile.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+using namespace ckpt;
+
+namespace {
+
+QByteArray bytesOf(ByteView view)
+{
+    return QByteArray(reinterpret_cast<const char*>(view.data()), static_cast<qsizetype>(view.size()));
+}
+
+QString sourcePath(const char* relative)
+{
+    return QStringLiteral(CKPT_SOURCE_DIR "/") + QString::fromUtf8(relative);
+}
+
+bool writeFile(const QString& path, const QByteArray& content)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return false;
+    return file.write(content) == content.size();
+}
+
+} // namespace
+
+class TestMappedFile : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY2(m_dir.isValid(), qPrintable(m_dir.errorString()));
+    }
+
+    // Real files of several sizes map to exactly their bytes.
+    void mapsWholeFile_data()
+    {
+        QTest::addColumn<QString>("path");
+        QTest::addRow("torch zip") << sourcePath("tests/data/zip/torch_state_dict.pt");
+        QTest::addRow("torchscript") << sourcePath("tests/data/zip/torchscript_module.pt");
+        QTest::addRow("tar, 10 KiB") << sourcePath("tests/data/sniff/torch_tar_layout.tar");
+        QTest::addRow("empty") << sourcePath("tests/data/sniff/empty.pt");
+    }
+
+    void mapsWholeFile()
+    {
+        QFETCH(QString, path);
+        QFile reference(path);
+        QVERIFY2(reference.open(QIODevice::ReadOnly), qPrintable(path));
+        const QByteArray expected = reference.readAll();
+
+        auto mapped = MappedFile::open(path.toStdString());
+        QVERIFY2(mapped.hasValue(), mapped.hasValue() ? "" : mapped.error().message.c_str());
+        QCOMPARE((*mapped)->size(), static_cast<std::uint64_t>(expected.size()));
+        QCOMPARE(bytesOf((*mapped)->bytes()), expected);
+        QCOMPARE(QString::fromStdString((*mapped)->path()), path);
+    }
+
+    void emptyFileIsAValidEmptyMap()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("empty.bin"));
+        QVERIFY(writeFile(path, {}));
+        auto mapped = MappedFile::open(path.toStdString());
+        QVERIFY(mapped.hasValue());
+        QCOMPARE((*mapped)->size(), std::uint64_t {0});
+        QVERIFY((*mapped)->bytes().empty());
+    }
+
+    void largerThanOnePage()
+    {
+        QByteArray content(3 * 4096 + 17, '\0');
+        for (qsizetype i = 0; i < content.size(); ++i)
+            content[i] = static_cast<char>((i * 131) & 0xff);
+        const QString path = m_dir.filePath(QStringLiteral("pages.bin"));
+        QVERIFY(writeFile(path, content));
+        auto mapped = MappedFile::open(path.toStdString());
+        QVERIFY(mapped.hasValue());
+        QCOMPARE(bytesOf((*mapped)->bytes()), content);
+    }
+
+    void missingFile()
+    {
+        const std::string path = m_dir.filePath(QStringLiteral("does-not-exist.pt")).toStdString();
+        auto mapped = MappedFile::open(path);
+        QVERIFY(!mapped.hasValue());
+        const QString message = QString::fromStdString(mapped.error().message);
+        QVERIFY2(message.contains(QLatin1String("no such file")), qPrintable(message));
+        QVERIFY2(message.contains(QString::fromStdString(path)), qPrintable(message));
+    }
+
+    void missingDirectoryInPath()
+    {
+        auto mapped = MappedFile::open(m_dir.filePath(QStringLiteral("nowhere/model.pt")).toStdString());
+        QVERIFY(!mapped.hasValue());
+        QVERIFY(mapped.error().message.find("no such file") != std::string::npos);
+    }
+
+    void fileUsedAsDirectory()
+    {
+        const QString file = m_dir.filePath(QStringLiteral("plain.txt"));
+        QVERIFY(writeFile(file, "x"));
+        auto mapped = MappedFile::open((file + QStringLiteral("/inside.pt")).toStdString());
+        QVERIFY(!mapped.hasValue());
+        QVERIFY2(mapped.error().message.find("not a directory") != std::string::npos,
+                 mapped.error().message.c_str());
+    }
+
+    void directoryIsRefused()
+    {
+        auto mapped = MappedFile::open(m_dir.path().toStdString());
+        QVERIFY(!mapped.hasValue());
+        const QString message = QString::fromStdString(mapped.error().message);
+        QVERIFY2(message.contains(QLatin1String("is a directory")), qPrintable(message));
+    }
+
+    void emptyPathIsRefused()
+    {
+        auto mapped = MappedFile::open({});
+        QVERIFY(!mapped.hasValue());
+        QVERIFY(!mapped.error().message.empty());
+    }
+
+    void permissionDenied()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("secret.pt"));
+        QVERIFY(writeFile(path, "secret"));
+        QVERIFY(::chmod(QFile::encodeName(path).constData(), 0) == 0);
+        // root (as in many containers) reads every file regardless of its mode.
+        QFile probe(path);
+        if (probe.open(QIODevice::ReadOnly)) {
+            ::chmod(QFile::encodeName(path).constData(), 0600);
+            QSKIP("this user can read a file with mode 000 (running as root), so permission errors cannot be "
+                  "produced");
+        }
+        auto mapped = MappedFile::open(path.toStdString());
+        ::chmod(QFile::encodeName(path).constData(), 0600);
+        QVERIFY(!mapped.hasValue());
+        const QString message = QString::fromStdString(mapped.error().message);
+        QVERIFY2(message.contains(QLatin1String("permission denied")), qPrintable(message));
+    }
+
+    // A FIFO must be refused at once, not block waiting for a writer.
+    void fifoIsRefusedWithoutBlocking()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("pipe"));
+        QVERIFY(::mkfifo(QFile::encodeName(path).constData(), 0600) == 0);
+        auto mapped = MappedFile::open(path.toStdString());
+        QVERIFY(!mapped.hasValue());
+        const QString message = QString::fromStdString(mapped.error().message);
+        QVERIFY2(message.contains(QLatin1String("not a regular file")), qPrintable(message));
+    }
+
+    void followsSymlinks()
+    {
+        const QString target = m_dir.filePath(QStringLiteral("target.bin"));
+        const QString link = m_dir.filePath(QStringLiteral("link.bin"));
+        QVERIFY(writeFile(target, "through a link"));
+        QVERIFY(QFile::link(target, link));
+        auto mapped = MappedFile::open(link.toStdString());
+        QVERIFY(mapped.hasValue());
+        QCOMPARE(bytesOf((*mapped)->bytes()), QByteArray("through a link"));
+    }
+
+    // Opening and dropping a map leaves the file exactly as it was, and a read-only file opens.
+    void neverModifiesTheFile()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("readonly.pt"));
+        QFile source(sourcePath("tests/data/zip/torch_buffer.pt"));
+        QVERIFY(source.open(QIODevice::ReadOnly));
+        const QByteArray content = source.readAll();
+        QVERIFY(writeFile(path, content));
+        QVERIFY(::chmod(QFile::encodeName(path).constData(), 0444) == 0);
+        struct stat before {};
+        QVERIFY(::stat(QFile::encodeName(path).constData(), &before) == 0);
+
+        {
+            auto mapped = MappedFile::open(path.toStdString());
+            QVERIFY(mapped.hasValue());
+            QCOMPARE(bytesOf((*mapped)->bytes()), content);
+        }
+
+        struct stat after {};
+        QVERIFY(::stat(QFile::encodeName(path).constData(), &after) == 0);
+        QCOMPARE(after.st_size, before.st_size);
+        QCOMPARE(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+        QCOMPARE(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+        QCOMPARE(after.st_mode, before.st_mode);
+        QFile check(path);
+        QVERIFY(check.open(QIODevice::ReadOnly));
+        QCOMPARE(check.readAll(), content);
+        ::chmod(QFile::encodeName(path).constData(), 0600);
+    }
+
+    // The map outlives the path: deleting the file does not invalidate bytes already mapped.
+    void survivesUnlink()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("unlinked.bin"));
+        QVERIFY(writeFile(path, "still here"));
+        auto mapped = MappedFile::open(path.toStdString());
+        QVERIFY(mapped.hasValue());
+        QVERIFY(QFile::remove(path));
+        QCOMPARE(bytesOf((*mapped)->bytes()), QByteArray("still here"));
+    }
+
+    void fromBufferOwnsItsBytes()
+    {
+        ByteBuffer buffer {1, 2, 3, 4, 5};
+        auto file = MappedFile::fromBuffer(std::move(buffer), "inflated record");
+        QCOMPARE(file->size(), std::uint64_t {5});
+        QCOMPARE(file->bytes()[4], std::uint8_t {5});
+        QCOMPARE(QString::fromStdString(file->path()), QStringLiteral("inflated record"));
+
+        auto empty = MappedFile::fromBuffer({}, "nothing");
+        QCOMPARE(empty->size(), std::uint64_t {0});
+        QVERIFY(empty->bytes().empty());
+    }
+
+private:
+    QTemporaryDir m_dir;
+};
+
+QTEST_GUILESS_MAIN(TestMappedFile)
+#include "tst_mappedfile.moc"

@@ -1,0 +1,329 @@
+// The symbolic pickle machine on its own: pickles written by CPython's pickler (protocols 0-5,
+// tests/data/pickle/make_pickle_samples.py) must read back to the same values Python loads, and
+// truncated, corrupt or hostile pickles must stop with a message, never crash or run anything.
+#include "picklemachine.h"
+
+#include <QDir>
+#include <QFile>
+#include <QRandomGenerator>
+#include <QTest>
+
+#include <algorithm>
+#include <cstdio>
+
+using namespace ckpt;
+
+namespace {
+
+QByteArray readFile(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return file.readAll();
+}
+
+ByteView view(const QByteArray& data)
+{
+    return {reinterpret_cast<const std::uint8_t*>(data.constData()), static_cast<std::size_t>(data.size())};
+}
+
+std::string hex(std::string_view bytes)
+{
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
+// Little-endian two's complement to decimal, by long division.
+std::string bigIntToDecimal(std::string_view bytes)
+{
+    std::vector<std::uint8_t> magnitude(bytes.begin(), bytes.end());
+    const bool negative = !magnitude.empty() && (magnitude.back() & 0x80);
+    if (negative) {
+        unsigned carry = 1;
+        for (auto& b : magnitude) {
+            unsigned v = static_cast<std::uint8_t>(~b) + carry;
+            b = static_cast<std::uint8_t>(v);
+            carry = v >> 8;
+        }
+    }
+    std::string digits;
+    while (std::any_of(magnitude.begin(), magnitude.end(), [](std::uint8_t b) { return b != 0; })) {
+        unsigned remainder = 0;
+        for (auto it = magnitude.rbegin(); it != magnitude.rend(); ++it) {
+            unsigned v = (remainder << 8) | *it;
+            *it = static_cast<std::uint8_t>(v / 10);
+            remainder = v % 10;
+        }
+        digits += static_cast<char>('0' + remainder);
+    }
+    if (digits.empty())
+        digits = "0";
+    std::reverse(digits.begin(), digits.end());
+    return (negative ? "-" : "") + digits;
+}
+
+std::string latin1FromUtf8(std::string_view text)
+{
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            out += static_cast<char>(c);
+        } else if ((c & 0xE0) == 0xC0 && i + 1 < text.size()) {
+            out += static_cast<char>(((c & 0x1F) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3F));
+            ++i;
+        }
+    }
+    return out;
+}
+
+// The same canonical form make_pickle_samples.py computes from the Python object.
+std::string dump(const PickleGraph& g, NodeId id)
+{
+    auto join = [&](const std::vector<NodeId>& items, bool sorted) {
+        std::vector<std::string> parts;
+        for (NodeId item : items)
+            parts.push_back(dump(g, item));
+        if (sorted)
+            std::sort(parts.begin(), parts.end());
+        std::string out;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+            out += (i ? "," : "") + parts[i];
+        return out;
+    };
+    auto dictDump = [&](const std::vector<NodeId>& kv) {
+        std::string out;
+        for (std::size_t i = 0; i + 1 < kv.size(); i += 2)
+            out += (i ? "," : "") + dump(g, kv[i]) + ":" + dump(g, kv[i + 1]);
+        return out;
+    };
+    switch (g.kind(id)) {
+    case NodeKind::None:
+        return "None";
+    case NodeKind::Bool:
+        return g.intValue(id) ? "True" : "False";
+    case NodeKind::Int:
+        return "i" + std::to_string(g.intValue(id));
+    case NodeKind::BigInt:
+        return "i" + bigIntToDecimal(g.text(id));
+    case NodeKind::Float: {
+        char buffer[40];
+        std::snprintf(buffer, sizeof buffer, "%.17g", g.floatValue(id));
+        return std::string("f") + buffer;
+    }
+    case NodeKind::String:
+        return "s" + hex(g.text(id));
+    case NodeKind::Bytes:
+    case NodeKind::ByteArray:
+        return "b" + hex(g.text(id));
+    case NodeKind::Tuple:
+        return "(" + join(g.sequence(id), false) + ")";
+    case NodeKind::List:
+        return "[" + join(g.sequence(id), false) + "]";
+    case NodeKind::Set:
+    case NodeKind::FrozenSet:
+        return "{" + join(g.sequence(id), true) + "}";
+    case NodeKind::Dict:
+        return "<" + (g.bodyOf(id) ? dictDump(g.bodyOf(id)->dictItems) : std::string()) + ">";
+    case NodeKind::Call:
+    case NodeKind::NewObject: {
+        const std::string name = g.calleeName(id);
+        const NodeId args = g.arguments(id);
+        const NodeId first = g.tupleItem(args, 0);
+        if (name == "_codecs.encode")
+            return "b" + hex(latin1FromUtf8(g.text(first)));
+        if (name == "builtins.bytearray" || name == "__builtin__.bytearray") {
+            if (g.kind(first) == NodeKind::String)
+                return "b" + hex(latin1FromUtf8(g.text(first)));
+            return "b" + hex(g.text(first));
+        }
+        if (name == "builtins.set" || name == "builtins.frozenset" || name == "__builtin__.set")
+            return "{" + join(g.sequence(first), true) + "}";
+        if (name == "collections.OrderedDict") {
+            std::vector<NodeId> kv;
+            for (NodeId pair : g.sequence(first)) {
+                kv.push_back(g.tupleItem(pair, 0));
+                kv.push_back(g.tupleItem(pair, 1));
+            }
+            if (const ContainerBody* body = g.bodyOf(id))
+                kv.insert(kv.end(), body->dictItems.begin(), body->dictItems.end());
+            return "<" + dictDump(kv) + ">";
+        }
+        return "R(" + name + ")";
+    }
+    default:
+        return "?";
+    }
+}
+
+QString dataDir()
+{
+    return QStringLiteral(CKPT_SOURCE_DIR "/tests/data/pickle");
+}
+
+} // namespace
+
+class TestPickleMachine : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void readsWhatPythonWrote_data()
+    {
+        QTest::addColumn<QString>("file");
+        const QStringList files = QDir(dataDir()).entryList({QStringLiteral("*.pkl")}, QDir::Files, QDir::Name);
+        QVERIFY2(files.size() >= 30, "the pickle samples are missing: run tests/data/pickle/make_pickle_samples.py");
+        for (const QString& file : files)
+            QTest::newRow(qPrintable(file)) << file;
+    }
+    void readsWhatPythonWrote()
+    {
+        QFETCH(QString, file);
+        const QByteArray data = readFile(dataDir() + u'/' + file);
+        QString expectedPath = dataDir() + u'/' + file;
+        expectedPath.replace(QStringLiteral(".pkl"), QStringLiteral(".expected"));
+        const QByteArray expected = readFile(expectedPath).trimmed();
+        QVERIFY(!data.isEmpty());
+        QVERIFY(!expected.isEmpty());
+
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(data), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "no root");
+        QCOMPARE(run.endOffset, static_cast<std::uint64_t>(data.size()));
+        QCOMPARE(QByteArray::fromStdString(dump(graph, run.root)), expected);
+        const int protocol = file.section(u'.', -2, -2).mid(1).toInt();
+        if (protocol >= 2)
+            QCOMPARE(run.protocol, protocol);
+    }
+
+    void memoReferencesKeepIdentity()
+    {
+        // {"first": L, "second": L, "device": "cpu", "again": "cpu"}: the pickler memoizes L and the
+        // interned 'cpu' once; the graph must give the same node back, which is what lets the
+        // remap writer un-share a location string from user data later.
+        for (int protocol = 0; protocol <= 5; ++protocol) {
+            const QByteArray data = readFile(dataDir() + QStringLiteral("/shared.p%1.pkl").arg(protocol));
+            PickleGraph graph;
+            const PickleRun run = PickleMachine().run(view(data), graph);
+            QVERIFY(run.complete());
+            const ContainerBody* body = graph.bodyOf(run.root);
+            QVERIFY(body);
+            QCOMPARE(body->dictItems.size(), std::size_t(8));
+            QCOMPARE(body->dictItems[1], body->dictItems[3]);
+            QCOMPARE(body->dictItems[5], body->dictItems[7]);
+        }
+    }
+
+    void everyTruncationStopsWithAMessage_data()
+    {
+        QTest::addColumn<QString>("file");
+        for (const char* name : {"scalars.p0.pkl", "scalars.p2.pkl", "strings.p0.pkl", "strings.p4.pkl", "containers.p1.pkl",
+                 "containers.p5.pkl", "shared.p3.pkl", "state_dict_like.p2.pkl"})
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+    void everyTruncationStopsWithAMessage()
+    {
+        QFETCH(QString, file);
+        const QByteArray data = readFile(dataDir() + u'/' + file);
+        QVERIFY(!data.isEmpty());
+        for (qsizetype cut = 0; cut < data.size(); ++cut) {
+            PickleGraph graph;
+            const QByteArray truncated = data.left(cut);
+            const PickleRun run = PickleMachine().run(view(truncated), graph);
+            QVERIFY2(!run.complete(), qPrintable(QStringLiteral("cut at %1 was read as complete").arg(cut)));
+            QVERIFY(run.error.has_value());
+            QVERIFY(!run.error->empty());
+            QVERIFY(run.errorOffset <= static_cast<std::uint64_t>(cut));
+        }
+    }
+
+    void randomBytesNeverCrash()
+    {
+        QRandomGenerator random(20261121);
+        for (int i = 0; i < 3000; ++i) {
+            QByteArray data(1 + random.bounded(200), Qt::Uninitialized);
+            for (auto& c : data)
+                c = static_cast<char>(random.bounded(256));
+            if (i % 2)
+                data.prepend("\x80\x02", 2);
+            PickleGraph graph;
+            PickleLimits limits;
+            limits.maxStackDepth = 10'000;
+            limits.maxNodes = 100'000;
+            const PickleRun run = PickleMachine(limits).run(view(data), graph);
+            QVERIFY(run.complete() || run.error.has_value());
+        }
+    }
+
+    void mutatedSamplesNeverCrash()
+    {
+        const QByteArray original = readFile(dataDir() + QStringLiteral("/containers.p2.pkl"));
+        QRandomGenerator random(7);
+        for (int i = 0; i < 2000; ++i) {
+            QByteArray data = original;
+            for (int k = 0; k < 3; ++k)
+                data[random.bounded(data.size())] = static_cast<char>(random.bounded(256));
+            PickleGraph graph;
+            const PickleRun run = PickleMachine().run(view(data), graph);
+            QVERIFY(run.complete() || run.error.has_value());
+        }
+    }
+
+    void limitsAreEnforced_data()
+    {
+        QTest::addColumn<QByteArray>("pickle");
+        QTest::addColumn<QString>("expectedWords");
+        QTest::newRow("deep marks") << QByteArray(200'000, '(') << QStringLiteral("MARK");
+        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7) << QStringLiteral("limit");
+        QTest::newRow("unknown memo") << QByteArray("\x80\x02h\x05.", 5) << QStringLiteral("never stored");
+        QTest::newRow("not an opcode") << QByteArray("\x80\x02\xff.", 4) << QStringLiteral("not a pickle opcode");
+        QTest::newRow("protocol 9") << QByteArray("\x80\x09N.", 4) << QStringLiteral("protocol 9");
+        QTest::newRow("stack underflow") << QByteArray("\x80\x02R.", 4) << QStringLiteral("stack is empty");
+        QTest::newRow("string past end") << QByteArray("\x80\x02X\xff\xff\x00\x00abc", 10) << QStringLiteral("truncated");
+        QTest::newRow("stack global of ints") << QByteArray("\x80\x04K\x01K\x02\x93.", 8) << QStringLiteral("two strings");
+        QByteArray manyLists;
+        for (int i = 0; i < 20'000; ++i)
+            manyLists += ']';
+        QTest::newRow("stack depth") << manyLists << QStringLiteral("stack");
+    }
+    void limitsAreEnforced()
+    {
+        QFETCH(QByteArray, pickle);
+        QFETCH(QString, expectedWords);
+        PickleLimits limits;
+        limits.maxMarkDepth = 1000;
+        limits.maxStackDepth = 10'000;
+        limits.maxIntegerBytes = 1024;
+        PickleGraph graph;
+        const PickleRun run = PickleMachine(limits).run(view(pickle), graph);
+        QVERIFY(!run.complete());
+        QVERIFY(run.error.has_value());
+        QVERIFY2(QString::fromStdString(*run.error).contains(expectedWords), run.error->c_str());
+    }
+
+    void hostileReduceIsOnlyANode()
+    {
+        // What "python -c 'import pickle, os; class E: __reduce__ = lambda s: (os.system, ("echo pwned",))'"
+        // writes (protocol 2): GLOBAL 'posix system', the argument tuple, REDUCE.
+        static const char raw[] = "\x80\x02"
+                                  "cposix\nsystem\nq\x00X\x0a\x00\x00\x00"
+                                  "echo pwnedq\x01\x85q\x02Rq\x03.";
+        const QByteArray pickle(raw, sizeof(raw) - 1);
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        QCOMPARE(graph.kind(run.root), NodeKind::Call);
+        QCOMPARE(graph.calleeName(run.root), std::string("posix.system"));
+        QCOMPARE(run.globals.size(), std::size_t(1));
+        QCOMPARE(run.globals[0].module, std::string("posix"));
+        QCOMPARE(run.globals[0].offset, std::uint64_t(2));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestPickleMachine)
+#include "tst_picklemachine.moc"
