@@ -83,7 +83,7 @@ std::uint64_t TensorEntry::nbytes() const
     for (std::int64_t dim : shape)
         elements *= dim > 0 ? static_cast<std::uint64_t>(dim) : 0;
     const auto info = dtypeByName(dtype);
-    return elements * (info ? info->elementSize : 1);
+    return info ? info->bytesFor(elements) : elements;
 }
 
 std::map<std::string, std::uint64_t> Checkpoint::bytesByDevice() const

@@ -96,6 +96,7 @@ struct PickleSection {
     std::string record; // "archive/data.pkl", "constants.pkl", "legacy main pickle"
     std::uint64_t fileOffset = 0; // where the pickle starts in the file (or record)
     PickleRun run;
+    std::vector<std::uint32_t> storagesUsed; // storages its persistent ids reference
 };
 
 // Everything known about one opened file.

@@ -10,87 +10,88 @@ namespace ckpt {
 
 namespace {
 
-    constexpr int kMaxDepth = 1000;
+constexpr int kMaxDepth = 1000;
 
-    std::string joinName(const std::string& base, const std::string& component)
-    {
-        if (base.empty())
-            return component;
-        std::string name;
-        name.reserve(base.size() + component.size() + 1);
-        name += base;
-        name += '.';
-        name += component;
-        return name;
-    }
+std::string joinName(const std::string& base, const std::string& component)
+{
+    if (base.empty())
+        return component;
+    std::string name;
+    name.reserve(base.size() + component.size() + 1);
+    name += base;
+    name += '.';
+    name += component;
+    return name;
+}
 
-    bool isDictClass(std::string_view name)
-    {
-        return name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict"
-            || name == "collections.defaultdict" || name == "collections.Counter"
-            || name == "torch.nn.modules.container.ParameterDict";
-    }
+bool isDictClass(std::string_view name)
+{
+    return name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict"
+        || name == "collections.defaultdict" || name == "collections.Counter"
+        || name == "torch.nn.modules.container.ParameterDict";
+}
 
-    bool isSetClass(std::string_view name)
-    {
-        return name == "builtins.set" || name == "__builtin__.set" || name == "builtins.frozenset"
-            || name == "__builtin__.frozenset";
-    }
+bool isSetClass(std::string_view name)
+{
+    return name == "builtins.set" || name == "__builtin__.set" || name == "builtins.frozenset"
+        || name == "__builtin__.frozenset";
+}
 
-    // Classes whose instances are plain values for a person (shown in one line, never walked).
-    bool isValueClass(std::string_view name)
-    {
-        return name == "torch.Size" || name == "torch.device" || name == "_codecs.encode" || name == "builtins.complex"
-            || name == "__builtin__.complex" || name == "builtins.slice" || name == "numpy.dtype"
-            || name == "numpy.core.multiarray.scalar" || name == "numpy._core.multiarray.scalar"
-            || name == "builtins.bytearray" || name == "torch.serialization._get_layout"
-            || name == "datetime.datetime" || name == "datetime.timedelta" || name == "pathlib.PosixPath";
-    }
+// Classes whose instances are plain values for a person (shown in one line, never walked).
+bool isValueClass(std::string_view name)
+{
+    return name == "torch.Size" || name == "torch.device" || name == "_codecs.encode"
+        || name == "builtins.complex" || name == "__builtin__.complex" || name == "builtins.slice"
+        || name == "numpy.dtype" || name == "numpy.core.multiarray.scalar"
+        || name == "numpy._core.multiarray.scalar" || name == "builtins.bytearray"
+        || name == "torch.serialization._get_layout" || name == "datetime.datetime"
+        || name == "datetime.timedelta" || name == "pathlib.PosixPath";
+}
 
-    std::string quoted(std::string_view text)
-    {
-        std::string out = "'";
-        const std::size_t limit = 80;
-        for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
-            const char c = text[i];
-            if (c == '\n')
-                out += "\\n";
-            else if (c == '\'')
-                out += "\\'";
-            else if (static_cast<unsigned char>(c) < 0x20)
-                out += '?';
-            else
-                out += c;
-        }
-        if (text.size() > limit)
-            out += "…";
-        out += '\'';
-        return out;
+std::string quoted(std::string_view text)
+{
+    std::string out = "'";
+    const std::size_t limit = 80;
+    for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
+        const char c = text[i];
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\'')
+            out += "\\'";
+        else if (static_cast<unsigned char>(c) < 0x20)
+            out += '?';
+        else
+            out += c;
     }
+    if (text.size() > limit)
+        out += "…";
+    out += '\'';
+    return out;
+}
 
-    std::string formatDouble(double value)
-    {
-        char buffer[32];
-        std::snprintf(buffer, sizeof buffer, "%.6g", value);
-        return buffer;
-    }
+std::string formatDouble(double value)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    return buffer;
+}
 
-    TensorLayout layoutFromName(std::string_view name)
-    {
-        if (name.starts_with("torch."))
-            name.remove_prefix(6);
-        if (name == "sparse_coo")
-            return TensorLayout::SparseCoo;
-        if (name == "sparse_csr")
-            return TensorLayout::SparseCsr;
-        if (name == "sparse_csc")
-            return TensorLayout::SparseCsc;
-        if (name == "sparse_bsr")
-            return TensorLayout::SparseBsr;
-        if (name == "sparse_bsc")
-            return TensorLayout::SparseBsc;
-        return TensorLayout::Strided;
-    }
+TensorLayout layoutFromName(std::string_view name)
+{
+    if (name.starts_with("torch."))
+        name.remove_prefix(6);
+    if (name == "sparse_coo")
+        return TensorLayout::SparseCoo;
+    if (name == "sparse_csr")
+        return TensorLayout::SparseCsr;
+    if (name == "sparse_csc")
+        return TensorLayout::SparseCsc;
+    if (name == "sparse_bsr")
+        return TensorLayout::SparseBsr;
+    if (name == "sparse_bsc")
+        return TensorLayout::SparseBsc;
+    return TensorLayout::Strided;
+}
 
 } // namespace
 
@@ -224,7 +225,9 @@ std::string CheckpointBuilder::summarize(NodeId id, int depth) const
     case NodeKind::Set:
     case NodeKind::FrozenSet: {
         const std::vector<NodeId> items = m_graph.sequence(id);
-        const char* what = m_graph.kind(id) == NodeKind::Tuple ? "tuple" : m_graph.kind(id) == NodeKind::List ? "list" : "set";
+        const char* what = m_graph.kind(id) == NodeKind::Tuple ? "tuple"
+            : m_graph.kind(id) == NodeKind::List               ? "list"
+                                                               : "set";
         if (items.size() <= 6 && depth < 2) {
             std::string out = m_graph.kind(id) == NodeKind::List ? "[" : "(";
             for (std::size_t i = 0; i < items.size(); ++i) {
@@ -274,8 +277,9 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
     if (n < 5 || m_graph.text(m_graph.tupleItem(tuple, 0)) != "storage")
         return -1;
     const NodeId classNode = m_graph.tupleItem(tuple, 1);
-    std::string storageClass = m_graph.kind(classNode) == NodeKind::Global ? std::string(m_graph.name(classNode))
-                                                                          : std::string(m_graph.text(classNode));
+    std::string storageClass = m_graph.kind(classNode) == NodeKind::Global
+        ? std::string(m_graph.name(classNode))
+        : std::string(m_graph.text(classNode));
     const NodeId keyNode = m_graph.tupleItem(tuple, 2);
     const std::string key = storageKeyPrefix + keyComponent(keyNode);
     const NodeId locationNode = m_graph.tupleItem(tuple, 3);
@@ -297,10 +301,12 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
         // torch caches the first storage of each key and ignores what later persistent ids say;
         // a file whose persistent ids disagree was edited or is hostile.
         if ((location && existing.device && *location != *existing.device)
-            || (numel >= 0 && static_cast<std::uint64_t>(numel) != existing.numel && existing.firstPersistentId != kNoNode)) {
+            || (numel >= 0 && static_cast<std::uint64_t>(numel) != existing.numel
+                && existing.firstPersistentId != kNoNode)) {
             m_checkpoint.addFinding(Severity::Warning, "storage-described-differently",
-                "storage " + key + " is described differently by two of its references (" + existing.device.value_or("?")
-                    + ", " + formatThousands(existing.numel) + " elements vs " + location.value_or("?") + ", "
+                "storage " + key + " is described differently by two of its references ("
+                    + existing.device.value_or("?") + ", " + formatThousands(existing.numel) + " elements vs "
+                    + location.value_or("?") + ", "
                     + (numel >= 0 ? formatThousands(static_cast<std::uint64_t>(numel)) : std::string("?"))
                     + " elements); torch uses the first",
                 existing.record);
@@ -340,6 +346,14 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
 }
 
 std::int32_t CheckpointBuilder::storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements)
+{
+    const std::int32_t index = resolveStorageArgument(storageArg, viewOffsetElements);
+    if (index >= 0)
+        m_storagesUsed.insert(static_cast<std::uint32_t>(index));
+    return index;
+}
+
+std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements)
 {
     if (viewOffsetElements)
         *viewOffsetElements = 0;
@@ -442,7 +456,8 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
             if (auto zeros = inner(m_graph.tupleItem(qparams, 2)))
                 result.parts.emplace_back("q_zero_points", std::move(zeros->tensor));
         }
-    } else if (function == "torch._utils._rebuild_parameter" || function == "torch._utils._rebuild_parameter_with_state"
+    } else if (function == "torch._utils._rebuild_parameter"
+        || function == "torch._utils._rebuild_parameter_with_state"
         || function == "torch.nn.parameter.Parameter") {
         auto data = inner(arg(0));
         if (!data)
@@ -452,7 +467,8 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         result.tensor.requiresGrad = m_graph.kind(arg(1)) == NodeKind::None ? true : boolArg(1);
         result.tensor.node = id;
         result.tensor.rebuildFunction = function + " / " + result.tensor.rebuildFunction;
-    } else if (function == "torch._utils._rebuild_sparse_tensor" || function == "torch._utils._rebuild_sparse_csr_tensor") {
+    } else if (function == "torch._utils._rebuild_sparse_tensor"
+        || function == "torch._utils._rebuild_sparse_csr_tensor") {
         NodeId layoutNode = arg(0);
         std::string layoutName;
         if (m_graph.kind(layoutNode) == NodeKind::Call)
@@ -504,6 +520,11 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
             t.device = buffer->tensor.device;
             result.parts.emplace_back("buffer", std::move(buffer->tensor));
         }
+        // The nested geometry is itself stored as three int64 tensors with storages of their own.
+        const char* geometry[] = {"sizes", "strides", "storage_offsets"};
+        for (std::size_t i = 0; i < 3; ++i)
+            if (auto part = inner(arg(i + 1)))
+                result.parts.emplace_back(geometry[i], std::move(part->tensor));
         t.stride.reset();
         t.storageOffset.reset();
     } else if (function == "torch._utils._rebuild_meta_tensor_no_storage") {
@@ -524,8 +545,8 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         t.device = deviceFromValue(arg(6));
         t.deviceRecordedOutsideStorage = true;
         t.requiresGrad = boolArg(7);
-    } else if (function == "torch._utils._rebuild_device_tensor_from_numpy" || function == "torch._utils._rebuild_xla_tensor"
-        || function == "torch._utils._rebuild_mlc_tensor") {
+    } else if (function == "torch._utils._rebuild_device_tensor_from_numpy"
+        || function == "torch._utils._rebuild_xla_tensor" || function == "torch._utils._rebuild_mlc_tensor") {
         t.dtype = dtypeFromGlobal(arg(1));
         t.device = deviceFromValue(arg(2));
         t.deviceRecordedOutsideStorage = true;
@@ -570,15 +591,17 @@ void CheckpointBuilder::emitTensor(TensorParts parts, std::uint32_t parent, cons
         m_checkpoint.tensors.push_back(std::move(tensor));
     };
     // Composite tensors (sparse, nested, per-channel quantized) own no storage themselves.
-    const bool composite = parts.tensor.layout == TensorLayout::SparseCoo || parts.tensor.layout == TensorLayout::SparseCsr
-        || parts.tensor.layout == TensorLayout::SparseCsc || parts.tensor.layout == TensorLayout::SparseBsr
-        || parts.tensor.layout == TensorLayout::SparseBsc || parts.tensor.layout == TensorLayout::Nested;
+    const bool composite = parts.tensor.layout == TensorLayout::SparseCoo
+        || parts.tensor.layout == TensorLayout::SparseCsr || parts.tensor.layout == TensorLayout::SparseCsc
+        || parts.tensor.layout == TensorLayout::SparseBsr || parts.tensor.layout == TensorLayout::SparseBsc
+        || parts.tensor.layout == TensorLayout::Nested;
     if (composite)
         parts.tensor.storage = -1;
     add(std::move(parts.tensor), treeNode, fullName);
     for (auto& [role, part] : parts.parts) {
         const std::string partComponent = "[" + role + "]";
-        const std::uint32_t partNode = m_checkpoint.addTreeNode(treeNode, TreeNodeKind::Tensor, partComponent);
+        const std::uint32_t partNode
+            = m_checkpoint.addTreeNode(treeNode, TreeNodeKind::Tensor, partComponent);
         m_checkpoint.tree[partNode].node = part.node;
         add(std::move(part), partNode, fullName + partComponent);
     }
@@ -593,22 +616,40 @@ void CheckpointBuilder::pruneTo(std::uint32_t treeNode, TreeNodeKind kind, std::
     node.summary = std::move(summary);
 }
 
-void CheckpointBuilder::addRoot(NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName)
+void CheckpointBuilder::addRoot(
+    NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName)
 {
     const NodeKind kind = m_graph.kind(root);
     const bool container = (kind == NodeKind::Dict || kind == NodeKind::List || kind == NodeKind::Tuple
-                               || ((kind == NodeKind::Call || kind == NodeKind::NewObject) && !isTensorCall(root)
-                                   && !isValueClass(className(root))));
+        || ((kind == NodeKind::Call || kind == NodeKind::NewObject) && !isTensorCall(root)
+            && !isValueClass(className(root))));
     if (component.empty() && container) {
-        if (kind == NodeKind::Call || kind == NodeKind::NewObject)
+        const bool object = kind == NodeKind::Call || kind == NodeKind::NewObject;
+        if (object)
             m_checkpoint.tree[treeParent].className = className(root);
+        const std::size_t treeBefore = m_checkpoint.tree.size();
+        const std::size_t tensorsBefore = m_checkpoint.tensors.size();
         expandInto(root, treeParent, baseName, 0);
+        if (object && m_checkpoint.tensors.size() == tensorsBefore) {
+            // An object without tensors (a hostile REDUCE, a plain pickled class): show it as
+            // one placeholder named by its class rather than as its attributes.
+            m_checkpoint.tree.resize(treeBefore);
+            auto& children = m_checkpoint.tree[treeParent].children;
+            while (!children.empty() && children.back() >= treeBefore)
+                children.pop_back();
+            const std::uint32_t node
+                = m_checkpoint.addTreeNode(treeParent, TreeNodeKind::Placeholder, "(root)");
+            m_checkpoint.tree[node].className = className(root);
+            m_checkpoint.tree[node].summary = summarize(root, 0);
+            m_checkpoint.tree[node].node = root;
+        }
         return;
     }
     walkChild(root, treeParent, component, baseName, 0);
 }
 
-bool CheckpointBuilder::walkChild(NodeId id, std::uint32_t parent, const std::string& component, const std::string& fullName, int depth)
+bool CheckpointBuilder::walkChild(
+    NodeId id, std::uint32_t parent, const std::string& component, const std::string& fullName, int depth)
 {
     const std::size_t tensorsBefore = m_checkpoint.tensors.size();
     if (depth > kMaxDepth) {
@@ -659,7 +700,8 @@ bool CheckpointBuilder::walkChild(NodeId id, std::uint32_t parent, const std::st
     case NodeKind::PersistentId: {
         // A tensor of the tar format, a storage pickled on its own, or a tar-format storage key.
         const NodeId payload = m_graph.persistentIdPayload(id);
-        if (tensorForKey && (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int)) {
+        if (tensorForKey
+            && (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int)) {
             if (auto tensor = tensorForKey(keyComponent(payload))) {
                 TensorParts parts;
                 parts.tensor = std::move(*tensor);
@@ -672,8 +714,8 @@ bool CheckpointBuilder::walkChild(NodeId id, std::uint32_t parent, const std::st
         m_checkpoint.tree[node].node = id;
         if (storage >= 0) {
             const StorageRecord& s = m_checkpoint.storages[static_cast<std::size_t>(storage)];
-            m_checkpoint.tree[node].summary = "storage " + s.key + " (" + s.dtype + ", " + formatBytes(s.nbytes) + ", "
-                + s.device.value_or("no device") + ")";
+            m_checkpoint.tree[node].summary = "storage " + s.key + " (" + s.dtype + ", "
+                + formatBytes(s.nbytes) + ", " + s.device.value_or("no device") + ")";
         } else {
             m_checkpoint.tree[node].summary = "persistent id the reader does not know";
         }
@@ -690,7 +732,8 @@ bool CheckpointBuilder::walkChild(NodeId id, std::uint32_t parent, const std::st
     // A container: shown once; later references point at the first.
     if (auto it = m_expanded.find(id); it != m_expanded.end()) {
         const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Alias, component);
-        m_checkpoint.tree[node].summary = "same object as " + (it->second.empty() ? std::string("(root)") : it->second);
+        m_checkpoint.tree[node].summary
+            = "same object as " + (it->second.empty() ? std::string("(root)") : it->second);
         m_checkpoint.tree[node].node = id;
         return false;
     }
@@ -700,7 +743,9 @@ bool CheckpointBuilder::walkChild(NodeId id, std::uint32_t parent, const std::st
         treeKind = TreeNodeKind::Dict;
     } else if (kind == NodeKind::Call || kind == NodeKind::NewObject) {
         cls = className(id);
-        treeKind = isDictClass(cls) ? TreeNodeKind::Dict : isSetClass(cls) ? TreeNodeKind::Sequence : TreeNodeKind::Object;
+        treeKind = isDictClass(cls) ? TreeNodeKind::Dict
+            : isSetClass(cls)       ? TreeNodeKind::Sequence
+                                    : TreeNodeKind::Object;
     }
     const std::uint32_t node = m_checkpoint.addTreeNode(parent, treeKind, component);
     m_checkpoint.tree[node].className = cls;
@@ -725,8 +770,8 @@ bool CheckpointBuilder::expandEntries(const std::vector<NodeId>& keyValues, std:
         const NodeId value = keyValues[i + 1];
         const std::string component = keyComponent(key);
         const std::string name = joinName(fullName, component);
-        if (splitDottedNames && m_graph.kind(key) == NodeKind::String && component.find('.') != std::string::npos
-            && isTensorCall(value)) {
+        if (splitDottedNames && m_graph.kind(key) == NodeKind::String
+            && component.find('.') != std::string::npos && isTensorCall(value)) {
             std::string leaf;
             const std::uint32_t parent = m_checkpoint.modulePathFor(treeNode, component, leaf);
             walkChild(value, parent, leaf, name, depth);
@@ -737,7 +782,8 @@ bool CheckpointBuilder::expandEntries(const std::vector<NodeId>& keyValues, std:
     return m_checkpoint.tensors.size() > tensorsBefore;
 }
 
-bool CheckpointBuilder::expandObjectState(NodeId object, std::uint32_t treeNode, const std::string& fullName, int depth)
+bool CheckpointBuilder::expandObjectState(
+    NodeId object, std::uint32_t treeNode, const std::string& fullName, int depth)
 {
     const ContainerBody* body = m_graph.bodyOf(object);
     if (!body)
@@ -746,7 +792,8 @@ bool CheckpointBuilder::expandObjectState(NodeId object, std::uint32_t treeNode,
     for (const NodeId state : std::vector<NodeId>(body->states)) {
         // __setstate__ input: a dict of attributes, or (dict, slots dict).
         std::vector<NodeId> attributeDicts;
-        if (m_graph.kind(state) == NodeKind::Dict || (m_graph.kind(state) == NodeKind::Call && isDictClass(className(state)))) {
+        if (m_graph.kind(state) == NodeKind::Dict
+            || (m_graph.kind(state) == NodeKind::Call && isDictClass(className(state)))) {
             attributeDicts.push_back(state);
         } else if (m_graph.kind(state) == NodeKind::Tuple) {
             for (NodeId part : m_graph.sequence(state))
@@ -771,7 +818,8 @@ bool CheckpointBuilder::expandObjectState(NodeId object, std::uint32_t treeNode,
             for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
                 const std::string attribute = keyComponent(items[i]);
                 const NodeId value = items[i + 1];
-                if (isModule && (attribute == "_parameters" || attribute == "_buffers" || attribute == "_modules")) {
+                if (isModule
+                    && (attribute == "_parameters" || attribute == "_buffers" || attribute == "_modules")) {
                     // state_dict naming: these three dicts are transparent; None entries are skipped.
                     const ContainerBody* entries = m_graph.bodyOf(value);
                     if (!entries)
@@ -786,8 +834,9 @@ bool CheckpointBuilder::expandObjectState(NodeId object, std::uint32_t treeNode,
                     continue;
                 }
                 const std::size_t treeBefore = m_checkpoint.tree.size();
-                const bool hadTensors = walkChild(value, treeNode, attribute, joinName(fullName, attribute), depth);
-                if (isModule && !hadTensors && m_checkpoint.tree.size() > treeBefore) {
+                const bool hadTensors
+                    = walkChild(value, treeNode, attribute, joinName(fullName, attribute), depth);
+                if ((isModule || isScriptModule) && !hadTensors && m_checkpoint.tree.size() > treeBefore) {
                     // A module's plain attributes (training, in_features, hooks) are noise in a
                     // tensor tree: keep only those that hold tensors.
                     m_checkpoint.tree.resize(treeBefore);
@@ -849,21 +898,24 @@ bool CheckpointBuilder::expandInto(NodeId id, std::uint32_t treeNode, const std:
         if (isSetClass(cls)) {
             const std::vector<NodeId> items = m_graph.sequence(m_graph.tupleItem(args, 0));
             for (std::size_t i = 0; i < items.size(); ++i)
-                walkChild(items[i], treeNode, std::to_string(i), joinName(fullName, std::to_string(i)), depth);
+                walkChild(
+                    items[i], treeNode, std::to_string(i), joinName(fullName, std::to_string(i)), depth);
             break;
         }
         expandObjectState(id, treeNode, fullName, depth);
         if (const ContainerBody* body = m_graph.bodyOf(id)) {
             const std::vector<NodeId> items = body->items;
             for (std::size_t i = 0; i < items.size(); ++i)
-                walkChild(items[i], treeNode, std::to_string(i), joinName(fullName, std::to_string(i)), depth);
+                walkChild(
+                    items[i], treeNode, std::to_string(i), joinName(fullName, std::to_string(i)), depth);
             expandEntries(std::vector<NodeId>(body->dictItems), treeNode, fullName, depth, false);
         }
         // Arguments of an arbitrary call may hide tensors; show them only when they do.
         const std::size_t treeBefore = m_checkpoint.tree.size();
         const std::size_t tensorsBeforeArgs = m_checkpoint.tensors.size();
         if (m_graph.kind(args) == NodeKind::Tuple && m_graph.tupleSize(args) > 0) {
-            const std::uint32_t argsNode = m_checkpoint.addTreeNode(treeNode, TreeNodeKind::Sequence, "(arguments)");
+            const std::uint32_t argsNode
+                = m_checkpoint.addTreeNode(treeNode, TreeNodeKind::Sequence, "(arguments)");
             expandInto(args, argsNode, joinName(fullName, "(arguments)"), depth + 1);
             if (m_checkpoint.tensors.size() == tensorsBeforeArgs) {
                 m_checkpoint.tree.resize(treeBefore);
@@ -913,11 +965,12 @@ void CheckpointBuilder::checkViews()
         }
         if (empty)
             continue;
-        const std::uint64_t neededBytes = (static_cast<std::uint64_t>(last) + 1) * elementSize;
+        const std::uint64_t neededBytes = info ? info->bytesFor(static_cast<std::uint64_t>(last) + 1)
+                                               : (static_cast<std::uint64_t>(last) + 1) * elementSize;
         if (neededBytes > storage.nbytes) {
             m_checkpoint.addFinding(Severity::Error, "view-out-of-bounds",
-                "tensor '" + tensor.name + "' views bytes up to " + formatThousands(neededBytes) + " of storage "
-                    + storage.key + ", which holds only " + formatThousands(storage.nbytes)
+                "tensor '" + tensor.name + "' views bytes up to " + formatThousands(neededBytes)
+                    + " of storage " + storage.key + ", which holds only " + formatThousands(storage.nbytes)
                     + " bytes: torch would read past the end of the storage",
                 storage.record);
         }

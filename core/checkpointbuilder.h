@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <set>
 #include <unordered_set>
 
 namespace ckpt {
@@ -37,6 +38,9 @@ public:
     // Checks that need every tensor: each view's extent against its storage.
     void checkViews();
 
+    // Storages this builder's pickles referenced (indices into checkpoint.storages).
+    const std::set<std::uint32_t>& storagesUsed() const { return m_storagesUsed; }
+
 private:
     struct TensorParts {
         TensorEntry tensor;
@@ -51,6 +55,7 @@ private:
     bool isTensorCall(NodeId id) const;
     std::optional<TensorParts> buildTensor(NodeId id, int depth);
     std::int32_t storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
+    std::int32_t resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
     void emitTensor(TensorParts parts, std::uint32_t parent, const std::string& component, const std::string& fullName,
         NodeId node);
     std::string className(NodeId id) const; // callee of an object, seen through legacy 'module' pids
@@ -64,6 +69,7 @@ private:
     PickleGraph& m_graph;
     std::unordered_map<NodeId, std::string> m_expanded; // containers already shown, by their path
     std::unordered_set<NodeId> m_onStack;
+    std::set<std::uint32_t> m_storagesUsed;
     bool m_depthFindingReported = false;
 };
 

@@ -57,7 +57,10 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
         json.member("name", tensor.name);
         json.member("dtype", tensor.dtype);
         json.key("shape");
-        writeIntArray(json, tensor.shape);
+        if (tensor.layout == TensorLayout::Nested) // each component has its own shape
+            json.null();
+        else
+            writeIntArray(json, tensor.shape);
         json.key("stride");
         if (tensor.stride)
             writeIntArray(json, *tensor.stride);

@@ -15,6 +15,13 @@ struct DTypeInfo {
     std::string_view legacyStorage;   // Python storage class ("FloatStorage"), empty for v3 dtypes
     std::string_view scriptStorage;   // TorchScript storage class ("Float8_e4m3fnStorage")
     std::string_view safetensorsName; // "F32", empty when safetensors has none
+    std::uint32_t valuesPerByte = 1;  // sub-byte quantized dtypes pack several values in a byte
+
+    // Bytes that `elements` values of this dtype occupy in a storage.
+    std::uint64_t bytesFor(std::uint64_t elements) const
+    {
+        return valuesPerByte > 1 ? (elements + valuesPerByte - 1) / valuesPerByte : elements * elementSize;
+    }
 };
 
 // Lookups; all return nothing for names they do not know.

@@ -49,6 +49,12 @@ std::string quotedStart(ByteView bytes, std::size_t length = 24)
     for (const auto byte : head(bytes, length)) {
         if (byte >= 0x20 && byte < 0x7f && byte != '"' && byte != '\\') {
             text += static_cast<char>(byte);
+        } else if (byte == '\n') {
+            text += "\\n";
+        } else if (byte == '\t') {
+            text += "\\t";
+        } else if (byte == '\r') {
+            text += "\\r";
         } else {
             static constexpr char digits[] = "0123456789abcdef";
             text += "\\x";
@@ -374,8 +380,15 @@ bool plausibleLocalHeader(ByteView bytes, std::uint64_t at)
         name->begin(), name->end(), [](std::uint8_t byte) { return byte >= 0x20 && byte != 0x7f; });
 }
 
-// Offset where the zip that ends this file starts, from its end-of-central-directory record.
-std::optional<std::uint64_t> zipStartFromEnd(ByteView bytes)
+struct EmbeddedZip {
+    std::uint64_t start = 0;
+    // Whether the zip's own offsets count from its start (as when torch.save writes into an open
+    // file after other bytes) rather than from the file's start (zipfile's append mode).
+    bool offsetsFromZipStart = false;
+};
+
+// Where the zip that ends this file starts, from its end-of-central-directory record.
+std::optional<EmbeddedZip> zipStartFromEnd(ByteView bytes)
 {
     if (bytes.size() < 22)
         return std::nullopt;
@@ -406,10 +419,10 @@ std::optional<std::uint64_t> zipStartFromEnd(ByteView bytes)
         if (recordedCdOffset > cdStart)
             continue;
         const std::uint64_t bias = cdStart - recordedCdOffset;
-        for (const std::uint64_t start : {bias + *firstLocal, static_cast<std::uint64_t>(*firstLocal)}) {
-            if (startsWith(bytes, kLocalHeader, start))
-                return start;
-        }
+        if (bias > 0 && startsWith(bytes, kLocalHeader, bias + *firstLocal))
+            return EmbeddedZip {bias + *firstLocal, true};
+        if (startsWith(bytes, kLocalHeader, *firstLocal))
+            return EmbeddedZip {*firstLocal, false};
     }
     return std::nullopt;
 }
@@ -512,7 +525,7 @@ ContainerGuess sniffContainer(ByteView fileBytes)
         if (!realSize.empty()
             && std::all_of(realSize.begin(), realSize.end(), [](char c) { return c >= '0' && c <= '9'; })
             && realSize.size() < 20)
-            description += ": it stands in for a " + byteCount(std::stoull(realSize)) + " file";
+            description += ": it stands in for a file of " + byteCount(std::stoull(realSize));
         if (!oid.empty())
             description += " (" + oid.substr(0, 20) + (oid.size() > 20 ? "…" : "") + ")";
         description
@@ -526,21 +539,26 @@ ContainerGuess sniffContainer(ByteView fileBytes)
         headerLength && size > 8 && bytes[8] == '{') {
         if (*headerLength >= 2 && *headerLength <= size - 8)
             return guess(ContainerKind::Safetensors,
-                "a safetensors file (" + sizeText + ", a " + byteCount(*headerLength)
-                    + " JSON header, then tensor data); it records no devices");
+                "a safetensors file (" + sizeText + ": a JSON header of " + byteCount(*headerLength)
+                    + ", then tensor data); it records no devices");
         if (*headerLength <= 100'000'000 && size > 9 && (bytes[9] == '"' || bytes[9] == '}'))
             return guess(ContainerKind::Safetensors,
                 "a safetensors file whose header claims " + byteCount(*headerLength) + " but only "
                     + byteCount(size - 8) + " follow: the file is truncated (download or copy it again)");
     }
 
-    if (const auto zipStart = zipStartFromEnd(bytes); zipStart && *zipStart > 0)
+    if (const auto zip = zipStartFromEnd(bytes); zip && zip->start > 0) {
+        const std::string prefix = byteCount(zip->start);
         return guess(ContainerKind::ZipWithPrefix,
-            "a zip archive that starts at byte " + withThousands(*zipStart) + ", after "
-                + byteCount(*zipStart)
-                + " of other data (a self-extracting archive, or a zip appended to another file). "
-                  "torch.load accepts only zips that start at byte 0; cut the first "
-                + byteCount(*zipStart) + " off to get a file torch can load");
+            "a zip archive that starts at byte " + withThousands(zip->start) + ", after " + prefix
+                + " of other data (a self-extracting archive, a zip appended to another file, or one record "
+                  "of "
+                  "a larger container). torch.load accepts only zips that start at byte 0; "
+                + (zip->offsetsFromZipStart
+                        ? "cutting off the first " + prefix + " gives a file torch can load"
+                        : "its offsets count from the start of the file, so after cutting off the first "
+                            + prefix + " they must be adjusted too (zip -A does that)"));
+    }
 
     if (size >= 2 && bytes[0] == 0x80 && bytes[1] >= 2 && bytes[1] <= 5)
         return guess(ContainerKind::PlainPickle,

@@ -33,12 +33,14 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
             return;
         if (run->error) {
             checkpoint.addFinding(Severity::Error, "legacy-header-unreadable",
-                std::string("the legacy header's ") + header + " cannot be read: " + *run->error, {}, offset + run->errorOffset);
+                std::string("the legacy header's ") + header + " cannot be read: " + *run->error, {},
+                offset + run->errorOffset);
             return;
         }
         if (std::string_view(header) == "protocol version" && checkpoint.graph.intValue(run->root) != 1001)
             checkpoint.addFinding(Severity::Error, "legacy-protocol-version",
-                "the legacy header says protocol version " + std::to_string(checkpoint.graph.intValue(run->root))
+                "the legacy header says protocol version "
+                    + std::to_string(checkpoint.graph.intValue(run->root))
                     + "; torch.load fails with \"Invalid protocol version: "
                     + std::to_string(checkpoint.graph.intValue(run->root)) + "\"",
                 {}, offset);
@@ -48,7 +50,9 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
                     if (checkpoint.graph.text(body->dictItems[i]) == "little_endian"
                         && checkpoint.graph.intValue(body->dictItems[i + 1]) == 0)
                         checkpoint.addFinding(Severity::Warning, "big-endian",
-                            "sys_info says the file was written on a big-endian machine; its storages are big-endian", {}, offset);
+                            "sys_info says the file was written on a big-endian machine; its storages are "
+                            "big-endian",
+                            {}, offset);
             }
         }
         offset += run->endOffset;
@@ -78,8 +82,10 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     const bool mainComplete = section.run.complete();
     if (section.run.error)
         checkpoint.addFinding(Severity::Error, "pickle-unreadable",
-            "the main pickle could not be read to its end: " + *section.run.error, {}, offset + section.run.errorOffset);
+            "the main pickle could not be read to its end: " + *section.run.error, {},
+            offset + section.run.errorOffset);
     const std::uint64_t mainEnd = offset + section.run.endOffset;
+    section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
     checkpoint.pickles.push_back(std::move(section));
     if (!mainComplete) {
         builder.checkViews();
@@ -95,8 +101,8 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     }
     if (keysRun->error) {
         checkpoint.addFinding(Severity::Error, "legacy-keys-unreadable",
-            "the list of storage keys cannot be read: " + *keysRun->error + "; no tensor data can be located", {},
-            offset + keysRun->errorOffset);
+            "the list of storage keys cannot be read: " + *keysRun->error + "; no tensor data can be located",
+            {}, offset + keysRun->errorOffset);
         builder.checkViews();
         return;
     }
@@ -115,7 +121,8 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         if (it == checkpoint.storageIndexByKey.end()) {
             checkpoint.addFinding(Severity::Error, "legacy-key-unknown",
                 "the key list names storage " + key
-                    + ", which the pickle never uses, so its size is unknown and the storages after it cannot be located",
+                    + ", which the pickle never uses, so its size is unknown and the storages after it "
+                      "cannot be located",
                 {}, offset);
             break;
         }
@@ -127,18 +134,23 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
             offset = bytes.size();
             continue;
         }
-        const std::uint64_t elementSize = storage.numel ? storage.nbytes / storage.numel : dtypeByName(storage.dtype) ? dtypeByName(storage.dtype)->elementSize : 1;
+        const std::uint64_t elementSize = storage.numel ? storage.nbytes / storage.numel
+            : dtypeByName(storage.dtype)                ? dtypeByName(storage.dtype)->elementSize
+                                                        : 1;
         if (*count != storage.numel) {
             checkpoint.addFinding(Severity::Error, "record-size-mismatch",
-                "storage " + storage.key + " holds " + formatThousands(*count) + " elements in the file but the pickle says "
-                    + formatThousands(storage.numel) + "; torch.load fails with \"storage has wrong byte size: expected "
+                "storage " + storage.key + " holds " + formatThousands(*count)
+                    + " elements in the file but the pickle says " + formatThousands(storage.numel)
+                    + "; torch.load fails with \"storage has wrong byte size: expected "
                     + std::to_string(storage.nbytes) + " got " + std::to_string(*count * elementSize) + "\"",
                 storage.record, offset);
         }
         const std::uint64_t dataStart = offset + 8;
-        const std::uint64_t length = *count > (bytes.size() / (elementSize ? elementSize : 1)) ? bytes.size() : *count * elementSize;
+        const std::uint64_t length
+            = *count > (bytes.size() / (elementSize ? elementSize : 1)) ? bytes.size() : *count * elementSize;
         storage.dataOffset = dataStart;
-        storage.availableBytes = dataStart >= bytes.size() ? 0 : std::min<std::uint64_t>(length, bytes.size() - dataStart);
+        storage.availableBytes
+            = dataStart >= bytes.size() ? 0 : std::min<std::uint64_t>(length, bytes.size() - dataStart);
         if (*storage.availableBytes < storage.nbytes)
             ++incomplete;
         offset = dataStart + length;
@@ -151,7 +163,9 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
             listed = listed || key == storage.key;
         if (!listed)
             checkpoint.addFinding(Severity::Error, "record-missing",
-                "storage " + storage.key + " is used by the pickle but missing from the file's key list; torch.load cannot restore it",
+                "storage " + storage.key
+                    + " is used by the pickle but missing from the file's key list; torch.load cannot "
+                      "restore it",
                 storage.record);
     }
     if (incomplete) {
@@ -159,13 +173,14 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         for (const StorageRecord& storage : checkpoint.storages)
             complete += storage.bytesComplete() ? 1 : 0;
         checkpoint.addFinding(Severity::Error, "truncated",
-            "the file ends before the data of " + formatThousands(incomplete) + " storage(s): it is truncated; "
-                + formatThousands(complete) + " of " + formatThousands(checkpoint.storages.size())
-                + " storages are complete and can be salvaged",
+            "the file ends before the data of " + formatThousands(incomplete)
+                + " storage(s): it is truncated; " + formatThousands(complete) + " of "
+                + formatThousands(checkpoint.storages.size()) + " storages are complete and can be salvaged",
             {}, bytes.size());
     } else if (offset < bytes.size()) {
         checkpoint.addFinding(Severity::Warning, "trailing-bytes",
-            formatThousands(bytes.size() - offset) + " bytes follow the last storage; torch ignores them", {}, offset);
+            formatThousands(bytes.size() - offset) + " bytes follow the last storage; torch ignores them", {},
+            offset);
     }
     builder.checkViews();
 }

@@ -398,6 +398,38 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             name, 8);
         return;
     }
+    // The data offsets first, [BEGIN, END) relative to the data buffer: even an entry that cannot be
+    // listed occupies its bytes, and the coverage check must not call them a gap.
+    const JsonValue* offsetsValue = info.find("data_offsets");
+    std::optional<std::uint64_t> begin;
+    std::optional<std::uint64_t> end;
+    if (offsetsValue && offsetsValue->size() == 2 && offsetsValue->isArray()) {
+        begin = offsetsValue->at(0).toUInt64();
+        end = offsetsValue->at(1).toUInt64();
+    }
+    bool offsetsValid = begin && end;
+    if (!offsetsValid) {
+        report(Severity::Error, "tensor-offsets-invalid",
+            who + ": its data_offsets are "
+                + (offsetsValue ? shorten(offsetsValue->toJson(), 200) : std::string("missing"))
+                + ", not two non-negative integers [BEGIN, END]; its bytes cannot be located.",
+            name, 8);
+    } else if (*end < *begin) {
+        offsetsValid = false;
+        report(Severity::Error, "tensor-offsets-invalid",
+            who + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
+                + "] end before they begin; its bytes cannot be located.",
+            name, 8);
+    } else if (*begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
+        offsetsValid = false;
+        report(Severity::Error, "tensor-offsets-invalid",
+            who + ": its data_offsets begin at " + formatThousands(*begin)
+                + ", beyond any possible file size; its bytes cannot be located.",
+            name, 8);
+    }
+    if (offsetsValid)
+        m_spans.push_back(DataSpan {*begin, *end, name});
+
     const JsonValue* dtypeValue = info.find("dtype");
     if (!dtypeValue || !dtypeValue->isString()) {
         report(Severity::Error, "tensor-info-invalid",
@@ -430,37 +462,6 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             name, 8);
         return;
     }
-
-    // The data offsets: [BEGIN, END) relative to the data buffer, END exclusive.
-    const JsonValue* offsetsValue = info.find("data_offsets");
-    std::optional<std::uint64_t> begin;
-    std::optional<std::uint64_t> end;
-    if (offsetsValue && offsetsValue->size() == 2 && offsetsValue->isArray()) {
-        begin = offsetsValue->at(0).toUInt64();
-        end = offsetsValue->at(1).toUInt64();
-    }
-    bool offsetsValid = begin && end;
-    if (!offsetsValid) {
-        report(Severity::Error, "tensor-offsets-invalid",
-            who + ": its data_offsets are "
-                + (offsetsValue ? shorten(offsetsValue->toJson(), 200) : std::string("missing"))
-                + ", not two non-negative integers [BEGIN, END]; it is listed without its bytes.",
-            name, 8);
-    } else if (*end < *begin) {
-        offsetsValid = false;
-        report(Severity::Error, "tensor-offsets-invalid",
-            who + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
-                + "] end before they begin; it is listed without its bytes.",
-            name, 8);
-    } else if (*begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
-        offsetsValid = false;
-        report(Severity::Error, "tensor-offsets-invalid",
-            who + ": its data_offsets begin at " + formatThousands(*begin)
-                + ", beyond any possible file size; it is listed without its bytes.",
-            name, 8);
-    }
-    if (offsetsValid)
-        m_spans.push_back(DataSpan {*begin, *end, name});
 
     // Elements and their size, with every multiplication checked: shapes come from the file.
     std::uint64_t numel = 1;

@@ -158,6 +158,19 @@ Zip64Values readZip64Extra(ByteView extra, bool wantUncompressed, bool wantCompr
     return values;
 }
 
+// torch (miniz) and zipfile write 64-bit data descriptors exactly when the local header carries a
+// ZIP64 extra field, whatever it holds (for torch, possibly only the header's own offset).
+bool hasZip64Extra(ByteView extra)
+{
+    std::uint64_t at = 0;
+    while (at + 4 <= extra.size()) {
+        if (*readLittleEndian<std::uint16_t>(extra, at) == kZip64ExtraId)
+            return true;
+        at += 4 + *readLittleEndian<std::uint16_t>(extra, at + 2);
+    }
+    return false;
+}
+
 struct DataDescriptor {
     std::uint32_t crc32 = 0;
     std::uint64_t compressedSize = 0;
@@ -583,30 +596,35 @@ private:
 
     // Is `at` where a record boundary may be: the end of the file, a cut inside the next
     // signature, or a zip signature?
-    bool boundaryAt(std::uint64_t at) const
+    // How surely a record boundary lies at `at`: a zip signature there is sure; the end of the file,
+    // or a cut inside what may be the next signature, is only possible.
+    enum class Boundary { None, Possible, Sure };
+
+    Boundary boundaryAt(std::uint64_t at) const
     {
         if (at > m_size)
-            return false;
+            return Boundary::None;
         const std::uint64_t left = m_size - at;
         if (left >= 4) {
             const auto signature = *read<std::uint32_t>(at);
-            return signature == kLocalHeaderSignature || signature == kCentralHeaderSignature
+            const bool known = signature == kLocalHeaderSignature || signature == kCentralHeaderSignature
                 || signature == kEndRecordSignature || signature == kZip64EndRecordSignature
                 || signature == kDataDescriptorSignature;
+            return known ? Boundary::Sure : Boundary::None;
         }
         static constexpr std::uint8_t prefix[] = {'P', 'K'};
         for (std::uint64_t i = 0; i < left && i < 2; ++i) {
             if (m_bytes[at + i] != prefix[i])
-                return false;
+                return Boundary::None;
         }
-        return true;
+        return Boundary::Possible;
     }
 
     // Records written with bit 3 (torch writes every non-empty record this way) have zeros in
     // their local sizes; the payload ends at a data descriptor whose recorded compressed size
     // equals the distance from the payload's start. Checking that distance, and that a zip
     // signature (or the end of the file) follows, rules out "PK\7\8" appearing inside tensor data.
-    std::optional<DataDescriptor> findDataDescriptor(const ZipEntry& entry) const
+    std::optional<DataDescriptor> findDataDescriptor(const ZipEntry& entry, bool zip64Header) const
     {
         const auto text = asText(m_bytes);
         std::uint64_t from = entry.dataOffset;
@@ -617,22 +635,31 @@ private:
             const std::uint64_t distance = found - entry.dataOffset;
             std::optional<DataDescriptor> narrow;
             std::optional<DataDescriptor> wide;
+            Boundary narrowEnd = Boundary::None;
+            Boundary wideEnd = Boundary::None;
             const auto crc = read<std::uint32_t>(found + 4);
             if (const auto size = read<std::uint32_t>(found + 8); crc && size && *size == distance) {
                 const auto uncompressed = read<std::uint32_t>(found + 12);
-                if (uncompressed && boundaryAt(found + 16))
+                narrowEnd = boundaryAt(found + 16);
+                if (uncompressed && narrowEnd != Boundary::None)
                     narrow = DataDescriptor {*crc, *size, *uncompressed, 16};
             }
             if (const auto size = read<std::uint64_t>(found + 8); crc && size && *size == distance) {
                 const auto uncompressed = read<std::uint64_t>(found + 16);
-                if (uncompressed && boundaryAt(found + 24))
+                wideEnd = boundaryAt(found + 24);
+                if (uncompressed && wideEnd != Boundary::None)
                     wide = DataDescriptor {*crc, *size, *uncompressed, 24};
             }
             if (narrow && wide) {
-                // Only possible by coincidence; a stored record's sizes must agree with each other.
-                if (entry.method == 0)
+                // A small size reads the same in both forms (its high half is zero). Believe the form
+                // followed by a real signature, then a stored record's equal sizes, then the header:
+                // writers use 64-bit descriptors exactly when the local header has a ZIP64 extra.
+                if (narrowEnd != wideEnd)
+                    return narrowEnd == Boundary::Sure ? narrow : wide;
+                if (entry.method == 0
+                    && (narrow->uncompressedSize == distance) != (wide->uncompressedSize == distance))
                     return narrow->uncompressedSize == distance ? narrow : wide;
-                return wide;
+                return zip64Header ? wide : narrow;
             }
             if (narrow)
                 return narrow;
@@ -648,11 +675,14 @@ private:
     // 32 or 64 bits: the form followed by a record boundary wins.
     std::uint64_t afterDescriptor(std::uint64_t at) const
     {
-        if (signatureAt(at, kDataDescriptorSignature))
-            return boundaryAt(at + 16) || !boundaryAt(at + 24) ? at + 16 : at + 24;
-        if (boundaryAt(at + 12))
+        if (signatureAt(at, kDataDescriptorSignature)) {
+            const Boundary narrow = boundaryAt(at + 16);
+            const Boundary wide = boundaryAt(at + 24);
+            return wide == Boundary::Sure && narrow != Boundary::Sure ? at + 24 : at + 16;
+        }
+        if (boundaryAt(at + 12) != Boundary::None)
             return at + 12;
-        return boundaryAt(at + 20) ? at + 20 : at;
+        return boundaryAt(at + 20) != Boundary::None ? at + 20 : at;
     }
 
     void reportCut(const ZipEntry* entry, std::uint64_t headerOffset, std::size_t completeBefore,
@@ -696,9 +726,12 @@ private:
                 if (m_endRecordMissing)
                     addFinding(Severity::Error, "zip-truncated",
                         "the file ends at byte " + withThousands(m_size)
-                            + ", inside the central directory (the zip's table of contents, which starts at "
-                              "byte "
-                            + withThousands(at) + ") or the end records after it: the file is truncated. All "
+                            + ", after the start of the central directory "
+                              "(the zip's table of contents, at byte "
+                            + withThousands(at)
+                            + ") but without the end record that closes it: the file is truncated (or its "
+                              "end is "
+                              "damaged). All "
                             + withThousands(complete) + " record" + (complete == 1 ? "" : "s") + " before it "
                             + (complete == 1 ? "is" : "are") + " complete",
                         {}, m_size);
@@ -755,6 +788,7 @@ private:
                 break;
             }
             // A local ZIP64 extra holds both sizes whenever either 32-bit field is the marker.
+            const bool zip64Header = hasZip64Extra(*extra);
             if (compressed32 == kZip64Marker32 || uncompressed32 == kZip64Marker32) {
                 const auto values = readZip64Extra(*extra, true, true, false);
                 entry.uncompressedSize = values.uncompressedSize.value_or(entry.uncompressedSize);
@@ -764,7 +798,7 @@ private:
             std::uint64_t next = 0;
             const bool sizesDeferred = (entry.flags & kFlagDataDescriptor) != 0;
             if (sizesDeferred && entry.compressedSize == 0) {
-                const auto descriptor = findDataDescriptor(entry);
+                const auto descriptor = findDataDescriptor(entry, zip64Header);
                 if (!descriptor) {
                     entry.payloadComplete = false;
                     const std::uint64_t have = entry.dataOffset < m_size ? m_size - entry.dataOffset : 0;

@@ -45,11 +45,24 @@ QString kindName(ContainerKind kind)
 
 // Every kind, so the stable names can be checked for uniqueness.
 constexpr ContainerKind kAllKinds[] = {
-    ContainerKind::TorchZip, ContainerKind::ZipWithPrefix, ContainerKind::TorchLegacy, ContainerKind::TorchTar,
-    ContainerKind::Safetensors, ContainerKind::MobileFlatbuffer, ContainerKind::PreviewPytorch1,
-    ContainerKind::PlainPickle, ContainerKind::Empty, ContainerKind::GitLfsPointer, ContainerKind::HtmlPage,
-    ContainerKind::JsonText, ContainerKind::PlainText, ContainerKind::Png, ContainerKind::Jpeg,
-    ContainerKind::Hdf5, ContainerKind::Gzip, ContainerKind::Unknown,
+    ContainerKind::TorchZip,
+    ContainerKind::ZipWithPrefix,
+    ContainerKind::TorchLegacy,
+    ContainerKind::TorchTar,
+    ContainerKind::Safetensors,
+    ContainerKind::MobileFlatbuffer,
+    ContainerKind::PreviewPytorch1,
+    ContainerKind::PlainPickle,
+    ContainerKind::Empty,
+    ContainerKind::GitLfsPointer,
+    ContainerKind::HtmlPage,
+    ContainerKind::JsonText,
+    ContainerKind::PlainText,
+    ContainerKind::Png,
+    ContainerKind::Jpeg,
+    ContainerKind::Hdf5,
+    ContainerKind::Gzip,
+    ContainerKind::Unknown,
 };
 
 struct CorpusFile {
@@ -69,7 +82,8 @@ QList<CorpusFile> corpusManifest()
         const QList<QByteArray> columns = lines[i].split('\t');
         if (columns.size() < 11)
             continue;
-        files.append({QString::fromUtf8(columns[0]), QString::fromUtf8(columns[6]), QString::fromUtf8(columns[10])});
+        files.append(
+            {QString::fromUtf8(columns[0]), QString::fromUtf8(columns[6]), QString::fromUtf8(columns[10])});
     }
     return files;
 }
@@ -127,13 +141,15 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("kind");
-        const auto document = QJsonDocument::fromJson(readAll(kSniffSamples + QStringLiteral("/samples.json")));
-        QVERIFY2(document.isArray() && !document.array().isEmpty(), "tests/data/sniff/samples.json is missing");
+        const auto document
+            = QJsonDocument::fromJson(readAll(kSniffSamples + QStringLiteral("/samples.json")));
+        QVERIFY2(
+            document.isArray() && !document.array().isEmpty(), "tests/data/sniff/samples.json is missing");
         for (const auto& value : document.array()) {
             const QJsonObject sample = value.toObject();
             const QString file = sample.value(QLatin1String("file")).toString();
-            QTest::newRow(qPrintable(file)) << kSniffSamples + QLatin1Char('/') + file
-                                            << sample.value(QLatin1String("kind")).toString();
+            QTest::newRow(qPrintable(file))
+                << kSniffSamples + QLatin1Char('/') + file << sample.value(QLatin1String("kind")).toString();
         }
     }
 
@@ -145,8 +161,8 @@ private Q_SLOTS:
         QVERIFY2(mapped.hasValue(), qPrintable(file));
         const ContainerGuess guess = sniffContainer((*mapped)->bytes());
         QVERIFY2(kindName(guess.kind) == kind,
-                 qPrintable(kindName(guess.kind) + QStringLiteral(" (") + QString::fromStdString(guess.description)
-                            + QStringLiteral(") instead of ") + kind));
+            qPrintable(kindName(guess.kind) + QStringLiteral(" (") + QString::fromStdString(guess.description)
+                + QStringLiteral(") instead of ") + kind));
         QVERIFY(!guess.description.empty());
     }
 
@@ -158,11 +174,12 @@ private Q_SLOTS:
         const auto files = QDir(kZipSamples).entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
         QVERIFY(!files.isEmpty());
         for (const QString& json : files) {
-            const QJsonObject expectation = QJsonDocument::fromJson(readAll(kZipSamples + QLatin1Char('/') + json)).object();
+            const QJsonObject expectation
+                = QJsonDocument::fromJson(readAll(kZipSamples + QLatin1Char('/') + json)).object();
             const QString file = expectation.value(QLatin1String("file")).toString();
             const bool prefixed = expectation.value(QLatin1String("archive_start")).toInt() > 0;
-            QTest::newRow(qPrintable(file)) << kZipSamples + QLatin1Char('/') + file
-                                            << (prefixed ? QStringLiteral("zip-with-prefix") : QStringLiteral("torch-zip"));
+            QTest::newRow(qPrintable(file)) << kZipSamples + QLatin1Char('/')
+                    + file << (prefixed ? QStringLiteral("zip-with-prefix") : QStringLiteral("torch-zip"));
         }
     }
 
@@ -227,8 +244,8 @@ private Q_SLOTS:
         QVERIFY2(mapped.hasValue(), mapped.hasValue() ? "" : mapped.error().message.c_str());
         const ContainerGuess guess = sniffContainer((*mapped)->bytes());
         QVERIFY2(kinds.contains(kindName(guess.kind)),
-                 qPrintable(kindName(guess.kind) + QStringLiteral(": ") + QString::fromStdString(guess.description)
-                            + QStringLiteral(", expected one of ") + kinds.join(QLatin1Char(','))));
+            qPrintable(kindName(guess.kind) + QStringLiteral(": ") + QString::fromStdString(guess.description)
+                + QStringLiteral(", expected one of ") + kinds.join(QLatin1Char(','))));
         QVERIFY(!guess.description.empty());
         if (guess.kind == ContainerKind::GitLfsPointer) {
             const QString description = QString::fromStdString(guess.description);
@@ -295,12 +312,14 @@ private Q_SLOTS:
     // safetensors file. Taken from a real file, with its header length replaced.
     void safetensorsHeaderLengthIsChecked()
     {
-        const QString path = kCorpus + QStringLiteral("/files/deepjavalibrary__djl__api__src__test__resources__list.safetensors");
+        const QString path = kCorpus
+            + QStringLiteral("/files/deepjavalibrary__djl__api__src__test__resources__list.safetensors");
         QByteArray bytes = readAll(path);
         if (bytes.isEmpty())
             QSKIP("the shared corpus is not available here");
         QCOMPARE(sniffContainer(viewOf(bytes)).kind, ContainerKind::Safetensors);
-        for (const quint64 length : {quint64(0xffffffffffffffffull), quint64(0xfffffffffffffff9ull), quint64(1) << 40}) {
+        for (const quint64 length :
+            {quint64(0xffffffffffffffffull), quint64(0xfffffffffffffff9ull), quint64(1) << 40}) {
             for (int i = 0; i < 8; ++i)
                 bytes[i] = static_cast<char>((length >> (8 * i)) & 0xff);
             QVERIFY(sniffContainer(viewOf(bytes)).kind != ContainerKind::Safetensors);

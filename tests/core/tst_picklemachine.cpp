@@ -176,8 +176,10 @@ private Q_SLOTS:
     void readsWhatPythonWrote_data()
     {
         QTest::addColumn<QString>("file");
-        const QStringList files = QDir(dataDir()).entryList({QStringLiteral("*.pkl")}, QDir::Files, QDir::Name);
-        QVERIFY2(files.size() >= 30, "the pickle samples are missing: run tests/data/pickle/make_pickle_samples.py");
+        const QStringList files
+            = QDir(dataDir()).entryList({QStringLiteral("*.pkl")}, QDir::Files, QDir::Name);
+        QVERIFY2(files.size() >= 30,
+            "the pickle samples are missing: run tests/data/pickle/make_pickle_samples.py");
         for (const QString& file : files)
             QTest::newRow(qPrintable(file)) << file;
     }
@@ -222,8 +224,8 @@ private Q_SLOTS:
     void everyTruncationStopsWithAMessage_data()
     {
         QTest::addColumn<QString>("file");
-        for (const char* name : {"scalars.p0.pkl", "scalars.p2.pkl", "strings.p0.pkl", "strings.p4.pkl", "containers.p1.pkl",
-                 "containers.p5.pkl", "shared.p3.pkl", "state_dict_like.p2.pkl"})
+        for (const char* name : {"scalars.p0.pkl", "scalars.p2.pkl", "strings.p0.pkl", "strings.p4.pkl",
+                 "containers.p1.pkl", "containers.p5.pkl", "shared.p3.pkl", "state_dict_like.p2.pkl"})
             QTest::newRow(name) << QString::fromLatin1(name);
     }
     void everyTruncationStopsWithAMessage()
@@ -279,13 +281,17 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("pickle");
         QTest::addColumn<QString>("expectedWords");
         QTest::newRow("deep marks") << QByteArray(200'000, '(') << QStringLiteral("MARK");
-        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7) << QStringLiteral("limit");
+        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7)
+                                    << QStringLiteral("limit");
         QTest::newRow("unknown memo") << QByteArray("\x80\x02h\x05.", 5) << QStringLiteral("never stored");
-        QTest::newRow("not an opcode") << QByteArray("\x80\x02\xff.", 4) << QStringLiteral("not a pickle opcode");
+        QTest::newRow("not an opcode")
+            << QByteArray("\x80\x02\xff.", 4) << QStringLiteral("not a pickle opcode");
         QTest::newRow("protocol 9") << QByteArray("\x80\x09N.", 4) << QStringLiteral("protocol 9");
         QTest::newRow("stack underflow") << QByteArray("\x80\x02R.", 4) << QStringLiteral("stack is empty");
-        QTest::newRow("string past end") << QByteArray("\x80\x02X\xff\xff\x00\x00abc", 10) << QStringLiteral("truncated");
-        QTest::newRow("stack global of ints") << QByteArray("\x80\x04K\x01K\x02\x93.", 8) << QStringLiteral("two strings");
+        QTest::newRow("string past end")
+            << QByteArray("\x80\x02X\xff\xff\x00\x00" "abc", 10) << QStringLiteral("truncated");
+        QTest::newRow("stack global of ints")
+            << QByteArray("\x80\x04K\x01K\x02\x93.", 8) << QStringLiteral("two strings");
         QByteArray manyLists;
         for (int i = 0; i < 20'000; ++i)
             manyLists += ']';

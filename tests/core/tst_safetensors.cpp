@@ -1,0 +1,739 @@
+// The safetensors reader against files written by the real safetensors library (the shared corpus:
+// Debian 12 has no python3-safetensors to write fresh ones), compared with what an independent
+// json+struct reader says about them (tests/data/safetensors/*.expected.json, written by
+// make_expected.py), and against damaged copies of those files made here in memory: cut short at
+// every point, header length and header text corrupted. Nothing may crash, every problem becomes
+// a finding, and whatever is intact is still listed.
+
+#include "checkpoint.h"
+#include "json.h"
+#include "mappedfile.h"
+#include "safetensorsreader.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRandomGenerator>
+#include <QSet>
+#include <QTest>
+
+#include <functional>
+#include <memory>
+
+using namespace ckpt;
+
+namespace {
+
+const QString kExpectedDir = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/safetensors");
+// The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
+const QString kCorpus = qEnvironmentVariableIsEmpty("CKPT_CORPUS_DIR")
+    ? QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus")
+    : qEnvironmentVariable("CKPT_CORPUS_DIR");
+const QString kCorpusFiles = kCorpus + QStringLiteral("/files");
+const QString kTiny = QStringLiteral("deepjavalibrary__djl__api__src__test__resources__list.safetensors");
+const QString kMnist
+    = QStringLiteral("tracel-ai__burn__examples__import-model-weights__weights__mnist.safetensors");
+
+QByteArray readAll(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return file.readAll();
+}
+
+std::string toStd(const QByteArray& bytes)
+{
+    return std::string(bytes.constData(), static_cast<std::size_t>(bytes.size()));
+}
+
+std::unique_ptr<Checkpoint> readBytes(const QByteArray& bytes, const QString& name = QStringLiteral("sample"))
+{
+    auto checkpoint = std::make_unique<Checkpoint>();
+    checkpoint->path = name.toStdString();
+    checkpoint->fileSize = static_cast<std::uint64_t>(bytes.size());
+    checkpoint->file = MappedFile::fromBuffer(ByteBuffer(bytes.begin(), bytes.end()), checkpoint->path);
+    readSafetensors(*checkpoint);
+    return checkpoint;
+}
+
+QStringList codesOf(const Checkpoint& checkpoint)
+{
+    QSet<QString> codes;
+    for (const Finding& finding : checkpoint.findings)
+        codes.insert(QString::fromStdString(finding.code));
+    QStringList sorted(codes.begin(), codes.end());
+    sorted.sort();
+    return sorted;
+}
+
+QString findingsText(const Checkpoint& checkpoint)
+{
+    QString text;
+    for (const Finding& finding : checkpoint.findings)
+        text += QStringLiteral("\n  [%1] %2: %3")
+                    .arg(QString::fromLatin1(severityName(finding.severity)),
+                        QString::fromStdString(finding.code), QString::fromStdString(finding.message));
+    return text;
+}
+
+std::uint64_t headerLengthOf(const QByteArray& file)
+{
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i)
+        n = (n << 8) | static_cast<std::uint8_t>(file[i]);
+    return n;
+}
+
+QByteArray withHeaderLength(QByteArray file, std::uint64_t n)
+{
+    for (int i = 0; i < 8; ++i)
+        file[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    return file;
+}
+
+QByteArray headerOf(const QByteArray& file)
+{
+    return file.mid(8, static_cast<qsizetype>(headerLengthOf(file)));
+}
+
+// The same tensor bytes behind another header, with the length field to match.
+QByteArray withHeader(const QByteArray& file, const QByteArray& header)
+{
+    const QByteArray data = file.mid(8 + static_cast<qsizetype>(headerLengthOf(file)));
+    return withHeaderLength(QByteArray(8, '\0'), static_cast<std::uint64_t>(header.size())) + header + data;
+}
+
+QByteArray replacedInHeader(const QByteArray& file, const QByteArray& from, const QByteArray& to)
+{
+    QByteArray header = headerOf(file);
+    const qsizetype at = header.indexOf(from);
+    if (at < 0)
+        qFatal("test data: '%s' is not in the header", from.constData());
+    header.replace(at, from.size(), to);
+    return withHeader(file, header);
+}
+
+// Edits the header as a JSON document (key order kept) and writes it back padded with spaces to a
+// multiple of 8, as the safetensors writer does.
+QByteArray editedHeader(const QByteArray& file, const std::function<void(JsonValue&)>& edit)
+{
+    auto header = parseJson(toStd(headerOf(file)));
+    if (!header)
+        qFatal("test data: header does not parse: %s", header.error().message.c_str());
+    edit(*header);
+    std::string text = header->toJson();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    return withHeader(file, QByteArray(text.data(), static_cast<qsizetype>(text.size())));
+}
+
+// What must hold for any input, however damaged: indices in range and pointing back at each
+// other, every tensor in the tree at the path of its name, bytes only where the file has them.
+QString inconsistency(const Checkpoint& checkpoint)
+{
+    if (checkpoint.format != CheckpointFormat::Safetensors)
+        return QStringLiteral("format is not safetensors");
+    if (checkpoint.tree.empty() || checkpoint.tree[0].kind != TreeNodeKind::Root)
+        return QStringLiteral("no root node");
+    if (checkpoint.storages.size() != checkpoint.tensors.size())
+        return QStringLiteral("not one storage per tensor");
+    const std::uint64_t fileSize = checkpoint.file->size();
+    for (std::size_t i = 0; i < checkpoint.tensors.size(); ++i) {
+        const TensorEntry& tensor = checkpoint.tensors[i];
+        const QString name = QString::fromStdString(tensor.name);
+        if (tensor.storage != static_cast<std::int32_t>(i))
+            return QStringLiteral("tensor %1: storage index %2").arg(name).arg(tensor.storage);
+        const StorageRecord& storage = checkpoint.storages[i];
+        if (storage.tensors != std::vector<std::uint32_t> {static_cast<std::uint32_t>(i)})
+            return QStringLiteral("storage of %1 does not list exactly its tensor").arg(name);
+        auto indexed = checkpoint.storageIndexByKey.find(storage.key);
+        if (indexed == checkpoint.storageIndexByKey.end() || indexed->second != i)
+            return QStringLiteral("storage key of %1 is not indexed").arg(name);
+        if (storage.device || tensor.device)
+            return QStringLiteral("%1 has a device; safetensors records none").arg(name);
+        if (storage.availableBytes && !storage.dataOffset)
+            return QStringLiteral("%1 has available bytes but no offset").arg(name);
+        if (storage.dataOffset && storage.availableBytes
+            && (*storage.dataOffset > fileSize || *storage.availableBytes > fileSize - *storage.dataOffset))
+            return QStringLiteral("%1 claims bytes past the end of the file").arg(name);
+        if (!tensor.stride || tensor.stride->size() != tensor.shape.size() || tensor.storageOffset != 0)
+            return QStringLiteral("%1 has no C-order view").arg(name);
+        if (tensor.treeNode == 0 || tensor.treeNode >= checkpoint.tree.size())
+            return QStringLiteral("%1 has no tree node").arg(name);
+        const TreeNode& node = checkpoint.tree[tensor.treeNode];
+        if (node.kind != TreeNodeKind::Tensor || node.tensor != static_cast<std::int32_t>(i))
+            return QStringLiteral("tree node of %1 does not point back").arg(name);
+        if (checkpoint.treePath(tensor.treeNode) != tensor.name)
+            return QStringLiteral("%1 sits at tree path %2")
+                .arg(name, QString::fromStdString(checkpoint.treePath(tensor.treeNode)));
+    }
+    for (std::size_t i = 1; i < checkpoint.tree.size(); ++i) {
+        const TreeNode& node = checkpoint.tree[i];
+        if (node.parent >= checkpoint.tree.size())
+            return QStringLiteral("node %1 has no parent").arg(i);
+        const auto& siblings = checkpoint.tree[node.parent].children;
+        if (std::count(siblings.begin(), siblings.end(), static_cast<std::uint32_t>(i)) != 1)
+            return QStringLiteral("node %1 is not once among its parent's children").arg(i);
+    }
+    return {};
+}
+
+// Indented text of the tree: kind, name, and for tensors their index.
+void dumpTree(const Checkpoint& checkpoint, std::uint32_t node, int depth, QString& out)
+{
+    const TreeNode& entry = checkpoint.tree[node];
+    out += QString(depth * 2, QLatin1Char(' ')) + QString::fromLatin1(treeNodeKindName(entry.kind))
+        + QLatin1Char(' ') + QString::fromStdString(entry.name) + QLatin1Char('\n');
+    for (const std::uint32_t child : entry.children)
+        dumpTree(checkpoint, child, depth + 1, out);
+}
+
+struct CorpusSample {
+    QString name;
+    QByteArray bytes;
+    QJsonObject expected;
+};
+
+QList<CorpusSample> corpusSamples()
+{
+    QList<CorpusSample> samples;
+    const QStringList expectations
+        = QDir(kExpectedDir)
+              .entryList({QStringLiteral("*.safetensors.expected.json")}, QDir::Files, QDir::Name);
+    for (const QString& expectation : expectations) {
+        CorpusSample sample;
+        sample.name = expectation.chopped(int(sizeof(".expected.json")) - 1);
+        sample.bytes = readAll(kCorpusFiles + QLatin1Char('/') + sample.name);
+        sample.expected
+            = QJsonDocument::fromJson(readAll(kExpectedDir + QLatin1Char('/') + expectation)).object();
+        samples.append(sample);
+    }
+    return samples;
+}
+
+} // namespace
+
+class TestSafetensors : public QObject {
+    Q_OBJECT
+
+private:
+    QList<CorpusSample> m_samples;
+
+    const CorpusSample& sample(const QString& name) const
+    {
+        for (const CorpusSample& candidate : m_samples)
+            if (candidate.name == name)
+                return candidate;
+        qFatal("no sample %s", qPrintable(name));
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (!QFileInfo(kCorpusFiles).isDir())
+            QSKIP("the shared corpus (../shared/corpus/files) is not available here");
+        m_samples = corpusSamples();
+        QCOMPARE(m_samples.size(), 3);
+        for (const CorpusSample& sample : std::as_const(m_samples)) {
+            QVERIFY2(!sample.bytes.isEmpty(),
+                qPrintable(sample.name + QStringLiteral(" is missing from the corpus")));
+            // The expectations describe these exact bytes.
+            QCOMPARE(QString::fromLatin1(
+                         QCryptographicHash::hash(sample.bytes, QCryptographicHash::Sha256).toHex()),
+                sample.expected.value(QStringLiteral("sha256")).toString());
+        }
+    }
+
+    // Files written by the real safetensors library read exactly as the independent reader says.
+    void corpusMatchesIndependentReader_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const CorpusSample& sample : std::as_const(m_samples))
+            QTest::newRow(qPrintable(sample.name.left(40))) << sample.name;
+    }
+    void corpusMatchesIndependentReader()
+    {
+        QFETCH(QString, name);
+        const CorpusSample& expectedSample = sample(name);
+        const QJsonObject& expected = expectedSample.expected;
+
+        // Through the real memory map, as the application opens files.
+        auto mapped = MappedFile::open((kCorpusFiles + QLatin1Char('/') + name).toStdString());
+        QVERIFY2(mapped, mapped ? "" : mapped.error().message.c_str());
+        Checkpoint checkpoint;
+        checkpoint.file = *mapped;
+        checkpoint.fileSize = (*mapped)->size();
+        readSafetensors(checkpoint);
+
+        QVERIFY2(checkpoint.findings.empty(), qPrintable(findingsText(checkpoint)));
+        QCOMPARE(checkpoint.format, CheckpointFormat::Safetensors);
+        QVERIFY2(inconsistency(checkpoint).isEmpty(), qPrintable(inconsistency(checkpoint)));
+        const QJsonArray tensors = expected.value(QStringLiteral("tensors")).toArray();
+        QCOMPARE(checkpoint.tensors.size(), std::size_t(tensors.size()));
+        for (qsizetype i = 0; i < tensors.size(); ++i) {
+            const QJsonObject want = tensors[i].toObject();
+            const TensorEntry& tensor = checkpoint.tensors[std::size_t(i)];
+            const StorageRecord& storage = checkpoint.storages[std::size_t(tensor.storage)];
+            const std::string tensorName = want.value(QStringLiteral("name")).toString().toStdString();
+            QCOMPARE(tensor.name, tensorName);
+            QCOMPARE(
+                QString::fromStdString(tensor.dtype), want.value(QStringLiteral("torch_dtype")).toString());
+            std::vector<std::int64_t> shape;
+            for (const QJsonValue dim : want.value(QStringLiteral("shape")).toArray())
+                shape.push_back(dim.toInteger());
+            std::vector<std::int64_t> stride;
+            for (const QJsonValue dim : want.value(QStringLiteral("stride")).toArray())
+                stride.push_back(dim.toInteger());
+            QCOMPARE(tensor.shape, shape);
+            QCOMPARE(tensor.stride, std::optional<std::vector<std::int64_t>>(stride));
+            QCOMPARE(tensor.storageOffset, std::optional<std::int64_t>(0));
+            QCOMPARE(tensor.layout, TensorLayout::Strided);
+            QCOMPARE(tensor.rebuildFunction, std::string("safetensors"));
+            QVERIFY(!tensor.device);
+
+            QCOMPARE(storage.key, tensorName);
+            QCOMPARE(storage.storageClass, std::string("safetensors"));
+            QCOMPARE(storage.dtype, tensor.dtype);
+            QCOMPARE(storage.numel, std::uint64_t(want.value(QStringLiteral("numel")).toInteger()));
+            QCOMPARE(storage.nbytes, std::uint64_t(want.value(QStringLiteral("nbytes")).toInteger()));
+            QCOMPARE(storage.record, "tensor data of " + tensorName);
+            QCOMPARE(storage.dataOffset,
+                std::optional<std::uint64_t>(want.value(QStringLiteral("file_offset")).toInteger()));
+            QCOMPARE(storage.availableBytes, std::optional<std::uint64_t>(storage.nbytes));
+            QVERIFY(storage.bytesComplete());
+            QCOMPARE(tensor.nbytes(), storage.nbytes);
+        }
+        // No metadata in these files, so the tree holds modules and tensors only.
+        QVERIFY(expected.value(QStringLiteral("metadata")).isNull());
+        for (const TreeNode& node : checkpoint.tree)
+            QVERIFY(node.kind == TreeNodeKind::Root || node.kind == TreeNodeKind::Module
+                || node.kind == TreeNodeKind::Tensor);
+    }
+
+    // The tree is the one Checkpoint::modulePathFor builds, also for names with odd dots.
+    void treeMatchesModulePathFor()
+    {
+        const QByteArray& mnist = sample(kMnist).bytes;
+        const QStringList names = {QStringLiteral("a.b.c"), QStringLiteral("a.b.d"), QStringLiteral("a"),
+            QStringLiteral("a..b"), QStringLiteral(".hidden"), QStringLiteral("trailing."),
+            QStringLiteral("x.y."), QStringLiteral(""), QStringLiteral("a.b"), QStringLiteral("z.0.weight"),
+            QStringLiteral("z.1.weight"), QStringLiteral("z.0.bias"), QStringLiteral("..."),
+            QStringLiteral("a.b.c.d"), QStringLiteral("q.r"), QStringLiteral("encoder.layers.0.attn.q"),
+            QStringLiteral("encoder.layers.0.attn.k"), QStringLiteral("encoder.layers.1.attn.q"),
+            QStringLiteral("a.z"), QStringLiteral("\xc3\xa9.t")};
+        const QByteArray renamed = editedHeader(mnist, [&](JsonValue& header) {
+            int i = 0;
+            for (JsonMember& member : *header.object())
+                member.key = names.value(i++).toStdString();
+        });
+        auto checkpoint = readBytes(renamed);
+        QVERIFY2(checkpoint->findings.empty(), qPrintable(findingsText(*checkpoint)));
+        QVERIFY2(inconsistency(*checkpoint).isEmpty(), qPrintable(inconsistency(*checkpoint)));
+
+        Checkpoint reference;
+        reference.ensureRoot();
+        for (const QString& name : names) {
+            std::string leaf;
+            const std::uint32_t parent = reference.modulePathFor(0, name.toStdString(), leaf);
+            reference.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
+        }
+        QString got;
+        QString want;
+        dumpTree(*checkpoint, 0, 0, got);
+        dumpTree(reference, 0, 0, want);
+        QCOMPARE(got, want);
+    }
+
+    // Cut short anywhere: before the header is whole nothing can be listed; after it every tensor
+    // is listed and exactly those whose bytes lie before the cut have them.
+    void everyTruncation()
+    {
+        for (const CorpusSample& corpus : std::as_const(m_samples)) {
+            const QByteArray& full = corpus.bytes;
+            const auto size = static_cast<std::uint64_t>(full.size());
+            const std::uint64_t dataStart = corpus.expected.value(QStringLiteral("data_start")).toInteger();
+            const QJsonArray tensors = corpus.expected.value(QStringLiteral("tensors")).toArray();
+            QSet<std::uint64_t> cuts;
+            if (size <= 4096) {
+                for (std::uint64_t cut = 0; cut <= size; ++cut)
+                    cuts.insert(cut);
+            } else {
+                for (std::uint64_t cut = 0; cut <= 16; ++cut)
+                    cuts.insert(cut);
+                for (std::uint64_t cut = dataStart - 3; cut <= dataStart + 3; ++cut)
+                    cuts.insert(cut);
+                for (const QJsonValue tensor : tensors) {
+                    const std::uint64_t begin = tensor[QStringLiteral("file_offset")].toInteger();
+                    const std::uint64_t end = begin + tensor[QStringLiteral("nbytes")].toInteger();
+                    for (const std::uint64_t cut : {begin - 1, begin, begin + 1, end - 1, end, end + 1})
+                        cuts.insert(std::min(cut, size));
+                }
+                QRandomGenerator random(42);
+                for (int i = 0; i < 64; ++i)
+                    cuts.insert(random.bounded(static_cast<quint32>(size)));
+                cuts.insert(size - 1);
+                cuts.insert(size);
+            }
+            for (const std::uint64_t cut : std::as_const(cuts)) {
+                const QString where = QStringLiteral("%1 cut at %2").arg(corpus.name).arg(cut);
+                auto checkpoint = readBytes(full.left(static_cast<qsizetype>(cut)));
+                QVERIFY2(inconsistency(*checkpoint).isEmpty(),
+                    qPrintable(where + QLatin1Char(' ') + inconsistency(*checkpoint)));
+                const QStringList codes = codesOf(*checkpoint);
+                if (cut < 8) {
+                    QCOMPARE(codes, QStringList {QStringLiteral("header-too-small")});
+                    QVERIFY(checkpoint->tensors.empty());
+                } else if (cut < dataStart) {
+                    QCOMPARE(codes, QStringList {QStringLiteral("header-truncated")});
+                    QVERIFY(checkpoint->tensors.empty());
+                    QCOMPARE(checkpoint->findings[0].offset, std::optional<std::uint64_t>(cut));
+                } else {
+                    QCOMPARE(
+                        codes, cut < size ? QStringList {QStringLiteral("file-truncated")} : QStringList {});
+                    QVERIFY2(checkpoint->hasErrors() == (cut < size), qPrintable(where));
+                    QCOMPARE(checkpoint->tensors.size(), std::size_t(tensors.size()));
+                    for (qsizetype i = 0; i < tensors.size(); ++i) {
+                        const std::uint64_t begin = tensors[i][QStringLiteral("file_offset")].toInteger();
+                        const std::uint64_t nbytes = tensors[i][QStringLiteral("nbytes")].toInteger();
+                        const StorageRecord& storage = checkpoint->storages[std::size_t(i)];
+                        QCOMPARE(storage.key, tensors[i][QStringLiteral("name")].toString().toStdString());
+                        QCOMPARE(storage.nbytes, nbytes);
+                        QCOMPARE(storage.dataOffset, std::optional<std::uint64_t>(begin));
+                        const std::uint64_t present = cut > begin ? std::min(cut - begin, nbytes) : 0;
+                        QCOMPARE(storage.availableBytes, std::optional<std::uint64_t>(present));
+                        QVERIFY2(storage.bytesComplete() == (begin + nbytes <= cut), qPrintable(where));
+                    }
+                }
+            }
+        }
+    }
+
+    void damagedHeaderLength()
+    {
+        for (const CorpusSample& corpus : std::as_const(m_samples)) {
+            const std::uint64_t n = headerLengthOf(corpus.bytes);
+            const auto size = static_cast<std::uint64_t>(corpus.bytes.size());
+            for (const std::uint64_t length :
+                {std::uint64_t {0}, std::uint64_t {1}, n - 1, n + 1, n + 8, n * 2, size - 8, size - 7, size,
+                    std::uint64_t {100'000'000}, std::uint64_t {100'000'001}, std::uint64_t {1} << 32,
+                    std::uint64_t {1} << 63, ~std::uint64_t {0}}) {
+                const QString where = QStringLiteral("%1 with header length %2").arg(corpus.name).arg(length);
+                auto checkpoint = readBytes(withHeaderLength(corpus.bytes, length));
+                QVERIFY2(inconsistency(*checkpoint).isEmpty(),
+                    qPrintable(where + QLatin1Char(' ') + inconsistency(*checkpoint)));
+                QVERIFY2(checkpoint->hasErrors(), qPrintable(where + findingsText(*checkpoint)));
+                if (length > 100'000'000)
+                    QCOMPARE(codesOf(*checkpoint), QStringList {QStringLiteral("header-too-large")});
+                else if (length > size - 8)
+                    QCOMPARE(codesOf(*checkpoint), QStringList {QStringLiteral("header-truncated")});
+            }
+        }
+    }
+
+    // One rule broken at a time, in a copy of a real file: the right findings, and what is intact
+    // still listed.
+    void brokenRules()
+    {
+        const QByteArray& tiny = sample(kTiny).bytes; // attention I8 [2,3] [0,6]; embedding I8 [2,2] [6,10]
+        struct Case {
+            const char* name;
+            QByteArray file;
+            QStringList codes;
+            std::function<void(const Checkpoint&)> check;
+        };
+        auto storageOf = [](const Checkpoint& checkpoint, const char* key) -> const StorageRecord& {
+            return checkpoint.storages.at(checkpoint.storageIndexByKey.at(key));
+        };
+        const QList<Case> cases = {
+            {"overlap", replacedInHeader(tiny, "[6,10]", "[4, 8]"),
+                {QStringLiteral("data-overlap"), QStringLiteral("trailing-bytes")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(storageOf(c, "embedding").dataOffset, std::optional<std::uint64_t>(136 + 4));
+                    QVERIFY(storageOf(c, "embedding").bytesComplete());
+                    QCOMPARE(c.findings[0].offset, std::optional<std::uint64_t>(140));
+                }},
+            {"gap", replacedInHeader(tiny, "[6,10]", "[7,11]"),
+                {QStringLiteral("data-gap"), QStringLiteral("file-truncated")},
+                [&](const Checkpoint& c) {
+                    QVERIFY(storageOf(c, "attention").bytesComplete());
+                    QCOMPARE(storageOf(c, "embedding").availableBytes, std::optional<std::uint64_t>(3));
+                    QVERIFY(!storageOf(c, "embedding").bytesComplete());
+                }},
+            {"size mismatch", replacedInHeader(tiny, "[2,2]", "[2,3]"),
+                {QStringLiteral("tensor-size-mismatch")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors[1].shape, (std::vector<std::int64_t> {2, 3}));
+                    QCOMPARE(storageOf(c, "embedding").nbytes, std::uint64_t {6});
+                    QCOMPARE(storageOf(c, "embedding").availableBytes, std::optional<std::uint64_t>(4));
+                    QVERIFY(!storageOf(c, "embedding").bytesComplete());
+                }},
+            {"unknown dtype", replacedInHeader(tiny, "\"I8\"", "\"Q8\""), {QStringLiteral("unknown-dtype")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors.size(), std::size_t {2});
+                    QCOMPARE(c.tensors[0].dtype, std::string("q8"));
+                    QCOMPARE(storageOf(c, "attention").dtype, std::string("q8"));
+                    QCOMPARE(storageOf(c, "attention").numel, std::uint64_t {6});
+                    QCOMPARE(storageOf(c, "attention").nbytes, std::uint64_t {0});
+                    QVERIFY(!storageOf(c, "attention").dataOffset);
+                    QVERIFY(storageOf(c, "embedding").bytesComplete());
+                }},
+            {"dtype torch lacks", replacedInHeader(tiny, "\"I8\"", "\"F4\""),
+                {QStringLiteral("dtype-without-torch-equivalent"), QStringLiteral("tensor-size-mismatch")},
+                [&](const Checkpoint& c) { QCOMPARE(c.tensors[0].dtype, std::string("f4")); }},
+            {"misaligned bits",
+                replacedInHeader(replacedInHeader(tiny, "\"I8\"", "\"F6_E2M3\""), "[2,3]", "[1,3]"),
+                {QStringLiteral("dtype-without-torch-equivalent"), QStringLiteral("tensor-size-misaligned")},
+                nullptr},
+            {"duplicate name", replacedInHeader(tiny, "\"embedding\"", "\"attention\""),
+                {QStringLiteral("duplicate-tensor-name")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors.size(), std::size_t {2});
+                    QCOMPARE(c.tensors[1].name, std::string("attention"));
+                    QCOMPARE(c.storages[1].key, std::string("attention (duplicate 2)"));
+                    QVERIFY(c.storages[1].bytesComplete());
+                }},
+            {"negative offset", replacedInHeader(tiny, "[0,6]", "[-1,6]"),
+                {QStringLiteral("data-gap"), QStringLiteral("tensor-offsets-invalid")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors.size(), std::size_t {2});
+                    QVERIFY(!storageOf(c, "attention").dataOffset);
+                }},
+            {"reversed offsets", replacedInHeader(tiny, "[6,10]", "[10,6]"),
+                {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
+            {"fractional offset", replacedInHeader(tiny, "[6,10]", "[6.0,10]"),
+                {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
+            {"three offsets", replacedInHeader(tiny, "[6,10]", "[6,10,14]"),
+                {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
+            {"offsets past 2^64",
+                replacedInHeader(tiny, "[6,10]", "[18446744073709551000,18446744073709551615]"),
+                {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
+            {"offset above uint64", replacedInHeader(tiny, "[6,10]", "[6,18446744073709551616]"),
+                {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
+            {"offsets at 2^48", replacedInHeader(tiny, "[6,10]", "[6,281474976710655]"),
+                {QStringLiteral("file-truncated"), QStringLiteral("tensor-size-mismatch")},
+                [&](const Checkpoint& c) { QVERIFY(storageOf(c, "embedding").bytesComplete()); }},
+            {"shape overflows", replacedInHeader(tiny, "[2,2]", "[4294967296,4294967296,4294967296]"),
+                {QStringLiteral("tensor-size-overflow")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors[1].shape.size(), std::size_t {3});
+                    QCOMPARE(storageOf(c, "embedding").nbytes, std::uint64_t {0});
+                }},
+            {"bits overflow",
+                replacedInHeader(replacedInHeader(tiny, "[2,2]", "[2305843009213693952]"),
+                    "\"I8\",\"shape\":[2305", "\"I64\",\"shape\":[2305"),
+                {QStringLiteral("tensor-size-overflow")}, nullptr},
+            {"shape with a string", replacedInHeader(tiny, "[2,2]", "[2,\"2\"]"),
+                {QStringLiteral("tensor-info-invalid")},
+                [&](const Checkpoint& c) { QCOMPARE(c.tensors.size(), std::size_t {1}); }},
+            {"negative dimension", replacedInHeader(tiny, "[2,2]", "[2,-2]"),
+                {QStringLiteral("tensor-info-invalid")}, nullptr},
+            {"no dtype",
+                editedHeader(tiny,
+                    [](JsonValue& h) {
+                        h.find("embedding")->object()->erase(h.find("embedding")->object()->begin());
+                    }),
+                {QStringLiteral("tensor-info-invalid")},
+                [&](const Checkpoint& c) { QCOMPARE(c.tensors.size(), std::size_t {1}); }},
+            {"entry not an object", editedHeader(tiny, [](JsonValue& h) { h.set("extra", 5); }),
+                {QStringLiteral("tensor-info-invalid")}, nullptr},
+            {"metadata",
+                editedHeader(tiny,
+                    [](JsonValue& h) {
+                        JsonValue metadata;
+                        metadata.insert("format", "pt");
+                        metadata.insert("note", "it's\n");
+                        h.object()->insert(h.object()->begin(), JsonMember {"__metadata__", metadata});
+                    }),
+                {},
+                [&](const Checkpoint& c) {
+                    const TreeNode& dict = c.tree[c.tree[0].children.at(0)];
+                    QCOMPARE(dict.kind, TreeNodeKind::Dict);
+                    QCOMPARE(dict.name, std::string("__metadata__"));
+                    QCOMPARE(dict.children.size(), std::size_t {2});
+                    QCOMPARE(c.tree[dict.children[0]].kind, TreeNodeKind::Value);
+                    QCOMPARE(c.tree[dict.children[0]].name, std::string("format"));
+                    QCOMPARE(c.tree[dict.children[0]].summary, std::string("'pt'"));
+                    QCOMPARE(c.tree[dict.children[1]].summary, std::string("'it\\'s\\n'"));
+                    QCOMPARE(c.tensors.size(), std::size_t {2});
+                }},
+            {"metadata not strings",
+                editedHeader(tiny,
+                    [](JsonValue& h) {
+                        JsonValue metadata;
+                        metadata.insert("epochs", 3);
+                        h.set("__metadata__", metadata);
+                    }),
+                {QStringLiteral("metadata-not-string")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tree[c.tree[0].children.back()].children.size(), std::size_t {1});
+                }},
+            {"metadata not an object", editedHeader(tiny, [](JsonValue& h) { h.set("__metadata__", "x"); }),
+                {QStringLiteral("metadata-invalid")}, nullptr},
+            {"header is an array", withHeader(tiny, "[]      "), {QStringLiteral("header-not-object")},
+                [&](const Checkpoint& c) { QVERIFY(c.tensors.empty()); }},
+            {"header starts with space", withHeader(tiny, " " + headerOf(tiny).chopped(1)),
+                {QStringLiteral("header-start-invalid")},
+                [&](const Checkpoint& c) { QCOMPARE(c.tensors.size(), std::size_t {2}); }},
+            {"NUL padding", withHeader(tiny, headerOf(tiny).chopped(2) + QByteArray(2, '\0')),
+                {QStringLiteral("header-padding-invalid")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors.size(), std::size_t {2});
+                    QVERIFY(c.storages[1].bytesComplete());
+                }},
+            {"invalid UTF-8 name", replacedInHeader(tiny, "attention", "attenti\xff\xfe"),
+                {QStringLiteral("header-invalid-json")},
+                [&](const Checkpoint& c) {
+                    QVERIFY(c.tensors.empty());
+                    QCOMPARE(c.findings[0].offset, std::optional<std::uint64_t>(8 + 2 + 7));
+                    QVERIFY(c.findings[0].message.find("invalid UTF-8") != std::string::npos);
+                }},
+            {"cut JSON", withHeader(tiny, headerOf(tiny).left(60)), {QStringLiteral("header-invalid-json")},
+                nullptr},
+            {"deep nesting", withHeader(tiny, "{\"a\":" + QByteArray(200'000, '[')),
+                {QStringLiteral("header-invalid-json")},
+                [&](const Checkpoint& c) {
+                    QVERIFY(
+                        c.findings[0].message.find("nesting deeper than 128 levels") != std::string::npos);
+                }},
+            {"unaligned header", withHeader(tiny, headerOf(tiny) + ' '), {QStringLiteral("header-unaligned")},
+                [&](const Checkpoint& c) {
+                    QVERIFY(!c.hasErrors());
+                    QVERIFY(c.storages[1].bytesComplete());
+                }},
+            {"empty header, data left", withHeader(tiny, "{}      "), {QStringLiteral("trailing-bytes")},
+                nullptr},
+            {"empty file", withHeader(tiny, "{}      ").left(16), {}, nullptr},
+            {"appended bytes", tiny + "extra", {QStringLiteral("trailing-bytes")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.findings[0].offset, std::optional<std::uint64_t>(146));
+                }},
+            {"empty tensor", replacedInHeader(replacedInHeader(tiny, "[2,2]", "[2,0]"), "[6,10]", "[6,6]"),
+                {QStringLiteral("trailing-bytes")},
+                [&](const Checkpoint& c) {
+                    QCOMPARE(c.tensors[1].stride, std::optional<std::vector<std::int64_t>>({1, 1}));
+                    QCOMPARE(storageOf(c, "embedding").nbytes, std::uint64_t {0});
+                    QVERIFY(storageOf(c, "embedding").bytesComplete());
+                }},
+            {"three bytes", QByteArray("abc"), {QStringLiteral("header-too-small")}, nullptr},
+            {"no bytes", QByteArray(), {QStringLiteral("header-too-small")}, nullptr},
+        };
+        for (const Case& test : cases) {
+            auto checkpoint = readBytes(test.file, QString::fromLatin1(test.name));
+            const QString where = QString::fromLatin1(test.name);
+            QVERIFY2(inconsistency(*checkpoint).isEmpty(),
+                qPrintable(where + QLatin1Char(' ') + inconsistency(*checkpoint)));
+            QVERIFY2(codesOf(*checkpoint) == test.codes,
+                qPrintable(where + QStringLiteral(": expected ") + test.codes.join(QLatin1Char(','))
+                    + QStringLiteral(", got") + findingsText(*checkpoint)));
+            for (const Finding& finding : checkpoint->findings)
+                QVERIFY2(!finding.message.empty(), qPrintable(where));
+            if (test.check) {
+                test.check(*checkpoint);
+                if (QTest::currentTestFailed()) {
+                    qWarning("in case %s%s", test.name, qPrintable(findingsText(*checkpoint)));
+                    return;
+                }
+            }
+        }
+    }
+
+    // A header that breaks one rule for every tensor gives a few findings and a count, not a
+    // million lines.
+    void findingsAreCapped()
+    {
+        const QByteArray& tiny = sample(kTiny).bytes;
+        const QByteArray file = editedHeader(tiny, [](JsonValue& header) {
+            for (int i = 0; i < 100; ++i) {
+                JsonValue info;
+                info.insert("dtype", "Q8");
+                info.insert("shape", JsonValue(JsonValue::Array {JsonValue(0)}));
+                info.insert("data_offsets", JsonValue(JsonValue::Array {JsonValue(10), JsonValue(10)}));
+                header.insert("bad." + std::to_string(i), info);
+            }
+        });
+        auto checkpoint = readBytes(file);
+        QVERIFY2(inconsistency(*checkpoint).isEmpty(), qPrintable(inconsistency(*checkpoint)));
+        QCOMPARE(checkpoint->tensors.size(), std::size_t {102});
+        QCOMPARE(checkpoint->findings.size(), std::size_t {21});
+        QVERIFY(
+            checkpoint->findings.back().message.starts_with("80 more problems of this kind (unknown-dtype)"));
+    }
+
+    // A hostile header with very many names stays linear: 100,000 modules at the top level.
+    void manyNamesStayFast()
+    {
+        JsonWriter writer;
+        writer.beginObject();
+        for (const char* leaf : {"weight", "bias"}) {
+            for (int i = 0; i < 100'000; ++i) {
+                writer.key("m" + std::to_string(i) + "." + leaf).beginObject();
+                writer.member("dtype", "F32");
+                writer.key("shape").beginArray().value(0).endArray();
+                writer.key("data_offsets").beginArray().value(0).value(0).endArray();
+                writer.endObject();
+            }
+        }
+        writer.endObject();
+        std::string header = writer.takeText();
+        header.append((8 - header.size() % 8) % 8, ' ');
+        const QByteArray file = withHeaderLength(QByteArray(8, '\0'), header.size())
+            + QByteArray(header.data(), static_cast<qsizetype>(header.size()));
+        QElapsedTimer timer;
+        timer.start();
+        auto checkpoint = readBytes(file);
+        qInfo("200,000 tensors read in %lld ms", static_cast<long long>(timer.elapsed()));
+        QVERIFY2(checkpoint->findings.empty(), qPrintable(findingsText(*checkpoint)));
+        QCOMPARE(checkpoint->tensors.size(), std::size_t {200'000});
+        QCOMPARE(checkpoint->tree[0].children.size(), std::size_t {100'000});
+        QCOMPARE(checkpoint->tree[checkpoint->tree[0].children[5]].children.size(), std::size_t {2});
+        QVERIFY2(inconsistency(*checkpoint).isEmpty(), qPrintable(inconsistency(*checkpoint)));
+    }
+
+    // Random damage to the length field and the header: never a crash, always a consistent model.
+    // Damage to tensor bytes is invisible to the format and must not produce findings.
+    void randomDamage()
+    {
+        QRandomGenerator random(1234);
+        for (const QString& name : {kTiny, kMnist}) {
+            const QByteArray& full = sample(name).bytes;
+            const auto dataStart = static_cast<quint32>(8 + headerLengthOf(full));
+            for (int round = 0; round < 3000; ++round) {
+                QByteArray damaged = full;
+                const int flips = 1 + static_cast<int>(random.bounded(3));
+                for (int i = 0; i < flips; ++i)
+                    damaged[random.bounded(dataStart)] = static_cast<char>(random.bounded(256));
+                if (round % 3 == 0)
+                    damaged.truncate(
+                        static_cast<qsizetype>(random.bounded(static_cast<quint32>(damaged.size() + 1))));
+                auto checkpoint = readBytes(damaged);
+                QVERIFY2(inconsistency(*checkpoint).isEmpty(),
+                    qPrintable(QStringLiteral("%1 round %2: %3")
+                                   .arg(name)
+                                   .arg(round)
+                                   .arg(inconsistency(*checkpoint))));
+            }
+            QByteArray dataDamaged = full;
+            for (int i = 0; i < 100; ++i)
+                dataDamaged[dataStart + random.bounded(static_cast<quint32>(full.size()) - dataStart)]
+                    ^= 0x5A;
+            auto checkpoint = readBytes(dataDamaged);
+            QVERIFY2(checkpoint->findings.empty(), qPrintable(findingsText(*checkpoint)));
+        }
+    }
+
+    void noFileBytes()
+    {
+        Checkpoint checkpoint;
+        readSafetensors(checkpoint);
+        QCOMPARE(codesOf(checkpoint), QStringList {QStringLiteral("no-file-data")});
+        QCOMPARE(checkpoint.format, CheckpointFormat::Safetensors);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestSafetensors)
+#include "tst_safetensors.moc"
