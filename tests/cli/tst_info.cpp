@@ -186,6 +186,36 @@ private Q_SLOTS:
         QVERIFY(text.contains(QStringLiteral("Bytes by recorded device")));
     }
 
+    void hostilePicklesAreShownNeverRun_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("global");
+        QTest::newRow("zip, os.system") << QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/os_system.pt")
+                                        << QStringLiteral("posix.system");
+        QTest::newRow("legacy, builtins.eval") << QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/builtins_eval.pt")
+                                               << QStringLiteral("__builtin__.eval"); // protocol 2 writes Python 2 names
+    }
+    void hostilePicklesAreShownNeverRun()
+    {
+        // tests/data/hostile/make_hostile.py wrote these with torch.save: a real unpickler would run
+        // `touch MARKER`. The reader must name the call and leave no marker.
+        QFETCH(QString, file);
+        QFETCH(QString, global);
+        const QString marker = QStringLiteral("/tmp/ckpt-inspector-hostile-marker");
+        QFile::remove(marker);
+        const CommandResult text = runInspect({QStringLiteral("info"), file});
+        const CommandResult json = runInspect({QStringLiteral("info"), QStringLiteral("--json"), file});
+        QVERIFY(!QFile::exists(marker));
+        QVERIFY2(QString::fromUtf8(text.out).contains(global), qPrintable(QString::fromUtf8(text.out)));
+        const JsonValue report = parse(json.out);
+        bool listed = false;
+        for (const JsonValue& name : report.member("globals").items())
+            listed = listed || QString::fromStdString(name.toString()) == global;
+        QVERIFY(listed);
+        // The tensors beside the trap are still shown.
+        QVERIFY(report.member("tensors").size() >= 1);
+    }
+
     void usageErrors()
     {
         QCOMPARE(runInspect({}).exitCode, 64);
