@@ -152,8 +152,7 @@ private:
     static bool isPlausibleFirstOpcode(std::uint8_t opcode)
     {
         return std::string_view("(c]})NISVFLiJKMTUXG").find(static_cast<char>(opcode))
-            != std::string_view::npos
-            && opcode != 0;
+            != std::string_view::npos;
     }
 
     // A newline-terminated argument of printable text; `check` validates its characters.

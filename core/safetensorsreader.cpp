@@ -200,7 +200,9 @@ private:
     std::unordered_map<std::string, std::size_t> m_findingCounts;
     std::vector<std::string> m_findingOrder;
     std::unordered_map<std::string, Severity> m_findingSeverity;
-    std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix;
+    std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix; // "encoder.layers.0" -> node
+    std::string m_lastPrefix;
+    std::uint32_t m_lastParent = 0;
 };
 
 void SafetensorsReader::report(Severity severity, const std::string& code, std::string message,
@@ -232,24 +234,38 @@ void SafetensorsReader::reportSuppressed()
 // is quadratic for a header with a million distinct top-level names.
 std::uint32_t SafetensorsReader::parentFor(std::string_view dottedName, std::string& leafName)
 {
+    std::size_t leafStart = 0;
+    for (;;) {
+        const std::size_t dot = dottedName.find('.', leafStart);
+        if (dot == std::string_view::npos || dot == leafStart || dot + 1 == dottedName.size())
+            break;
+        leafStart = dot + 1;
+    }
+    leafName = std::string(dottedName.substr(leafStart));
+    if (leafStart == 0)
+        return 0;
+    // Tensors of one module come together in real headers: most names share the previous prefix.
+    const std::string_view prefix = dottedName.substr(0, leafStart - 1);
+    if (m_lastParent && prefix == m_lastPrefix)
+        return m_lastParent;
+
     std::uint32_t parent = 0;
     std::size_t start = 0;
-    for (;;) {
+    while (start < leafStart) {
         const std::size_t dot = dottedName.find('.', start);
-        if (dot == std::string_view::npos || dot == start || dot + 1 == dottedName.size()) {
-            leafName = std::string(dottedName.substr(start));
-            return parent;
-        }
-        std::string prefix(dottedName.substr(0, dot));
-        auto it = m_moduleByPrefix.find(prefix);
+        std::string path(dottedName.substr(0, dot));
+        auto it = m_moduleByPrefix.find(path);
         if (it == m_moduleByPrefix.end()) {
             const std::uint32_t node = m_checkpoint.addTreeNode(
                 parent, TreeNodeKind::Module, std::string(dottedName.substr(start, dot - start)));
-            it = m_moduleByPrefix.emplace(std::move(prefix), node).first;
+            it = m_moduleByPrefix.emplace(std::move(path), node).first;
         }
         parent = it->second;
         start = dot + 1;
     }
+    m_lastPrefix = std::string(prefix);
+    m_lastParent = parent;
+    return parent;
 }
 
 void SafetensorsReader::read()
@@ -277,8 +293,7 @@ void SafetensorsReader::read()
         report(Severity::Error, "header-too-large",
             "The first 8 bytes give a header length of " + formatThousands(*headerLength)
                 + " bytes, more than the 100,000,000 the safetensors library accepts: the start of the file "
-                  "is "
-                  "damaged, or this is not a safetensors file.",
+                  "is damaged, or this is not a safetensors file.",
             "header", 0);
         return;
     }
@@ -296,11 +311,6 @@ void SafetensorsReader::read()
     }
 
     std::string_view header = asText(bytes.subspan(8, static_cast<std::size_t>(n)));
-    if (!header.empty() && header.front() != '{')
-        report(Severity::Error, "header-start-invalid",
-            "The header does not start with '{' (the format requires it, and recent safetensors versions "
-            "refuse such files).",
-            "header", 8);
     // Writers pad with spaces (valid JSON whitespace); some other tool padded with NUL bytes, which
     // the safetensors library refuses. Reading on past them lets the tensors still be listed.
     std::size_t contentLength = header.size();
@@ -337,13 +347,18 @@ void SafetensorsReader::read()
             "header", 8);
         return;
     }
+    // Leading whitespace is valid JSON, but the format requires '{' first (README).
+    if (header.front() != '{')
+        report(Severity::Error, "header-start-invalid",
+            "The header does not start with '{': the format requires it, and newer safetensors versions may "
+            "refuse the file.",
+            "header", 8);
     if (n % 8 != 0)
         report(Severity::Info, "header-unaligned",
             "The header is " + formatThousands(n)
                 + " bytes, not a multiple of 8, so tensor data does not start 8-byte aligned. safetensors "
-                  "writers "
-                  "since 0.3.1 pad the header; this file comes from an older or different writer. It still "
-                  "loads.",
+                  "writers since 0.3.1 pad the header; this file comes from an older or different writer. "
+                  "It still loads.",
             "header", 8);
     for (const std::string& key : root.duplicateKeys())
         report(Severity::Error, "duplicate-tensor-name",
@@ -390,10 +405,10 @@ void SafetensorsReader::readMetadata(const JsonValue& metadata)
 
 void SafetensorsReader::readTensor(const std::string& name, const JsonValue& info)
 {
-    const std::string who = "Tensor " + quoted(name);
+    const auto tensorLabel = [&] { return "Tensor " + quoted(name); }; // only built for findings
     if (!info.isObject()) {
         report(Severity::Error, "tensor-info-invalid",
-            who + ": its header entry is " + jsonTypeName(info)
+            tensorLabel() + ": its header entry is " + jsonTypeName(info)
                 + ", not an object with dtype, shape and data_offsets; it cannot be listed.",
             name, 8);
         return;
@@ -410,20 +425,20 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     bool offsetsValid = begin && end;
     if (!offsetsValid) {
         report(Severity::Error, "tensor-offsets-invalid",
-            who + ": its data_offsets are "
+            tensorLabel() + ": its data_offsets are "
                 + (offsetsValue ? shorten(offsetsValue->toJson(), 200) : std::string("missing"))
                 + ", not two non-negative integers [BEGIN, END]; its bytes cannot be located.",
             name, 8);
     } else if (*end < *begin) {
         offsetsValid = false;
         report(Severity::Error, "tensor-offsets-invalid",
-            who + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
+            tensorLabel() + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
                 + "] end before they begin; its bytes cannot be located.",
             name, 8);
     } else if (*begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
         offsetsValid = false;
         report(Severity::Error, "tensor-offsets-invalid",
-            who + ": its data_offsets begin at " + formatThousands(*begin)
+            tensorLabel() + ": its data_offsets begin at " + formatThousands(*begin)
                 + ", beyond any possible file size; its bytes cannot be located.",
             name, 8);
     }
@@ -433,7 +448,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     const JsonValue* dtypeValue = info.find("dtype");
     if (!dtypeValue || !dtypeValue->isString()) {
         report(Severity::Error, "tensor-info-invalid",
-            who
+            tensorLabel()
                 + (dtypeValue ? std::string(": its dtype is ") + jsonTypeName(*dtypeValue) + ", not a string"
                               : std::string(" has no dtype"))
                 + "; it cannot be listed.",
@@ -456,7 +471,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     }
     if (!shapeValid) {
         report(Severity::Error, "tensor-info-invalid",
-            who + ": its shape is "
+            tensorLabel() + ": its shape is "
                 + (shapeValue ? shorten(shapeValue->toJson(), 200) : std::string("missing"))
                 + ", not a list of non-negative integers; it cannot be listed.",
             name, 8);
@@ -470,10 +485,9 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         overflow = overflow || __builtin_mul_overflow(numel, static_cast<std::uint64_t>(dim), &numel);
     if (overflow) {
         report(Severity::Error, "tensor-size-overflow",
-            who + ": its shape " + shapeText(shape)
+            tensorLabel() + ": its shape " + shapeText(shape)
                 + " has more elements than 64 bits can count; the header is damaged. It is listed without "
-                  "its "
-                  "bytes.",
+                  "its bytes.",
             name, 8);
         numel = 0;
     }
@@ -484,7 +498,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     std::optional<std::uint64_t> expectedBytes;
     if (!format) {
         report(Severity::Error, "unknown-dtype",
-            who + " has dtype " + quoted(dtypeName) + ", which is not a safetensors dtype (known: "
+            tensorLabel() + " has dtype " + quoted(dtypeName) + ", which is not a safetensors dtype (known: "
                 + knownDTypeList() + "); it is listed as " + quoted(lowercase(dtypeName))
                 + " without its bytes. A newer safetensors version may have added it.",
             name, 8);
@@ -492,31 +506,30 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         std::uint64_t bits = 0;
         if (__builtin_mul_overflow(numel, std::uint64_t {format->bits}, &bits)) {
             report(Severity::Error, "tensor-size-overflow",
-                who + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
+                tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
                     + " are more bytes than 64 bits can count; the header is damaged.",
                 name, 8);
         } else if (bits % 8 != 0) {
             report(Severity::Error, "tensor-size-misaligned",
-                who + ": " + formatThousands(numel) + " elements of " + std::string(format->name) + " are "
-                    + formatThousands(bits)
-                    + " bits, not a whole number of bytes; the safetensors library "
-                      "refuses such a tensor.",
+                tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
+                    + " are " + formatThousands(bits)
+                    + " bits, not a whole number of bytes; the safetensors library refuses such a tensor.",
                 name, 8);
         } else {
             expectedBytes = bits / 8;
         }
         if (!torchDType)
             report(Severity::Warning, "dtype-without-torch-equivalent",
-                who + " has dtype " + std::string(format->name)
+                tensorLabel() + " has dtype " + std::string(format->name)
                     + ", which has no torch dtype this inspector knows; it is listed as "
                     + quoted(lowercase(dtypeName)) + " without its bytes.",
                 name, 8);
     }
     if (offsetsValid && expectedBytes && *end - *begin != *expectedBytes)
         report(Severity::Error, "tensor-size-mismatch",
-            who + ": data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end) + "] span "
-                + formatThousands(*end - *begin) + " bytes, but shape " + shapeText(shape) + " of "
-                + std::string(format->name) + " needs " + formatThousands(*expectedBytes)
+            tensorLabel() + ": data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
+                + "] span " + formatThousands(*end - *begin) + " bytes, but shape " + shapeText(shape)
+                + " of " + std::string(format->name) + " needs " + formatThousands(*expectedBytes)
                 + "; the header is damaged and the safetensors library refuses the file.",
             name, m_dataStart + *begin);
 

@@ -370,27 +370,23 @@ private:
         }
 
         // Each central entry takes at least 46 bytes, which bounds any honest count.
-        std::uint64_t declared = end.entryCount;
         const std::uint64_t room = (m_size - std::min(m_size, *start)) / kCentralHeaderSize;
-        if (declared > room || declared > kMaxEntries) {
+        const bool countPlausible = end.entryCount <= room && end.entryCount <= kMaxEntries;
+        if (!countPlausible)
             addFinding(Severity::Error, "zip-entry-count-implausible",
-                "the zip's end record claims " + withThousands(declared) + " records, but the "
+                "the zip's end record claims " + withThousands(end.entryCount) + " records, but the "
                     + byteCount(m_size - std::min(m_size, *start))
                     + " from its central directory to the end of the file can hold at most "
-                    + withThousands(room) + ": the count is damaged or hostile; reading what is there",
+                    + withThousands(room)
+                    + ": the count is damaged or hostile; reading the entries that are there",
                 {}, end.endRecordOffset);
-            declared = std::min(room, kMaxEntries);
-        }
 
         std::uint64_t at = *start;
         std::uint64_t parsed = 0;
-        bool stoppedEarly = false;
         while (parsed < kMaxEntries && signatureAt(at, kCentralHeaderSignature)) {
             const auto next = readCentralEntry(at);
-            if (!next) {
-                stoppedEarly = true;
-                break;
-            }
+            if (!next)
+                return false; // cut off inside an entry: look for the rest in the local headers
             at = *next;
             ++parsed;
         }
@@ -399,23 +395,22 @@ private:
                 "the central directory lists more than " + withThousands(kMaxEntries)
                     + " records; only the first " + withThousands(kMaxEntries) + " are read",
                 {}, at);
-        if (!stoppedEarly && parsed != end.entryCount && parsed < kMaxEntries) {
+        if (!countPlausible || parsed == end.entryCount)
+            return true;
+        if (parsed > end.entryCount) {
             // Tolerated: some writers store the count modulo 65,536 when they skip ZIP64.
             addFinding(Severity::Warning, "zip-entry-count-mismatch",
                 "the zip's end record claims " + withThousands(end.entryCount)
                     + " records, but its central directory lists " + withThousands(parsed),
                 {}, end.endRecordOffset);
+            return true;
         }
-        if (stoppedEarly || parsed < declared) {
-            if (!stoppedEarly)
-                addFinding(Severity::Error, "central-directory-truncated",
-                    "the central directory ends after " + withThousands(parsed) + " of "
-                        + withThousands(declared) + " records at byte " + withThousands(at)
-                        + ": it is damaged; looking for the other records in the local headers",
-                    {}, at);
-            return false;
-        }
-        return true;
+        addFinding(Severity::Error, "central-directory-truncated",
+            "the central directory ends after " + withThousands(parsed) + " of "
+                + withThousands(end.entryCount) + " records, at byte " + withThousands(at)
+                + ": it is damaged; looking for the other records in the local headers",
+            {}, at);
+        return false;
     }
 
     // Parses the central entry at `at`; returns the offset of the next one, or nothing when the

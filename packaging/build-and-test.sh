@@ -35,16 +35,16 @@ finish() {
 }
 
 # The tests that compare against a modern torch run it through tests/tools/modern-python; the
-# path reaches them through CMake (tests/CMakeLists.txt), empty meaning "skip those tests".
+# path reaches them through CMake (tests/CMakeLists.txt), empty meaning "skip those tests". It is
+# set only when the modern root is ready, so a failed preparation fails this run once, as the
+# modern-torch step, instead of once more in every test that would need it.
+export CKPT_MODERN_PYTHON=""
 if [[ -f packaging/modern-torch.sh ]]; then
-    step modern-torch bash packaging/modern-torch.sh
+    if step modern-torch bash packaging/modern-torch.sh && [[ -x tests/tools/modern-python ]]; then
+        export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
+    fi
 else
-    echo "note: packaging/modern-torch.sh is not there yet; the modern-torch tests will skip"
-fi
-if [[ -x tests/tools/modern-python ]]; then
-    export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
-else
-    export CKPT_MODERN_PYTHON=""
+    echo "note: packaging/modern-torch.sh is not there yet; the tests that need a modern torch will skip"
 fi
 echo "CKPT_MODERN_PYTHON=${CKPT_MODERN_PYTHON:-(none)}"
 

@@ -138,12 +138,19 @@ std::string dump(const PickleGraph& g, NodeId id)
         const NodeId first = g.tupleItem(args, 0);
         if (name == "_codecs.encode")
             return "b" + hex(latin1FromUtf8(g.text(first)));
+        if ((name == "builtins.bytes" || name == "__builtin__.bytes") && g.tupleSize(args) == 0)
+            return "b"; // protocols 0-2 write b"" as bytes()
         if (name == "builtins.bytearray" || name == "__builtin__.bytearray") {
+            if (g.tupleSize(args) == 0)
+                return "b";
             if (g.kind(first) == NodeKind::String)
                 return "b" + hex(latin1FromUtf8(g.text(first)));
+            if (g.kind(first) == NodeKind::Call) // bytearray(bytes), the bytes written as _codecs.encode
+                return dump(g, first);
             return "b" + hex(g.text(first));
         }
-        if (name == "builtins.set" || name == "builtins.frozenset" || name == "__builtin__.set")
+        if (name == "builtins.set" || name == "builtins.frozenset" || name == "__builtin__.set"
+            || name == "__builtin__.frozenset")
             return "{" + join(g.sequence(first), true) + "}";
         if (name == "collections.OrderedDict") {
             std::vector<NodeId> kv;

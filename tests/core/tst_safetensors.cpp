@@ -176,14 +176,18 @@ QString inconsistency(const Checkpoint& checkpoint)
             return QStringLiteral("%1 sits at tree path %2")
                 .arg(name, QString::fromStdString(checkpoint.treePath(tensor.treeNode)));
     }
-    for (std::size_t i = 1; i < checkpoint.tree.size(); ++i) {
-        const TreeNode& node = checkpoint.tree[i];
-        if (node.parent >= checkpoint.tree.size())
-            return QStringLiteral("node %1 has no parent").arg(i);
-        const auto& siblings = checkpoint.tree[node.parent].children;
-        if (std::count(siblings.begin(), siblings.end(), static_cast<std::uint32_t>(i)) != 1)
-            return QStringLiteral("node %1 is not once among its parent's children").arg(i);
+    // Every node but the root is listed exactly once, by its own parent.
+    std::vector<bool> listed(checkpoint.tree.size(), false);
+    for (std::size_t i = 0; i < checkpoint.tree.size(); ++i) {
+        for (const std::uint32_t child : checkpoint.tree[i].children) {
+            if (child == 0 || child >= checkpoint.tree.size() || listed[child]
+                || checkpoint.tree[child].parent != i)
+                return QStringLiteral("node %1 is listed wrongly as a child of %2").arg(child).arg(i);
+            listed[child] = true;
+        }
     }
+    if (std::count(listed.begin(), listed.end(), false) != 1)
+        return QStringLiteral("some nodes are not in the tree");
     return {};
 }
 
@@ -514,7 +518,7 @@ private Q_SLOTS:
             {"three offsets", replacedInHeader(tiny, "[6,10]", "[6,10,14]"),
                 {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
             {"offsets past 2^64",
-                replacedInHeader(tiny, "[6,10]", "[18446744073709551000,18446744073709551615]"),
+                replacedInHeader(tiny, "[6,10]", "[18446744073709551600,18446744073709551615]"),
                 {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},
             {"offset above uint64", replacedInHeader(tiny, "[6,10]", "[6,18446744073709551616]"),
                 {QStringLiteral("tensor-offsets-invalid"), QStringLiteral("trailing-bytes")}, nullptr},

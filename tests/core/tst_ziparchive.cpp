@@ -643,9 +643,37 @@ private Q_SLOTS:
         const ZipArchive archive = openBytes(bytes);
         QVERIFY2(
             findingWithCode(archive, "zip-entry-count-implausible"), qPrintable(describeFindings(archive)));
+        QVERIFY(!findingWithCode(archive, "central-directory-truncated"));
+        QVERIFY(archive.centralDirectoryFound());
         QCOMPARE(archive.entries().size(), sample.entries.size());
-        for (const auto& entry : archive.entries())
+        for (const auto& entry : archive.entries()) {
             QVERIFY(entry.payloadComplete);
+            QVERIFY(entry.fromCentralDirectory);
+        }
+    }
+
+    // A central directory damaged after its first entry: that entry comes from it, the others from
+    // their local headers, each exactly once.
+    void partialCentralDirectory()
+    {
+        const Sample sample = loadSample(kZipSamples + QStringLiteral("/torch_state_dict.pt.json"));
+        QByteArray bytes = sample.bytes;
+        const qsizetype first = bytes.indexOf(QByteArray("PK\x01\x02", 4));
+        const qsizetype second = bytes.indexOf(QByteArray("PK\x01\x02", 4), first + 4);
+        QVERIFY(first > 0 && second > first);
+        bytes[second + 2] = 'x';
+        const ZipArchive archive = openBytes(bytes);
+        QVERIFY(archive.centralDirectoryFound());
+        QVERIFY(findingWithCode(archive, "central-directory-truncated"));
+        QCOMPARE(archive.entries().size(), sample.entries.size());
+        for (std::size_t i = 0; i < sample.entries.size(); ++i) {
+            const ZipEntry& entry = archive.entries()[i];
+            QCOMPARE(entry.name, sample.entries[i].name);
+            QCOMPARE(entry.dataOffset, sample.entries[i].dataOffset);
+            QCOMPARE(entry.crc32, sample.entries[i].crc32);
+            QCOMPARE(entry.fromCentralDirectory, i == 0);
+            QVERIFY(!archive.verifyCrc(entry, kMaxRecord));
+        }
     }
 
     // A central size of 0xFFFFFFFF with no ZIP64 extra field to resolve it.
