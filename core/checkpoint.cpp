@@ -80,8 +80,12 @@ std::uint64_t TensorEntry::nbytes() const
     if (layout != TensorLayout::Strided && layout != TensorLayout::Quantized && layout != TensorLayout::Meta)
         return 0;
     std::uint64_t elements = 1;
-    for (std::int64_t dim : shape)
-        elements *= dim > 0 ? static_cast<std::uint64_t>(dim) : 0;
+    for (std::int64_t dim : shape) {
+        const std::uint64_t size = dim > 0 ? static_cast<std::uint64_t>(dim) : 0;
+        if (size != 0 && elements > UINT64_MAX / size)
+            return UINT64_MAX; // a hostile shape; the view check reports it
+        elements *= size;
+    }
     const auto info = dtypeByName(dtype);
     return info ? info->bytesFor(elements) : elements;
 }
@@ -165,17 +169,15 @@ std::uint32_t Checkpoint::modulePathFor(std::uint32_t parent, std::string_view d
             return parent;
         }
         const std::string_view component = dottedName.substr(start, dot - start);
-        std::uint32_t found = 0;
-        // The module child made for this prefix is usually the last child added (state_dicts list
-        // a module's tensors together), so look from the back.
-        const auto& children = tree[parent].children;
-        for (auto it = children.rbegin(); it != children.rend(); ++it) {
-            if (tree[*it].kind == TreeNodeKind::Module && tree[*it].name == component && tree[*it].className.empty()) {
-                found = *it;
-                break;
-            }
-        }
-        if (!found)
+        std::string indexKey = std::to_string(parent);
+        indexKey += '/';
+        indexKey += component;
+        std::uint32_t& found = moduleNodeIndex[indexKey];
+        // An entry can be stale when the builder pruned a tensor-free subtree: check it still is
+        // the module it was made as.
+        const bool valid = found != 0 && found < tree.size() && tree[found].parent == parent
+            && tree[found].kind == TreeNodeKind::Module && tree[found].name == component && tree[found].className.empty();
+        if (!valid)
             found = addTreeNode(parent, TreeNodeKind::Module, std::string(component));
         parent = found;
         start = dot + 1;

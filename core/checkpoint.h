@@ -117,6 +117,9 @@ struct Checkpoint {
     std::vector<PickleSection> pickles;
 
     std::unordered_map<std::string, std::uint32_t> storageIndexByKey;
+    // Module nodes made from dotted names, by "parent index/name": finding a prefix must not
+    // scan a node's children, or a flat state_dict of a million names would take quadratic time.
+    std::unordered_map<std::string, std::uint32_t> moduleNodeIndex;
 
     // Bytes per recorded device, each storage counted once ("(none)" for storages without a tag).
     std::map<std::string, std::uint64_t> bytesByDevice() const;

@@ -625,6 +625,14 @@ JsonValue::JsonValue(Array items)
 JsonValue::JsonValue(Object members)
     : m_value(std::move(members))
 { }
+JsonValue JsonValue::emptyArray()
+{
+    return JsonValue(Array {});
+}
+JsonValue JsonValue::emptyObject()
+{
+    return JsonValue(Object {});
+}
 JsonValue::~JsonValue() = default;
 JsonValue::JsonValue(const JsonValue& other) = default;
 JsonValue::JsonValue(JsonValue&& other) noexcept = default;

@@ -52,8 +52,8 @@ public:
     JsonValue(const char* value);
     JsonValue(Array items);
     JsonValue(Object members);
-    static JsonValue emptyArray() { return JsonValue(Array {}); }
-    static JsonValue emptyObject() { return JsonValue(Object {}); }
+    static JsonValue emptyArray();
+    static JsonValue emptyObject();
 
     ~JsonValue();
     JsonValue(const JsonValue& other);

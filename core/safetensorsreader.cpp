@@ -203,6 +203,7 @@ private:
     std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix; // "encoder.layers.0" -> node
     std::string m_lastPrefix;
     std::uint32_t m_lastParent = 0;
+    std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
 };
 
 void SafetensorsReader::report(Severity severity, const std::string& code, std::string message,
@@ -333,7 +334,7 @@ void SafetensorsReader::read()
     if (!parsed) {
         report(Severity::Error, "header-invalid-json",
             "The header (file bytes 8 to " + formatThousands(m_dataStart)
-                + ") is not valid JSON: " + parsed.error().message
+                + ") cannot be read: " + parsed.error().message
                 + ". No tensor can be listed; the file is damaged or was not written by a safetensors "
                   "writer.",
             "header", parsed.error().offset);
@@ -367,6 +368,12 @@ void SafetensorsReader::read()
                   "is meant. Every entry is listed here.",
             key, 8);
 
+    const std::size_t entries = root.size();
+    m_checkpoint.tensors.reserve(m_checkpoint.tensors.size() + entries);
+    m_checkpoint.storages.reserve(m_checkpoint.storages.size() + entries);
+    m_checkpoint.storageIndexByKey.reserve(m_checkpoint.storageIndexByKey.size() + entries);
+    m_checkpoint.tree.reserve(m_checkpoint.tree.size() + entries); // tensor nodes; modules come on top
+    m_spans.reserve(entries);
     for (const JsonMember& member : root.members()) {
         if (member.key == "__metadata__")
             readMetadata(member.value);
@@ -538,9 +545,15 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
 
     StorageRecord storage;
     storage.key = name;
-    // A repeated name (reported above) still gets its own storage: keys must stay unique.
-    for (int copy = 2; m_checkpoint.storageIndexByKey.count(storage.key); ++copy)
-        storage.key = name + " (duplicate " + std::to_string(copy) + ")";
+    // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
+    // number per name is remembered, so a header repeating one name a million times stays linear.
+    if (m_checkpoint.storageIndexByKey.count(storage.key)) {
+        std::uint64_t& copy = m_lastDuplicate[name]; // 0 until the first repeat
+        do {
+            copy = std::max<std::uint64_t>(copy, 1) + 1;
+            storage.key = name + " (duplicate " + std::to_string(copy) + ")";
+        } while (m_checkpoint.storageIndexByKey.count(storage.key));
+    }
     storage.storageClass = "safetensors";
     storage.dtype = torchDType ? std::string(torchDType->name) : lowercase(dtypeName);
     storage.numel = numel;

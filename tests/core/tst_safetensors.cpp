@@ -702,6 +702,27 @@ private Q_SLOTS:
         QVERIFY2(inconsistency(*checkpoint).isEmpty(), qPrintable(inconsistency(*checkpoint)));
     }
 
+    // One name repeated 50,000 times: one finding, unique storage keys, no quadratic search.
+    void manyRepeatsStayFast()
+    {
+        JsonValue info;
+        info.insert("dtype", "F32");
+        info.insert("shape", JsonValue(JsonValue::Array {JsonValue(0)}));
+        info.insert("data_offsets", JsonValue(JsonValue::Array {JsonValue(0), JsonValue(0)}));
+        JsonValue header;
+        for (int i = 0; i < 50'000; ++i)
+            header.insert("a.w", info);
+        std::string text = header.toJson();
+        text.append((8 - text.size() % 8) % 8, ' ');
+        auto checkpoint = readBytes(withHeaderLength(QByteArray(8, '\0'), text.size())
+            + QByteArray(text.data(), static_cast<qsizetype>(text.size())));
+        QCOMPARE(codesOf(*checkpoint), QStringList {QStringLiteral("duplicate-tensor-name")});
+        QCOMPARE(checkpoint->findings.size(), std::size_t {1});
+        QCOMPARE(checkpoint->tensors.size(), std::size_t {50'000});
+        QCOMPARE(checkpoint->storages.back().key, std::string("a.w (duplicate 50000)"));
+        QVERIFY2(inconsistency(*checkpoint).isEmpty(), qPrintable(inconsistency(*checkpoint)));
+    }
+
     // Random damage to the length field and the header: never a crash, always a consistent model.
     // Damage to tensor bytes is invisible to the format and must not produce findings.
     void randomDamage()
