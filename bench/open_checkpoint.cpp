@@ -25,7 +25,8 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "usage: bench_open_checkpoint [--repeat N] FILE...\n");
         return 64;
     }
-    std::printf("%-40s %12s %9s %9s %10s %10s\n", "file", "size", "tensors", "storages", "best ms", "median ms");
+    std::printf(
+        "%-40s %12s %9s %9s %10s %10s\n", "file", "size", "tensors", "storages", "best ms", "median ms");
     for (const std::string& file : files) {
         std::vector<double> times;
         std::size_t tensors = 0, storages = 0;
@@ -43,11 +44,12 @@ int main(int argc, char** argv)
         std::string name = file.substr(file.find_last_of('/') + 1);
         if (name.size() > 40)
             name = name.substr(0, 37) + "...";
-        std::printf("%-40s %12s %9zu %9zu %10.2f %10.2f\n", name.c_str(), ckpt::formatBytes(size).c_str(), tensors, storages,
-            times.front(), times[times.size() / 2]);
+        std::printf("%-40s %12s %9zu %9zu %10.2f %10.2f\n", name.c_str(), ckpt::formatBytes(size).c_str(),
+            tensors, storages, times.front(), times[times.size() / 2]);
     }
     rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
-    std::printf("peak resident memory of this process: %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+    std::printf(
+        "peak resident memory of this process: %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
     return 0;
 }

@@ -19,8 +19,7 @@ inline std::string_view asText(ByteView bytes)
 
 // Little-endian reads that return nothing instead of reading past the end: every offset in a
 // checkpoint comes from the file itself and may be hostile.
-template<class T>
-std::optional<T> readLittleEndian(ByteView bytes, std::uint64_t offset)
+template<class T> std::optional<T> readLittleEndian(ByteView bytes, std::uint64_t offset)
 {
     if (offset > bytes.size() || bytes.size() - offset < sizeof(T))
         return std::nullopt;

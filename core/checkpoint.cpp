@@ -159,7 +159,8 @@ std::uint32_t Checkpoint::addTreeNode(std::uint32_t parent, TreeNodeKind kind, s
     return index;
 }
 
-std::uint32_t Checkpoint::modulePathFor(std::uint32_t parent, std::string_view dottedName, std::string& leafName)
+std::uint32_t Checkpoint::modulePathFor(
+    std::uint32_t parent, std::string_view dottedName, std::string& leafName)
 {
     std::size_t start = 0;
     for (;;) {
@@ -176,7 +177,8 @@ std::uint32_t Checkpoint::modulePathFor(std::uint32_t parent, std::string_view d
         // An entry can be stale when the builder pruned a tensor-free subtree: check it still is
         // the module it was made as.
         const bool valid = found != 0 && found < tree.size() && tree[found].parent == parent
-            && tree[found].kind == TreeNodeKind::Module && tree[found].name == component && tree[found].className.empty();
+            && tree[found].kind == TreeNodeKind::Module && tree[found].name == component
+            && tree[found].className.empty();
         if (!valid)
             found = addTreeNode(parent, TreeNodeKind::Module, std::string(component));
         parent = found;
@@ -209,7 +211,11 @@ std::string formatBytes(std::uint64_t bytes)
         ++unit;
     }
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, value < 10 ? "%.2f %s" : value < 100 ? "%.1f %s" : "%.0f %s", value, units[unit]);
+    std::snprintf(buffer, sizeof buffer,
+        value < 10        ? "%.2f %s"
+            : value < 100 ? "%.1f %s"
+                          : "%.0f %s",
+        value, units[unit]);
     return buffer;
 }
 

@@ -18,32 +18,42 @@ namespace ckpt {
 class MappedFile;
 
 enum class CheckpointFormat {
-    TorchZip,     // torch.save since 1.6
-    TorchLegacy,  // torch.save(_use_new_zipfile_serialization=False) and everything before 1.6
-    TorchTar,     // PyTorch 0.1.x
-    TorchScript,  // torch.jit.save
+    TorchZip, // torch.save since 1.6
+    TorchLegacy, // torch.save(_use_new_zipfile_serialization=False) and everything before 1.6
+    TorchTar, // PyTorch 0.1.x
+    TorchScript, // torch.jit.save
     Safetensors,
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
 
-enum class TensorLayout { Strided, SparseCoo, SparseCsr, SparseCsc, SparseBsr, SparseBsc, Quantized, Nested, Meta };
+enum class TensorLayout {
+    Strided,
+    SparseCoo,
+    SparseCsr,
+    SparseCsc,
+    SparseBsr,
+    SparseBsc,
+    Quantized,
+    Nested,
+    Meta
+};
 const char* tensorLayoutName(TensorLayout layout); // "strided", "sparse_coo", ...
 
 // One storage: a block of bytes that one or more tensors view. A device belongs to a storage: every
 // tensor that views it lives where it lives.
 struct StorageRecord {
-    std::string key;          // as in the persistent id ("0", "140234..."); TorchScript constants: "constants/0"
+    std::string key; // as in the persistent id ("0", "140234..."); TorchScript constants: "constants/0"
     std::string storageClass; // "FloatStorage", "UntypedStorage", "QInt8Storage"
-    std::string dtype;        // torch name of the storage dtype ("uint8" for UntypedStorage)
-    std::uint64_t numel = 0;  // as recorded, in elements of the storage dtype
+    std::string dtype; // torch name of the storage dtype ("uint8" for UntypedStorage)
+    std::uint64_t numel = 0; // as recorded, in elements of the storage dtype
     std::uint64_t nbytes = 0; // numel x element size
     std::optional<std::string> device; // recorded tag ("cpu", "cuda:1"); none where the format has none
-    std::string record;                // where its bytes live: zip record name, or a description
+    std::string record; // where its bytes live: zip record name, or a description
     std::optional<std::uint64_t> dataOffset; // offset of its bytes in the file, when stored uncompressed
     std::optional<std::uint64_t> availableBytes; // bytes the file actually holds for it
-    std::vector<std::uint32_t> tensors;          // tensors that view it
-    NodeId firstPersistentId = kNoNode;          // pickle node of its first persistent id
+    std::vector<std::uint32_t> tensors; // tensors that view it
+    NodeId firstPersistentId = kNoNode; // pickle node of its first persistent id
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
 };
 
@@ -52,42 +62,42 @@ struct TensorEntry {
     std::string dtype;
     std::vector<std::int64_t> shape;
     std::optional<std::vector<std::int64_t>> stride; // none for sparse and nested layouts
-    std::optional<std::int64_t> storageOffset;       // in elements of the tensor dtype
-    std::int32_t storage = -1;                       // index into Checkpoint::storages, -1 if none
-    std::optional<std::string> device;               // the storage's tag, or a device recorded elsewhere
-    bool deviceRecordedOutsideStorage = false;       // meta, wrapper subclasses, device tensors (§3.1)
+    std::optional<std::int64_t> storageOffset; // in elements of the tensor dtype
+    std::int32_t storage = -1; // index into Checkpoint::storages, -1 if none
+    std::optional<std::string> device; // the storage's tag, or a device recorded elsewhere
+    bool deviceRecordedOutsideStorage = false; // meta, wrapper subclasses, device tensors (§3.1)
     bool requiresGrad = false;
     bool isParameter = false;
     TensorLayout layout = TensorLayout::Strided;
     std::string rebuildFunction; // "torch._utils._rebuild_tensor_v2"
-    std::string subclass;        // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
-    NodeId node = kNoNode;       // the pickle node it was rebuilt from
+    std::string subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
+    NodeId node = kNoNode; // the pickle node it was rebuilt from
     std::uint32_t treeNode = 0;
     std::uint64_t nbytes() const; // bytes the view covers (shape x element size), 0 for composites
 };
 
 enum class TreeNodeKind {
     Root,
-    Dict,        // dict / OrderedDict / defaultdict
-    Sequence,    // list / tuple / set
-    Module,      // an nn.Module (pickled whole) or a dotted-name prefix of a state_dict
-    Object,      // any other object that holds tensors (walked by attribute)
+    Dict, // dict / OrderedDict / defaultdict
+    Sequence, // list / tuple / set
+    Module, // an nn.Module (pickled whole) or a dotted-name prefix of a state_dict
+    Object, // any other object that holds tensors (walked by attribute)
     Tensor,
-    Value,       // a scalar, or a container without tensors, summarised
+    Value, // a scalar, or a container without tensors, summarised
     Placeholder, // an object without tensors, named by its class
-    Alias,       // a container already shown elsewhere
+    Alias, // a container already shown elsewhere
 };
 const char* treeNodeKindName(TreeNodeKind kind);
 
 // The tree a person sees: nodes in one array, children by index (style.md, "Big trees").
 struct TreeNode {
     TreeNodeKind kind = TreeNodeKind::Value;
-    std::string name;      // this component ("encoder", "0", "weight")
+    std::string name; // this component ("encoder", "0", "weight")
     std::uint32_t parent = 0;
     std::vector<std::uint32_t> children;
     std::int32_t tensor = -1; // Tensor nodes: index into Checkpoint::tensors
-    std::string className;    // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
-    std::string summary;      // values: "3", "'adam'", "list of 62 int"; aliases: the other path
+    std::string className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
+    std::string summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path
     NodeId node = kNoNode;
 };
 

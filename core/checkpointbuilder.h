@@ -3,9 +3,9 @@
 #include "checkpoint.h"
 
 #include <functional>
+#include <set>
 #include <string>
 #include <unordered_map>
-#include <set>
 #include <unordered_set>
 
 namespace ckpt {
@@ -29,7 +29,8 @@ public:
 
     // Walks `root` (a value of checkpoint.graph) into the tree below `treeParent`. When `component`
     // is empty and the value is a container, its contents are expanded into treeParent itself.
-    void addRoot(NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName);
+    void addRoot(
+        NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName);
 
     // Registers a storage from its persistent-id tuple ('storage', cls, key, location, numel[, view]).
     // Returns its index, or -1 when the tuple is not a storage reference.
@@ -47,17 +48,18 @@ private:
         std::vector<std::pair<std::string, TensorEntry>> parts; // "indices", "values", ...
     };
 
-    bool walkChild(NodeId id, std::uint32_t parent, const std::string& component, const std::string& fullName, int depth);
+    bool walkChild(NodeId id, std::uint32_t parent, const std::string& component, const std::string& fullName,
+        int depth);
     bool expandInto(NodeId id, std::uint32_t treeNode, const std::string& fullName, int depth);
-    bool expandEntries(const std::vector<NodeId>& keyValues, std::uint32_t treeNode, const std::string& fullName,
-        int depth, bool splitDottedNames);
+    bool expandEntries(const std::vector<NodeId>& keyValues, std::uint32_t treeNode,
+        const std::string& fullName, int depth, bool splitDottedNames);
     bool expandObjectState(NodeId object, std::uint32_t treeNode, const std::string& fullName, int depth);
     bool isTensorCall(NodeId id) const;
     std::optional<TensorParts> buildTensor(NodeId id, int depth);
     std::int32_t storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
     std::int32_t resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
-    void emitTensor(TensorParts parts, std::uint32_t parent, const std::string& component, const std::string& fullName,
-        NodeId node);
+    void emitTensor(TensorParts parts, std::uint32_t parent, const std::string& component,
+        const std::string& fullName, NodeId node);
     std::string className(NodeId id) const; // callee of an object, seen through legacy 'module' pids
     std::string summarize(NodeId id, int depth) const;
     std::optional<std::vector<std::int64_t>> intList(NodeId id) const;

@@ -10,33 +10,33 @@ namespace ckpt {
 
 namespace {
 
-    void writeIntArray(JsonWriter& json, const std::vector<std::int64_t>& values)
-    {
-        json.beginArray();
-        for (std::int64_t v : values)
-            json.value(v);
-        json.endArray();
-    }
+void writeIntArray(JsonWriter& json, const std::vector<std::int64_t>& values)
+{
+    json.beginArray();
+    for (std::int64_t v : values)
+        json.value(v);
+    json.endArray();
+}
 
-    std::string shapeText(const TensorEntry& tensor)
-    {
-        std::string out = "[";
-        for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
-            if (i)
-                out += ", ";
-            out += std::to_string(tensor.shape[i]);
-        }
-        return out + "]";
+std::string shapeText(const TensorEntry& tensor)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
+        if (i)
+            out += ", ";
+        out += std::to_string(tensor.shape[i]);
     }
+    return out + "]";
+}
 
-    std::set<std::string> referencedGlobals(const Checkpoint& checkpoint)
-    {
-        std::set<std::string> globals;
-        for (const PickleSection& section : checkpoint.pickles)
-            for (const GlobalReference& ref : section.run.globals)
-                globals.insert(ref.module + "." + ref.name);
-        return globals;
-    }
+std::set<std::string> referencedGlobals(const Checkpoint& checkpoint)
+{
+    std::set<std::string> globals;
+    for (const PickleSection& section : checkpoint.pickles)
+        for (const GlobalReference& ref : section.run.globals)
+            globals.insert(ref.module + "." + ref.name);
+    return globals;
+}
 
 } // namespace
 
@@ -149,9 +149,11 @@ std::string checkpointToText(const Checkpoint& checkpoint)
 {
     std::string out;
     out += checkpoint.path + "\n";
-    out += "  format: " + std::string(checkpointFormatName(checkpoint.format)) + " (" + checkpoint.container.description + ")\n";
-    out += "  " + formatThousands(checkpoint.tensors.size()) + " tensors in " + formatThousands(checkpoint.storages.size())
-        + " storages, " + formatBytes(checkpoint.totalStorageBytes()) + "\n\n";
+    out += "  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
+        + checkpoint.container.description + ")\n";
+    out += "  " + formatThousands(checkpoint.tensors.size()) + " tensors in "
+        + formatThousands(checkpoint.storages.size()) + " storages, "
+        + formatBytes(checkpoint.totalStorageBytes()) + "\n\n";
 
     // The tree, indented; tensors with dtype, shape, size and recorded device.
     struct Item {

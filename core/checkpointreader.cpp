@@ -8,25 +8,25 @@ namespace ckpt {
 
 namespace {
 
-    // A plain pickle (no torch framing) is still worth showing: its globals and whatever structure
-    // it has, without executing anything.
-    void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
-    {
-        PickleMachine machine(options.pickleLimits);
-        PickleSection section;
-        section.record = "pickle";
-        section.run = machine.run(checkpoint.file->bytes(), checkpoint.graph);
-        CheckpointBuilder builder(checkpoint);
-        if (section.run.root != kNoNode)
-            builder.addRoot(section.run.root, 0, {}, {});
-        else
-            for (NodeId partial : section.run.stackAtError)
-                builder.addRoot(partial, 0, "(incomplete)", "(incomplete)");
-        if (section.run.error)
-            checkpoint.addFinding(Severity::Error, "pickle-unreadable", "the pickle could not be read to its end: " + *section.run.error,
-                {}, section.run.errorOffset);
-        checkpoint.pickles.push_back(std::move(section));
-    }
+// A plain pickle (no torch framing) is still worth showing: its globals and whatever structure
+// it has, without executing anything.
+void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
+{
+    PickleMachine machine(options.pickleLimits);
+    PickleSection section;
+    section.record = "pickle";
+    section.run = machine.run(checkpoint.file->bytes(), checkpoint.graph);
+    CheckpointBuilder builder(checkpoint);
+    if (section.run.root != kNoNode)
+        builder.addRoot(section.run.root, 0, {}, {});
+    else
+        for (NodeId partial : section.run.stackAtError)
+            builder.addRoot(partial, 0, "(incomplete)", "(incomplete)");
+    if (section.run.error)
+        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
+            "the pickle could not be read to its end: " + *section.run.error, {}, section.run.errorOffset);
+    checkpoint.pickles.push_back(std::move(section));
+}
 
 } // namespace
 
@@ -59,7 +59,8 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
         if (checkpoint.container.kind == ContainerKind::ZipWithPrefix)
             checkpoint.addFinding(Severity::Warning, "zip-with-prefix",
                 "the zip archive does not start at byte 0 (" + checkpoint.container.description
-                    + "); torch.load only recognises a zip whose first bytes are PK\\3\\4 and would read it as a legacy file");
+                    + "); torch.load only recognises a zip whose first bytes are PK\\3\\4 and would read it "
+                      "as a legacy file");
         readTorchZip(checkpoint, options);
         break;
     case ContainerKind::TorchLegacy:
@@ -74,7 +75,8 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     case ContainerKind::PlainPickle:
         checkpoint.format = CheckpointFormat::NotACheckpoint;
         checkpoint.addFinding(Severity::Error, "not-a-checkpoint",
-            "this is a plain Python pickle, not a PyTorch checkpoint: it has no torch framing (" + checkpoint.container.description
+            "this is a plain Python pickle, not a PyTorch checkpoint: it has no torch framing ("
+                + checkpoint.container.description
                 + "); its structure is shown below without executing anything");
         readPlainPickle(checkpoint, options);
         break;

@@ -12,22 +12,19 @@ namespace ckpt {
 struct ReadError {
     std::string message;
     std::optional<std::uint64_t> offset; // byte offset in the file (or in the record named below)
-    std::string record;                  // zip record or container member, empty when not applicable
+    std::string record; // zip record or container member, empty when not applicable
 };
 
 // A value or the ReadError that explains why there is none. The core's public API returns these
 // instead of throwing (GCC 12 has no std::expected yet).
-template<class T>
-class Expected {
+template<class T> class Expected {
 public:
     Expected(T value)
         : m_state(std::move(value))
-    {
-    }
+    { }
     Expected(ReadError error)
         : m_state(std::move(error))
-    {
-    }
+    { }
 
     bool hasValue() const { return m_state.index() == 0; }
     explicit operator bool() const { return hasValue(); }

@@ -12,9 +12,9 @@ enum class Severity { Info, Warning, Error };
 // at the first problem: they record a Finding and go on with whatever can still be read.
 struct Finding {
     Severity severity = Severity::Warning;
-    std::string code;    // stable identifier, e.g. "record-size-mismatch"
+    std::string code; // stable identifier, e.g. "record-size-mismatch"
     std::string message; // full sentence for people
-    std::string record;  // zip record or member concerned, if any
+    std::string record; // zip record or member concerned, if any
     std::optional<std::uint64_t> offset; // byte offset in the file, if known
 };
 

@@ -17,22 +17,22 @@ constexpr NodeId kNoNode = std::numeric_limits<NodeId>::max();
 enum class NodeKind : std::uint8_t {
     None,
     Bool,
-    Int,       // fits in int64
-    BigInt,    // wider than 64 bits: text() holds the little-endian two's-complement bytes
+    Int, // fits in int64
+    BigInt, // wider than 64 bits: text() holds the little-endian two's-complement bytes
     Float,
-    String,    // text() holds UTF-8
-    Bytes,     // text() holds the raw bytes
+    String, // text() holds UTF-8
+    Bytes, // text() holds the raw bytes
     ByteArray, // protocol 5 BYTEARRAY8
     Tuple,
     List,
     Dict,
     Set,
     FrozenSet,
-    Global,       // module() and name()
-    Call,         // REDUCE: callee(args...)
-    NewObject,    // NEWOBJ/NEWOBJ_EX/INST/OBJ: cls.__new__(cls, *args)
+    Global, // module() and name()
+    Call, // REDUCE: callee(args...)
+    NewObject, // NEWOBJ/NEWOBJ_EX/INST/OBJ: cls.__new__(cls, *args)
     PersistentId, // BINPERSID/PERSID: the loader's persistent_load(pid)
-    Extension,    // EXT1/2/4: a copyreg extension code (value())
+    Extension, // EXT1/2/4: a copyreg extension code (value())
     PickleBuffer, // protocol 5 NEXT_BUFFER (out-of-band data, absent from the file)
 };
 
@@ -42,7 +42,7 @@ enum NodeFlag : std::uint8_t {
     FlagStringFromBytes = 1, // String decoded from a Python 2 STRING/BINSTRING/SHORT_BINSTRING
     FlagReadOnlyBuffer = 2,
     FlagNewObjectEx = 4, // NEWOBJ_EX (has keyword arguments)
-    FlagFromInst = 8,    // INST/OBJ (protocol 0/1 object creation)
+    FlagFromInst = 8, // INST/OBJ (protocol 0/1 object creation)
 };
 
 // One value. 16 bytes; variable-size parts live in the graph's arenas so that a checkpoint with a
@@ -51,19 +51,19 @@ struct PickleNode {
     NodeKind kind = NodeKind::None;
     std::uint8_t flags = FlagNone;
     std::uint32_t count = 0; // Tuple: item count; String/Bytes/BigInt: length; Global: module length
-    std::uint32_t body = 0;  // Tuple: first item in tupleItems; containers: index into bodies (or kNoNode)
+    std::uint32_t body = 0; // Tuple: first item in tupleItems; containers: index into bodies (or kNoNode)
     std::uint32_t extra = 0; // Call/NewObject: args node; Global: name length
-    std::int64_t value = 0;  // Int/Bool value; Float bits; String/Bytes/Global: text offset;
-                             // Call/NewObject: callee; PersistentId: pid node
+    std::int64_t value = 0; // Int/Bool value; Float bits; String/Bytes/Global: text offset;
+                            // Call/NewObject: callee; PersistentId: pid node
 };
 
 // The mutable parts of lists, dicts, sets and objects: what APPEND(S)/SETITEM(S)/ADDITEMS/BUILD
 // added, in order. Objects get a body only when something is added to them.
 struct ContainerBody {
-    std::vector<NodeId> items;     // List/Set/FrozenSet items; objects: appended items
+    std::vector<NodeId> items; // List/Set/FrozenSet items; objects: appended items
     std::vector<NodeId> dictItems; // key, value, key, value, ... (Dict; objects: SETITEM'd)
-    std::vector<NodeId> states;    // BUILD states applied to an object, in order
-    NodeId keywordArgs = kNoNode;  // NEWOBJ_EX keyword arguments
+    std::vector<NodeId> states; // BUILD states applied to an object, in order
+    NodeId keywordArgs = kNoNode; // NEWOBJ_EX keyword arguments
 };
 
 // All values of one or more pickles, with object identity preserved: a memo reference (GET)
@@ -86,9 +86,9 @@ public:
     NodeKind kind(NodeId id) const { return id < m_nodes.size() ? m_nodes[id].kind : NodeKind::None; }
 
     // Accessors that are safe on any node id: they return empty values for the wrong kind.
-    std::string_view text(NodeId id) const;   // String, Bytes, BigInt
+    std::string_view text(NodeId id) const; // String, Bytes, BigInt
     std::string_view module(NodeId id) const; // Global
-    std::string_view name(NodeId id) const;   // Global
+    std::string_view name(NodeId id) const; // Global
     std::string qualifiedName(NodeId id) const; // Global: "module.name"
     std::int64_t intValue(NodeId id) const;
     double floatValue(NodeId id) const;

@@ -30,11 +30,11 @@ struct GlobalReference {
 };
 
 struct PickleRun {
-    NodeId root = kNoNode;         // the value STOP returned; kNoNode when the pickle did not finish
-    std::uint64_t endOffset = 0;   // one past the STOP opcode (or where reading stopped)
-    int protocol = 0;              // from PROTO, 0 when absent
+    NodeId root = kNoNode; // the value STOP returned; kNoNode when the pickle did not finish
+    std::uint64_t endOffset = 0; // one past the STOP opcode (or where reading stopped)
+    int protocol = 0; // from PROTO, 0 when absent
     std::uint64_t opcodeCount = 0;
-    std::bitset<256> opcodesSeen;  // for the weights_only verdict
+    std::bitset<256> opcodesSeen; // for the weights_only verdict
     std::vector<GlobalReference> globals;
     std::vector<std::uint64_t> persistentIdOffsets; // offsets of BINPERSID/PERSID opcodes
     // Set when the pickle could not be read to its STOP: what went wrong, where.
@@ -54,8 +54,7 @@ class PickleMachine {
 public:
     explicit PickleMachine(PickleLimits limits = {})
         : m_limits(limits)
-    {
-    }
+    { }
 
     // Runs one pickle starting at data[0], stopping at its STOP opcode.
     PickleRun run(ByteView data, PickleGraph& graph) const;

@@ -95,7 +95,8 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         if (storageDirectory == "traced_inputs/" && record->uncompressedSize == 0) {
             // torch.jit.save keeps traced example inputs as metadata only (shapes, no bytes).
             checkpoint.addFinding(Severity::Info, "metadata-only-storage",
-                "record " + storage.record + " holds no bytes: TorchScript saves traced example inputs as metadata only",
+                "record " + storage.record
+                    + " holds no bytes: TorchScript saves traced example inputs as metadata only",
                 storage.record);
         } else if (record->uncompressedSize != storage.nbytes) {
             checkpoint.addFinding(

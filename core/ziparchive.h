@@ -16,17 +16,17 @@ class MappedFile;
 
 // One record of a zip archive as the reader found it.
 struct ZipEntry {
-    std::string name;                    // full name, archive prefix included ("archive/data/0")
-    std::uint16_t method = 0;            // 0 stored, 8 deflate, anything else unsupported
-    std::uint16_t flags = 0;             // general purpose flags (bit 3: data descriptor)
-    std::uint32_t crc32 = 0;             // as recorded (central directory, or data descriptor)
+    std::string name; // full name, archive prefix included ("archive/data/0")
+    std::uint16_t method = 0; // 0 stored, 8 deflate, anything else unsupported
+    std::uint16_t flags = 0; // general purpose flags (bit 3: data descriptor)
+    std::uint32_t crc32 = 0; // as recorded (central directory, or data descriptor)
     std::uint64_t compressedSize = 0;
     std::uint64_t uncompressedSize = 0;
     std::uint64_t localHeaderOffset = 0; // offset of the local file header in the file
-    std::uint64_t dataOffset = 0;        // offset of the payload in the file
-    std::uint16_t localExtraLength = 0;  // length of the local header's extra field (FB padding etc.)
-    bool fromCentralDirectory = true;    // false when recovered by scanning local headers
-    bool payloadComplete = true;         // the whole payload lies inside the file
+    std::uint64_t dataOffset = 0; // offset of the payload in the file
+    std::uint16_t localExtraLength = 0; // length of the local header's extra field (FB padding etc.)
+    bool fromCentralDirectory = true; // false when recovered by scanning local headers
+    bool payloadComplete = true; // the whole payload lies inside the file
 };
 
 // A tolerant zip reader over a memory-mapped file: ZIP64, stored and deflated records, archive

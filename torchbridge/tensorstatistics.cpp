@@ -12,30 +12,30 @@ namespace ckpt {
 
 namespace {
 
-    std::optional<c10::ScalarType> scalarTypeFor(const std::string& name)
-    {
-        static const std::map<std::string, c10::ScalarType> types {
-            {"float32", c10::kFloat},
-            {"float64", c10::kDouble},
-            {"float16", c10::kHalf},
-            {"bfloat16", c10::kBFloat16},
-            {"int64", c10::kLong},
-            {"int32", c10::kInt},
-            {"int16", c10::kShort},
-            {"int8", c10::kChar},
-            {"uint8", c10::kByte},
-            {"bool", c10::kBool},
-        };
-        auto it = types.find(name);
-        if (it == types.end())
-            return std::nullopt;
-        return it->second;
-    }
+std::optional<c10::ScalarType> scalarTypeFor(const std::string& name)
+{
+    static const std::map<std::string, c10::ScalarType> types {
+        {"float32", c10::kFloat},
+        {"float64", c10::kDouble},
+        {"float16", c10::kHalf},
+        {"bfloat16", c10::kBFloat16},
+        {"int64", c10::kLong},
+        {"int32", c10::kInt},
+        {"int16", c10::kShort},
+        {"int8", c10::kChar},
+        {"uint8", c10::kByte},
+        {"bool", c10::kBool},
+    };
+    auto it = types.find(name);
+    if (it == types.end())
+        return std::nullopt;
+    return it->second;
+}
 
-    ReadError failure(std::string message)
-    {
-        return ReadError {std::move(message), std::nullopt, {}};
-    }
+ReadError failure(std::string message)
+{
+    return ReadError {std::move(message), std::nullopt, {}};
+}
 
 } // namespace
 
@@ -78,8 +78,10 @@ Expected<TensorStatistics> computeTensorStatistics(const Checkpoint& checkpoint,
         const at::Tensor values = view.to(torch::kDouble);
         statistics.count = static_cast<std::uint64_t>(numel);
         statistics.nanCount = static_cast<std::uint64_t>(values.isnan().sum().item<std::int64_t>());
-        statistics.positiveInfinityCount = static_cast<std::uint64_t>(values.isposinf().sum().item<std::int64_t>());
-        statistics.negativeInfinityCount = static_cast<std::uint64_t>(values.isneginf().sum().item<std::int64_t>());
+        statistics.positiveInfinityCount
+            = static_cast<std::uint64_t>(values.isposinf().sum().item<std::int64_t>());
+        statistics.negativeInfinityCount
+            = static_cast<std::uint64_t>(values.isneginf().sum().item<std::int64_t>());
         statistics.zeroCount = static_cast<std::uint64_t>((values == 0).sum().item<std::int64_t>());
         const at::Tensor finite = values.masked_select(values.isfinite());
         if (finite.numel() > 0) {

@@ -26,8 +26,8 @@ CommandResult runInspect(const QStringList& arguments)
     QProcess process;
     process.start(QStringLiteral(CKPT_INSPECT_BINARY), arguments);
     process.waitForFinished(120'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1, process.readAllStandardOutput(),
-        process.readAllStandardError()};
+    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
+        process.readAllStandardOutput(), process.readAllStandardError()};
 }
 
 JsonValue parse(const QByteArray& text)
@@ -59,7 +59,8 @@ private Q_SLOTS:
         int count = 0;
         for (const QString& version : {QStringLiteral("torch-1.13"), QStringLiteral("torch-2")}) {
             const QDir dir(fixturesDir() + u'/' + version);
-            const QStringList expectations = dir.entryList({QStringLiteral("*.expected.json")}, QDir::Files, QDir::Name);
+            const QStringList expectations
+                = dir.entryList({QStringLiteral("*.expected.json")}, QDir::Files, QDir::Name);
             QVERIFY2(expectations.size() >= 25, qPrintable(u"too few fixtures in "_qs + dir.path()));
             for (const QString& expected : expectations) {
                 const QString base = expected.chopped(int(sizeof(".expected.json") - 1));
@@ -85,9 +86,11 @@ private Q_SLOTS:
         const JsonValue truth = parse(expectedFile.readAll());
         QVERIFY2(truth.isObject(), "the expectation is not valid JSON");
 
-        const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"), checkpoint});
-        QVERIFY2(result.exitCode == 0, qPrintable(u"exit code "_qs + QString::number(result.exitCode) + u": "_qs
-                     + QString::fromUtf8(result.out.right(2000)) + QString::fromUtf8(result.err)));
+        const CommandResult result
+            = runInspect({QStringLiteral("info"), QStringLiteral("--json"), checkpoint});
+        QVERIFY2(result.exitCode == 0,
+            qPrintable(u"exit code "_qs + QString::number(result.exitCode) + u": "_qs
+                + QString::fromUtf8(result.out.right(2000)) + QString::fromUtf8(result.err)));
         const JsonValue ours = parse(result.out);
         QVERIFY2(ours.isObject(), "ckpt-inspect did not print valid JSON");
         QCOMPARE(ours.member("format").toString(), truth.member("format").toString());
@@ -102,12 +105,15 @@ private Q_SLOTS:
             const std::string name = want.member("name").toString();
             expectedNames.insert(name);
             auto it = ourTensors.find(name);
-            QVERIFY2(it != ourTensors.end(), qPrintable(u"tensor missing: '"_qs + QString::fromStdString(name) + u"'"_qs));
+            QVERIFY2(it != ourTensors.end(),
+                qPrintable(u"tensor missing: '"_qs + QString::fromStdString(name) + u"'"_qs));
             const JsonValue& got = *it->second;
-            for (const char* field : {"dtype", "shape", "stride", "storage_offset", "device", "requires_grad", "layout"}) {
+            for (const char* field :
+                {"dtype", "shape", "stride", "storage_offset", "device", "requires_grad", "layout"}) {
                 QVERIFY2(got.member(field) == want.member(field),
-                    qPrintable(QString::fromStdString(name) + u": "_qs + QString::fromLatin1(field) + u" is "_qs
-                        + show(got.member(field)) + u", torch says "_qs + show(want.member(field))));
+                    qPrintable(QString::fromStdString(name) + u": "_qs + QString::fromLatin1(field)
+                        + u" is "_qs + show(got.member(field)) + u", torch says "_qs
+                        + show(want.member(field))));
             }
             if (!torchScript) // torch.jit.load cannot tell Parameters from tensors (see README)
                 QVERIFY2(got.member("is_parameter") == want.member("is_parameter"),
@@ -119,16 +125,21 @@ private Q_SLOTS:
             // Tensors share a storage in our reading exactly when they share one in torch's.
             const JsonValue& group = want.member("storage_group");
             if (group.isNull()) {
-                QVERIFY2(got.member("storage").isNull(), qPrintable(QString::fromStdString(name) + u" should have no storage"_qs));
+                QVERIFY2(got.member("storage").isNull(),
+                    qPrintable(QString::fromStdString(name) + u" should have no storage"_qs));
                 continue;
             }
             const std::string key = got.member("storage").toString();
-            QVERIFY2(!got.member("storage").isNull(), qPrintable(QString::fromStdString(name) + u" has no storage"_qs));
+            QVERIFY2(!got.member("storage").isNull(),
+                qPrintable(QString::fromStdString(name) + u" has no storage"_qs));
             auto [g, newGroup] = groupToKey.emplace(group.toString(), key);
-            QVERIFY2(g->second == key, qPrintable(QString::fromStdString(name) + u": torch shares its storage with another tensor, we do not"_qs));
+            QVERIFY2(g->second == key,
+                qPrintable(QString::fromStdString(name)
+                    + u": torch shares its storage with another tensor, we do not"_qs));
             auto [k, newKey] = keyToGroup.emplace(key, group.toString());
-            QVERIFY2(k->second == group.toString(), qPrintable(QString::fromStdString(name) + u": we share storage "_qs
-                         + QString::fromStdString(key) + u" that torch keeps apart"_qs));
+            QVERIFY2(k->second == group.toString(),
+                qPrintable(QString::fromStdString(name) + u": we share storage "_qs
+                    + QString::fromStdString(key) + u" that torch keeps apart"_qs));
         }
         for (const auto& [name, tensor] : ourTensors) {
             if (expectedNames.count(name))
@@ -136,8 +147,10 @@ private Q_SLOTS:
             // TorchScript's constants and traced inputs are not module attributes, so torch's
             // state_dict-based expectation cannot list them.
             const bool allowed = torchScript
-                && (name.starts_with("constants.") || name.starts_with("traced_inputs.") || name.starts_with("bytecode."));
-            QVERIFY2(allowed, qPrintable(u"tensor torch does not have: '"_qs + QString::fromStdString(name) + u"'"_qs));
+                && (name.starts_with("constants.") || name.starts_with("traced_inputs.")
+                    || name.starts_with("bytecode."));
+            QVERIFY2(allowed,
+                qPrintable(u"tensor torch does not have: '"_qs + QString::fromStdString(name) + u"'"_qs));
         }
 
         // Storages: with keys, field by field; TorchScript (keys unknown to torch): as a multiset.
@@ -147,8 +160,8 @@ private Q_SLOTS:
         std::multiset<std::string> wantedAnonymous, gotAnonymous;
         for (const JsonValue& want : truth.member("storages").items()) {
             auto describe = [](const JsonValue& s) {
-                return s.member("dtype").toString() + "/" + s.member("numel").toJson() + "/" + s.member("nbytes").toJson() + "/"
-                    + s.member("device").toJson();
+                return s.member("dtype").toString() + "/" + s.member("numel").toJson() + "/"
+                    + s.member("nbytes").toJson() + "/" + s.member("device").toJson();
             };
             if (want.member("key").isNull()) {
                 wantedAnonymous.insert(describe(want));
@@ -158,8 +171,9 @@ private Q_SLOTS:
             QVERIFY2(it != ourStorages.end(), qPrintable(u"storage missing: "_qs + show(want.member("key"))));
             for (const char* field : {"dtype", "numel", "nbytes", "device"})
                 QVERIFY2(it->second->member(field) == want.member(field),
-                    qPrintable(u"storage "_qs + show(want.member("key")) + u": "_qs + QString::fromLatin1(field) + u" is "_qs
-                        + show(it->second->member(field)) + u", torch says "_qs + show(want.member(field))));
+                    qPrintable(u"storage "_qs + show(want.member("key")) + u": "_qs
+                        + QString::fromLatin1(field) + u" is "_qs + show(it->second->member(field))
+                        + u", torch says "_qs + show(want.member(field))));
         }
         if (!wantedAnonymous.empty()) {
             for (const auto& [key, group] : keyToGroup) {
@@ -173,12 +187,14 @@ private Q_SLOTS:
         }
         for (const JsonValue& finding : ours.member("findings").items())
             QVERIFY2(finding.member("severity").toString() == "info",
-                qPrintable(u"a clean torch file got a finding: "_qs + QString::fromStdString(finding.member("message").toString())));
+                qPrintable(u"a clean torch file got a finding: "_qs
+                    + QString::fromStdString(finding.member("message").toString())));
     }
 
     void textOutputShowsDevicesAndTotals()
     {
-        const CommandResult result = runInspect({QStringLiteral("info"), fixturesDir() + QStringLiteral("/torch-2/devices_mixed.pt")});
+        const CommandResult result = runInspect(
+            {QStringLiteral("info"), fixturesDir() + QStringLiteral("/torch-2/devices_mixed.pt")});
         QCOMPARE(result.exitCode, 0);
         const QString text = QString::fromUtf8(result.out);
         QVERIFY2(text.contains(QStringLiteral("@cuda:1")), qPrintable(text));
@@ -192,8 +208,9 @@ private Q_SLOTS:
         QTest::addColumn<QString>("global");
         QTest::newRow("zip, os.system") << QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/os_system.pt")
                                         << QStringLiteral("posix.system");
-        QTest::newRow("legacy, builtins.eval") << QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/builtins_eval.pt")
-                                               << QStringLiteral("__builtin__.eval"); // protocol 2 writes Python 2 names
+        QTest::newRow("legacy, builtins.eval")
+            << QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/builtins_eval.pt")
+            << QStringLiteral("__builtin__.eval"); // protocol 2 writes Python 2 names
     }
     void hostilePicklesAreShownNeverRun()
     {
@@ -222,7 +239,8 @@ private Q_SLOTS:
         QCOMPARE(runInspect({QStringLiteral("info")}).exitCode, 64);
         QCOMPARE(runInspect({QStringLiteral("frobnicate")}).exitCode, 64);
         QCOMPARE(runInspect({QStringLiteral("help")}).exitCode, 0);
-        const CommandResult missing = runInspect({QStringLiteral("info"), QStringLiteral("/nonexistent/file.pt")});
+        const CommandResult missing
+            = runInspect({QStringLiteral("info"), QStringLiteral("/nonexistent/file.pt")});
         QCOMPARE(missing.exitCode, 3);
         QVERIFY(QString::fromUtf8(missing.out).contains(QStringLiteral("/nonexistent/file.pt")));
     }

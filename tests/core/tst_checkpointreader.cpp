@@ -82,7 +82,8 @@ private Q_SLOTS:
             QByteArray damaged = full;
             for (int k = 0; k < 4; ++k) {
                 seed = seed * 1664525u + 1013904223u;
-                damaged[static_cast<qsizetype>(seed % static_cast<std::uint32_t>(damaged.size()))] = static_cast<char>(seed >> 24);
+                damaged[static_cast<qsizetype>(seed % static_cast<std::uint32_t>(damaged.size()))]
+                    = static_cast<char>(seed >> 24);
             }
             const Checkpoint checkpoint = readBytes(damaged, "damaged");
             QVERIFY(!checkpoint.tree.empty());
@@ -97,10 +98,12 @@ private Q_SLOTS:
         QVERIFY(!whole.storages.empty());
         const StorageRecord& last = whole.storages.back();
         QVERIFY(last.dataOffset.has_value());
-        const Checkpoint cut = readBytes(full.left(static_cast<qsizetype>(*last.dataOffset + last.nbytes / 2)), "cut");
+        const Checkpoint cut
+            = readBytes(full.left(static_cast<qsizetype>(*last.dataOffset + last.nbytes / 2)), "cut");
         bool found = false;
         for (const Finding& finding : cut.findings)
-            found = found || finding.code == "record-truncated" || finding.code == "zip-truncated" || finding.code == "truncated";
+            found = found || finding.code == "record-truncated" || finding.code == "zip-truncated"
+                || finding.code == "truncated";
         QVERIFY(found);
     }
 };

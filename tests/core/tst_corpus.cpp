@@ -42,8 +42,8 @@ std::vector<ManifestRow> readManifest()
         const QStringList cells = lines[i].split(u'\t');
         if (cells.size() < header.size())
             continue;
-        rows.push_back({cells[column("file")], cells[column("container")], cells[column("recorded_locations")],
-            cells[column("tensor_count")], cells[column("notes")]});
+        rows.push_back({cells[column("file")], cells[column("container")],
+            cells[column("recorded_locations")], cells[column("tensor_count")], cells[column("notes")]});
     }
     return rows;
 }
@@ -94,7 +94,8 @@ private Q_SLOTS:
         const auto rows = readManifest();
         QVERIFY2(rows.size() == 43, "MANIFEST.tsv should list 43 files");
         for (const ManifestRow& row : rows)
-            QTest::newRow(qPrintable(row.file)) << row.file << row.container << row.locations << row.tensorCount << row.notes;
+            QTest::newRow(qPrintable(row.file))
+                << row.file << row.container << row.locations << row.tensorCount << row.notes;
     }
 
     void readsAsTheManifestSays()
@@ -111,7 +112,8 @@ private Q_SLOTS:
         }();
 
         const Checkpoint checkpoint = readCheckpoint(path.toStdString());
-        QCOMPARE(QString::fromLatin1(checkpointFormatName(checkpoint.format)), QString::fromLatin1(expectedFormat(container)));
+        QCOMPARE(QString::fromLatin1(checkpointFormatName(checkpoint.format)),
+            QString::fromLatin1(expectedFormat(container)));
 
         // Storage locations, counted once per storage key in each pickle, as the manifest counts them.
         if (locations == u"none" || (!locations.startsWith(u"n/a") && !locations.isEmpty())) {
@@ -119,7 +121,8 @@ private Q_SLOTS:
             for (const PickleSection& section : checkpoint.pickles)
                 for (std::uint32_t index : section.storagesUsed)
                     ++ours[checkpoint.storages[index].device.value_or("(none)")];
-            const auto expected = locations == u"none" ? std::map<std::string, int> {} : parseLocations(locations);
+            const auto expected
+                = locations == u"none" ? std::map<std::string, int> {} : parseLocations(locations);
             QVERIFY2(ours == expected, qPrintable(u"locations differ from the manifest's "_qs + locations));
         }
 

@@ -295,8 +295,9 @@ private Q_SLOTS:
             << QByteArray("\x80\x02\xff.", 4) << QStringLiteral("not a pickle opcode");
         QTest::newRow("protocol 9") << QByteArray("\x80\x09N.", 4) << QStringLiteral("protocol 9");
         QTest::newRow("stack underflow") << QByteArray("\x80\x02R.", 4) << QStringLiteral("stack is empty");
-        QTest::newRow("string past end")
-            << QByteArray("\x80\x02X\xff\xff\x00\x00" "abc", 10) << QStringLiteral("truncated");
+        QTest::newRow("string past end") << QByteArray("\x80\x02X\xff\xff\x00\x00"
+                                                       "abc",
+            10) << QStringLiteral("truncated");
         QTest::newRow("stack global of ints")
             << QByteArray("\x80\x04K\x01K\x02\x93.", 8) << QStringLiteral("two strings");
         QByteArray manyLists;

@@ -64,14 +64,18 @@ private Q_SLOTS:
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         QStringList files;
-        for (const char* name : {"dtypes", "views_and_strides", "state_dict", "tied_weights", "devices_mixed"})
-            files << QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-1.13/%1.pt").arg(QString::fromLatin1(name));
+        for (const char* name :
+            {"dtypes", "views_and_strides", "state_dict", "tied_weights", "devices_mixed"})
+            files << QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-1.13/%1.pt")
+                         .arg(QString::fromLatin1(name));
         QProcess python;
-        python.start(QStringLiteral(CKPT_LEGACY_PYTHON), QStringList {QStringLiteral("-c"), QString::fromUtf8(kTorchScript), dir.path()} + files);
+        python.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            QStringList {QStringLiteral("-c"), QString::fromUtf8(kTorchScript), dir.path()} + files);
         QVERIFY(python.waitForFinished(300'000));
         QVERIFY2(python.exitCode() == 0, python.readAllStandardError().constData());
         const QByteArray output = python.readAllStandardOutput();
-        const auto parsed = parseJson(std::string_view(output.constData(), static_cast<std::size_t>(output.size())));
+        const auto parsed
+            = parseJson(std::string_view(output.constData(), static_cast<std::size_t>(output.size())));
         QVERIFY(parsed.hasValue());
 
         int compared = 0;
