@@ -1,7 +1,7 @@
 // `ckpt-inspect info --json` on every fixture written by real torch (tests/fixtures/torch-*/)
 // must agree, field by field, with what torch itself computed when it loaded the same file
 // (NAME.expected.json, see tests/fixtures/README.md). The real binary runs, as a user would run it.
-#include "json.h"
+#include "fixturecomparison.h"
 
 #include <QDir>
 #include <QFile>
@@ -13,40 +13,7 @@
 
 using namespace ckpt;
 
-namespace {
 
-struct CommandResult {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-};
-
-CommandResult runInspect(const QStringList& arguments)
-{
-    QProcess process;
-    process.start(QStringLiteral(CKPT_INSPECT_BINARY), arguments);
-    process.waitForFinished(120'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
-}
-
-JsonValue parse(const QByteArray& text)
-{
-    auto parsed = parseJson(std::string_view(text.constData(), static_cast<std::size_t>(text.size())));
-    return parsed ? *parsed : JsonValue();
-}
-
-QString fixturesDir()
-{
-    return QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures");
-}
-
-QString show(const JsonValue& value)
-{
-    return QString::fromStdString(value.toJson());
-}
-
-} // namespace
 
 class TestInfoCommand : public QObject {
     Q_OBJECT
@@ -81,114 +48,7 @@ private Q_SLOTS:
     {
         QFETCH(QString, checkpoint);
         QFETCH(QString, expected);
-        QFile expectedFile(expected);
-        QVERIFY(expectedFile.open(QIODevice::ReadOnly));
-        const JsonValue truth = parse(expectedFile.readAll());
-        QVERIFY2(truth.isObject(), "the expectation is not valid JSON");
-
-        const CommandResult result
-            = runInspect({QStringLiteral("info"), QStringLiteral("--json"), checkpoint});
-        QVERIFY2(result.exitCode == 0,
-            qPrintable(u"exit code "_qs + QString::number(result.exitCode) + u": "_qs
-                + QString::fromUtf8(result.out.right(2000)) + QString::fromUtf8(result.err)));
-        const JsonValue ours = parse(result.out);
-        QVERIFY2(ours.isObject(), "ckpt-inspect did not print valid JSON");
-        QCOMPARE(ours.member("format").toString(), truth.member("format").toString());
-        const bool torchScript = truth.member("format").toString() == "torchscript";
-
-        std::map<std::string, const JsonValue*> ourTensors;
-        for (const JsonValue& tensor : ours.member("tensors").items())
-            ourTensors[tensor.member("name").toString()] = &tensor;
-        std::set<std::string> expectedNames;
-        std::map<std::string, std::string> groupToKey, keyToGroup;
-        for (const JsonValue& want : truth.member("tensors").items()) {
-            const std::string name = want.member("name").toString();
-            expectedNames.insert(name);
-            auto it = ourTensors.find(name);
-            QVERIFY2(it != ourTensors.end(),
-                qPrintable(u"tensor missing: '"_qs + QString::fromStdString(name) + u"'"_qs));
-            const JsonValue& got = *it->second;
-            for (const char* field :
-                {"dtype", "shape", "stride", "storage_offset", "device", "requires_grad", "layout"}) {
-                QVERIFY2(got.member(field) == want.member(field),
-                    qPrintable(QString::fromStdString(name) + u": "_qs + QString::fromLatin1(field)
-                        + u" is "_qs + show(got.member(field)) + u", torch says "_qs
-                        + show(want.member(field))));
-            }
-            if (!torchScript) // torch.jit.load cannot tell Parameters from tensors (see README)
-                QVERIFY2(got.member("is_parameter") == want.member("is_parameter"),
-                    qPrintable(QString::fromStdString(name) + u": is_parameter differs"_qs));
-            if (!want.member("storage").isNull())
-                QVERIFY2(got.member("storage") == want.member("storage"),
-                    qPrintable(QString::fromStdString(name) + u": storage "_qs + show(got.member("storage"))
-                        + u", torch says "_qs + show(want.member("storage"))));
-            // Tensors share a storage in our reading exactly when they share one in torch's.
-            const JsonValue& group = want.member("storage_group");
-            if (group.isNull()) {
-                QVERIFY2(got.member("storage").isNull(),
-                    qPrintable(QString::fromStdString(name) + u" should have no storage"_qs));
-                continue;
-            }
-            const std::string key = got.member("storage").toString();
-            QVERIFY2(!got.member("storage").isNull(),
-                qPrintable(QString::fromStdString(name) + u" has no storage"_qs));
-            auto [g, newGroup] = groupToKey.emplace(group.toString(), key);
-            QVERIFY2(g->second == key,
-                qPrintable(QString::fromStdString(name)
-                    + u": torch shares its storage with another tensor, we do not"_qs));
-            auto [k, newKey] = keyToGroup.emplace(key, group.toString());
-            QVERIFY2(k->second == group.toString(),
-                qPrintable(QString::fromStdString(name) + u": we share storage "_qs
-                    + QString::fromStdString(key) + u" that torch keeps apart"_qs));
-        }
-        for (const auto& [name, tensor] : ourTensors) {
-            if (expectedNames.count(name))
-                continue;
-            // TorchScript's constants and traced inputs are not module attributes, so torch's
-            // state_dict-based expectation cannot list them.
-            const bool allowed = torchScript
-                && (name.starts_with("constants.") || name.starts_with("traced_inputs.")
-                    || name.starts_with("bytecode."));
-            QVERIFY2(allowed,
-                qPrintable(u"tensor torch does not have: '"_qs + QString::fromStdString(name) + u"'"_qs));
-        }
-
-        // Storages: with keys, field by field; TorchScript (keys unknown to torch): as a multiset.
-        std::map<std::string, const JsonValue*> ourStorages;
-        for (const JsonValue& storage : ours.member("storages").items())
-            ourStorages[storage.member("key").toString()] = &storage;
-        std::multiset<std::string> wantedAnonymous, gotAnonymous;
-        for (const JsonValue& want : truth.member("storages").items()) {
-            auto describe = [](const JsonValue& s) {
-                return s.member("dtype").toString() + "/" + s.member("numel").toJson() + "/"
-                    + s.member("nbytes").toJson() + "/" + s.member("device").toJson();
-            };
-            if (want.member("key").isNull()) {
-                wantedAnonymous.insert(describe(want));
-                continue;
-            }
-            auto it = ourStorages.find(want.member("key").toString());
-            QVERIFY2(it != ourStorages.end(), qPrintable(u"storage missing: "_qs + show(want.member("key"))));
-            for (const char* field : {"dtype", "numel", "nbytes", "device"})
-                QVERIFY2(it->second->member(field) == want.member(field),
-                    qPrintable(u"storage "_qs + show(want.member("key")) + u": "_qs
-                        + QString::fromLatin1(field) + u" is "_qs + show(it->second->member(field))
-                        + u", torch says "_qs + show(want.member(field))));
-        }
-        if (!wantedAnonymous.empty()) {
-            for (const auto& [key, group] : keyToGroup) {
-                const JsonValue& s = *ourStorages[key];
-                gotAnonymous.insert(s.member("dtype").toString() + "/" + s.member("numel").toJson() + "/"
-                    + s.member("nbytes").toJson() + "/" + s.member("device").toJson());
-            }
-            QVERIFY(gotAnonymous == wantedAnonymous);
-        } else {
-            QCOMPARE(ours.member("storages").size(), truth.member("storages").size());
-        }
-        for (const JsonValue& finding : ours.member("findings").items())
-            QVERIFY2(finding.member("severity").toString() == "info",
-                qPrintable(u"a clean torch file got a finding: "_qs
-                    + QString::fromStdString(finding.member("message").toString())));
+        compareWithTorch(checkpoint, expected);
     }
 
     void textOutputShowsDevicesAndTotals()
