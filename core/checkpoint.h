@@ -54,6 +54,9 @@ struct StorageRecord {
     std::optional<std::uint64_t> availableBytes; // bytes the file actually holds for it
     std::vector<std::uint32_t> tensors; // tensors that view it
     NodeId firstPersistentId = kNoNode; // pickle node of its first persistent id
+    std::vector<NodeId>
+        persistentIdTuples; // every persistent-id tuple naming it (the remap rewrites their tags)
+    std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
 };
 
@@ -72,6 +75,11 @@ struct TensorEntry {
     std::string rebuildFunction; // "torch._utils._rebuild_tensor_v2"
     std::string subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
     NodeId node = kNoNode; // the pickle node it was rebuilt from
+    // Where a device recorded outside the storage sits in the pickle: item `deviceArgumentIndex`
+    // of the argument tuple `deviceArgumentTuple`, a str or (wrapper subclasses) a torch.device.
+    NodeId deviceArgumentTuple = kNoNode;
+    std::uint32_t deviceArgumentIndex = 0;
+    bool deviceArgumentIsTorchDevice = false;
     std::uint32_t treeNode = 0;
     std::uint64_t nbytes() const; // bytes the view covers (shape x element size), 0 for composites
 };

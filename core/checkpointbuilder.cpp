@@ -313,6 +313,8 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
         }
         if (existing.firstPersistentId == kNoNode)
             existing.firstPersistentId = tuple;
+        if (existing.persistentIdTuples.empty() || existing.persistentIdTuples.back() != tuple)
+            existing.persistentIdTuples.push_back(tuple);
         return static_cast<std::int32_t>(it->second);
     }
 
@@ -321,6 +323,8 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
     storage.storageClass = storageClass;
     storage.device = location;
     storage.firstPersistentId = tuple;
+    storage.persistentIdTuples.push_back(tuple);
+    storage.pickleSection = static_cast<std::uint32_t>(m_checkpoint.pickles.size());
     std::uint32_t elementSize = 1;
     if (auto info = dtypeByStorageClass(storageClass)) {
         storage.dtype = std::string(info->name);
@@ -544,12 +548,17 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         t.storageOffset = m_graph.isInt(arg(4)) ? m_graph.intValue(arg(4)) : 0;
         t.device = deviceFromValue(arg(6));
         t.deviceRecordedOutsideStorage = true;
+        t.deviceArgumentTuple = args;
+        t.deviceArgumentIndex = 6;
+        t.deviceArgumentIsTorchDevice = m_graph.kind(arg(6)) == NodeKind::Call;
         t.requiresGrad = boolArg(7);
     } else if (function == "torch._utils._rebuild_device_tensor_from_numpy"
         || function == "torch._utils._rebuild_xla_tensor" || function == "torch._utils._rebuild_mlc_tensor") {
         t.dtype = dtypeFromGlobal(arg(1));
         t.device = deviceFromValue(arg(2));
         t.deviceRecordedOutsideStorage = true;
+        t.deviceArgumentTuple = args;
+        t.deviceArgumentIndex = 2;
         t.requiresGrad = boolArg(3);
         t.storageOffset.reset();
     } else if (function == "torch._utils._rebuild_device_tensor_from_cpu_tensor") {
@@ -560,6 +569,8 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         result.tensor.dtype = dtypeFromGlobal(arg(1));
         result.tensor.device = deviceFromValue(arg(2));
         result.tensor.deviceRecordedOutsideStorage = true;
+        result.tensor.deviceArgumentTuple = args;
+        result.tensor.deviceArgumentIndex = 2;
         result.tensor.requiresGrad = boolArg(3);
         result.tensor.node = id;
         result.tensor.rebuildFunction = function;

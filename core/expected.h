@@ -41,3 +41,16 @@ private:
 };
 
 } // namespace ckpt
+
+namespace ckpt {
+
+// The result of an operation that produces nothing but may fail: nullopt means it succeeded.
+using Status = std::optional<ReadError>;
+
+inline ReadError makeError(
+    std::string message, std::optional<std::uint64_t> offset = std::nullopt, std::string record = {})
+{
+    return ReadError {std::move(message), offset, std::move(record)};
+}
+
+} // namespace ckpt

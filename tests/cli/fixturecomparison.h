@@ -57,8 +57,7 @@ inline void compareWithTorch(const QString& checkpoint, const QString& expected)
     const JsonValue truth = parse(expectedFile.readAll());
     QVERIFY2(truth.isObject(), "the expectation is not valid JSON");
 
-    const CommandResult result
-        = runInspect({QStringLiteral("info"), QStringLiteral("--json"), checkpoint});
+    const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"), checkpoint});
     QVERIFY2(result.exitCode == 0,
         qPrintable(u"exit code "_qs + QString::number(result.exitCode) + u": "_qs
             + QString::fromUtf8(result.out.right(2000)) + QString::fromUtf8(result.err)));
@@ -82,9 +81,8 @@ inline void compareWithTorch(const QString& checkpoint, const QString& expected)
         for (const char* field :
             {"dtype", "shape", "stride", "storage_offset", "device", "requires_grad", "layout"}) {
             QVERIFY2(got.member(field) == want.member(field),
-                qPrintable(QString::fromStdString(name) + u": "_qs + QString::fromLatin1(field)
-                    + u" is "_qs + show(got.member(field)) + u", torch says "_qs
-                    + show(want.member(field))));
+                qPrintable(QString::fromStdString(name) + u": "_qs + QString::fromLatin1(field) + u" is "_qs
+                    + show(got.member(field)) + u", torch says "_qs + show(want.member(field))));
         }
         if (!torchScript) // torch.jit.load cannot tell Parameters from tensors (see README)
             QVERIFY2(got.member("is_parameter") == want.member("is_parameter"),
@@ -109,8 +107,8 @@ inline void compareWithTorch(const QString& checkpoint, const QString& expected)
                 + u": torch shares its storage with another tensor, we do not"_qs));
         auto [k, newKey] = keyToGroup.emplace(key, group.toString());
         QVERIFY2(k->second == group.toString(),
-            qPrintable(QString::fromStdString(name) + u": we share storage "_qs
-                + QString::fromStdString(key) + u" that torch keeps apart"_qs));
+            qPrintable(QString::fromStdString(name) + u": we share storage "_qs + QString::fromStdString(key)
+                + u" that torch keeps apart"_qs));
     }
     for (const auto& [name, tensor] : ourTensors) {
         if (expectedNames.count(name))
@@ -142,9 +140,9 @@ inline void compareWithTorch(const QString& checkpoint, const QString& expected)
         QVERIFY2(it != ourStorages.end(), qPrintable(u"storage missing: "_qs + show(want.member("key"))));
         for (const char* field : {"dtype", "numel", "nbytes", "device"})
             QVERIFY2(it->second->member(field) == want.member(field),
-                qPrintable(u"storage "_qs + show(want.member("key")) + u": "_qs
-                    + QString::fromLatin1(field) + u" is "_qs + show(it->second->member(field))
-                    + u", torch says "_qs + show(want.member(field))));
+                qPrintable(u"storage "_qs + show(want.member("key")) + u": "_qs + QString::fromLatin1(field)
+                    + u" is "_qs + show(it->second->member(field)) + u", torch says "_qs
+                    + show(want.member(field))));
     }
     if (!wantedAnonymous.empty()) {
         for (const auto& [key, group] : keyToGroup) {

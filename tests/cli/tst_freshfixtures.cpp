@@ -17,15 +17,19 @@ private:
         QVERIFY(out.isValid());
         QProcess generator;
         generator.start(interpreter,
-            {QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/generate_fixtures.py"), QStringLiteral("--out"), out.path()});
+            {QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/generate_fixtures.py"), QStringLiteral("--out"),
+                out.path()});
         QVERIFY(generator.waitForFinished(600'000));
         QVERIFY2(generator.exitStatus() == QProcess::NormalExit && generator.exitCode() == 0,
             generator.readAllStandardError().right(3000).constData());
         const QDir dir(out.path());
-        const QStringList expectations = dir.entryList({QStringLiteral("*.expected.json")}, QDir::Files, QDir::Name);
-        QVERIFY2(expectations.size() >= 25, qPrintable(QStringLiteral("only %1 fixtures written").arg(expectations.size())));
+        const QStringList expectations
+            = dir.entryList({QStringLiteral("*.expected.json")}, QDir::Files, QDir::Name);
+        QVERIFY2(expectations.size() >= 25,
+            qPrintable(QStringLiteral("only %1 fixtures written").arg(expectations.size())));
         for (const QString& expected : expectations) {
-            const QString checkpoint = dir.filePath(expected.chopped(int(sizeof(".expected.json") - 1)) + QStringLiteral(".pt"));
+            const QString checkpoint
+                = dir.filePath(expected.chopped(int(sizeof(".expected.json") - 1)) + QStringLiteral(".pt"));
             QVERIFY2(QFile::exists(checkpoint), qPrintable(checkpoint));
             compareWithTorch(checkpoint, dir.filePath(expected));
             if (QTest::currentTestFailed()) {
@@ -42,7 +46,8 @@ private Q_SLOTS:
     {
         const QString modern = QStringLiteral(CKPT_MODERN_PYTHON);
         if (modern.isEmpty())
-            QSKIP("no modern torch configured: set CKPT_MODERN_PYTHON (packaging/modern-torch.sh prepares one)");
+            QSKIP("no modern torch configured: set CKPT_MODERN_PYTHON (packaging/modern-torch.sh prepares "
+                  "one)");
         generateAndCompare(modern);
     }
 };

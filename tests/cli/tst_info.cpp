@@ -13,8 +13,6 @@
 
 using namespace ckpt;
 
-
-
 class TestInfoCommand : public QObject {
     Q_OBJECT
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Benchmark: `ckpt-inspect remap` of a >= 2 GiB checkpoint recorded on cuda:0/cuda:1, remapped to
+# cpu, next to `cp` of the same file and to the Python round trip
+# `torch.save(torch.load(f, map_location='cpu'), out)`; wall time and peak memory of each.
+# Writes its input with real torch under build/bench/. Not a test: nothing fails on time.
+#   usage: bench/run-remap-benchmark.sh [BUILD_DIR]   (default build/dev)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/dev}
+out=build/bench
+mkdir -p "$out"
+py=/usr/bin/python3
+cmake --build "$build" --target ckpt-inspect >/dev/null
+
+input="$out/gpu-2.1GiB.pt"
+if [ ! -f "$input" ]; then
+    "$py" - "$input" <<'PY'
+import sys, torch
+# 2.1 GiB of float32 in 34 blocks, recorded half on cuda:0 and half on cuda:1 (tags given by a
+# registered tagger, as the fixtures do: this machine has no GPU).
+blocks = {f"blocks.{i}.weight": torch.empty(4096, 4096).uniform_() for i in range(34)}
+tags = {t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr():
+        "cuda:0" if i < 17 else "cuda:1" for i, t in enumerate(blocks.values())}
+torch.serialization.register_package(0, lambda s: tags.get(s.data_ptr()), lambda s, l: None)
+torch.save(blocks, sys.argv[1])
+PY
+fi
+
+measure() { # label command...
+    "$py" - "$@" <<'PY'
+import resource, subprocess, sys, time
+label, command = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"{label:44s} {seconds:8.2f} s   peak memory {peak:9.1f} MiB")
+PY
+}
+
+size=$(stat -c %s "$input")
+echo "input: $input ($((size / 1048576)) MiB), page cache warmed by a first read"
+cat "$input" > /dev/null
+sync
+rm -f "$out/remapped.pt" "$out/copied.pt" "$out/python.pt"
+measure "cp" cp "$input" "$out/copied.pt"
+measure "ckpt-inspect remap --map *=cpu" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu'
+rm -f "$out/remapped.pt"
+measure "ckpt-inspect remap --map *=cpu --no-verify" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu' --no-verify
+measure "python torch.load(map_location=cpu)+save" "$py" -c \
+    "import sys, torch; torch.save(torch.load(sys.argv[1], map_location='cpu'), sys.argv[2])" "$input" "$out/python.pt"
+rm -f "$out/copied.pt" "$out/python.pt"

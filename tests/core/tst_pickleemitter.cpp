@@ -1,0 +1,144 @@
+// The pickle emitter: what it writes must read back to the same values (every sample written by
+// CPython, every pickle of every torch-written fixture), use only the opcodes torch's
+// weights_only unpickler accepts for torch's own pickles, and change a replaced location tag
+// without touching a user string that shared its memo slot.
+#include "checkpointreader.h"
+#include "pickledump.h"
+#include "pickleemitter.h"
+#include "picklemachine.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTest>
+
+#include <bitset>
+
+using namespace ckpt;
+using namespace pickledump;
+
+namespace {
+
+ByteView view(const QByteArray& data)
+{
+    return {reinterpret_cast<const std::uint8_t*>(data.constData()), static_cast<std::size_t>(data.size())};
+}
+
+// torch-format.md §6.3: the opcodes torch's weights_only unpickler accepts.
+std::bitset<256> weightsOnlyOpcodes()
+{
+    std::bitset<256> allowed;
+    for (char op : std::string_view("cRbaesu(tN)]}JKMGXUQhjqr."))
+        allowed.set(static_cast<unsigned char>(op));
+    for (int op : {0x80, 0x81, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8f})
+        allowed.set(static_cast<std::size_t>(op));
+    return allowed;
+}
+
+QStringList fixtureFiles()
+{
+    QStringList files;
+    for (const char* version : {"torch-1.13", "torch-2"}) {
+        const QDir dir(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/") + QString::fromLatin1(version));
+        for (const QString& name : dir.entryList({QStringLiteral("*.pt")}, QDir::Files, QDir::Name))
+            files << dir.filePath(name);
+    }
+    return files;
+}
+
+} // namespace
+
+class TestPickleEmitter : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void samplesRoundTrip_data()
+    {
+        QTest::addColumn<QString>("file");
+        const QDir dir(QStringLiteral(CKPT_SOURCE_DIR "/tests/data/pickle"));
+        for (const QString& name : dir.entryList({QStringLiteral("*.pkl")}, QDir::Files, QDir::Name))
+            QTest::newRow(qPrintable(name)) << dir.filePath(name);
+    }
+    void samplesRoundTrip()
+    {
+        QFETCH(QString, file);
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray data = f.readAll();
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(data), graph);
+        QVERIFY(run.complete());
+        const auto emitted = PickleEmitter(graph).emit(run.root, run.protocol);
+        QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+        PickleGraph again;
+        const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+        QVERIFY2(rerun.complete(), rerun.error ? rerun.error->c_str() : "");
+        QCOMPARE(dump(again, rerun.root), dump(graph, run.root));
+    }
+
+    void fixturePicklesRoundTrip_data()
+    {
+        QTest::addColumn<QString>("file");
+        const QStringList files = fixtureFiles();
+        QVERIFY(files.size() >= 50);
+        for (const QString& file : files)
+            QTest::newRow(qPrintable(file.section(u'/', -2))) << file;
+    }
+    void fixturePicklesRoundTrip()
+    {
+        QFETCH(QString, file);
+        const Checkpoint checkpoint = readCheckpoint(file.toStdString());
+        QVERIFY(!checkpoint.pickles.empty());
+        for (const PickleSection& section : checkpoint.pickles) {
+            const auto emitted = PickleEmitter(checkpoint.graph).emit(section.run.root, section.run.protocol);
+            QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+            PickleGraph again;
+            const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+            QVERIFY(rerun.complete());
+            QCOMPARE(dump(again, rerun.root), dump(checkpoint.graph, section.run.root));
+            // What torch's weights_only loader accepted in the input, it accepts in the output.
+            const std::bitset<256> allowed = weightsOnlyOpcodes();
+            if ((section.run.opcodesSeen & ~allowed).none())
+                QVERIFY2((rerun.opcodesSeen & ~allowed).none(), section.record.c_str());
+        }
+    }
+
+    void replacedTagLeavesSharedUserStringAlone()
+    {
+        // memo_hazard_cpu.pt: {"device": "cpu", ...} where the pickler wrote the user's 'cpu' once
+        // and the storage's location tag fetches it from the memo.
+        for (const char* version : {"torch-1.13", "torch-2"}) {
+            const QString path = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/")
+                + QString::fromLatin1(version) + QStringLiteral("/memo_hazard_cpu.pt");
+            const Checkpoint checkpoint = readCheckpoint(path.toStdString());
+            QVERIFY(!checkpoint.storages.empty());
+            const StorageRecord& storage = checkpoint.storages.front();
+            QCOMPARE(storage.device.value_or(""), std::string("cpu"));
+            PickleEmitter emitter(checkpoint.graph);
+            for (const StorageRecord& s : checkpoint.storages)
+                for (NodeId tuple : s.persistentIdTuples)
+                    emitter.replaceItem(tuple, 3, {PickleReplacement::Kind::Text, "cuda:3", kNoNode, {}, 0});
+            const auto emitted = emitter.emit(checkpoint.pickles.front().run.root, 2);
+            QVERIFY(emitted.hasValue());
+            const std::string text(emitted->begin(), emitted->end());
+            QVERIFY(text.find("cuda:3") != std::string::npos);
+            // The user's string is still written, exactly once more, as 'cpu'.
+            QVERIFY(text.find("cpu") != std::string::npos);
+            PickleGraph again;
+            const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+            QVERIFY(rerun.complete());
+            const std::string before = dump(checkpoint.graph, checkpoint.pickles.front().run.root);
+            const std::string after = dump(again, rerun.root);
+            QVERIFY(before != after);
+            // Only the tags changed: with them swapped back, the values are identical.
+            std::string restored = after;
+            const std::string cpuHex = "s637075", cudaHex = "s637564613a33";
+            for (std::size_t at = restored.find(cudaHex); at != std::string::npos;
+                 at = restored.find(cudaHex, at))
+                restored.replace(at, cudaHex.size(), cpuHex);
+            QCOMPARE(restored, before);
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestPickleEmitter)
+#include "tst_pickleemitter.moc"
