@@ -26,15 +26,24 @@ torch.save(blocks, sys.argv[1])
 PY
 fi
 
-measure() { # label command...
+measure() { # label output command... : median wall time and largest peak memory of 3 runs
     "$py" - "$@" <<'PY'
-import resource, subprocess, sys, time
-label, command = sys.argv[1], sys.argv[2:]
-start = time.perf_counter()
-subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(f"{label:44s} {seconds:8.2f} s   peak memory {peak:9.1f} MiB")
+import os, resource, statistics, subprocess, sys, time
+label, output, command = sys.argv[1], sys.argv[2], sys.argv[3:]
+times, peaks = [], []
+for _ in range(3):
+    if os.path.exists(output):
+        os.remove(output)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    times.append(time.perf_counter() - start)
+    peaks.append(usage.ru_maxrss / 1024)
+    if status != 0:
+        sys.exit(f"{label}: command failed")
+print(f"{label:44s} median {statistics.median(times):6.2f} s (runs {', '.join(f'{t:.2f}' for t in times)})   peak memory {max(peaks):8.1f} MiB")
+os.remove(output)
 PY
 }
 
@@ -43,10 +52,10 @@ echo "input: $input ($((size / 1048576)) MiB), page cache warmed by a first read
 cat "$input" > /dev/null
 sync
 rm -f "$out/remapped.pt" "$out/copied.pt" "$out/python.pt"
-measure "cp" cp "$input" "$out/copied.pt"
-measure "ckpt-inspect remap --map *=cpu" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu'
-rm -f "$out/remapped.pt"
-measure "ckpt-inspect remap --map *=cpu --no-verify" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu' --no-verify
-measure "python torch.load(map_location=cpu)+save" "$py" -c \
+measure "cp" "$out/copied.pt" cp "$input" "$out/copied.pt"
+# The remap flushes its output to disk before renaming it (fsync): compare with a flushed cp too.
+measure "cp + sync" "$out/copied.pt" sh -c 'cp "$1" "$2" && sync "$2"' sh "$input" "$out/copied.pt"
+measure "ckpt-inspect remap --map *=cpu" "$out/remapped.pt" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu'
+measure "ckpt-inspect remap --map *=cpu --no-verify" "$out/remapped.pt" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu' --no-verify
+measure "python torch.load(map_location=cpu)+save" "$out/python.pt" "$py" -c \
     "import sys, torch; torch.save(torch.load(sys.argv[1], map_location='cpu'), sys.argv[2])" "$input" "$out/python.pt"
-rm -f "$out/copied.pt" "$out/python.pt"

@@ -1,6 +1,12 @@
 #include "inflate.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
 #include <limits>
 #include <string>
 
@@ -139,6 +145,77 @@ std::uint32_t crc32Of(ByteView bytes)
         const auto chunk = std::min<std::uint64_t>(bytes.size() - done, kMaxZlibChunk);
         crc = crc32(crc, bytes.data() + done, static_cast<uInt>(chunk));
         done += chunk;
+    }
+    return static_cast<std::uint32_t>(crc);
+}
+
+} // namespace ckpt
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::uint64_t kCrcBuffer = 4 << 20;
+
+// One thread's share: its CRC, or the errno that stopped it.
+struct CrcPart {
+    std::uint32_t crc = 0;
+    int error = 0;
+};
+
+CrcPart crcOfPart(int fd, std::uint64_t offset, std::uint64_t length)
+{
+    CrcPart part;
+    std::vector<unsigned char> buffer(static_cast<std::size_t>(std::min(length, kCrcBuffer)));
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    while (length > 0) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
+        const ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            part.error = got < 0 ? errno : EIO;
+            return part;
+        }
+        crc = ::crc32(crc, buffer.data(), static_cast<uInt>(got));
+        offset += static_cast<std::uint64_t>(got);
+        length -= static_cast<std::uint64_t>(got);
+    }
+    part.crc = static_cast<std::uint32_t>(crc);
+    return part;
+}
+
+} // namespace
+
+Expected<std::uint32_t> crc32OfFileRange(int fd, std::uint64_t offset, std::uint64_t length, unsigned threads)
+{
+    if (threads == 0)
+        threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    // Small ranges are not worth a thread.
+    const std::uint64_t pieces
+        = std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, length / (64ull << 20)));
+    const std::uint64_t pieceLength = length / pieces;
+    std::vector<CrcPart> parts(static_cast<std::size_t>(pieces));
+    std::vector<std::thread> workers;
+    for (std::uint64_t i = 1; i < pieces; ++i) {
+        const std::uint64_t start = offset + i * pieceLength;
+        const std::uint64_t size = i + 1 == pieces ? length - i * pieceLength : pieceLength;
+        workers.emplace_back([&parts, fd, start, size, i] {
+            parts[static_cast<std::size_t>(i)] = crcOfPart(fd, start, size);
+        });
+    }
+    parts[0] = crcOfPart(fd, offset, pieces == 1 ? length : pieceLength);
+    for (std::thread& worker : workers)
+        worker.join();
+    uLong crc = parts[0].crc;
+    for (std::uint64_t i = 0; i < pieces; ++i) {
+        if (parts[static_cast<std::size_t>(i)].error)
+            return makeError(std::string("cannot read the file to check its bytes: ")
+                + std::strerror(parts[static_cast<std::size_t>(i)].error));
+        if (i > 0) {
+            const std::uint64_t size = i + 1 == pieces ? length - i * pieceLength : pieceLength;
+            crc = ::crc32_combine(crc, parts[static_cast<std::size_t>(i)].crc, static_cast<z_off_t>(size));
+        }
     }
     return static_cast<std::uint32_t>(crc);
 }

@@ -506,8 +506,16 @@ private Q_SLOTS:
                 break;
             }
         }
+        // A flat file has no module: then the "module" is the first tensor's own name (a prefix
+        // matches the name itself), so every file still gets one per-module move.
+        for (const TensorRow& t : std::as_const(info.tensors)) {
+            if (!prefix.isEmpty())
+                break;
+            if (!t.name.isEmpty() && !t.name.contains(u'['))
+                prefix = t.name;
+        }
         if (prefix.isEmpty())
-            qInfo("no dotted tensor name: no per-module move for this file");
+            qInfo("no named tensor: no per-module move for this file");
         else
             cases.append(
                 {QStringLiteral("module"), {{QStringLiteral("--module"), prefix, QStringLiteral("cuda:1")}}});

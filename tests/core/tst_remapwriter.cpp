@@ -1,0 +1,189 @@
+// The placement plan's rules and the remap writer's safety, at the core level: a tensor drags its
+// storage's other tensors along, later rules win, the plan exports as map_location when it can,
+// and a cancelled or refused write leaves nothing behind. Whether torch loads the result is
+// checked by tests/cli/tst_remap.cpp with real torch.
+#include "checkpointreader.h"
+#include "placementplan.h"
+#include "remapwriter.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace ckpt;
+
+namespace {
+
+Checkpoint fixture(const char* name)
+{
+    return readCheckpoint(std::string(CKPT_SOURCE_DIR "/tests/fixtures/") + name);
+}
+
+PlacementRule rule(PlacementRule::Kind kind, const char* text)
+{
+    auto parsed = PlacementRule::parse(kind, text);
+    return parsed.hasValue() ? *parsed : PlacementRule {};
+}
+
+std::int32_t tensorIndex(const Checkpoint& checkpoint, const std::string& name)
+{
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+        if (checkpoint.tensors[t].name == name)
+            return static_cast<std::int32_t>(t);
+    return -1;
+}
+
+} // namespace
+
+class TestRemapWriter : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void rulesParse()
+    {
+        QVERIFY(PlacementRule::parse(PlacementRule::Kind::MapTag, "cuda:1=cuda:0").hasValue());
+        QVERIFY(PlacementRule::parse(PlacementRule::Kind::MapTag, "*=cpu").hasValue());
+        QVERIFY(PlacementRule::parse(PlacementRule::Kind::MoveTensor, "model.a=b.weight=cuda:1")
+                    .hasValue()); // last '=' splits
+        QVERIFY(!PlacementRule::parse(PlacementRule::Kind::MapTag, "cuda:1").hasValue());
+        QVERIFY(!PlacementRule::parse(PlacementRule::Kind::MapTag, "cuda:1=GPU0").hasValue());
+        QVERIFY(!PlacementRule::parse(PlacementRule::Kind::MapTag, "=cpu").hasValue());
+    }
+
+    void tensorDragsItsStorageAlong()
+    {
+        // tied_weights: embed.weight and lm_head.weight share one storage.
+        const Checkpoint checkpoint = fixture("torch-2/tied_weights.pt");
+        const std::int32_t embed = tensorIndex(checkpoint, "embed.weight");
+        const std::int32_t head = tensorIndex(checkpoint, "lm_head.weight");
+        QVERIFY(embed >= 0 && head >= 0);
+        QCOMPARE(checkpoint.tensors[embed].storage, checkpoint.tensors[head].storage);
+        PlacementPlan plan(checkpoint);
+        const PlacementChange change
+            = plan.apply(rule(PlacementRule::Kind::MoveTensor, "lm_head.weight=cuda:1"));
+        QCOMPARE(change.unitsChanged.size(), std::size_t(1));
+        QCOMPARE(change.tensorsDraggedAlong, std::vector<std::uint32_t> {static_cast<std::uint32_t>(embed)});
+        QCOMPARE(plan.plannedDeviceOfTensor(static_cast<std::uint32_t>(embed)).value_or(""),
+            std::string("cuda:1"));
+    }
+
+    void laterRulesWinAndMapsUseRecordedTags()
+    {
+        const Checkpoint checkpoint = fixture("torch-2/devices_mixed.pt");
+        PlacementPlan plan(checkpoint);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "*=cpu"));
+        for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s)
+            QCOMPARE(plan.plannedDeviceOfStorage(s).value_or(""), std::string("cpu"));
+        const std::string first = checkpoint.tensors.front().name;
+        plan.apply(rule(PlacementRule::Kind::MoveTensor, (first + "=cuda:0").c_str()));
+        QCOMPARE(plan.plannedDeviceOfTensor(0).value_or(""), std::string("cuda:0"));
+        // A pure mapping no longer: one storage recorded like others goes elsewhere.
+        QVERIFY(!plan.asTagMapping().has_value() || plan.asTagMapping()->size() >= 1);
+
+        PlacementPlan mapping(checkpoint);
+        mapping.apply(rule(PlacementRule::Kind::MapTag, "cuda:1=cuda:0"));
+        mapping.apply(
+            rule(PlacementRule::Kind::MapTag, "cuda:0=cpu")); // a dict: cuda:1 is not chained on to cpu
+        auto tags = mapping.asTagMapping();
+        QVERIFY(tags.has_value());
+        QCOMPARE(tags->at("cuda:1"), std::string("cuda:0"));
+        QCOMPARE(tags->at("cuda:0"), std::string("cpu"));
+        QVERIFY(
+            QString::fromStdString(mapping.asPython("f.pt")).contains(QStringLiteral("map_location = {")));
+    }
+
+    void moduleRuleTakesThePrefixOnly()
+    {
+        const Checkpoint checkpoint = fixture("torch-2/training_checkpoint.pt");
+        PlacementPlan plan(checkpoint);
+        const PlacementChange change
+            = plan.apply(rule(PlacementRule::Kind::MoveModule, "model.encoder=cuda:1"));
+        QVERIFY(!change.tensorsNamed.empty());
+        for (std::uint32_t t : change.tensorsNamed)
+            QVERIFY(checkpoint.tensors[t].name.starts_with("model.encoder."));
+        for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+            if (!checkpoint.tensors[t].name.starts_with("model.encoder.")
+                && checkpoint.tensors[t].storage >= 0) {
+                bool shared = false;
+                for (std::uint32_t named : change.tensorsNamed)
+                    shared = shared || checkpoint.tensors[named].storage == checkpoint.tensors[t].storage;
+                if (!shared)
+                    QCOMPARE(plan.plannedDeviceOfTensor(t), checkpoint.tensors[t].device);
+            }
+    }
+
+    void metaTensorsStayOnMeta()
+    {
+        const Checkpoint checkpoint = fixture("torch-2/meta_tensors.pt");
+        PlacementPlan plan(checkpoint);
+        const PlacementChange change = plan.apply(rule(PlacementRule::Kind::MapTag, "*=cpu"));
+        QVERIFY(!change.notes.empty());
+        for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+            if (checkpoint.tensors[t].layout == TensorLayout::Meta)
+                QCOMPARE(plan.plannedDeviceOfTensor(t).value_or(""), std::string("meta"));
+    }
+
+    void perTensorPlanExportsValidPython()
+    {
+        const Checkpoint checkpoint = fixture("torch-2/training_checkpoint.pt");
+        PlacementPlan plan(checkpoint);
+        plan.apply(rule(PlacementRule::Kind::MoveModule, "model.encoder=cuda:1"));
+        QVERIFY(!plan.asTagMapping().has_value());
+        const QString snippet = QString::fromStdString(plan.asPython("/tmp/model.pt"));
+        QVERIFY(snippet.contains(QStringLiteral("'model.encoder.0.weight': 'cuda:1'")));
+        QProcess python;
+        python.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"), QStringLiteral("import ast, sys; ast.parse(sys.stdin.read())")});
+        python.write(snippet.toUtf8());
+        python.closeWriteChannel();
+        QVERIFY(python.waitForFinished(60'000));
+        QVERIFY2(python.exitCode() == 0, python.readAllStandardError().constData());
+    }
+
+    void cancelHalfWayLeavesNothing()
+    {
+        const Checkpoint checkpoint = fixture("torch-2/many_tensors.pt");
+        PlacementPlan plan(checkpoint);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "*=cuda:0"));
+        QTemporaryDir dir;
+        const std::string target = QString(dir.path() + QStringLiteral("/out.pt")).toStdString();
+        int calls = 0;
+        RemapOptions options;
+        options.progress = [&](std::uint64_t done, std::uint64_t total) {
+            ++calls;
+            return done < total / 2;
+        };
+        const auto result = writeRemappedCopy(checkpoint, plan, target, options);
+        QVERIFY(!result.hasValue());
+        QVERIFY2(QString::fromStdString(result.error().message).contains(QStringLiteral("cancel")),
+            result.error().message.c_str());
+        QVERIFY(calls > 1);
+        QVERIFY(!QFile::exists(QString::fromStdString(target)));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+    }
+
+    void refusesToWriteOverTheInput()
+    {
+        QTemporaryDir dir;
+        const QString copy = dir.path() + QStringLiteral("/input.pt");
+        QVERIFY(
+            QFile::copy(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda1.pt"), copy));
+        QFile original(copy);
+        QVERIFY(original.open(QIODevice::ReadOnly));
+        const QByteArray before = original.readAll();
+        original.close();
+        const Checkpoint checkpoint = readCheckpoint(copy.toStdString());
+        PlacementPlan plan(checkpoint);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "*=cpu"));
+        const auto result = writeRemappedCopy(checkpoint, plan, copy.toStdString());
+        QVERIFY(!result.hasValue());
+        QVERIFY(QString::fromStdString(result.error().message).contains(QStringLiteral("input")));
+        QVERIFY(original.open(QIODevice::ReadOnly));
+        QVERIFY(original.readAll() == before);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestRemapWriter)
+#include "tst_remapwriter.moc"
