@@ -57,6 +57,8 @@ struct StorageRecord {
     std::vector<NodeId>
         persistentIdTuples; // every persistent-id tuple naming it (the remap rewrites their tags)
     std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
+    std::vector<NodeId> plainKeyReferences; // tar format: persistent ids that name it by key alone
+    NodeId tarClassNode = kNoNode; // tar format: its storage class GLOBAL, from the storages member
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
 };
 
@@ -124,6 +126,7 @@ struct Checkpoint {
     ContainerGuess container;
     CheckpointFormat format = CheckpointFormat::NotACheckpoint;
     std::string archivePrefix; // zip formats
+    bool tarTensorsMember = false; // tar format: tensors come from the `tensors` member (not re-writable)
     std::shared_ptr<const MappedFile> file;
 
     std::vector<StorageRecord> storages;

@@ -369,8 +369,13 @@ std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::i
     // The tar format's persistent ids are plain keys of storages read from its `storages` member.
     if (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int) {
         auto it = m_checkpoint.storageIndexByKey.find(storageKeyPrefix + keyComponent(payload));
-        if (it != m_checkpoint.storageIndexByKey.end())
+        if (it != m_checkpoint.storageIndexByKey.end()) {
+            auto& references = m_checkpoint.storages[it->second].plainKeyReferences;
+            if (m_graph.kind(storageArg) == NodeKind::PersistentId
+                && (references.empty() || references.back() != storageArg))
+                references.push_back(storageArg);
             return static_cast<std::int32_t>(it->second);
+        }
     }
     return -1;
 }

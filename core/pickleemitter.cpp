@@ -196,6 +196,7 @@ private:
             emit(replacement.node, depth + 1);
             break;
         case PickleReplacement::Kind::StoragePid:
+        case PickleReplacement::Kind::StoragePersistentId:
             put8('(');
             writeUnicode("storage");
             emit(replacement.node, depth + 1);
@@ -203,6 +204,8 @@ private:
             writeUnicode(replacement.text);
             writeInt(replacement.number);
             put8('t');
+            if (replacement.kind == PickleReplacement::Kind::StoragePersistentId)
+                put8('Q');
             break;
         }
     }

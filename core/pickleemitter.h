@@ -17,6 +17,7 @@ struct PickleReplacement {
         TorchDevice, // torch.device('<text>'): GLOBAL torch device + ('<text>',) + REDUCE
         Node, // another value of the graph (a legacy 'module' persistent id -> its class)
         StoragePid, // ('storage', <node>, '<key>', '<text>', <number>): a legacy persistent id in zip form
+        StoragePersistentId, // the same tuple followed by BINPERSID: a tar-format storage reference
     };
     Kind kind = Kind::Text;
     std::string text;

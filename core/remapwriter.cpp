@@ -99,7 +99,11 @@ Status checkReadable(const Checkpoint& checkpoint)
             "a safetensors file records no device, so there is nothing to remap: the device is chosen when "
             "it is loaded (safetensors' device argument)");
     case CheckpointFormat::TorchTar:
-        return makeError("writing a remapped copy of the PyTorch 0.1.x tar layout is not supported");
+        if (checkpoint.tarTensorsMember)
+            return makeError(
+                "this 0.1.x tar file keeps its tensors in a 'tensors' member; converting that layout is not "
+                "supported (files that reference storages directly are)");
+        break;
     case CheckpointFormat::NotACheckpoint:
         return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
     }
@@ -155,7 +159,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     const auto start = std::chrono::steady_clock::now();
     if (Status problem = checkReadable(checkpoint))
         return *problem;
-    const bool legacy = checkpoint.format == CheckpointFormat::TorchLegacy;
+    // Legacy and tar inputs are converted to the zip format; zip inputs keep their records.
+    const bool legacy = checkpoint.format == CheckpointFormat::TorchLegacy
+        || checkpoint.format == CheckpointFormat::TorchTar;
+    const bool tar = checkpoint.format == CheckpointFormat::TorchTar;
     const PickleGraph& graph = checkpoint.graph;
 
     RemapResult result;
@@ -174,6 +181,35 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         if (legacy) {
             // Legacy persistent ids ('storage', cls, key, location, numel, view) become torch.save's
             // ('storage', cls, key, location, numel) with keys in order of first use.
+            auto storagePid = [&](NodeId classNode, PickleReplacement::Kind kind) {
+                PickleReplacement replacement;
+                replacement.kind = kind;
+                replacement.node = classNode;
+                replacement.key = moved.outputKey;
+                replacement.text = planned.value_or("cpu");
+                replacement.number = static_cast<std::int64_t>(storage.numel);
+                return replacement;
+            };
+            if (tar) {
+                // The tar layout names storages by key (a persistent id) or, in files written by
+                // hand, by an inline ('storage', cls, key, location, numel) tuple; both become
+                // torch.save's persistent id.
+                for (NodeId tuple : storage.persistentIdTuples) {
+                    const bool inlineTuple = graph.kind(tuple) == NodeKind::Tuple;
+                    emitter.replaceNode(tuple,
+                        storagePid(graph.tupleItem(tuple, 1),
+                            inlineTuple ? PickleReplacement::Kind::StoragePersistentId
+                                        : PickleReplacement::Kind::StoragePid));
+                }
+                if (!storage.plainKeyReferences.empty()) {
+                    if (storage.tarClassNode == kNoNode)
+                        return makeError("storage " + storage.key + " of the tar file has no storage class");
+                    for (NodeId reference : storage.plainKeyReferences)
+                        emitter.replaceNode(reference,
+                            storagePid(storage.tarClassNode, PickleReplacement::Kind::StoragePersistentId));
+                }
+                continue;
+            }
             for (NodeId tuple : storage.persistentIdTuples) {
                 const NodeId view = graph.tupleItem(tuple, 5);
                 if (view != kNoNode && graph.kind(view) != NodeKind::None)

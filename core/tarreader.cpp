@@ -130,6 +130,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             storage.device = std::string(g.text(g.tupleItem(run.root, 1)));
             const NodeId cls = g.tupleItem(run.root, 2);
             storage.storageClass = std::string(g.name(cls));
+            storage.tarClassNode = cls;
             const auto info = dtypeByStorageClass(storage.storageClass);
             storage.dtype = info ? std::string(info->name) : storage.storageClass;
             const std::uint64_t elementSize = info ? info->elementSize : 1;
@@ -193,6 +194,8 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             }
             tensorsByKey[key] = tensor;
         }
+        if (!tensorsByKey.empty())
+            checkpoint.tarTensorsMember = true;
         builder.tensorForKey = [&tensorsByKey](const std::string& key) -> std::optional<TensorEntry> {
             auto it = tensorsByKey.find(key);
             if (it == tensorsByKey.end())
