@@ -1,11 +1,18 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
+#include "autoplacement.h"
 #include "checkpoint.h"
 #include "checkpointjson.h"
 #include "checkpointreader.h"
+#include "deviceinventory.h"
 #include "json.h"
+#include "memoryledger.h"
 #include "placementplan.h"
 #include "remapwriter.h"
 
+#include <iomanip>
+#include <sstream>
+
+#include <algorithm>
 #include <csignal>
 
 #include <cstdio>
@@ -31,7 +38,21 @@ commands:
   remap FILE --print-map-location [--map ...] [--tensor ...] [--module ...]
                        prints the plan as a map_location dict, or as a Python snippet when
                        it cannot be said as one, instead of writing a copy
+  devices [--json]     the devices of this machine: CUDA GPUs as torch numbers them (name,
+                       compute capability, total and free memory) and the CPU's memory
+  plan FILE [--target SPEC|NAME] [--strategy balanced|sequential] [--no-split-depth N]
+       [--headroom SIZE] [--context SIZE] [--allocator-rounding] [--json]
+       [--save OUT] [--export device-map|map-location]
+                       places every storage automatically on the target (this machine when
+                       no --target), shows why each block went where, and memory per device;
+                       --save writes the remapped copy, --export prints the plan for Python
+  targets [list | save NAME SPEC | remove NAME]
+                       described machines saved by name, e.g.
+                       save "lab box" cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB
   help                 this text
+
+SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
+such as mps or xpu:0 are taken as devices with that capacity).
 
 exit status: 0 read, 1 read with warnings, 2 read with errors, 3 could not read
 )";
@@ -202,6 +223,349 @@ int runRemap(const std::vector<std::string>& args)
     return 0;
 }
 
+std::string bytesText(std::uint64_t bytes)
+{
+    return ckpt::formatBytes(bytes);
+}
+
+void writeDevices(ckpt::JsonWriter& writer, const ckpt::MachineInventory& machine)
+{
+    writer.beginObject();
+    writer.member("name", machine.name);
+    writer.member("described", machine.described);
+    writer.key("devices").beginArray();
+    for (const ckpt::DeviceInfo& device : machine.devices) {
+        writer.beginObject();
+        writer.member("tag", device.tag);
+        writer.member("name", device.name);
+        writer.member("total_bytes", device.totalBytes);
+        writer.key("free_bytes");
+        device.freeBytes ? writer.value(*device.freeBytes) : writer.null();
+        writer.key("compute_capability");
+        if (device.computeCapability)
+            writer.value(std::to_string(device.computeCapability->first) + "."
+                + std::to_string(device.computeCapability->second));
+        else
+            writer.null();
+        if (!device.uuid.empty())
+            writer.member("uuid", device.uuid);
+        if (!device.pciBusId.empty())
+            writer.member("pci_bus_id", device.pciBusId);
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.key("notes").beginArray();
+    for (const std::string& note : machine.notes)
+        writer.value(note);
+    writer.endArray();
+    writer.endObject();
+}
+
+void printMachine(const ckpt::MachineInventory& machine)
+{
+    std::cout << machine.name << (machine.described ? " (described)" : " (detected)") << "\n";
+    for (const ckpt::DeviceInfo& device : machine.devices) {
+        std::cout << "  " << std::left << std::setw(8) << device.tag << " " << std::setw(28) << device.name
+                  << " " << std::right << std::setw(10) << bytesText(device.totalBytes);
+        if (device.freeBytes)
+            std::cout << "  (" << bytesText(*device.freeBytes) << " free)";
+        if (device.computeCapability)
+            std::cout << "  compute capability " << device.computeCapability->first << "."
+                      << device.computeCapability->second;
+        std::cout << "\n";
+    }
+    for (const std::string& note : machine.notes)
+        std::cout << "  note: " << note << "\n";
+}
+
+int runDevices(const std::vector<std::string>& args)
+{
+    bool json = false;
+    for (const std::string& arg : args) {
+        if (arg == "--json")
+            json = true;
+        else {
+            std::cerr << "ckpt-inspect devices: unknown argument " << arg << "\n";
+            return 64;
+        }
+    }
+    const ckpt::MachineInventory machine = ckpt::detectThisMachine();
+    if (json) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writeDevices(writer, machine);
+        std::cout << writer.takeText() << "\n";
+    } else {
+        printMachine(machine);
+    }
+    return 0;
+}
+
+int runTargets(const std::vector<std::string>& args)
+{
+    ckpt::TargetProfiles profiles;
+    if (auto problem = profiles.load()) {
+        std::cerr << "ckpt-inspect targets: " << problem->message << "\n";
+        return 2;
+    }
+    if (args.empty() || args[0] == "list") {
+        for (const auto& [name, spec] : profiles.profiles())
+            std::cout << name << ": " << spec << "\n";
+        return 0;
+    }
+    if (args[0] == "save" && args.size() == 3) {
+        if (auto problem = profiles.set(args[1], args[2])) {
+            std::cerr << "ckpt-inspect targets: " << problem->message << "\n";
+            return 64;
+        }
+        if (auto problem = profiles.save()) {
+            std::cerr << "ckpt-inspect targets: " << problem->message << "\n";
+            return 2;
+        }
+        std::cout << "saved '" << args[1] << "': " << args[2] << "\n";
+        return 0;
+    }
+    if (args[0] == "remove" && args.size() == 2) {
+        if (!profiles.remove(args[1])) {
+            std::cerr << "ckpt-inspect targets: no saved target named '" << args[1] << "'\n";
+            return 2;
+        }
+        if (auto problem = profiles.save()) {
+            std::cerr << "ckpt-inspect targets: " << problem->message << "\n";
+            return 2;
+        }
+        return 0;
+    }
+    std::cerr << "ckpt-inspect targets: use list, save NAME SPEC or remove NAME\n";
+    return 64;
+}
+
+int runPlan(const std::vector<std::string>& args)
+{
+    std::string file, target, save, exportKind;
+    bool json = false;
+    ckpt::AutoPlacementOptions options;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        auto value = [&]() -> std::optional<std::string> {
+            if (i + 1 >= args.size()) {
+                std::cerr << "ckpt-inspect plan: " << arg << " needs a value\n";
+                return std::nullopt;
+            }
+            return args[++i];
+        };
+        auto size = [&]() -> std::optional<std::uint64_t> {
+            auto text = value();
+            if (!text)
+                return std::nullopt;
+            auto bytes = ckpt::parseByteSize(*text);
+            if (!bytes) {
+                std::cerr << "ckpt-inspect plan: " << arg << ": " << bytes.error().message << "\n";
+                return std::nullopt;
+            }
+            return *bytes;
+        };
+        if (arg == "--target") {
+            auto v = value();
+            if (!v)
+                return 64;
+            target = *v;
+        } else if (arg == "--strategy") {
+            auto v = value();
+            if (!v)
+                return 64;
+            if (*v == "balanced")
+                options.strategy = ckpt::PlacementStrategy::Balanced;
+            else if (*v == "sequential")
+                options.strategy = ckpt::PlacementStrategy::Sequential;
+            else {
+                std::cerr << "ckpt-inspect plan: --strategy is balanced or sequential\n";
+                return 64;
+            }
+        } else if (arg == "--no-split-depth") {
+            auto v = value();
+            if (!v)
+                return 64;
+            options.noSplitDepth = std::atoi(v->c_str());
+        } else if (arg == "--headroom") {
+            auto v = size();
+            if (!v)
+                return 64;
+            options.assumptions.headroomBytes = *v;
+        } else if (arg == "--context") {
+            auto v = size();
+            if (!v)
+                return 64;
+            options.assumptions.cudaContextBytes = *v;
+        } else if (arg == "--allocator-rounding") {
+            options.assumptions.allocatorRounding = true;
+        } else if (arg == "--json") {
+            json = true;
+        } else if (arg == "--save" || arg == "-o") {
+            auto v = value();
+            if (!v)
+                return 64;
+            save = *v;
+        } else if (arg == "--export") {
+            auto v = value();
+            if (!v)
+                return 64;
+            exportKind = *v;
+            if (exportKind != "device-map" && exportKind != "map-location") {
+                std::cerr << "ckpt-inspect plan: --export is device-map or map-location\n";
+                return 64;
+            }
+        } else if (arg.starts_with("-")) {
+            std::cerr << "ckpt-inspect plan: unknown option " << arg << "\n" << kUsage;
+            return 64;
+        } else if (file.empty()) {
+            file = arg;
+        } else {
+            std::cerr << "ckpt-inspect plan: give one FILE\n";
+            return 64;
+        }
+    }
+    if (file.empty()) {
+        std::cerr << "ckpt-inspect plan: missing FILE\n" << kUsage;
+        return 64;
+    }
+    ckpt::TargetProfiles profiles;
+    if (auto problem = profiles.load())
+        std::cerr << "note: saved targets could not be read: " << problem->message << "\n";
+    auto machine = ckpt::resolveMachine(target, profiles);
+    if (!machine) {
+        std::cerr << "ckpt-inspect plan: " << machine.error().message << "\n";
+        return 64;
+    }
+    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
+    if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
+        std::cerr << "ckpt-inspect plan: " << file << ": " << checkpoint.container.description << "\n";
+        return 2;
+    }
+    auto placement = ckpt::placeAutomatically(checkpoint, *machine, options);
+    if (!placement) {
+        std::cerr << "ckpt-inspect plan: " << placement.error().message << "\n";
+        return 2;
+    }
+    ckpt::PlacementPlan plan(checkpoint);
+    ckpt::MemoryLedger ledger(checkpoint, plan, *machine, options.assumptions);
+    for (const ckpt::PlacementRule& rule : placement->rules)
+        ledger.apply(plan.apply(rule));
+
+    if (exportKind == "device-map") {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writer.beginObject();
+        for (const auto& [prefix, device] : placement->deviceMap) {
+            const bool ordinal = !device.empty()
+                && std::all_of(device.begin(), device.end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (ordinal)
+                writer.member(prefix, static_cast<std::int64_t>(std::stoll(device)));
+            else
+                writer.member(prefix, device);
+        }
+        writer.endObject();
+        std::cout << writer.takeText() << "\n";
+    } else if (exportKind == "map-location") {
+        std::cout << plan.asPython(file);
+    } else if (json) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writer.beginObject();
+        writer.member("file", file);
+        writer.key("target");
+        writeDevices(writer, *machine);
+        writer.member("strategy",
+            std::string(options.strategy == ckpt::PlacementStrategy::Balanced ? "balanced" : "sequential"));
+        writer.key("groups").beginArray();
+        for (const ckpt::PlacementGroup& group : placement->groups) {
+            writer.beginObject();
+            writer.key("prefixes").beginArray();
+            for (const std::string& prefix : group.prefixes)
+                writer.value(prefix);
+            writer.endArray();
+            writer.member("bytes", group.bytes);
+            writer.member("device", group.device);
+            writer.member("reason", group.reason);
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.key("ledger").beginArray();
+        for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
+            writer.beginObject();
+            writer.member("device", line.tag);
+            writer.member("in_target", line.inMachine);
+            writer.member("recorded_bytes", line.recordedBytes);
+            writer.member("planned_bytes", line.plannedBytes);
+            writer.member("allocated_bytes", line.allocatedBytes);
+            writer.member("storages", line.storageCount);
+            writer.member("cuda_context_bytes", line.contextBytes);
+            writer.member("reserved_bytes", line.reservedBytes);
+            writer.key("capacity_bytes");
+            line.capacity ? writer.value(*line.capacity) : writer.null();
+            writer.member("headroom_bytes", line.headroom());
+            writer.member("over_capacity", line.overCapacity());
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.member("cpu_staging_bytes", ledger.cpuStagingBytes());
+        writer.key("did_not_fit").beginArray();
+        for (const std::string& item : placement->didNotFit)
+            writer.value(item);
+        writer.endArray();
+        writer.endObject();
+        std::cout << writer.takeText() << "\n";
+    } else {
+        printMachine(*machine);
+        std::cout << "\nStrategy: "
+                  << (options.strategy == ckpt::PlacementStrategy::Balanced ? "balanced" : "sequential")
+                  << "; blocks kept together by name prefix"
+                  << (options.noSplitDepth > 0 ? " of depth " + std::to_string(options.noSplitDepth)
+                                               : std::string(" (automatic depth)"))
+                  << "\n";
+        for (const std::string& line : placement->summary)
+            std::cout << "  " << line << "\n";
+        std::cout << "\nPlacement:\n";
+        for (const ckpt::PlacementGroup& group : placement->groups)
+            std::cout << "  " << group.reason << "\n";
+        std::cout << "\nMemory per device (each storage once):\n";
+        std::cout << "  " << std::left << std::setw(10) << "device" << std::right << std::setw(12)
+                  << "recorded" << std::setw(12) << "planned" << std::setw(14) << "CUDA context"
+                  << std::setw(12) << "capacity" << std::setw(12) << "headroom"
+                  << "\n";
+        for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
+            std::cout << "  " << std::left << std::setw(10) << line.tag << std::right << std::setw(12)
+                      << bytesText(line.recordedBytes) << std::setw(12) << bytesText(line.allocatedBytes)
+                      << std::setw(14)
+                      << (line.contextBytes ? bytesText(line.contextBytes) : std::string("-"))
+                      << std::setw(12) << (line.capacity ? bytesText(*line.capacity) : std::string("-"))
+                      << std::setw(12)
+                      << (line.capacity ? (line.headroom() < 0
+                                  ? "-" + bytesText(static_cast<std::uint64_t>(-line.headroom()))
+                                  : bytesText(static_cast<std::uint64_t>(line.headroom())))
+                                        : std::string("-"))
+                      << (line.overCapacity() ? "  OVER CAPACITY" : "")
+                      << (line.inMachine ? "" : "  (not in the target)") << "\n";
+        }
+        std::cout
+            << "  CUDA context: " << bytesText(options.assumptions.cudaContextBytes)
+            << " per GPU in use, an assumption (accelerate documents 1-2 GB); change it with --context\n";
+        std::cout << "  A plain torch.load stages up to " << bytesText(ledger.cpuStagingBytes())
+                  << " in CPU memory on the way (each storage is read into CPU memory before it moves)\n";
+        if (!placement->didNotFit.empty()) {
+            std::cout << "\nDid not fit:\n";
+            for (const std::string& item : placement->didNotFit)
+                std::cout << "  " << item << "\n";
+        }
+    }
+    if (!save.empty()) {
+        auto result = ckpt::writeRemappedCopy(checkpoint, plan, save);
+        if (!result) {
+            std::cerr << "ckpt-inspect plan: " << result.error().message << "\n";
+            return 2;
+        }
+        std::cerr << save << ": " << result->summary() << "\n";
+    }
+    return placement->didNotFit.empty() ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -219,6 +583,12 @@ int main(int argc, char** argv)
         return runInfo(args);
     if (command == "remap")
         return runRemap(args);
+    if (command == "devices")
+        return runDevices(args);
+    if (command == "targets")
+        return runTargets(args);
+    if (command == "plan")
+        return runPlan(args);
     std::cerr << "ckpt-inspect: unknown command '" << command << "'\n" << kUsage;
     return 64;
 }

@@ -1,1 +1,86 @@
 #pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ckpt {
+
+struct Checkpoint;
+class PlacementPlan;
+struct PlacementChange;
+struct MachineInventory;
+
+// What the ledger assumes about memory that the checkpoint itself does not say. Each is shown to
+// the user as an assumption, not a fact.
+struct LedgerAssumptions {
+    // Memory a CUDA context takes on every GPU torch touches. Hugging Face accelerate's big-model
+    // documentation gives 1-2 GB for it; the default is the middle.
+    std::uint64_t cudaContextBytes = 1536ull << 20;
+    // Model the CUDA caching allocator: allocations round up to 512 bytes, those above 1 MiB to
+    // 2 MiB segments. Off by default (an estimate, not a measurement).
+    bool allocatorRounding = false;
+    // Kept free on every device by the planner.
+    std::uint64_t headroomBytes = 0;
+};
+
+struct DeviceLedgerLine {
+    std::string tag;
+    std::string name;
+    bool inMachine = false; // the target machine has this device
+    std::uint64_t recordedBytes = 0; // storages recorded on it in the file
+    std::uint64_t plannedBytes = 0; // storages planned onto it, each counted once
+    std::uint64_t allocatedBytes = 0; // planned, rounded like the caching allocator when enabled
+    std::uint64_t storageCount = 0;
+    std::uint64_t contextBytes = 0; // assumed CUDA context, on GPUs that receive storages
+    std::uint64_t reservedBytes = 0; // headroom the plan keeps free
+    std::optional<std::uint64_t> capacity; // total memory of the device
+    std::optional<std::uint64_t> freeNow; // free memory when detected
+    std::int64_t headroom() const; // capacity - allocated - context - reserved (0 without capacity)
+    bool overCapacity() const { return capacity && headroom() < 0; }
+};
+
+// Bytes per device for a plan, kept up to date move by move: applying a change costs time in
+// proportion to the storages it moved (and the modules that hold them), never to the checkpoint.
+// The desktop app updates it on every drop.
+class MemoryLedger {
+public:
+    MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& plan, const MachineInventory& machine,
+        LedgerAssumptions assumptions = {});
+
+    // After plan.apply(rule) returned `change`.
+    void apply(const PlacementChange& change);
+
+    std::vector<DeviceLedgerLine> lines() const; // devices of the machine first, then others planned
+    const LedgerAssumptions& assumptions() const { return m_assumptions; }
+
+    // CPU memory a plain torch.load needs on the way: it reads every storage into CPU memory
+    // before moving it to its device (unless mmap=True), one storage at a time, so the peak is the
+    // largest storage it moves plus everything that stays on the CPU.
+    std::uint64_t cpuStagingBytes() const;
+
+    // Bytes by planned device of the storages under one tree node (each storage counted once).
+    std::vector<std::pair<std::string, std::uint64_t>> moduleBytes(std::uint32_t treeNode) const;
+
+private:
+    int deviceIndex(const std::optional<std::string>& tag);
+    std::uint64_t allocationSize(std::uint64_t bytes) const;
+    void move(std::uint32_t storage, int from, int to);
+
+    const Checkpoint& m_checkpoint;
+    const PlacementPlan& m_plan;
+    const MachineInventory& m_machine;
+    LedgerAssumptions m_assumptions;
+
+    std::vector<std::string> m_tags; // interned device tags; index 0 is "(none)"
+    std::unordered_map<std::string, int> m_tagIndex;
+    std::vector<std::uint64_t> m_planned, m_allocated, m_recorded, m_count;
+    std::vector<int> m_storageDevice; // current device index of each storage
+    // Per tree node, bytes by device index; per storage, the tree nodes that hold it.
+    std::vector<std::vector<std::pair<int, std::uint64_t>>> m_nodeBytes;
+    std::vector<std::vector<std::uint32_t>> m_nodesOfStorage;
+};
+
+} // namespace ckpt

@@ -87,6 +87,10 @@ PlacementPlan::PlacementPlan(const Checkpoint& checkpoint)
             m_unitOfTensor[t] = m_unitOfStorage[static_cast<std::size_t>(tensor.storage)];
         }
     }
+    m_sortedNames.reserve(checkpoint.tensors.size());
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+        m_sortedNames.emplace_back(checkpoint.tensors[t].name, t);
+    std::sort(m_sortedNames.begin(), m_sortedNames.end());
     m_planned.reserve(m_units.size());
     for (const PlacementUnit& unit : m_units)
         m_planned.push_back(unit.recorded);
@@ -146,8 +150,12 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
         break;
     case PlacementRule::Kind::MoveTensor:
     case PlacementRule::Kind::MoveModule:
-        for (std::uint32_t t = 0; t < m_checkpoint.tensors.size(); ++t) {
-            const std::string& name = m_checkpoint.tensors[t].name;
+        // Every name that matches starts with the subject: a range of the sorted names.
+        for (auto it = std::lower_bound(m_sortedNames.begin(), m_sortedNames.end(),
+                 std::pair<std::string_view, std::uint32_t>(rule.subject, 0));
+             it != m_sortedNames.end() && it->first.starts_with(rule.subject); ++it) {
+            const std::string_view name = it->first;
+            const std::uint32_t t = it->second;
             const bool matches = rule.kind == PlacementRule::Kind::MoveTensor
                 ? name == rule.subject
                 : (name == rule.subject
@@ -172,6 +180,7 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
         change.notes.push_back("meta tensors hold no data and stay on meta");
     for (std::uint32_t u : units) {
         if (m_planned[u] != rule.target) {
+            change.previousDevices.push_back(m_planned[u]);
             m_planned[u] = rule.target;
             change.unitsChanged.push_back(u);
         }

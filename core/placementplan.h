@@ -38,6 +38,7 @@ struct PlacementUnit {
 // share a storage with a tensor the rule named (the interface must say so before it happens).
 struct PlacementChange {
     std::vector<std::uint32_t> unitsChanged;
+    std::vector<std::optional<std::string>> previousDevices; // parallel to unitsChanged
     std::vector<std::uint32_t> tensorsNamed; // tensors the rule named (MoveTensor, MoveModule)
     std::vector<std::uint32_t> tensorsDraggedAlong;
     std::vector<std::string> notes; // e.g. "meta tensors hold no data and stay on meta"
@@ -73,6 +74,9 @@ private:
     std::vector<std::int32_t> m_unitOfStorage;
     std::vector<std::int32_t> m_unitOfTensor;
     std::vector<PlacementRule> m_rules;
+    // Tensor names sorted, for name and prefix rules in logarithmic time (the app applies one
+    // per drop, on checkpoints of a million tensors).
+    std::vector<std::pair<std::string_view, std::uint32_t>> m_sortedNames;
 };
 
 // A device string as torch writes tags: "cuda" stays "cuda", "CUDA:1" is refused, "gpu" is refused.
