@@ -199,6 +199,9 @@ private:
             m_opcodeOffset = m_pos;
             const std::uint8_t op = m_data[m_pos++];
             m_run.opcodesSeen.set(op);
+            if ((m_run.opcodeCount & 0xFFFF) == 0xFFFF && m_limits.progress
+                && !m_limits.progress(m_pos, m_data.size()))
+                throw Failure {"cancelled"};
             if (++m_run.opcodeCount > m_limits.maxOpcodes)
                 throw Failure {"the pickle has more than " + withThousands(m_limits.maxOpcodes)
                     + " opcodes, above the reader's limit"};

@@ -4,6 +4,7 @@
 #include "picklegraph.h"
 
 #include <bitset>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct PickleLimits {
     std::size_t maxMemoEntries = 100'000'000;
     std::size_t maxIntegerBytes = 1024; // LONG1/LONG4/LONG text: wider integers are refused
     std::size_t maxNodes = 400'000'000;
+    // Called every 65,536 opcodes with (bytes read, pickle size); returning false stops the
+    // machine with the error "cancelled" (the desktop app opens files off its GUI thread).
+    std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
 };
 
 // A GLOBAL (or STACK_GLOBAL, INST) the pickle references, where it does.

@@ -196,6 +196,20 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
     return change;
 }
 
+PlacementChange PlacementPlan::restore(
+    const std::vector<std::pair<std::uint32_t, std::optional<std::string>>>& devices)
+{
+    PlacementChange change;
+    for (const auto& [unit, device] : devices) {
+        if (unit >= m_planned.size() || m_planned[unit] == device)
+            continue;
+        change.previousDevices.push_back(m_planned[unit]);
+        m_planned[unit] = device;
+        change.unitsChanged.push_back(unit);
+    }
+    return change;
+}
+
 std::optional<std::map<std::string, std::string>> PlacementPlan::asTagMapping() const
 {
     std::map<std::string, std::string> mapping;

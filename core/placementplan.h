@@ -50,6 +50,8 @@ public:
     explicit PlacementPlan(const Checkpoint& checkpoint);
 
     PlacementChange apply(const PlacementRule& rule);
+    // Puts units back where they were (undo): each (unit, device) pair.
+    PlacementChange restore(const std::vector<std::pair<std::uint32_t, std::optional<std::string>>>& devices);
     const std::vector<PlacementRule>& rules() const { return m_rules; }
 
     const std::vector<PlacementUnit>& units() const { return m_units; }
