@@ -3,9 +3,31 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QFileInfo>
 
 #include <cstdio>
+
+namespace {
+
+// The bundled demo: in the source tree when run from a build, next to the executable under
+// ../share/ckpt-inspector/ when installed.
+QString findDemoCheckpoint()
+{
+    const QString appDir = QCoreApplication::applicationDirPath();
+    const QStringList candidates {
+        QDir(appDir).filePath(QStringLiteral("../share/ckpt-inspector/demo-checkpoint.pt")),
+        QDir(appDir).filePath(QStringLiteral("../share/ckpt-inspector/demo/demo-checkpoint.pt")),
+        QStringLiteral(CKPT_SOURCE_DIR "/resources/demo/demo-checkpoint.pt"),
+    };
+    for (const QString& candidate : candidates) {
+        if (QFileInfo::exists(candidate))
+            return QDir::cleanPath(QFileInfo(candidate).absoluteFilePath());
+    }
+    return {};
+}
+
+} // namespace
 
 int main(int argc, char* argv[])
 {
@@ -34,9 +56,13 @@ int main(int argc, char* argv[])
     }
 
     ckpt::MainWindow window;
+    window.setDemoCheckpointPath(findDemoCheckpoint());
     window.show();
+    // Without a FILE the demo opens, so the first run shows something real.
     if (!files.isEmpty())
         window.openFile(QFileInfo(files.first()).absoluteFilePath());
+    else if (!window.demoCheckpointPath().isEmpty())
+        window.openFile(window.demoCheckpointPath());
 
     return QApplication::exec();
 }

@@ -1,0 +1,101 @@
+#pragma once
+
+#include <QAbstractItemModel>
+#include <QHash>
+#include <QPixmap>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+class CheckpointDocument;
+
+// The checkpoint's tree as a Qt model: one row per tree node, the node index as the QModelIndex's
+// internal id. Everything per row lives in the checkpoint's arrays and in a few flat arrays built
+// once here (row in parent, recorded device summary, tensor and changed-tensor counts), so
+// index() and parent() are O(1) and a million tensors cost no heap object per row.
+// The document must outlive the model.
+class TensorTreeModel : public QAbstractItemModel {
+    Q_OBJECT
+
+public:
+    enum Column {
+        NameColumn,
+        DTypeColumn,
+        ShapeColumn,
+        SizeColumn,
+        RecordedDeviceColumn,
+        PlannedDeviceColumn,
+        ColumnCount
+    };
+    enum Role {
+        TreeNodeRole = Qt::UserRole + 1, // uint: index into Checkpoint::tree
+        TensorIndexRole, // int: index into Checkpoint::tensors, -1 for non-tensors
+        SortRole, // qulonglong bytes for the Size column, text otherwise
+        PlannedDeviceRole, // QString: the single planned device, empty when mixed or none
+        DeviceMixRole, // QVariantList of QVariantMap {"tag": QString, "bytes": qulonglong}, by bytes
+        SharedStorageTensorsRole, // QList<int>: the other tensors that view the same storage
+        ChangedRole, // bool: planned != recorded (for a module: some tensor below it)
+        RecordedDeviceRole, // QString: the single recorded device, "mixed" or empty
+        PathRole, // QString: dotted path, as rules and the MIME data name it
+    };
+
+    explicit TensorTreeModel(CheckpointDocument* document, QObject* parent = nullptr);
+    ~TensorTreeModel() override;
+
+    CheckpointDocument* document() const { return m_document; }
+    QModelIndex indexForTreeNode(std::uint32_t node, int column = 0) const;
+    QModelIndex indexForTensor(std::uint32_t tensor, int column = 0) const;
+    // Tensors at or below a node (a composite sparse tensor counts with its components).
+    std::uint32_t tensorCountUnder(std::uint32_t node) const { return m_tensorCount[node]; }
+
+    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+    QModelIndex parent(const QModelIndex& child) const override;
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    bool hasChildren(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    Qt::ItemFlags flags(const QModelIndex& index) const override;
+    QStringList mimeTypes() const override;
+    QMimeData* mimeData(const QModelIndexList& indexes) const override;
+    Qt::DropActions supportedDragActions() const override;
+
+private:
+    void onPlacementChanged(const std::vector<std::uint32_t>& unitsChanged);
+    void onTargetChanged();
+
+    std::uint32_t nodeOf(const QModelIndex& index) const
+    {
+        return static_cast<std::uint32_t>(index.internalId());
+    }
+    bool isDraggable(std::uint32_t node) const;
+    bool isTensorChanged(std::uint32_t tensor) const;
+    std::optional<std::string> recordedDeviceOfTensor(std::uint32_t tensor) const;
+    std::optional<std::string> plannedDeviceOfTensor(std::uint32_t tensor) const;
+    QString recordedText(std::uint32_t node) const;
+    QString plannedText(std::uint32_t node) const;
+    QString plannedSingleDevice(std::uint32_t node) const; // empty when mixed or no device
+    std::uint64_t bytesOf(std::uint32_t node) const;
+    QVariantList deviceMix(std::uint32_t node) const;
+    QString nameTooltip(std::uint32_t node) const;
+    QString displayData(std::uint32_t node, int column) const;
+    QVariant decoration(std::uint32_t node) const;
+
+    CheckpointDocument* m_document;
+    // Per tree node.
+    std::vector<std::uint32_t> m_rowInParent;
+    std::vector<std::uint32_t> m_tensorCount; // tensors at or below
+    std::vector<std::uint32_t> m_changedCount; // tensors at or below whose planned != recorded
+    std::vector<std::int32_t> m_recordedDevice; // index into m_recordedTags, kNoDevice, kMixedDevices
+    std::vector<QString> m_recordedTags;
+    // Per tensor: whether it counts in m_changedCount now.
+    std::vector<char> m_tensorChanged;
+    // Swatches by device tag (a handful), and striped ones by mix (cleared when it grows).
+    mutable QHash<QString, QPixmap> m_swatches;
+};
+
+} // namespace ckpt
