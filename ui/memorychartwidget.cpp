@@ -4,6 +4,7 @@
 #include "memorytablemodel.h"
 
 #include <QBarCategoryAxis>
+
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChart>
@@ -19,6 +20,7 @@
 #include <QVBarModelMapper>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <algorithm>
 
 #include <cmath>
 
@@ -226,8 +228,23 @@ void MemoryChartWidget::refresh()
         m_categories->clear();
         m_categories->append(tags);
     }
-    const double most = m_model->maximumGiB();
-    m_values->setRange(0, most > 0 ? std::ceil(most * 1.1) : 1.0);
+    // A checkpoint far smaller than its devices (the bundled demo: 1.5 MiB against GiBs) would be
+    // invisible next to the capacity bars: then the axis zooms in on the checkpoint and says that
+    // capacity and context run off the top.
+    const std::uint64_t checkpointBytes = m_model->largestCheckpointBytes();
+    const std::uint64_t allBytes = m_model->largestBytes();
+    const bool zoom = checkpointBytes > 0 && checkpointBytes * 10 < allBytes;
+    const std::uint64_t shown = zoom ? checkpointBytes : allBytes;
+    const double unit = shown < (1ull << 20) ? 1024.0
+        : shown < (1ull << 30)               ? 1024.0 * 1024.0
+                                             : 1024.0 * 1024.0 * 1024.0;
+    const QString unitName = unit == 1024.0 ? QStringLiteral("KiB")
+        : unit == 1024.0 * 1024.0           ? QStringLiteral("MiB")
+                                            : QStringLiteral("GiB");
+    m_model->setUnit(unit, unitName);
+    const double most = double(shown) / unit;
+    m_values->setRange(0, most > 0 ? std::ceil(most * (zoom ? 1.3 : 1.1)) : 1.0);
+    m_values->setTitleText(zoom ? tr("%1 (zoomed in)").arg(unitName) : unitName);
 
     restyle();
     const QList<QBarSet*> sets = m_series->barSets();

@@ -101,7 +101,7 @@ QVariant MemoryTableModel::data(const QModelIndex& index, int role) const
     switch (role) {
     case Qt::DisplayRole:
     case Qt::EditRole:
-        return double(bytes(index.row(), index.column())) / kGiB;
+        return double(bytes(index.row(), index.column())) / m_bytesPerUnit;
     case BytesRole:
         return qulonglong(bytes(index.row(), index.column()));
     case OverCapacityRole:
@@ -131,13 +131,13 @@ QVariant MemoryTableModel::headerData(int section, Qt::Orientation orientation, 
     if (role == Qt::DisplayRole) {
         switch (section) {
         case RecordedColumn:
-            return tr("Recorded (GiB)");
+            return tr("Recorded (%1)").arg(m_unitName);
         case PlannedColumn:
-            return tr("Planned (GiB)");
+            return tr("Planned (%1)").arg(m_unitName);
         case ContextColumn:
-            return tr("CUDA context, assumed (GiB)");
+            return tr("CUDA context, assumed (%1)").arg(m_unitName);
         case CapacityColumn:
-            return tr("Capacity (GiB)");
+            return tr("Capacity (%1)").arg(m_unitName);
         default:
             return {};
         }
@@ -186,6 +186,35 @@ int MemoryTableModel::rowOfTag(const QString& tag) const
 bool MemoryTableModel::overCapacity(int row) const
 {
     return row >= 0 && row < rowCount() && m_lines[static_cast<std::size_t>(row)].overCapacity();
+}
+
+void MemoryTableModel::setUnit(double bytesPerUnit, const QString& name)
+{
+    if (bytesPerUnit == m_bytesPerUnit && name == m_unitName)
+        return;
+    m_bytesPerUnit = bytesPerUnit;
+    m_unitName = name;
+    if (rowCount() > 0)
+        Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    // No headerDataChanged: QVBarModelMapper reacts to it by rebuilding its bar sets, which
+    // crashes Qt Charts 6.4; the chart names its series itself and views ask for headers anew.
+}
+
+std::uint64_t MemoryTableModel::largestCheckpointBytes() const
+{
+    std::uint64_t most = 0;
+    for (int row = 0; row < rowCount(); ++row)
+        most = std::max({most, bytes(row, RecordedColumn), bytes(row, PlannedColumn)});
+    return most;
+}
+
+std::uint64_t MemoryTableModel::largestBytes() const
+{
+    std::uint64_t most = 0;
+    for (int row = 0; row < rowCount(); ++row)
+        for (int column = 0; column < ColumnCount; ++column)
+            most = std::max(most, bytes(row, column));
+    return most;
 }
 
 double MemoryTableModel::maximumGiB() const

@@ -37,6 +37,13 @@ public:
     int rowOfTag(const QString& tag) const; // -1 when absent
     bool overCapacity(int row) const;
     double maximumGiB() const; // the largest cell, for the chart's axis
+    // The unit the display values are in (GiB unless the chart zooms in on a small checkpoint):
+    // changing it re-announces every cell.
+    void setUnit(double bytesPerUnit, const QString& name);
+    double bytesPerUnit() const { return m_bytesPerUnit; }
+    QString unitName() const { return m_unitName; }
+    std::uint64_t largestCheckpointBytes() const; // the largest recorded or planned cell
+    std::uint64_t largestBytes() const; // the largest cell of any column
 
 Q_SIGNALS:
     // After every refresh (dataChanged or reset), once the model is consistent again.
@@ -49,6 +56,8 @@ private:
 
     QPointer<CheckpointDocument> m_document;
     std::vector<DeviceLedgerLine> m_lines;
+    double m_bytesPerUnit = 1024.0 * 1024.0 * 1024.0;
+    QString m_unitName = QStringLiteral("GiB");
 };
 
 } // namespace ckpt
