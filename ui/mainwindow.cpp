@@ -1,5 +1,7 @@
 #include "mainwindow.h"
 
+#include "devicecolors.h"
+
 #include "appsettings.h"
 #include "autoplacement.h"
 #include "checkpointdocument.h"
@@ -216,6 +218,15 @@ void MainWindow::createWidgets()
     treeLayout->setSpacing(4);
     treeLayout->addWidget(m_filterEdit);
     treeLayout->addWidget(m_treeView, 1);
+    // The colour legend of the tree: one swatch per device of the target and of the file.
+    m_legendLabel = new QLabel(treeSide);
+    m_legendLabel->setObjectName(QStringLiteral("deviceLegend"));
+    m_legendLabel->setAccessibleName(tr("Device colour legend"));
+    m_legendLabel->setToolTip(
+        tr("Rows are coloured by their planned device: where the storage will land when the "
+           "saved copy is loaded. A module mixing devices shows stripes."));
+    m_legendLabel->setTextFormat(Qt::RichText);
+    treeLayout->addWidget(m_legendLabel);
 
     // Right: device cards, chart, details.
     m_devicePanel = new DevicePanel(nullptr, this);
@@ -1192,6 +1203,31 @@ QString MainWindow::statusSummary() const
 void MainWindow::updateStatusSummary()
 {
     m_summaryLabel->setText(statusSummary());
+    updateLegend();
+}
+
+void MainWindow::updateLegend()
+{
+    if (!m_legendLabel)
+        return;
+    CheckpointDocument* current = document();
+    if (!current) {
+        m_legendLabel->clear();
+        return;
+    }
+    QStringList tags;
+    for (const DeviceInfo& device : current->target().devices)
+        tags.append(QString::fromStdString(device.tag));
+    for (const StorageRecord& storage : current->checkpoint().storages) {
+        const QString tag = QString::fromStdString(storage.device.value_or("(none)"));
+        if (!tags.contains(tag))
+            tags.append(tag);
+    }
+    QString html = tr("Devices:") + QStringLiteral("&nbsp;");
+    for (const QString& tag : std::as_const(tags))
+        html += QStringLiteral("<span style=\"background-color:%1; color:%2\">&nbsp;%3&nbsp;</span>&nbsp; ")
+                    .arg(deviceColor(tag).name(), deviceTextColor(tag).name(), tag.toHtmlEscaped());
+    m_legendLabel->setText(html);
 }
 
 void MainWindow::showTransientMessage(const QString& text)

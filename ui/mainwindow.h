@@ -130,6 +130,7 @@ private:
     void updateTitle();
     void updateActions();
     void updateStatusSummary();
+    void updateLegend();
     void showTransientMessage(const QString& text);
     void showError(const QString& title, const QString& message);
     void showInformation(const QString& title, const QString& message);
@@ -174,6 +175,7 @@ private:
     QUndoGroup* m_undoGroup = nullptr;
     QLabel* m_currentFileLabel = nullptr;
     QLabel* m_summaryLabel = nullptr;
+    QLabel* m_legendLabel = nullptr;
 
     // Actions.
     QAction* m_openAction = nullptr;
