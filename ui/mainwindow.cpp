@@ -357,6 +357,7 @@ void MainWindow::createActions()
     m_aboutAction = new QAction(tr("&About Checkpoint Inspector"), this);
     m_aboutAction->setObjectName(QStringLiteral("actionAbout"));
     m_aboutAction->setMenuRole(QAction::AboutRole);
+    m_aboutAction->setShortcut(QKeySequence(Qt::Key_F1));
     connect(m_aboutAction, &QAction::triggered, this, [this] {
         QMessageBox::about(this, tr("About Checkpoint Inspector"),
             tr("<h3>Checkpoint Inspector %1</h3>"
