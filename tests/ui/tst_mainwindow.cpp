@@ -72,7 +72,8 @@ private Q_SLOTS:
                               << QKeySequence(Qt::CTRL | Qt::Key_O);
         QTest::newRow("quit") << QStringLiteral("File") << QStringLiteral("actionQuit")
                               << QKeySequence(Qt::CTRL | Qt::Key_Q);
-        QTest::newRow("about") << QStringLiteral("Help") << QStringLiteral("actionAbout") << QKeySequence(Qt::Key_F1);
+        QTest::newRow("about") << QStringLiteral("Help") << QStringLiteral("actionAbout")
+                               << QKeySequence(Qt::Key_F1);
         QTest::newRow("demo") << QStringLiteral("Help") << QStringLiteral("actionOpenDemo")
                               << QKeySequence(Qt::CTRL | Qt::Key_D);
         QTest::newRow("save") << QStringLiteral("File") << QStringLiteral("actionSaveRemapped")
