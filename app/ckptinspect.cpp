@@ -8,12 +8,17 @@
 #include "memoryledger.h"
 #include "placementplan.h"
 #include "remapwriter.h"
+#include "triage.h"
 
 #include <iomanip>
 #include <sstream>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -38,6 +43,12 @@ commands:
   remap FILE --print-map-location [--map ...] [--tensor ...] [--module ...]
                        prints the plan as a map_location dict, or as a Python snippet when
                        it cannot be said as one, instead of writing a copy
+  check FILE [--target SPEC|NAME] [--map-location ML] [--values] [--json]
+                       triage: integrity (CRC of every record, truncation and what can be
+                       salvaged), placement smells, what torch.load would do on the target
+                       (torch 1.13 and 2.6+) and the weights_only verdict; ML is none, cpu,
+                       cuda:1, cuda:1=cuda:0,... or a Python dict literal; exit 0 clean,
+                       1 warnings, 2 errors, 3 could not read
   devices [--json]     the devices of this machine: CUDA GPUs as torch numbers them (name,
                        compute capability, total and free memory) and the CPU's memory
   plan FILE [--target SPEC|NAME] [--strategy balanced|sequential] [--no-split-depth N]
@@ -566,6 +577,350 @@ int runPlan(const std::vector<std::string>& args)
     return placement->didNotFit.empty() ? 0 : 1;
 }
 
+void writeFindingJson(
+    ckpt::JsonWriter& writer, const ckpt::Checkpoint& checkpoint, const ckpt::Finding& finding)
+{
+    writer.beginObject();
+    writer.member("severity", ckpt::severityName(finding.severity));
+    writer.member("code", finding.code);
+    writer.member("message", finding.message);
+    writer.member("explanation", finding.explanation);
+    writer.member("fix", finding.fix);
+    writer.key("record");
+    finding.record.empty() ? writer.null() : writer.value(finding.record);
+    writer.key("offset");
+    finding.offset ? writer.value(*finding.offset) : writer.null();
+    writer.key("tensors").beginArray();
+    for (std::uint32_t tensor : finding.tensors)
+        if (tensor < checkpoint.tensors.size())
+            writer.value(checkpoint.tensors[tensor].name);
+    writer.endArray();
+    writer.endObject();
+}
+
+// The outcome most storages share, so that only the storages that differ are listed.
+std::string commonOutcome(const ckpt::LoadSimulation& simulation)
+{
+    std::map<std::string, std::size_t> counts;
+    for (const ckpt::StorageLoadOutcome& outcome : simulation.storages)
+        ++counts[outcome.landsOn ? "lands on " + *outcome.landsOn : "fails: " + outcome.error];
+    std::string best;
+    std::size_t bestCount = 0;
+    for (const auto& [text, count] : counts)
+        if (count > bestCount) {
+            best = text;
+            bestCount = count;
+        }
+    return best;
+}
+
+// Runs ckpt-inspect-values (built next to this program when libtorch is available) and returns
+// its JSON, or why there is none.
+ckpt::Expected<ckpt::JsonValue> computeValues(const std::string& file)
+{
+    char self[4096];
+    const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (length <= 0)
+        return ckpt::makeError("cannot find this program's folder to run ckpt-inspect-values");
+    std::string program(self, static_cast<std::size_t>(length));
+    program = program.substr(0, program.find_last_of('/') + 1) + "ckpt-inspect-values";
+    if (::access(program.c_str(), X_OK) != 0)
+        return ckpt::makeError(
+            "value statistics need ckpt-inspect-values, built only where libtorch is installed (" + program
+            + " is missing)");
+    int pipeEnds[2];
+    if (::pipe(pipeEnds) != 0)
+        return ckpt::makeError(std::string("cannot run ckpt-inspect-values: ") + std::strerror(errno));
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::dup2(pipeEnds[1], STDOUT_FILENO);
+        ::close(pipeEnds[0]);
+        ::close(pipeEnds[1]);
+        ::execl(program.c_str(), program.c_str(), file.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::close(pipeEnds[1]);
+    std::string output;
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(pipeEnds[0], buffer, sizeof buffer)) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        output.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(pipeEnds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return ckpt::makeError("ckpt-inspect-values failed on " + file);
+    ckpt::JsonParseLimits limits;
+    limits.maxBytes = std::size_t(1) << 31;
+    return ckpt::parseJson(output, limits);
+}
+
+// NaN and infinities found by the value scan, as findings.
+void addValueFindings(const ckpt::JsonValue& values, ckpt::TriageReport& report)
+{
+    for (const ckpt::JsonValue& tensor : values.member("tensors").items()) {
+        const std::uint64_t nan = tensor.member("nan").toUInt64().value_or(0);
+        const std::uint64_t posinf = tensor.member("posinf").toUInt64().value_or(0);
+        const std::uint64_t neginf = tensor.member("neginf").toUInt64().value_or(0);
+        if (nan + posinf + neginf == 0)
+            continue;
+        ckpt::Finding finding(ckpt::Severity::Warning, "values-nonfinite",
+            "tensor '" + tensor.member("name").toString() + "' holds " + std::to_string(nan) + " NaN, "
+                + std::to_string(posinf) + " +Inf and " + std::to_string(neginf) + " -Inf of its "
+                + std::to_string(tensor.member("count").toUInt64().value_or(0)) + " values");
+        finding.tensors.push_back(static_cast<std::uint32_t>(tensor.member("index").toUInt64().value_or(0)));
+        finding.explanation
+            = "A model with NaN or infinite weights produces NaN outputs: training diverged before this "
+              "checkpoint was saved, or the values were damaged afterwards.";
+        finding.fix = "Go back to an earlier checkpoint, or lower the learning rate and check the loss "
+                      "scaling; a CRC "
+                      "mismatch finding would mean the file itself was damaged.";
+        report.findings.push_back(std::move(finding));
+    }
+}
+
+int runCheck(const std::vector<std::string>& args)
+{
+    std::string file, target, mapLocationText;
+    bool json = false;
+    ckpt::TriageOptions options;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        auto value = [&]() -> std::optional<std::string> {
+            if (i + 1 >= args.size()) {
+                std::cerr << "ckpt-inspect check: " << arg << " needs a value\n";
+                return std::nullopt;
+            }
+            return args[++i];
+        };
+        if (arg == "--target") {
+            auto v = value();
+            if (!v)
+                return 64;
+            target = *v;
+        } else if (arg == "--map-location") {
+            auto v = value();
+            if (!v)
+                return 64;
+            mapLocationText = *v;
+        } else if (arg == "--values") {
+            options.values = true;
+        } else if (arg == "--json") {
+            json = true;
+        } else if (arg.starts_with("-")) {
+            std::cerr << "ckpt-inspect check: unknown option " << arg << "\n" << kUsage;
+            return 64;
+        } else if (file.empty()) {
+            file = arg;
+        } else {
+            std::cerr << "ckpt-inspect check: give one FILE\n";
+            return 64;
+        }
+    }
+    if (file.empty()) {
+        std::cerr << "ckpt-inspect check: missing FILE\n" << kUsage;
+        return 64;
+    }
+    if (!target.empty()) {
+        ckpt::TargetProfiles profiles;
+        if (auto problem = profiles.load())
+            std::cerr << "note: saved targets could not be read: " << problem->message << "\n";
+        auto machine = ckpt::resolveMachine(target, profiles);
+        if (!machine) {
+            std::cerr << "ckpt-inspect check: " << machine.error().message << "\n";
+            return 64;
+        }
+        options.target = *machine;
+    }
+    if (!mapLocationText.empty()) {
+        auto mapLocation = ckpt::MapLocation::parse(mapLocationText);
+        if (!mapLocation) {
+            std::cerr << "ckpt-inspect check: --map-location: " << mapLocation.error().message << "\n";
+            return 64;
+        }
+        options.mapLocation = *mapLocation;
+    }
+
+    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
+    ckpt::TriageReport report = ckpt::triage(checkpoint, options);
+    std::optional<ckpt::JsonValue> values;
+    std::string valuesProblem;
+    if (options.values && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
+        auto computed = computeValues(file);
+        if (computed) {
+            values = *computed;
+            addValueFindings(*values, report);
+        } else {
+            valuesProblem = computed.error().message;
+        }
+    }
+    const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint || !checkpoint.file;
+    const int exitCode = unreadable ? 3 : report.exitCode();
+    const std::string format = unreadable ? std::string(ckpt::containerKindName(checkpoint.container.kind))
+                                          : std::string(ckpt::checkpointFormatName(checkpoint.format));
+
+    if (json) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writer.beginObject();
+        writer.member("file", file);
+        writer.member("format", format);
+        writer.member("exit_code", exitCode);
+        writer.key("findings").beginArray();
+        for (const ckpt::Finding& finding : report.findings)
+            writeFindingJson(writer, checkpoint, finding);
+        writer.endArray();
+        writer.key("load_simulation").beginArray();
+        for (const ckpt::LoadSimulation& simulation : report.loadSimulations) {
+            writer.beginObject();
+            writer.member("torch", ckpt::torchGenerationName(simulation.generation));
+            writer.member("weights_only", simulation.weightsOnly);
+            writer.member("loads", simulation.loads);
+            writer.key("error");
+            simulation.error.empty() ? writer.null() : writer.value(simulation.error);
+            writer.key("storages").beginArray();
+            for (const ckpt::StorageLoadOutcome& outcome : simulation.storages) {
+                writer.beginObject();
+                writer.member("storage",
+                    outcome.storage < checkpoint.storages.size() ? checkpoint.storages[outcome.storage].key
+                                                                 : std::to_string(outcome.storage));
+                writer.key("lands_on");
+                outcome.landsOn ? writer.value(*outcome.landsOn) : writer.null();
+                writer.key("error");
+                outcome.error.empty() ? writer.null() : writer.value(outcome.error);
+                writer.endObject();
+            }
+            writer.endArray();
+            writer.endObject();
+        }
+        writer.endArray();
+        const ckpt::WeightsOnlyVerdict& verdict = report.weightsOnly;
+        writer.key("weights_only").beginObject();
+        writer.member("rating", ckpt::safetyRatingName(verdict.rating));
+        writer.member("torch", ckpt::torchGenerationName(verdict.generation));
+        writer.key("globals").beginArray();
+        for (const ckpt::GlobalClassification& global : verdict.globals) {
+            writer.beginObject();
+            writer.member("name", global.name);
+            writer.member("verdict", ckpt::globalVerdictName(global.verdict));
+            writer.member("reason", global.reason);
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.key("rejected_opcodes").beginArray();
+        for (const std::string& opcode : verdict.rejectedOpcodes)
+            writer.value(opcode);
+        writer.endArray();
+        writer.key("add_safe_globals");
+        verdict.addSafeGlobalsCall.empty() ? writer.null() : writer.value(verdict.addSafeGlobalsCall);
+        writer.key("call_chains").beginArray();
+        for (const std::string& chain : verdict.dangerousCallChains)
+            writer.value(chain);
+        writer.endArray();
+        writer.key("torch_message");
+        verdict.torchMessage.empty() ? writer.null() : writer.value(verdict.torchMessage);
+        writer.endObject();
+        if (values)
+            writer.member("values", values->member("tensors"));
+        else if (options.values)
+            writer.member("values_error", valuesProblem);
+        writer.endObject();
+        std::cout << writer.takeText() << "\n";
+        return exitCode;
+    }
+
+    std::cout << file << ": " << format << "\n";
+    for (const ckpt::Severity severity :
+        {ckpt::Severity::Error, ckpt::Severity::Warning, ckpt::Severity::Info}) {
+        std::size_t count = 0;
+        for (const ckpt::Finding& finding : report.findings)
+            count += finding.severity == severity;
+        if (!count)
+            continue;
+        std::cout << "\n"
+                  << (severity == ckpt::Severity::Error            ? "Errors"
+                             : severity == ckpt::Severity::Warning ? "Warnings"
+                                                                   : "Notes")
+                  << " (" << count << "):\n";
+        for (const ckpt::Finding& finding : report.findings) {
+            if (finding.severity != severity)
+                continue;
+            std::cout << "  [" << finding.code << "] " << finding.message << "\n";
+            if (!finding.explanation.empty())
+                std::cout << "      why: " << finding.explanation << "\n";
+            if (!finding.fix.empty())
+                std::cout << "      fix: " << finding.fix << "\n";
+        }
+    }
+    if (report.findings.empty())
+        std::cout << "\nNo findings.\n";
+    if (!report.loadSimulations.empty()) {
+        std::cout << "\nLoad simulation"
+                  << (options.target ? " on " + options.target->name : std::string(" on this machine"))
+                  << ", map_location=" << options.mapLocation.python() << ":\n";
+        for (const ckpt::LoadSimulation& simulation : report.loadSimulations) {
+            std::cout << "  " << ckpt::torchGenerationName(simulation.generation)
+                      << (simulation.weightsOnly ? " (weights_only=True)" : " (weights_only=False)") << ": "
+                      << (simulation.loads ? "loads" : "fails: " + simulation.error) << "\n";
+            const std::string common = commonOutcome(simulation);
+            if (!common.empty())
+                std::cout << "    most storages: " << common << "\n";
+            for (const ckpt::StorageLoadOutcome& outcome : simulation.storages) {
+                const std::string text
+                    = outcome.landsOn ? "lands on " + *outcome.landsOn : "fails: " + outcome.error;
+                if (text != common && outcome.storage < checkpoint.storages.size())
+                    std::cout << "    storage " << checkpoint.storages[outcome.storage].key << ": " << text
+                              << "\n";
+            }
+        }
+    }
+    const ckpt::WeightsOnlyVerdict& verdict = report.weightsOnly;
+    std::cout << "\nweights_only verdict (" << ckpt::torchGenerationName(verdict.generation)
+              << "): " << ckpt::safetyRatingName(verdict.rating) << "\n";
+    for (const ckpt::GlobalClassification& global : verdict.globals)
+        std::cout << "  " << std::left << std::setw(16) << ckpt::globalVerdictName(global.verdict)
+                  << std::right << " " << global.name
+                  << (global.reason.empty() ? std::string() : ": " + global.reason) << "\n";
+    if (!verdict.addSafeGlobalsCall.empty())
+        std::cout << "  allow with: " << verdict.addSafeGlobalsCall << "\n";
+    for (const std::string& chain : verdict.dangerousCallChains)
+        std::cout << "  would run: " << chain << "\n";
+    if (values) {
+        std::size_t computed = 0, nonFinite = 0;
+        for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
+            computed += tensor.find("error") ? 0 : 1;
+            nonFinite += tensor.member("nan").toUInt64().value_or(0)
+                    + tensor.member("posinf").toUInt64().value_or(0)
+                    + tensor.member("neginf").toUInt64().value_or(0)
+                ? 1
+                : 0;
+        }
+        std::cout << "\nValues: " << computed << " tensors scanned, " << nonFinite
+                  << " hold NaN or infinities\n";
+        for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
+            if (tensor.find("error")) {
+                std::cout << "  " << tensor.member("name").toString() << ": "
+                          << tensor.member("error").toString() << "\n";
+                continue;
+            }
+            std::cout << "  " << std::left << std::setw(40) << tensor.member("name").toString() << std::right
+                      << " min " << tensor.member("min").toDouble() << "  max "
+                      << tensor.member("max").toDouble() << "  mean " << tensor.member("mean").toDouble()
+                      << "  std " << tensor.member("std").toDouble()
+                      << (tensor.member("nan").toUInt64().value_or(0)
+                                 ? "  NaN " + std::to_string(*tensor.member("nan").toUInt64())
+                                 : "")
+                      << "\n";
+        }
+    } else if (options.values) {
+        std::cout << "\nValues: " << valuesProblem << "\n";
+    }
+    return exitCode;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -583,6 +938,8 @@ int main(int argc, char** argv)
         return runInfo(args);
     if (command == "remap")
         return runRemap(args);
+    if (command == "check")
+        return runCheck(args);
     if (command == "devices")
         return runDevices(args);
     if (command == "targets")

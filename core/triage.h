@@ -80,6 +80,10 @@ struct WeightsOnlyVerdict {
     std::vector<std::string>
         dangerousCallChains; // "builtins.eval('__import__(\"os\")...')" quoted from the pickle
     std::string torchMessage; // the message torch.load(weights_only=True) would print, when it fails
+    // Where the weights-only unpickler stops (the first rejected GLOBAL or opcode, in stream order),
+    // so the load simulation can tell whether it or a storage's device fails first.
+    std::optional<std::uint64_t> firstRejectionOffset;
+    std::string firstRejectionRecord;
 };
 
 struct TriageOptions {

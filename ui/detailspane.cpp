@@ -1,9 +1,20 @@
 #include "detailspane.h"
 
 #include "checkpointdocument.h"
+#include "valueschartwidget.h"
+
+#ifdef CKPT_HAVE_TORCHBRIDGE
+#include "tensorstatistics.h"
+
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
+#endif
 
 #include <QEvent>
+#include <QLabel>
+#include <QSplitter>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QUrl>
 #include <QVBoxLayout>
 
@@ -66,9 +77,35 @@ DetailsPane::DetailsPane(QWidget* parent)
     m_browser->setFrameShape(QFrame::NoFrame);
     m_browser->setAccessibleName(tr("Details of the selection"));
     connect(m_browser, &QTextBrowser::anchorClicked, this, &DetailsPane::openLink);
+
+    m_values = new QWidget(this);
+    m_values->setObjectName(QStringLiteral("valuesSection"));
+    m_valuesLabel = new QLabel(m_values);
+    m_valuesLabel->setObjectName(QStringLiteral("valuesLabel"));
+    m_valuesLabel->setTextFormat(Qt::RichText);
+    m_valuesLabel->setWordWrap(true);
+    m_valuesLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_valuesLabel->setContentsMargins(4, 0, 4, 0);
+    m_valuesChart = new ValuesChartWidget(m_values);
+    m_valuesChart->setMinimumHeight(90);
+    auto* valuesLayout = new QVBoxLayout(m_values);
+    valuesLayout->setContentsMargins(0, 0, 0, 0);
+    valuesLayout->setSpacing(2);
+    valuesLayout->addWidget(m_valuesLabel);
+    valuesLayout->addWidget(m_valuesChart, 1);
+    m_values->hide();
+
+    // A splitter: the person decides how much room the histogram gets.
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->setObjectName(QStringLiteral("detailsSplitter"));
+    splitter->setChildrenCollapsible(false);
+    splitter->addWidget(m_browser);
+    splitter->addWidget(m_values);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_browser);
+    layout->addWidget(splitter);
     refresh();
 }
 
@@ -78,6 +115,7 @@ void DetailsPane::setDocument(CheckpointDocument* document)
         disconnect(m_document, nullptr, this, nullptr);
     m_document = document;
     m_treeNode.reset();
+    computeValues(std::nullopt);
     if (m_document) {
         connect(m_document, &CheckpointDocument::placementChanged, this, &DetailsPane::refresh);
         connect(m_document, &CheckpointDocument::targetChanged, this, &DetailsPane::refresh);
@@ -89,6 +127,118 @@ void DetailsPane::showTreeNode(std::optional<std::uint32_t> treeNode)
 {
     m_treeNode = treeNode;
     refresh();
+    std::optional<std::uint32_t> tensor;
+    if (m_document && treeNode && *treeNode < m_document->checkpoint().tree.size()) {
+        const std::int32_t index = m_document->checkpoint().tree[*treeNode].tensor;
+        if (index >= 0)
+            tensor = static_cast<std::uint32_t>(index);
+    }
+    if (tensor != m_valuesTensor || !tensor)
+        computeValues(tensor);
+}
+
+QString DetailsPane::valuesText() const
+{
+    if (m_values->isHidden())
+        return {};
+    QTextDocument document;
+    document.setHtml(m_valuesLabel->text());
+    return document.toPlainText();
+}
+
+#ifdef CKPT_HAVE_TORCHBRIDGE
+namespace {
+
+QString valueText(double value)
+{
+    return QString::number(value, 'g', 6);
+}
+
+QString statisticsHtml(const TensorStatistics& statistics)
+{
+    const auto count = [](std::uint64_t n) { return QString::fromStdString(formatThousands(n)); };
+    const auto alarming = [&](std::uint64_t n) {
+        return n > 0 ? QStringLiteral("<span style=\"color:#c62828\"><b>%1</b></span>").arg(count(n))
+                     : count(n);
+    };
+    QStringList notes;
+    if (statistics.domain != ValueDomain::Real) // booleans, magnitudes |z|, int_repr
+        notes.append(QString::fromLatin1(valueDomainName(statistics.domain)).toHtmlEscaped());
+    if (statistics.copied)
+        notes.append(QObject::tr("decoded in chunks"));
+    QString out = QStringLiteral("<b>%1</b>").arg(QObject::tr("Values").toHtmlEscaped());
+    if (!notes.isEmpty())
+        out += QStringLiteral(" <span style=\"color:gray\">(%1)</span>")
+                   .arg(notes.join(QStringLiteral(", ")));
+    out += QStringLiteral("<table>");
+    out += row(QObject::tr("Count"), count(statistics.count));
+    out += row(QObject::tr("NaN"), alarming(statistics.nanCount),
+        QObject::tr("Not a number: what 0/0, inf-inf or a diverged training step leaves behind"));
+    out += row(QObject::tr("+Inf / −Inf"),
+        alarming(statistics.positiveInfinityCount) + QStringLiteral(" / ")
+            + alarming(statistics.negativeInfinityCount));
+    out += row(QObject::tr("Zeros"), count(statistics.zeroCount));
+    if (statistics.finiteCount > 0) {
+        out += row(QObject::tr("Min … max"),
+            valueText(statistics.min) + QStringLiteral(" … ") + valueText(statistics.max),
+            QObject::tr("Over the finite values"));
+        out += row(QObject::tr("Mean ± std"),
+            valueText(statistics.mean) + QStringLiteral(" ± ") + valueText(statistics.std),
+            QObject::tr("Over the finite values; std is torch's (unbiased)"));
+    } else {
+        out += row(QObject::tr("Finite values"), QObject::tr("<i>none</i>"));
+    }
+    return out + QStringLiteral("</table>");
+}
+
+} // namespace
+#endif
+
+void DetailsPane::computeValues(std::optional<std::uint32_t> tensor)
+{
+    const quint64 generation = ++*m_valuesGeneration;
+    m_valuesTensor = tensor;
+#ifdef CKPT_HAVE_TORCHBRIDGE
+    if (!tensor || !m_document) {
+        m_values->hide();
+        m_valuesChart->clear();
+        return;
+    }
+    m_values->show();
+    m_valuesChart->clear();
+    m_valuesLabel->setText(QStringLiteral("<b>%1</b> <i>%2</i>")
+                               .arg(tr("Values").toHtmlEscaped(), tr("computing…").toHtmlEscaped()));
+    using Result = std::shared_ptr<Expected<TensorStatistics>>;
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, index = *tensor] {
+        watcher->deleteLater();
+        if (generation != m_valuesGeneration->load())
+            return; // another tensor was selected meanwhile
+        const Result result = watcher->result();
+        if (!result || !*result) {
+            m_valuesLabel->setText(QStringLiteral("<b>%1</b> <span style=\"color:gray\">%2</span>")
+                                       .arg(tr("Values").toHtmlEscaped(),
+                                           result ? html(result->error().message) : tr("not computed")));
+            m_valuesChart->clear();
+        } else {
+            const TensorStatistics& statistics = result->value();
+            m_valuesLabel->setText(statisticsHtml(statistics));
+            m_valuesChart->setHistogram(
+                statistics.histogram.low, statistics.histogram.high, statistics.histogram.counts);
+        }
+        Q_EMIT valuesShown(index);
+    });
+    watcher->setFuture(QtConcurrent::run([checkpoint = m_document->sharedCheckpoint(), index = *tensor,
+                                             generation, current = m_valuesGeneration]() -> Result {
+        const ValueProgress progress
+            = [&](std::uint64_t, std::uint64_t) { return current->load() == generation; };
+        return std::make_shared<Expected<TensorStatistics>>(
+            computeTensorStatistics(*checkpoint, index, StatisticsOptions {}, progress));
+    }));
+#else
+    Q_UNUSED(generation);
+    m_values->hide();
+#endif
 }
 
 QString DetailsPane::plainText() const

@@ -3,15 +3,19 @@
 #include <QPointer>
 #include <QWidget>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
+class QLabel;
 class QTextBrowser;
 class QUrl;
 
 namespace ckpt {
 
 class CheckpointDocument;
+class ValuesChartWidget;
 
 // What the selected tree row is, in full: for a tensor its storage (key, bytes, offset, stride),
 // the tensors sharing that storage (links that select them), where it sits in the pickle and how it
@@ -29,10 +33,16 @@ public:
     std::optional<std::uint32_t> treeNode() const { return m_treeNode; }
     // The text shown, as plain text (tests and accessibility).
     QString plainText() const;
+    // The Values section (statistics of the selected tensor's numbers, through libtorch), as plain
+    // text; empty when no tensor is selected or the app was built without libtorch.
+    QString valuesText() const;
+    ValuesChartWidget* valuesChart() const { return m_valuesChart; }
 
 Q_SIGNALS:
     // A tensor named in the pane was clicked (e.g. one sharing the storage).
     void tensorActivated(std::uint32_t tensor);
+    // The Values section shows the statistics of `tensor` (or why there are none).
+    void valuesShown(std::uint32_t tensor);
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -42,10 +52,18 @@ private:
     void openLink(const QUrl& url);
     QString tensorHtml(std::uint32_t tensor) const;
     QString nodeHtml(std::uint32_t treeNode) const;
+    void computeValues(std::optional<std::uint32_t> tensor);
 
     QPointer<CheckpointDocument> m_document;
     std::optional<std::uint32_t> m_treeNode;
     QTextBrowser* m_browser = nullptr;
+    // Values: computed off the GUI thread; a newer selection makes an older result stale (and
+    // cancels its scan at the next chunk).
+    QWidget* m_values = nullptr;
+    QLabel* m_valuesLabel = nullptr;
+    ValuesChartWidget* m_valuesChart = nullptr;
+    std::optional<std::uint32_t> m_valuesTensor;
+    std::shared_ptr<std::atomic<quint64>> m_valuesGeneration = std::make_shared<std::atomic<quint64>>(0);
 };
 
 } // namespace ckpt

@@ -8,11 +8,13 @@
 #include "checkpointreader.h"
 #include "detailspane.h"
 #include "devicepanel.h"
+#include "findingspanel.h"
 #include "memorychartwidget.h"
 #include "remapwriter.h"
 #include "targetdialog.h"
 #include "tensorfilterproxymodel.h"
 #include "tensortreemodel.h"
+#include "triage.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -267,6 +269,13 @@ void MainWindow::createWidgets()
     m_historyDock->setWidget(m_undoView);
     addDockWidget(Qt::LeftDockWidgetArea, m_historyDock);
     m_historyDock->hide();
+
+    m_findingsPanel = new FindingsPanel(this);
+    connect(m_findingsPanel, &FindingsPanel::tensorsActivated, this, &MainWindow::selectTensors);
+    m_findingsDock = new QDockWidget(tr("Findings"), this);
+    m_findingsDock->setObjectName(QStringLiteral("findingsDock"));
+    m_findingsDock->setWidget(m_findingsPanel);
+    addDockWidget(Qt::BottomDockWidgetArea, m_findingsDock);
 }
 
 void MainWindow::createActions()
@@ -418,6 +427,13 @@ void MainWindow::createMenus()
     historyToggle->setText(tr("&History"));
     historyToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
     viewMenu->addAction(historyToggle);
+    QAction* findingsToggle = m_findingsDock->toggleViewAction();
+    findingsToggle->setObjectName(QStringLiteral("actionShowFindings"));
+    findingsToggle->setText(tr("&Findings"));
+    findingsToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+    findingsToggle->setStatusTip(
+        tr("Why the file may not load here, whether it is safe to load, whether it is intact"));
+    viewMenu->addAction(findingsToggle);
 
     QMenu* helpMenu = menuBar()->addMenu(tr("&Help"));
     helpMenu->setObjectName(QStringLiteral("helpMenu"));
@@ -489,8 +505,8 @@ void MainWindow::restoreSettings()
     if (geometry.isEmpty() || !restoreGeometry(geometry))
         resize(1280, 800);
     const QByteArray state = m_settings->windowState();
-    if (!state.isEmpty())
-        restoreState(state);
+    if (state.isEmpty() || !restoreState(state))
+        resizeDocks({m_findingsDock}, {190}, Qt::Vertical);
     const QByteArray mainState = m_settings->splitterState(m_mainSplitter->objectName());
     if (mainState.isEmpty() || !m_mainSplitter->restoreState(mainState))
         m_mainSplitter->setSizes({720, 680});
@@ -684,6 +700,7 @@ void MainWindow::showDocument(std::shared_ptr<Checkpoint> checkpoint)
     connect(document->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitle);
     connect(document->undoStack(), &QUndoStack::indexChanged, this, &MainWindow::updateActions);
     connect(document, &CheckpointDocument::targetChanged, this, &MainWindow::updateStatusSummary);
+    connect(document, &CheckpointDocument::targetChanged, this, &MainWindow::startTriage);
     m_document = document;
     if (old) {
         m_undoGroup->removeStack(old->undoStack());
@@ -716,6 +733,39 @@ void MainWindow::showDocument(std::shared_ptr<Checkpoint> checkpoint)
     updateTitle();
     updateStatusSummary();
     updateActions();
+    m_findingsPanel->clear();
+    startTriage();
+}
+
+void MainWindow::startTriage()
+{
+    if (!m_document)
+        return;
+    const quint64 generation = ++m_triageGeneration;
+    m_triageRunning = true;
+    m_findingsPanel->setChecking(true);
+    TriageOptions options;
+    options.target = m_document->target();
+    // map_location=None: what a plain torch.load does; values are the details pane's business.
+    const QString targetName = fromStd(m_document->target().name);
+    auto checkpoint = m_document->sharedCheckpoint();
+    auto* watcher = new QFutureWatcher<std::shared_ptr<TriageReport>>(this);
+    connect(
+        watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, checkpoint, targetName] {
+            watcher->deleteLater();
+            if (generation != m_triageGeneration || !m_document
+                || m_document->sharedCheckpoint() != checkpoint)
+                return; // a later open, close or target superseded it
+            m_triageRunning = false;
+            const std::shared_ptr<TriageReport> report = watcher->result();
+            m_findingsPanel->setReport(*report, checkpoint, targetName);
+            if (m_treeModel)
+                m_treeModel->setFindings(report->findings);
+            Q_EMIT triageFinished();
+        });
+    watcher->setFuture(QtConcurrent::run([checkpoint, options = std::move(options)] {
+        return std::make_shared<TriageReport>(triage(*checkpoint, options));
+    }));
 }
 
 void MainWindow::closeDocument()
@@ -735,6 +785,9 @@ void MainWindow::closeDocument()
         m_undoGroup->removeStack(m_document->undoStack());
         delete m_document.data();
     }
+    ++m_triageGeneration;
+    m_triageRunning = false;
+    m_findingsPanel->clear();
     if (centralWidget() != m_emptyStateLabel) {
         takeCentralWidget()->hide();
         setCentralWidget(m_emptyStateLabel);
@@ -1128,6 +1181,47 @@ void MainWindow::selectTensor(std::uint32_t tensor)
     m_treeView->selectionModel()->setCurrentIndex(
         index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     m_treeView->scrollTo(index);
+}
+
+void MainWindow::selectTensors(const std::vector<std::uint32_t>& tensors)
+{
+    if (!m_treeModel || tensors.empty())
+        return;
+    if (!m_filterEdit->text().isEmpty()) {
+        // Some may be filtered out: show everything again.
+        m_filterEdit->clear();
+        m_filterTimer->stop();
+        m_filterModel->setFilterText(QString());
+    }
+    // Selecting is per row; past a few thousand rows the tree is no help anyway.
+    constexpr std::size_t kMostSelected = 20000;
+    QItemSelection selection;
+    QModelIndex first;
+    std::size_t selected = 0;
+    for (const std::uint32_t tensor : tensors) {
+        const QModelIndex index = m_filterModel->mapFromSource(m_treeModel->indexForTensor(tensor));
+        if (!index.isValid())
+            continue;
+        if (!first.isValid())
+            first = index;
+        selection.select(index, index);
+        if (++selected == kMostSelected)
+            break;
+    }
+    if (!first.isValid())
+        return;
+    m_treeView->selectionModel()->setCurrentIndex(first, QItemSelectionModel::NoUpdate);
+    m_treeView->selectionModel()->select(
+        selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_treeView->scrollTo(first);
+    // Open the modules of the others too, so the selection can be seen.
+    for (const QItemSelectionRange& range : std::as_const(selection)) {
+        for (QModelIndex parent = range.topLeft().parent(); parent.isValid(); parent = parent.parent())
+            if (!m_treeView->isExpanded(parent))
+                m_treeView->expand(parent);
+    }
+    if (tensors.size() > 1)
+        showTransientMessage(tr("%n tensor(s) selected", nullptr, int(selected)));
 }
 
 void MainWindow::selectTensorsSharingStorage()

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 class QAction;
 class QActionGroup;
@@ -32,6 +33,7 @@ class AppSettings;
 class CheckpointDocument;
 class DetailsPane;
 class DevicePanel;
+class FindingsPanel;
 class MemoryChartWidget;
 class TensorFilterProxyModel;
 class TensorTreeModel;
@@ -80,6 +82,9 @@ public:
     TensorFilterProxyModel* filterModel() const { return m_filterModel; }
     DevicePanel* devicePanel() const { return m_devicePanel; }
     DetailsPane* detailsPane() const { return m_detailsPane; }
+    FindingsPanel* findingsPanel() const { return m_findingsPanel; }
+    QDockWidget* findingsDock() const { return m_findingsDock; }
+    bool isTriageRunning() const { return m_triageRunning; }
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
     bool isBusy() const; // an open or save is running
 
@@ -88,6 +93,9 @@ Q_SIGNALS:
     void openFailed(const QString& message); // nothing could be shown
     void errorShown(const QString& message);
     void saveFinished(bool ok, const QString& message);
+    // The Findings panel and the tree's badges show the triage of the open checkpoint against the
+    // current target (after an open and after every change of target).
+    void triageFinished();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -125,6 +133,8 @@ private:
     void rebuildRecentMenu();
     void selectTensorsSharingStorage();
     void selectTensor(std::uint32_t tensor);
+    void selectTensors(const std::vector<std::uint32_t>& tensors);
+    void startTriage();
     void selectionChanged();
 
     void updateTitle();
@@ -146,6 +156,8 @@ private:
     // Jobs: a newer open or save makes an older result stale.
     quint64 m_openGeneration = 0;
     quint64 m_saveGeneration = 0;
+    quint64 m_triageGeneration = 0; // a newer open, close or target makes an older triage stale
+    bool m_triageRunning = false;
     std::shared_ptr<BackgroundJob> m_job;
     QProgressDialog* m_progressDialog = nullptr;
     QTimer* m_progressTimer = nullptr;
@@ -172,6 +184,8 @@ private:
     DetailsPane* m_detailsPane = nullptr;
     QDockWidget* m_historyDock = nullptr;
     QUndoView* m_undoView = nullptr;
+    QDockWidget* m_findingsDock = nullptr;
+    FindingsPanel* m_findingsPanel = nullptr;
     QUndoGroup* m_undoGroup = nullptr;
     QLabel* m_currentFileLabel = nullptr;
     QLabel* m_summaryLabel = nullptr;

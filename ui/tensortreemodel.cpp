@@ -2,6 +2,7 @@
 
 #include "checkpointdocument.h"
 #include "devicecolors.h"
+#include "findingsmodel.h"
 
 #include <QFont>
 #include <QGuiApplication>
@@ -464,6 +465,131 @@ QVariant TensorTreeModel::decoration(std::uint32_t node) const
     return pixmap;
 }
 
+QVariant TensorTreeModel::decorationWithBadge(std::uint32_t node) const
+{
+    // The device swatch, then room for a badge: a full one for a row whose own tensor has
+    // findings, a pale one for a row with findings below it, nothing otherwise.
+    const QVariant swatchVariant = decoration(node);
+    const QPixmap swatch = swatchVariant.value<QPixmap>();
+    int badge = -1;
+    bool faint = false;
+    if (m_findingSeverity[node] >= 0) {
+        badge = m_findingSeverity[node];
+    } else if (m_findingSeverityBelow[node] >= 0) {
+        badge = m_findingSeverityBelow[node];
+        faint = true;
+    }
+    if (swatch.isNull() && badge < 0)
+        return {};
+    const QString key = QString::number(swatch.isNull() ? 0 : swatch.cacheKey()) + QLatin1Char(':')
+        + QString::number(badge) + (faint ? QStringLiteral("f") : QString());
+    if (auto found = m_badgedSwatches.constFind(key); found != m_badgedSwatches.constEnd())
+        return found.value();
+    if (m_badgedSwatches.size() > 1024)
+        m_badgedSwatches.clear();
+
+    const qreal ratio = qApp ? qApp->devicePixelRatio() : 1.0;
+    constexpr int kGap = 3;
+    const int logicalWidth = kSwatchSize + kGap + kSwatchSize;
+    QPixmap pixmap(qCeil(logicalWidth * ratio), qCeil(kSwatchSize * ratio));
+    pixmap.fill(Qt::transparent);
+    {
+        QPainter painter(&pixmap);
+        painter.scale(ratio, ratio);
+        if (!swatch.isNull())
+            painter.drawPixmap(QRectF(0, 0, kSwatchSize, kSwatchSize), swatch, QRectF(swatch.rect()));
+        if (badge >= 0)
+            painter.drawPixmap(QRectF(kSwatchSize + kGap, 0, kSwatchSize, kSwatchSize),
+                severityBadge(static_cast<Severity>(badge), kSwatchSize, faint),
+                QRectF(0, 0, qCeil(kSwatchSize * ratio), qCeil(kSwatchSize * ratio)));
+    }
+    pixmap.setDevicePixelRatio(ratio);
+    m_badgedSwatches.insert(key, pixmap);
+    return pixmap;
+}
+
+void TensorTreeModel::setFindings(const std::vector<Finding>& findings)
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const std::size_t nodeCount = checkpoint.tree.size();
+    std::vector<std::int8_t> own(nodeCount, -1);
+    std::vector<std::int8_t> below(nodeCount, -1);
+    QHash<std::uint32_t, QStringList> messages;
+    for (const Finding& finding : findings) {
+        const auto severity = static_cast<std::int8_t>(finding.severity);
+        for (const std::uint32_t tensor : finding.tensors) {
+            if (tensor >= checkpoint.tensors.size())
+                continue;
+            const std::uint32_t node = checkpoint.tensors[tensor].treeNode;
+            if (node >= nodeCount)
+                continue;
+            own[node] = std::max(own[node], severity);
+            QStringList& list = messages[node];
+            const QString message = QString::fromStdString(finding.message);
+            if (list.size() < 4 && !list.contains(message))
+                list.append(message);
+            // Climb while it raises something: ancestors already as severe stop the walk.
+            for (std::uint32_t up = node;; up = checkpoint.tree[up].parent) {
+                if (below[up] >= severity)
+                    break;
+                below[up] = severity;
+                if (up == 0)
+                    break;
+            }
+        }
+    }
+
+    std::vector<std::uint32_t> changed;
+    const bool hadBadges = m_hasBadges;
+    m_hasBadges = std::any_of(below.begin(), below.end(), [](std::int8_t s) { return s >= 0; });
+    if (hadBadges != m_hasBadges) {
+        // The decoration widens or narrows on every row.
+        for (std::uint32_t node = 1; node < nodeCount; ++node)
+            changed.push_back(node);
+    } else {
+        for (std::uint32_t node = 1; node < nodeCount; ++node) {
+            const bool wasOwn
+                = node < m_findingSeverity.size() ? m_findingSeverity[node] != own[node] : own[node] >= 0;
+            const bool wasBelow = node < m_findingSeverityBelow.size()
+                ? m_findingSeverityBelow[node] != below[node]
+                : below[node] >= 0;
+            if (wasOwn || wasBelow)
+                changed.push_back(node);
+        }
+    }
+    m_findingSeverity = std::move(own);
+    m_findingSeverityBelow = std::move(below);
+    m_findingMessages = std::move(messages);
+    emitRowsChanged(
+        changed, {Qt::DecorationRole, Qt::ToolTipRole, FindingSeverityRole, FindingsBelowSeverityRole});
+}
+
+void TensorTreeModel::emitRowsChanged(const std::vector<std::uint32_t>& nodes, const QList<int>& roles)
+{
+    // One dataChanged per run of adjacent siblings.
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> byParent; // (parent, row)
+    byParent.reserve(nodes.size());
+    for (const std::uint32_t node : nodes)
+        if (node != 0 && node < checkpoint.tree.size())
+            byParent.emplace_back(checkpoint.tree[node].parent, m_rowInParent[node]);
+    std::sort(byParent.begin(), byParent.end());
+    for (std::size_t i = 0; i < byParent.size();) {
+        std::size_t end = i + 1;
+        while (end < byParent.size() && byParent[end].first == byParent[i].first
+            && byParent[end].second <= byParent[end - 1].second + 1)
+            ++end;
+        const std::uint32_t parentNode = byParent[i].first;
+        const auto& children = checkpoint.tree[parentNode].children;
+        const QModelIndex first = createIndex(static_cast<int>(byParent[i].second), NameColumn,
+            static_cast<quintptr>(children[byParent[i].second]));
+        const QModelIndex last = createIndex(static_cast<int>(byParent[end - 1].second), ColumnCount - 1,
+            static_cast<quintptr>(children[byParent[end - 1].second]));
+        Q_EMIT dataChanged(first, last, roles);
+        i = end;
+    }
+}
+
 QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::DoNotUseParent))
@@ -495,9 +621,17 @@ QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
                 + (planned.isEmpty() ? QStringLiteral("The tensors below are planned onto several devices.")
                                      : deviceTooltip(planned).toHtmlEscaped()));
         }
+        if (const auto found = m_findingMessages.constFind(node); found != m_findingMessages.constEnd()) {
+            QString text = nameTooltip(node) + QStringLiteral("<hr><b>Findings</b>");
+            for (const QString& message : found.value())
+                text += QStringLiteral("<br>") + message.toHtmlEscaped();
+            return text;
+        }
         return nameTooltip(node);
     case Qt::DecorationRole:
-        return column == NameColumn ? decoration(node) : QVariant();
+        if (column != NameColumn)
+            return {};
+        return m_hasBadges ? decorationWithBadge(node) : decoration(node);
     case Qt::BackgroundRole:
     case Qt::ForegroundRole: {
         QString tag;
@@ -551,6 +685,14 @@ QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
         return m_changedCount[node] > 0;
     case PathRole:
         return QString::fromStdString(m_document->nodePath(node));
+    case FindingSeverityRole:
+        if (node < m_findingSeverity.size() && m_findingSeverity[node] >= 0)
+            return int(m_findingSeverity[node]);
+        return {};
+    case FindingsBelowSeverityRole:
+        if (node < m_findingSeverityBelow.size() && m_findingSeverityBelow[node] >= 0)
+            return int(m_findingSeverityBelow[node]);
+        return {};
     default:
         return {};
     }

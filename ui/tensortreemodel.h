@@ -1,5 +1,7 @@
 #pragma once
 
+#include "finding.h"
+
 #include <QAbstractItemModel>
 #include <QHash>
 #include <QPixmap>
@@ -41,6 +43,8 @@ public:
         ChangedRole, // bool: planned != recorded (for a module: some tensor below it)
         RecordedDeviceRole, // QString: the single recorded device, "mixed" or empty
         PathRole, // QString: dotted path, as rules and the MIME data name it
+        FindingSeverityRole, // int ckpt::Severity: the worst finding about this row's tensor; unset if none
+        FindingsBelowSeverityRole, // int ckpt::Severity: the worst finding about a tensor at or below
     };
 
     explicit TensorTreeModel(CheckpointDocument* document, QObject* parent = nullptr);
@@ -51,6 +55,9 @@ public:
     QModelIndex indexForTensor(std::uint32_t tensor, int column = 0) const;
     // Tensors at or below a node (a composite sparse tensor counts with its components).
     std::uint32_t tensorCountUnder(std::uint32_t node) const { return m_tensorCount[node]; }
+    // Marks the rows of the tensors the findings concern (a badge in the Name column, the worst
+    // severity in FindingSeverityRole) and, paler, their ancestors. Replaces earlier findings.
+    void setFindings(const std::vector<Finding>& findings);
 
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
     QModelIndex parent(const QModelIndex& child) const override;
@@ -84,6 +91,8 @@ private:
     QString nameTooltip(std::uint32_t node) const;
     QString displayData(std::uint32_t node, int column) const;
     QVariant decoration(std::uint32_t node) const;
+    QVariant decorationWithBadge(std::uint32_t node) const;
+    void emitRowsChanged(const std::vector<std::uint32_t>& nodes, const QList<int>& roles);
 
     CheckpointDocument* m_document;
     // Per tree node.
@@ -96,6 +105,13 @@ private:
     std::vector<char> m_tensorChanged;
     // Swatches by device tag (a handful), and striped ones by mix (cleared when it grows).
     mutable QHash<QString, QPixmap> m_swatches;
+    // Per tree node, the worst finding severity (int ckpt::Severity, -1: none) about its own tensor
+    // and about any tensor at or below it; empty until setFindings().
+    std::vector<std::int8_t> m_findingSeverity;
+    std::vector<std::int8_t> m_findingSeverityBelow;
+    QHash<std::uint32_t, QStringList> m_findingMessages; // per node with own findings: the first few
+    bool m_hasBadges = false; // some row has a badge: every swatch gets room for one, so names align
+    mutable QHash<QString, QPixmap> m_badgedSwatches;
 };
 
 } // namespace ckpt

@@ -1,0 +1,59 @@
+// ckpt-inspect-values: value statistics of every tensor of a checkpoint, through libtorch, as JSON.
+// `ckpt-inspect check --values` runs it as a separate process, so that the everyday command-line
+// tool does not load libtorch (hundreds of MiB, 0.4 s at every start) for the one option that needs it.
+#include "checkpointreader.h"
+#include "json.h"
+#include "tensorstatistics.h"
+
+#include <iostream>
+#include <string>
+
+int main(int argc, char** argv)
+{
+    if (argc != 2) {
+        std::cerr << "usage: ckpt-inspect-values FILE\n";
+        return 64;
+    }
+    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(argv[1]);
+    ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
+    writer.beginObject();
+    writer.member("file", std::string(argv[1]));
+    writer.key("tensors").beginArray();
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+        const ckpt::TensorEntry& tensor = checkpoint.tensors[t];
+        if (tensor.storage < 0)
+            continue; // composites and storage-less tensors: their parts are listed themselves
+        const auto statistics = ckpt::computeTensorStatistics(checkpoint, t);
+        writer.beginObject();
+        writer.member("index", static_cast<std::uint64_t>(t));
+        writer.member("name", tensor.name);
+        if (!statistics) {
+            writer.member("error", statistics.error().message);
+            writer.endObject();
+            continue;
+        }
+        writer.member("domain", std::string(ckpt::valueDomainName(statistics->domain)));
+        writer.member("count", statistics->count);
+        writer.member("nan", statistics->nanCount);
+        writer.member("posinf", statistics->positiveInfinityCount);
+        writer.member("neginf", statistics->negativeInfinityCount);
+        writer.member("zeros", statistics->zeroCount);
+        writer.member("min", statistics->min);
+        writer.member("max", statistics->max);
+        writer.member("mean", statistics->mean);
+        writer.member("std", statistics->std);
+        writer.key("histogram").beginObject();
+        writer.member("low", statistics->histogram.low);
+        writer.member("high", statistics->histogram.high);
+        writer.key("counts").beginArray();
+        for (std::uint64_t count : statistics->histogram.counts)
+            writer.value(count);
+        writer.endArray();
+        writer.endObject();
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.endObject();
+    std::cout << writer.takeText() << "\n";
+    return 0;
+}

@@ -1,0 +1,193 @@
+// `ckpt-inspect check`: exit codes (0 clean, 1 warnings, 2 errors, 3 could not read), torch's own
+// message and a fix for a file this CPU machine cannot load, the hostile pickle rated dangerous,
+// and a verdict plus a valid JSON document for every corpus file. The real binary runs.
+#include "fixturecomparison.h"
+#include "json.h"
+#include "triage.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace ckpt;
+
+namespace {
+
+JsonValue checkJson(const QString& file, int& exitCode)
+{
+    const CommandResult result = runInspect({QStringLiteral("check"), QStringLiteral("--json"), file});
+    exitCode = result.exitCode;
+    auto json = parseJson(std::string_view(result.out.constData(), std::size_t(result.out.size())));
+    if (!json)
+        return JsonValue();
+    return *json;
+}
+
+} // namespace
+
+class TestCheckCommand : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void cleanStateDictExitsZero()
+    {
+        int exitCode = -1;
+        const JsonValue json = checkJson(fixturesDir() + QStringLiteral("/torch-2/state_dict.pt"), exitCode);
+        QVERIFY(json.isObject());
+        QCOMPARE(exitCode, 0);
+        QCOMPARE(json.member("exit_code").toInt64().value_or(-1), 0);
+        QCOMPARE(QString::fromStdString(json.member("format").toString()), QStringLiteral("torch-zip"));
+        for (const JsonValue& finding : json.member("findings").items())
+            QCOMPARE(QString::fromStdString(finding.member("severity").toString()), QStringLiteral("info"));
+        QCOMPARE(json.member("load_simulation").size(), std::size_t(2));
+    }
+
+    void cudaFileFailsOnThisCpuMachine()
+    {
+        int exitCode = -1;
+        // A described CPU-only target, so the result does not depend on the machine the test runs on.
+        const CommandResult result
+            = runInspect({QStringLiteral("check"), QStringLiteral("--json"), QStringLiteral("--target"),
+                QStringLiteral("cpu=16GiB"), fixturesDir() + QStringLiteral("/torch-2/devices_cuda1.pt")});
+        exitCode = result.exitCode;
+        auto json = parseJson(std::string_view(result.out.constData(), std::size_t(result.out.size())));
+        QVERIFY2(json, result.out.constData());
+        QCOMPARE(exitCode, 2);
+        bool found = false;
+        for (const JsonValue& finding : json->member("findings").items()) {
+            if (finding.member("code").toString() != "load-fails")
+                continue;
+            found = true;
+            const std::string& message = finding.member("message").toString();
+            QVERIFY2(message.find("Attempting to deserialize object on a CUDA device but "
+                                  "torch.cuda.is_available() is False")
+                    != std::string::npos,
+                message.c_str());
+            const std::string& fix = finding.member("fix").toString();
+            QVERIFY2(fix.find("map_location") != std::string::npos && fix.find("remap") != std::string::npos,
+                fix.c_str());
+            QCOMPARE(finding.member("tensors").size(), std::size_t(11));
+        }
+        QVERIFY(found);
+
+        const CommandResult text = runInspect({QStringLiteral("check"), QStringLiteral("--target"),
+            QStringLiteral("cpu=16GiB"), fixturesDir() + QStringLiteral("/torch-2/devices_cuda1.pt")});
+        QCOMPARE(text.exitCode, 2);
+        QVERIFY(text.out.contains("Errors ("));
+        QVERIFY(text.out.contains("fix: "));
+        QVERIFY(text.out.contains("Load simulation"));
+
+        // Mapped to the CPU it loads.
+        const CommandResult mapped = runInspect({QStringLiteral("check"), QStringLiteral("--json"),
+            QStringLiteral("--target"), QStringLiteral("cpu=16GiB"), QStringLiteral("--map-location"),
+            QStringLiteral("cpu"), fixturesDir() + QStringLiteral("/torch-2/devices_cuda1.pt")});
+        QCOMPARE(mapped.exitCode, 0);
+    }
+
+    void hostilePickleIsDangerous()
+    {
+        int exitCode = -1;
+        const JsonValue json
+            = checkJson(QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/os_system.pt"), exitCode);
+        QVERIFY(json.isObject());
+        QCOMPARE(exitCode, 2);
+        const JsonValue& verdict = json.member("weights_only");
+        QCOMPARE(QString::fromStdString(verdict.member("rating").toString()),
+            QString::fromLatin1(safetyRatingName(SafetyRating::Dangerous)));
+        bool named = false;
+        for (const JsonValue& global : verdict.member("globals").items())
+            named |= global.member("name").toString() == "posix.system";
+        QVERIFY(named);
+        QVERIFY(!QFile::exists(QStringLiteral("/tmp/ckpt-inspector-hostile-marker")));
+    }
+
+    void unreadableFilesExitThree_data()
+    {
+        QTest::addColumn<QString>("file");
+        const QString corpus = QStringLiteral("/work/shared/corpus/files/");
+        QTest::newRow("git lfs pointer")
+            << corpus + QStringLiteral("lukesin__nas-for-kws__checkpoint.pth.tar");
+        QTest::newRow("empty") << corpus
+                + QStringLiteral("pytorch__serve__frontend__archive__src__test__resources__models__noop_no_"
+                                 "archive__noop__model.pt");
+    }
+    void unreadableFilesExitThree()
+    {
+        QFETCH(QString, file);
+        if (!QFile::exists(file))
+            QSKIP("the corpus is not on this machine");
+        int exitCode = -1;
+        const JsonValue json = checkJson(file, exitCode);
+        QVERIFY(json.isObject());
+        QCOMPARE(exitCode, 3);
+        QCOMPARE(json.member("exit_code").toInt64().value_or(-1), 3);
+        QVERIFY(json.member("findings").size() >= 1);
+        QVERIFY(!json.member("findings").at(0).member("fix").toString().empty());
+    }
+
+    void everyCorpusFileGetsAVerdict()
+    {
+        const QDir dir(QStringLiteral("/work/shared/corpus/files"));
+        if (!dir.exists())
+            QSKIP("the corpus is not on this machine");
+        const QStringList files = dir.entryList(QDir::Files, QDir::Name);
+        QVERIFY(!files.isEmpty());
+        for (const QString& name : files) {
+            int exitCode = -1;
+            const JsonValue json = checkJson(dir.filePath(name), exitCode);
+            QVERIFY2(json.isObject(), qPrintable(name));
+            QVERIFY2(
+                exitCode >= 0 && exitCode <= 3, qPrintable(name + u": exit "_qs + QString::number(exitCode)));
+            QCOMPARE(json.member("exit_code").toInt64().value_or(-1), std::int64_t(exitCode));
+            QVERIFY2(json.member("weights_only").member("rating").isString(), qPrintable(name));
+            QVERIFY(json.member("findings").isArray());
+            // The text form too, without a crash.
+            const CommandResult text = runInspect({QStringLiteral("check"), dir.filePath(name)});
+            QCOMPARE(text.exitCode, exitCode);
+        }
+    }
+
+    void valuesFindNonFiniteTensors()
+    {
+        // check --values runs ckpt-inspect-values (libtorch) beside the binary; NaN and infinities
+        // become findings naming the tensors. The file is written by torch here.
+        const QString values = QFileInfo(QStringLiteral(CKPT_INSPECT_BINARY)).absolutePath()
+            + QStringLiteral("/ckpt-inspect-values");
+        if (!QFileInfo(values).isExecutable())
+            QSKIP("built without libtorch: no ckpt-inspect-values");
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("diverged.pt"));
+        QProcess python;
+        python.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"),
+                QStringLiteral("import sys, torch\n"
+                               "torch.save({'ok': torch.ones(3), 'bad': torch.tensor([1.0, float('nan'), "
+                               "float('inf')])}, sys.argv[1])\n"),
+                file});
+        QVERIFY(python.waitForFinished(120'000));
+        QCOMPARE(python.exitCode(), 0);
+        const CommandResult result = runInspect(
+            {QStringLiteral("check"), QStringLiteral("--values"), QStringLiteral("--json"), file});
+        QCOMPARE(result.exitCode, 1);
+        const JsonValue report = parse(result.out);
+        bool found = false;
+        for (const JsonValue& finding : report.member("findings").items())
+            if (finding.member("code").toString() == "values-nonfinite")
+                found = found || finding.member("message").toString().find("'bad'") != std::string::npos;
+        QVERIFY2(found, result.out.constData());
+        for (const JsonValue& tensor : report.member("values").items()) {
+            if (tensor.member("name").toString() == "bad") {
+                QCOMPARE(tensor.member("nan").toUInt64().value_or(0), std::uint64_t(1));
+                QCOMPARE(tensor.member("posinf").toUInt64().value_or(0), std::uint64_t(1));
+            }
+            if (tensor.member("name").toString() == "ok")
+                QCOMPARE(tensor.member("mean").toDouble(), 1.0);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCheckCommand)
+#include "tst_check.moc"

@@ -1,0 +1,71 @@
+// Runs tests/triage/torch_load_probe.py under a real torch and returns its answers: the truth the
+// load simulation and the weights_only verdict are compared with.
+#pragma once
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QStringList>
+#include <QTemporaryFile>
+
+#include <optional>
+
+struct TorchProbeJob {
+    QString path;
+    QString mapLocation; // Python text, empty for None
+    std::optional<bool> weightsOnly;
+    bool trusted = false; // corpus files are not: the probe then insists on weights_only=True
+};
+
+struct TorchProbeResult {
+    bool ok = false;
+    QString type; // the exception's class name
+    QString error; // str() of the exception
+};
+
+// `python` is a command line ("/usr/bin/python3", "/work/main/tests/tools/modern-python").
+// Empty on failure, with the reason in `why`.
+inline std::vector<TorchProbeResult> runTorchProbe(
+    const QString& python, const std::vector<TorchProbeJob>& jobs, QString& why)
+{
+    QJsonArray array;
+    for (const auto& job : jobs) {
+        QJsonObject object;
+        object[QStringLiteral("path")] = job.path;
+        object[QStringLiteral("map_location")]
+            = job.mapLocation.isEmpty() ? QJsonValue() : QJsonValue(job.mapLocation);
+        object[QStringLiteral("weights_only")]
+            = job.weightsOnly ? QJsonValue(*job.weightsOnly) : QJsonValue();
+        object[QStringLiteral("trusted")] = job.trusted;
+        array.append(object);
+    }
+    QTemporaryFile jobsFile;
+    if (!jobsFile.open()) {
+        why = QStringLiteral("cannot write the jobs file");
+        return {};
+    }
+    jobsFile.write(QJsonDocument(array).toJson(QJsonDocument::Compact));
+    jobsFile.flush();
+    QStringList command = QProcess::splitCommand(python);
+    const QString program = command.takeFirst();
+    command << QStringLiteral(CKPT_SOURCE_DIR "/tests/triage/torch_load_probe.py") << jobsFile.fileName();
+    QProcess process;
+    process.start(program, command);
+    if (!process.waitForFinished(600'000) || process.exitCode() != 0) {
+        why = python + QStringLiteral(" failed: ")
+            + QString::fromUtf8(process.readAllStandardError().right(2000));
+        return {};
+    }
+    const auto document = QJsonDocument::fromJson(process.readAllStandardOutput());
+    std::vector<TorchProbeResult> results;
+    for (const auto& value : document.object().value(QStringLiteral("results")).toArray()) {
+        const auto object = value.toObject();
+        results.push_back(
+            {object.value(QStringLiteral("ok")).toBool(), object.value(QStringLiteral("type")).toString(),
+                object.value(QStringLiteral("error")).toString()});
+    }
+    if (results.size() != jobs.size())
+        why = QStringLiteral("the probe answered %1 of %2 jobs").arg(results.size()).arg(jobs.size());
+    return results;
+}
