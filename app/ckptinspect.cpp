@@ -47,8 +47,9 @@ commands:
                        triage: integrity (CRC of every record, truncation and what can be
                        salvaged), placement smells, what torch.load would do on the target
                        (torch 1.13 and 2.6+) and the weights_only verdict; ML is none, cpu,
-                       cuda:1, cuda:1=cuda:0,... or a Python dict literal; exit 0 clean,
-                       1 warnings, 2 errors, 3 could not read
+                       cuda:1, cuda:1=cuda:0,... or a Python dict literal; --values adds
+                       each tensor's NaN/Inf/zero counts, range, mean, std and histogram
+                       (through libtorch); exit 0 clean, 1 warnings, 2 errors, 3 could not read
   devices [--json]     the devices of this machine: CUDA GPUs as torch numbers them (name,
                        compute capability, total and free memory) and the CPU's memory
   plan FILE [--target SPEC|NAME] [--strategy balanced|sequential] [--no-split-depth N]
