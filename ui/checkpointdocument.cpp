@@ -25,8 +25,11 @@ public:
     void redo() override
     {
         m_previous.clear();
-        m_document->applyRulesWithoutUndo(m_rules, m_previous);
+        std::vector<std::uint32_t> dragged;
+        m_document->applyRulesWithoutUndo(m_rules, m_previous, m_report ? &dragged : nullptr);
         if (m_report) {
+            for (std::uint32_t t : dragged)
+                m_report->draggedAlong.push_back(m_document->checkpoint().tensors[t].name);
             // Only the first time: the report describes what the user just did.
             m_report->storagesMoved = 0;
             for (const auto& [unit, device] : m_previous)
@@ -95,34 +98,6 @@ std::string CheckpointDocument::nodePath(std::uint32_t treeNode) const
 MoveReport CheckpointDocument::move(const std::vector<PlacementRule>& rules, const QString& description)
 {
     MoveReport report;
-    // What the rules drag along is known before they are applied: tensors sharing a storage with
-    // a named tensor but not named themselves.
-    std::set<std::uint32_t> named, dragged;
-    for (const PlacementRule& rule : rules) {
-        for (std::uint32_t t = 0; t < m_checkpoint->tensors.size(); ++t) {
-            const std::string& name = m_checkpoint->tensors[t].name;
-            const bool matches = rule.kind == PlacementRule::Kind::MoveTensor
-                ? name == rule.subject
-                : rule.kind == PlacementRule::Kind::MoveModule
-                    && (name == rule.subject
-                        || (name.size() > rule.subject.size()
-                            && name.compare(0, rule.subject.size(), rule.subject) == 0
-                            && (name[rule.subject.size()] == '.' || name[rule.subject.size()] == '[')));
-            if (matches)
-                named.insert(t);
-        }
-    }
-    for (std::uint32_t t : named) {
-        const std::int32_t storage = m_checkpoint->tensors[t].storage;
-        if (storage < 0)
-            continue;
-        for (std::uint32_t other : m_checkpoint->storages[static_cast<std::size_t>(storage)].tensors)
-            if (!named.count(other))
-                dragged.insert(other);
-    }
-    for (std::uint32_t t : dragged)
-        report.draggedAlong.push_back(m_checkpoint->tensors[t].name);
-
     m_undoStack->push(new MoveCommand(this, rules, description, &report));
     report.text = description + QStringLiteral(": ") + QString::number(report.storagesMoved)
         + (report.storagesMoved == 1 ? QStringLiteral(" storage moved") : QStringLiteral(" storages moved"));
@@ -138,19 +113,28 @@ MoveReport CheckpointDocument::move(const std::vector<PlacementRule>& rules, con
     return report;
 }
 
-void CheckpointDocument::applyRulesWithoutUndo(const std::vector<PlacementRule>& rules, DeviceList& previous)
+void CheckpointDocument::applyRulesWithoutUndo(
+    const std::vector<PlacementRule>& rules, DeviceList& previous, std::vector<std::uint32_t>* dragged)
 {
     std::set<std::uint32_t> seen;
+    std::set<std::uint32_t> named, draggedByAnyRule;
     PlacementChange all;
     for (const PlacementRule& rule : rules) {
         const PlacementChange change = m_plan->apply(rule);
         m_ledger->apply(change);
+        named.insert(change.tensorsNamed.begin(), change.tensorsNamed.end());
+        draggedByAnyRule.insert(change.tensorsDraggedAlong.begin(), change.tensorsDraggedAlong.end());
         for (std::size_t i = 0; i < change.unitsChanged.size(); ++i) {
             if (seen.insert(change.unitsChanged[i]).second)
                 previous.emplace_back(change.unitsChanged[i], change.previousDevices[i]);
             all.unitsChanged.push_back(change.unitsChanged[i]);
         }
     }
+    // A tensor one rule drags along may be named by another rule of the same step (a selection).
+    if (dragged)
+        for (std::uint32_t t : draggedByAnyRule)
+            if (!named.count(t))
+                dragged->push_back(t);
     notify(all);
 }
 

@@ -66,8 +66,11 @@ public:
     void setTarget(MachineInventory target);
 
     // Used by the undo commands only.
+    // `dragged`, when given, receives the tensors moved only because they share a storage with
+    // a tensor the rules named, as the plan reports them.
     void applyRulesWithoutUndo(const std::vector<PlacementRule>& rules,
-        std::vector<std::pair<std::uint32_t, std::optional<std::string>>>& previous);
+        std::vector<std::pair<std::uint32_t, std::optional<std::string>>>& previous,
+        std::vector<std::uint32_t>* dragged = nullptr);
     void restoreWithoutUndo(const std::vector<std::pair<std::uint32_t, std::optional<std::string>>>& devices);
 
 Q_SIGNALS:
