@@ -4,6 +4,7 @@
 #include "formatsniffer.h"
 #include "picklegraph.h"
 #include "picklemachine.h"
+#include "textformat.h"
 
 #include <cstdint>
 #include <map>
@@ -158,10 +159,5 @@ struct Checkpoint {
     // returned through `leafName`.
     std::uint32_t modulePathFor(std::uint32_t parent, std::string_view dottedName, std::string& leafName);
 };
-
-// "1,234,567" — numbers in messages are for people.
-std::string formatThousands(std::uint64_t value);
-// "1.5 MiB"
-std::string formatBytes(std::uint64_t bytes);
 
 } // namespace ckpt

@@ -1,4 +1,5 @@
 #include "formatsniffer.h"
+#include "textformat.h"
 
 #include <algorithm>
 #include <array>
@@ -18,17 +19,9 @@ constexpr std::size_t kTextWindow = 4096;
 constexpr std::uint64_t kZipEndSearch = 65557; // 22-byte end record + the longest possible comment
 constexpr std::uint64_t kZipStartSearch = 16 * 1024 * 1024;
 
-std::string withThousands(std::uint64_t value)
-{
-    std::string digits = std::to_string(value);
-    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-        digits.insert(static_cast<std::size_t>(i), 1, ',');
-    return digits;
-}
-
 std::string byteCount(std::uint64_t value)
 {
-    return withThousands(value) + (value == 1 ? " byte" : " bytes");
+    return formatThousands(value) + (value == 1 ? " byte" : " bytes");
 }
 
 bool startsWith(ByteView bytes, std::string_view prefix, std::uint64_t at = 0)
@@ -549,7 +542,7 @@ ContainerGuess sniffContainer(ByteView fileBytes)
     if (const auto zip = zipStartFromEnd(bytes); zip && zip->start > 0) {
         const std::string prefix = byteCount(zip->start);
         return guess(ContainerKind::ZipWithPrefix,
-            "a zip archive that starts at byte " + withThousands(zip->start) + ", after " + prefix
+            "a zip archive that starts at byte " + formatThousands(zip->start) + ", after " + prefix
                 + " of other data (a self-extracting archive, a zip appended to another file, or one record "
                   "of "
                   "a larger container). torch.load accepts only zips that start at byte 0; "
@@ -573,7 +566,7 @@ ContainerGuess sniffContainer(ByteView fileBytes)
 
     if (const auto zipStart = zipStartByScanning(bytes); zipStart && *zipStart > 0)
         return guess(ContainerKind::ZipWithPrefix,
-            "data with a zip archive starting at byte " + withThousands(*zipStart)
+            "data with a zip archive starting at byte " + formatThousands(*zipStart)
                 + " (the zip has no end record at the end of the file, so it may be truncated or "
                   "followed by other data); torch.load accepts only zips that start at byte 0");
 

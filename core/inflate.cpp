@@ -1,4 +1,5 @@
 #include "inflate.h"
+#include "textformat.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,14 +23,6 @@ constexpr std::uint64_t kMaxDeflateRatio = 1032;
 
 // zlib counts in uInt (32 bits); larger spans are fed in pieces.
 constexpr std::uint64_t kMaxZlibChunk = std::numeric_limits<uInt>::max();
-
-std::string withThousands(std::uint64_t value)
-{
-    std::string digits = std::to_string(value);
-    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-        digits.insert(static_cast<std::size_t>(i), 1, ',');
-    return digits;
-}
 
 ReadError inflateError(std::string message)
 {
@@ -61,19 +54,20 @@ private:
 Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
 {
     if (expectedSize > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max()))
-        return inflateError("the record claims " + withThousands(expectedSize)
+        return inflateError("the record claims " + formatThousands(expectedSize)
             + " bytes once inflated, more than this process can hold");
     if (compressed.empty())
         return inflateError(expectedSize == 0
                 ? "the deflate stream is empty (0 bytes): it should hold at least "
                   "an end-of-stream block"
-                : "the deflate stream is empty (0 bytes) but should inflate to " + withThousands(expectedSize)
-                    + " bytes");
+                : "the deflate stream is empty (0 bytes) but should inflate to "
+                    + formatThousands(expectedSize) + " bytes");
     const std::uint64_t possible = static_cast<std::uint64_t>(compressed.size()) * kMaxDeflateRatio + 1024;
     if (expectedSize > possible)
-        return inflateError("the record claims " + withThousands(expectedSize) + " bytes once inflated, but "
-            + withThousands(compressed.size()) + " compressed bytes can hold at most about "
-            + withThousands(possible) + ": its recorded size is wrong");
+        return inflateError("the record claims " + formatThousands(expectedSize)
+            + " bytes once inflated, but " + formatThousands(compressed.size())
+            + " compressed bytes can hold at most about " + formatThousands(possible)
+            + ": its recorded size is wrong");
 
     RawInflater inflater;
     if (!inflater.ready())
@@ -97,7 +91,7 @@ Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
             const auto chunk = std::min<std::uint64_t>(output.size() - outputDone, kMaxZlibChunk);
             if (chunk == 0)
                 return inflateError("the deflate stream inflates to more than the recorded "
-                    + withThousands(expectedSize) + " bytes");
+                    + formatThousands(expectedSize) + " bytes");
             stream.next_out = output.data() + outputDone;
             stream.avail_out = static_cast<uInt>(chunk);
             outputDone += chunk;
@@ -107,7 +101,7 @@ Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
             break;
         if (status == Z_DATA_ERROR || status == Z_NEED_DICT)
             return inflateError(std::string("the deflate data is corrupt (zlib: ")
-                + (stream.msg ? stream.msg : "invalid data") + ") after " + withThousands(stream.total_in)
+                + (stream.msg ? stream.msg : "invalid data") + ") after " + formatThousands(stream.total_in)
                 + " compressed bytes");
         if (status == Z_MEM_ERROR)
             return inflateError("zlib ran out of memory while inflating");
@@ -115,11 +109,11 @@ Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
             // Z_BUF_ERROR means no progress was possible: either the input ran out before the
             // end-of-stream block, or the output is full (handled at the top of the loop).
             if (stream.avail_in == 0 && inputDone >= compressed.size() && stream.avail_out != 0)
-                return inflateError("the deflate stream is cut off: all " + withThousands(compressed.size())
-                    + " compressed bytes gave only " + withThousands(stream.total_out) + " of "
-                    + withThousands(expectedSize) + " bytes, with no end-of-stream block");
+                return inflateError("the deflate stream is cut off: all " + formatThousands(compressed.size())
+                    + " compressed bytes gave only " + formatThousands(stream.total_out) + " of "
+                    + formatThousands(expectedSize) + " bytes, with no end-of-stream block");
             if (status == Z_BUF_ERROR && stream.avail_out != 0)
-                return inflateError("zlib stopped making progress after " + withThousands(stream.total_in)
+                return inflateError("zlib stopped making progress after " + formatThousands(stream.total_in)
                     + " compressed bytes");
             continue;
         }
@@ -129,10 +123,10 @@ Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
     const std::uint64_t produced = stream.total_out;
     if (produced > expectedSize)
         return inflateError("the deflate stream inflates to more than the recorded "
-            + withThousands(expectedSize) + " bytes");
+            + formatThousands(expectedSize) + " bytes");
     if (produced < expectedSize)
-        return inflateError("the deflate stream ends after " + withThousands(produced)
-            + " bytes, but the record says " + withThousands(expectedSize));
+        return inflateError("the deflate stream ends after " + formatThousands(produced)
+            + " bytes, but the record says " + formatThousands(expectedSize));
     output.resize(static_cast<std::size_t>(produced));
     return output;
 }

@@ -1,4 +1,5 @@
 #include "json.h"
+#include "textformat.h"
 
 #include <algorithm>
 #include <charconv>
@@ -43,38 +44,6 @@ std::size_t utf8SequenceLength(const unsigned char* p, std::size_t available)
         return continuation(1, low, high) && continuation(2) && continuation(3) ? 4 : 0;
     }
     return 0;
-}
-
-void appendUtf8(std::string& out, std::uint32_t codePoint)
-{
-    if (codePoint < 0x80) {
-        out += static_cast<char>(codePoint);
-    } else if (codePoint < 0x800) {
-        out += static_cast<char>(0xC0 | (codePoint >> 6));
-        out += static_cast<char>(0x80 | (codePoint & 0x3F));
-    } else if (codePoint < 0x10000) {
-        out += static_cast<char>(0xE0 | (codePoint >> 12));
-        out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (codePoint & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (codePoint >> 18));
-        out += static_cast<char>(0x80 | ((codePoint >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (codePoint & 0x3F));
-    }
-}
-
-std::string withThousands(std::uint64_t value)
-{
-    const std::string digits = std::to_string(value);
-    std::string out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        out += digits[i];
-        const std::size_t left = digits.size() - i - 1;
-        if (left > 0 && left % 3 == 0)
-            out += ',';
-    }
-    return out;
 }
 
 // A byte as people should read it in a message: 'x' for printable ASCII, 0xC3 otherwise.
@@ -140,7 +109,7 @@ private:
     {
         const std::uint64_t where = m_limits.offsetBase + offset;
         return ReadError {
-            "invalid JSON at byte " + withThousands(where) + ": " + std::move(reason), where, {}};
+            "invalid JSON at byte " + formatThousands(where) + ": " + std::move(reason), where, {}};
     }
     std::string unexpectedHere(const char* expected) const
     {
@@ -162,7 +131,7 @@ private:
     {
         if (++m_valueCount > m_limits.maxValues) {
             m_error = error(m_pos,
-                "more than " + withThousands(m_limits.maxValues) + " values, the limit for one document");
+                "more than " + formatThousands(m_limits.maxValues) + " values, the limit for one document");
             return false;
         }
         return true;
@@ -194,7 +163,8 @@ bool JsonParser::parseString(std::string& out)
         out.append(m_text.data() + runStart, m_pos - runStart);
         if (m_pos >= m_text.size()) {
             m_error = error(m_pos,
-                "unterminated string (it starts at byte " + withThousands(m_limits.offsetBase + start) + ")");
+                "unterminated string (it starts at byte " + formatThousands(m_limits.offsetBase + start)
+                    + ")");
             return false;
         }
         const unsigned char c = bytes[m_pos];
@@ -451,7 +421,7 @@ bool JsonParser::parseKey(Frame& frame)
         if (!inserted) {
             m_error = error(keyStart,
                 "duplicate key " + quoteForMessage(frame.key) + " (first at byte "
-                    + withThousands(m_limits.offsetBase + it->second) + ")");
+                    + formatThousands(m_limits.offsetBase + it->second) + ")");
             return false;
         }
     }
@@ -468,8 +438,8 @@ Expected<JsonValue> JsonParser::run()
 {
     if (m_text.size() > m_limits.maxBytes)
         return error(m_limits.maxBytes,
-            "the document is " + withThousands(m_text.size()) + " bytes, more than the limit of "
-                + withThousands(m_limits.maxBytes));
+            "the document is " + formatThousands(m_text.size()) + " bytes, more than the limit of "
+                + formatThousands(m_limits.maxBytes));
     if (m_text.starts_with("\xEF\xBB\xBF"))
         return error(0, "a UTF-8 byte-order mark is not allowed before JSON text");
 
@@ -488,7 +458,7 @@ Expected<JsonValue> JsonParser::run()
         bool complete = true;
         if (c == '{' || c == '[') {
             if (stack.size() >= m_maxDepth) {
-                m_error = error(m_pos, "nesting deeper than " + withThousands(m_maxDepth) + " levels");
+                m_error = error(m_pos, "nesting deeper than " + formatThousands(m_maxDepth) + " levels");
                 return *m_error;
             }
             const bool isObject = c == '{';

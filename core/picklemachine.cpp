@@ -1,4 +1,5 @@
 #include "picklemachine.h"
+#include "textformat.h"
 
 #include <charconv>
 #include <cstdio>
@@ -85,38 +86,6 @@ struct Failure {
     std::string message;
 };
 
-std::string withThousands(std::uint64_t value)
-{
-    std::string digits = std::to_string(value);
-    std::string out;
-    const std::size_t n = digits.size();
-    for (std::size_t i = 0; i < n; ++i) {
-        out += digits[i];
-        if ((n - i - 1) % 3 == 0 && i + 1 < n)
-            out += ',';
-    }
-    return out;
-}
-
-void appendUtf8(std::string& out, std::uint32_t codepoint)
-{
-    if (codepoint < 0x80) {
-        out += static_cast<char>(codepoint);
-    } else if (codepoint < 0x800) {
-        out += static_cast<char>(0xC0 | (codepoint >> 6));
-        out += static_cast<char>(0x80 | (codepoint & 0x3F));
-    } else if (codepoint < 0x10000) {
-        out += static_cast<char>(0xE0 | (codepoint >> 12));
-        out += static_cast<char>(0x80 | ((codepoint >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (codepoint & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (codepoint >> 18));
-        out += static_cast<char>(0x80 | ((codepoint >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((codepoint >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (codepoint & 0x3F));
-    }
-}
-
 int hexDigit(char c)
 {
     if (c >= '0' && c <= '9')
@@ -169,8 +138,8 @@ public:
     {
         try {
             if (m_data.size() > m_limits.maxPickleBytes)
-                throw Failure {"the pickle is " + withThousands(m_data.size())
-                    + " bytes long, above the reader's limit of " + withThousands(m_limits.maxPickleBytes)
+                throw Failure {"the pickle is " + formatThousands(m_data.size())
+                    + " bytes long, above the reader's limit of " + formatThousands(m_limits.maxPickleBytes)
                     + " bytes"};
             loop();
         } catch (const Failure& failure) {
@@ -193,7 +162,7 @@ private:
             if (m_pos >= m_data.size()) {
                 m_opcodeOffset = m_pos;
                 throw Failure {m_pos == 0 ? std::string("the pickle is empty")
-                                          : "the pickle ends at byte " + withThousands(m_pos)
+                                          : "the pickle ends at byte " + formatThousands(m_pos)
                             + " before its STOP opcode: the data is truncated"};
             }
             m_opcodeOffset = m_pos;
@@ -203,7 +172,7 @@ private:
                 && !m_limits.progress(m_pos, m_data.size()))
                 throw Failure {"cancelled"};
             if (++m_run.opcodeCount > m_limits.maxOpcodes)
-                throw Failure {"the pickle has more than " + withThousands(m_limits.maxOpcodes)
+                throw Failure {"the pickle has more than " + formatThousands(m_limits.maxOpcodes)
                     + " opcodes, above the reader's limit"};
             if (step(op)) {
                 m_run.endOffset = m_pos;
@@ -216,9 +185,9 @@ private:
     ByteView take(std::uint64_t n, const char* what)
     {
         if (n > m_data.size() - m_pos)
-            throw Failure {std::string("the pickle ends inside ") + what + " at byte " + withThousands(m_pos)
-                + " (needs " + withThousands(n) + " more bytes, has " + withThousands(m_data.size() - m_pos)
-                + "): the data is truncated"};
+            throw Failure {std::string("the pickle ends inside ") + what + " at byte "
+                + formatThousands(m_pos) + " (needs " + formatThousands(n) + " more bytes, has "
+                + formatThousands(m_data.size() - m_pos) + "): the data is truncated"};
         ByteView view = m_data.subspan(m_pos, static_cast<std::size_t>(n));
         m_pos += n;
         return view;
@@ -236,8 +205,8 @@ private:
         const std::uint8_t* begin = m_data.data() + m_pos;
         const void* nl = std::memchr(begin, '\n', m_data.size() - m_pos);
         if (!nl)
-            throw Failure {std::string("the pickle ends inside ") + what + " at byte " + withThousands(m_pos)
-                + " (no end of line): the data is truncated"};
+            throw Failure {std::string("the pickle ends inside ") + what + " at byte "
+                + formatThousands(m_pos) + " (no end of line): the data is truncated"};
         const std::size_t length = static_cast<const std::uint8_t*>(nl) - begin;
         m_pos += length + 1;
         std::string_view line(reinterpret_cast<const char*>(begin), length);
@@ -250,14 +219,14 @@ private:
     void push(NodeId id)
     {
         if (m_stack.size() >= m_limits.maxStackDepth)
-            throw Failure {"the pickle's stack grows past " + withThousands(m_limits.maxStackDepth)
+            throw Failure {"the pickle's stack grows past " + formatThousands(m_limits.maxStackDepth)
                 + " entries, above the reader's limit"};
         m_stack.push_back(id);
     }
     NodeId pop(const char* opcode)
     {
         if (m_stack.empty() || (!m_marks.empty() && m_stack.size() <= m_marks.back()))
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " needs a value but the stack is empty: the pickle is malformed"};
         NodeId id = m_stack.back();
         m_stack.pop_back();
@@ -266,14 +235,14 @@ private:
     NodeId top(const char* opcode)
     {
         if (m_stack.empty() || (!m_marks.empty() && m_stack.size() <= m_marks.back()))
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " needs a value but the stack is empty: the pickle is malformed"};
         return m_stack.back();
     }
     std::vector<NodeId> popMark(const char* opcode)
     {
         if (m_marks.empty())
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " needs a MARK but there is none: the pickle is malformed"};
         const std::size_t mark = m_marks.back();
         m_marks.pop_back();
@@ -284,14 +253,14 @@ private:
     NodeId node(NodeId id)
     {
         if (m_graph.size() >= m_limits.maxNodes)
-            throw Failure {"the pickle holds more than " + withThousands(m_limits.maxNodes)
+            throw Failure {"the pickle holds more than " + formatThousands(m_limits.maxNodes)
                 + " values, above the reader's limit"};
         return id;
     }
     void checkNodeBudget()
     {
         if (m_graph.size() >= m_limits.maxNodes)
-            throw Failure {"the pickle holds more than " + withThousands(m_limits.maxNodes)
+            throw Failure {"the pickle holds more than " + formatThousands(m_limits.maxNodes)
                 + " values, above the reader's limit"};
     }
 
@@ -300,7 +269,7 @@ private:
     {
         const NodeId value = top(opcode);
         if (m_memo.size() >= m_limits.maxMemoEntries && !m_memo.count(key))
-            throw Failure {"the pickle's memo grows past " + withThousands(m_limits.maxMemoEntries)
+            throw Failure {"the pickle's memo grows past " + formatThousands(m_limits.maxMemoEntries)
                 + " entries, above the reader's limit"};
         m_memo[key] = value;
     }
@@ -308,7 +277,7 @@ private:
     {
         auto it = m_memo.find(key);
         if (it == m_memo.end())
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " refers to memo entry " + std::to_string(key)
                 + ", which was never stored: the pickle is malformed"};
         push(it->second);
@@ -318,7 +287,7 @@ private:
         std::uint64_t key = 0;
         auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), key);
         if (ec != std::errc() || ptr != line.data() + line.size())
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " has a memo key that is not a number: the pickle is malformed"};
         return key;
     }
@@ -328,7 +297,7 @@ private:
     {
         if (text.size() > 0xFFFFFFFFull)
             throw Failure {
-                "a string of " + withThousands(text.size()) + " bytes is above the reader's limit"};
+                "a string of " + formatThousands(text.size()) + " bytes is above the reader's limit"};
         checkNodeBudget();
         push(m_graph.addText(kind, text, flags));
     }
@@ -340,8 +309,8 @@ private:
     void pushLittleEndianInteger(ByteView bytes)
     {
         if (bytes.size() > m_limits.maxIntegerBytes)
-            throw Failure {"an integer " + withThousands(bytes.size())
-                + " bytes wide is above the reader's limit of " + withThousands(m_limits.maxIntegerBytes)
+            throw Failure {"an integer " + formatThousands(bytes.size())
+                + " bytes wide is above the reader's limit of " + formatThousands(m_limits.maxIntegerBytes)
                 + " bytes"};
         if (bytes.size() <= 8) {
             std::uint64_t value = 0;
@@ -359,7 +328,7 @@ private:
         if (!text.empty() && text.back() == 'L')
             text.remove_suffix(1);
         if (text.size() > m_limits.maxIntegerBytes * 3)
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " holds an integer too wide for the reader"};
         std::int64_t value = 0;
         auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -370,7 +339,7 @@ private:
         bool negative = !text.empty() && text.front() == '-';
         std::string_view digits = text.substr(negative || (!text.empty() && text.front() == '+') ? 1 : 0);
         if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset) + " holds '"
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset) + " holds '"
                 + std::string(text.substr(0, 40)) + "', which is not an integer"};
         pushText(NodeKind::BigInt, decimalToTwosComplement(digits, negative));
     }
@@ -378,7 +347,7 @@ private:
     std::string decodeQuoted(std::string_view line)
     {
         if (line.size() < 2 || (line.front() != '\'' && line.front() != '"') || line.back() != line.front())
-            throw Failure {"STRING at byte " + withThousands(m_opcodeOffset) + " is not a quoted string"};
+            throw Failure {"STRING at byte " + formatThousands(m_opcodeOffset) + " is not a quoted string"};
         std::string_view body = line.substr(1, line.size() - 2);
         std::string out;
         for (std::size_t i = 0; i < body.size(); ++i) {
@@ -481,7 +450,7 @@ private:
         const bool ok = dictLike ? (k == NodeKind::Dict || k == NodeKind::Call || k == NodeKind::NewObject)
                                  : (k == NodeKind::List || k == NodeKind::Call || k == NodeKind::NewObject);
         if (!ok)
-            throw Failure {std::string(opcode) + " at byte " + withThousands(m_opcodeOffset)
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
                 + " adds to a value that is not a " + (dictLike ? "dict or object" : "list or object")
                 + ": the pickle is malformed"};
         return target;
@@ -498,7 +467,8 @@ private:
         switch (op) {
         case MARK:
             if (m_marks.size() >= m_limits.maxMarkDepth)
-                throw Failure {"the pickle nests MARKs deeper than " + withThousands(m_limits.maxMarkDepth)};
+                throw Failure {
+                    "the pickle nests MARKs deeper than " + formatThousands(m_limits.maxMarkDepth)};
             m_marks.push_back(m_stack.size());
             return false;
         case STOP:
@@ -510,7 +480,7 @@ private:
             else if (!m_marks.empty())
                 popMark("POP");
             else
-                throw Failure {"POP at byte " + withThousands(m_opcodeOffset) + " on an empty stack"};
+                throw Failure {"POP at byte " + formatThousands(m_opcodeOffset) + " on an empty stack"};
             return false;
         case POP_MARK:
             popMark("POP_MARK");
@@ -523,7 +493,7 @@ private:
             char* end = nullptr;
             const double value = std::strtod(text.c_str(), &end);
             if (end == text.c_str())
-                throw Failure {"FLOAT at byte " + withThousands(m_opcodeOffset) + " is not a number"};
+                throw Failure {"FLOAT at byte " + formatThousands(m_opcodeOffset) + " is not a number"};
             checkNodeBudget();
             push(m_graph.addFloat(value));
             return false;
@@ -558,11 +528,11 @@ private:
         case LONG4: {
             const std::int32_t n = static_cast<std::int32_t>(readLE<std::uint32_t>("LONG4"));
             if (n < 0)
-                throw Failure {"LONG4 at byte " + withThousands(m_opcodeOffset) + " has a negative length"};
+                throw Failure {"LONG4 at byte " + formatThousands(m_opcodeOffset) + " has a negative length"};
             if (static_cast<std::size_t>(n) > m_limits.maxIntegerBytes)
-                throw Failure {"an integer " + withThousands(static_cast<std::uint64_t>(n))
-                    + " bytes wide is above the reader's limit of " + withThousands(m_limits.maxIntegerBytes)
-                    + " bytes"};
+                throw Failure {"an integer " + formatThousands(static_cast<std::uint64_t>(n))
+                    + " bytes wide is above the reader's limit of "
+                    + formatThousands(m_limits.maxIntegerBytes) + " bytes"};
             pushLittleEndianInteger(take(static_cast<std::uint64_t>(n), "LONG4"));
             return false;
         }
@@ -615,7 +585,7 @@ private:
             const std::int32_t n = static_cast<std::int32_t>(readLE<std::uint32_t>("BINSTRING"));
             if (n < 0)
                 throw Failure {
-                    "BINSTRING at byte " + withThousands(m_opcodeOffset) + " has a negative length"};
+                    "BINSTRING at byte " + formatThousands(m_opcodeOffset) + " has a negative length"};
             pushText(NodeKind::String, asText(take(static_cast<std::uint64_t>(n), "BINSTRING")),
                 FlagStringFromBytes);
             return false;
@@ -688,7 +658,7 @@ private:
             const NodeId target = top("BUILD");
             const NodeKind k = m_graph.kind(target);
             if (k != NodeKind::Call && k != NodeKind::NewObject && k != NodeKind::Dict && k != NodeKind::List)
-                throw Failure {"BUILD at byte " + withThousands(m_opcodeOffset)
+                throw Failure {"BUILD at byte " + formatThousands(m_opcodeOffset)
                     + " sets the state of a value that is not an object: the pickle is malformed"};
             m_graph.ensureBody(target).states.push_back(state);
             return false;
@@ -705,7 +675,7 @@ private:
             const NodeId name = pop("STACK_GLOBAL");
             const NodeId module = pop("STACK_GLOBAL");
             if (!m_graph.isString(name) || !m_graph.isString(module))
-                throw Failure {"STACK_GLOBAL at byte " + withThousands(m_opcodeOffset)
+                throw Failure {"STACK_GLOBAL at byte " + formatThousands(m_opcodeOffset)
                     + " needs two strings: the pickle is malformed"};
             recordGlobal(m_graph.text(module), m_graph.text(name));
             checkNodeBudget();
@@ -728,7 +698,7 @@ private:
         case OBJ: {
             std::vector<NodeId> items = popMark("OBJ");
             if (items.empty())
-                throw Failure {"OBJ at byte " + withThousands(m_opcodeOffset)
+                throw Failure {"OBJ at byte " + formatThousands(m_opcodeOffset)
                     + " has no class: the pickle is malformed"};
             checkNodeBudget();
             const NodeId tuple = m_graph.addTuple(items.data() + 1, items.size() - 1);
@@ -769,7 +739,7 @@ private:
             std::vector<NodeId> items = popMark("DICT");
             if (items.size() % 2)
                 throw Failure {
-                    "DICT at byte " + withThousands(m_opcodeOffset) + " has an odd number of items"};
+                    "DICT at byte " + formatThousands(m_opcodeOffset) + " has an odd number of items"};
             checkNodeBudget();
             const NodeId dict = m_graph.addContainer(NodeKind::Dict);
             m_graph.ensureBody(dict).dictItems = std::move(items);
@@ -800,7 +770,7 @@ private:
             std::vector<NodeId> items = popMark("ADDITEMS");
             const NodeId set = top("ADDITEMS");
             if (m_graph.kind(set) != NodeKind::Set)
-                throw Failure {"ADDITEMS at byte " + withThousands(m_opcodeOffset)
+                throw Failure {"ADDITEMS at byte " + formatThousands(m_opcodeOffset)
                     + " adds to a value that is not a set"};
             auto& target = m_graph.ensureBody(set).items;
             target.insert(target.end(), items.begin(), items.end());
@@ -848,7 +818,7 @@ private:
             std::vector<NodeId> items = popMark("SETITEMS");
             if (items.size() % 2)
                 throw Failure {
-                    "SETITEMS at byte " + withThousands(m_opcodeOffset) + " has an odd number of items"};
+                    "SETITEMS at byte " + formatThousands(m_opcodeOffset) + " has an odd number of items"};
             const NodeId dict = requireContainer(top("SETITEMS"), "SETITEMS", true);
             auto& target = m_graph.ensureBody(dict).dictItems;
             target.insert(target.end(), items.begin(), items.end());
@@ -889,7 +859,7 @@ private:
         default: {
             char hex[8];
             std::snprintf(hex, sizeof hex, "0x%02x", op);
-            throw Failure {"byte " + withThousands(m_opcodeOffset) + " holds " + hex
+            throw Failure {"byte " + formatThousands(m_opcodeOffset) + " holds " + hex
                 + ", which is not a pickle opcode: the data is corrupt or not a pickle"};
         }
         }

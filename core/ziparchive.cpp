@@ -1,4 +1,5 @@
 #include "ziparchive.h"
+#include "textformat.h"
 
 #include "inflate.h"
 #include "mappedfile.h"
@@ -42,17 +43,9 @@ constexpr std::uint64_t kMaxEntries = 20'000'000;
 // kind, the rest are summarised in one line.
 constexpr std::size_t kMaxFindingsPerCode = 50;
 
-std::string withThousands(std::uint64_t value)
-{
-    std::string digits = std::to_string(value);
-    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-        digits.insert(static_cast<std::size_t>(i), 1, ',');
-    return digits;
-}
-
 std::string byteCount(std::uint64_t value)
 {
-    return withThousands(value) + (value == 1 ? " byte" : " bytes");
+    return formatThousands(value) + (value == 1 ? " byte" : " bytes");
 }
 
 std::string hex32(std::uint32_t value)
@@ -215,7 +208,7 @@ public:
         archiveStart = firstHeader.value_or(m_offsetBias);
         if (archiveStart > 0)
             addFinding(Severity::Info, "zip-after-other-data",
-                "the zip archive starts at byte " + withThousands(archiveStart) + ": "
+                "the zip archive starts at byte " + formatThousands(archiveStart) + ": "
                     + byteCount(archiveStart)
                     + " of other data come before it. torch.load accepts only zips that start at byte 0",
                 {}, archiveStart);
@@ -298,7 +291,7 @@ private:
         end.centralDirectoryEnd = *endOffset;
         if (*endOffset + kEndRecordSize + *read<std::uint16_t>(*endOffset + 20) != m_size)
             addFinding(Severity::Warning, "zip-trailing-data",
-                "the zip's end record at byte " + withThousands(*endOffset)
+                "the zip's end record at byte " + formatThousands(*endOffset)
                     + " does not reach the end of the file: other data follows the archive",
                 {}, *endOffset);
 
@@ -317,8 +310,8 @@ private:
             zip64End = locator - kZip64EndRecordSize; // data before the archive shifted everything
         if (!zip64End || !read<std::uint64_t>(*zip64End + 48)) {
             addFinding(Severity::Warning, "zip64-end-record-missing",
-                "the ZIP64 locator at byte " + withThousands(locator) + " points to byte "
-                    + withThousands(recorded)
+                "the ZIP64 locator at byte " + formatThousands(locator) + " points to byte "
+                    + formatThousands(recorded)
                     + ", but there is no ZIP64 end record there; using the 32-bit end record, which "
                       "cannot describe archives over 4 GiB",
                 {}, locator);
@@ -357,7 +350,7 @@ private:
         if (!start) {
             addFinding(Severity::Error, "central-directory-missing",
                 "the zip's end record says its central directory is at byte "
-                    + withThousands(end.centralDirectoryOffset) + " (" + byteCount(end.centralDirectorySize)
+                    + formatThousands(end.centralDirectoryOffset) + " (" + byteCount(end.centralDirectorySize)
                     + "), but there is none there: the file is damaged. The records are listed by walking "
                       "their local headers instead",
                 {}, end.centralDirectoryOffset);
@@ -374,10 +367,10 @@ private:
         const bool countPlausible = end.entryCount <= room && end.entryCount <= kMaxEntries;
         if (!countPlausible)
             addFinding(Severity::Error, "zip-entry-count-implausible",
-                "the zip's end record claims " + withThousands(end.entryCount) + " records, but the "
+                "the zip's end record claims " + formatThousands(end.entryCount) + " records, but the "
                     + byteCount(m_size - std::min(m_size, *start))
                     + " from its central directory to the end of the file can hold at most "
-                    + withThousands(room)
+                    + formatThousands(room)
                     + ": the count is damaged or hostile; reading the entries that are there",
                 {}, end.endRecordOffset);
 
@@ -392,22 +385,22 @@ private:
         }
         if (parsed >= kMaxEntries && signatureAt(at, kCentralHeaderSignature))
             addFinding(Severity::Error, "zip-too-many-records",
-                "the central directory lists more than " + withThousands(kMaxEntries)
-                    + " records; only the first " + withThousands(kMaxEntries) + " are read",
+                "the central directory lists more than " + formatThousands(kMaxEntries)
+                    + " records; only the first " + formatThousands(kMaxEntries) + " are read",
                 {}, at);
         if (!countPlausible || parsed == end.entryCount)
             return true;
         if (parsed > end.entryCount) {
             // Tolerated: some writers store the count modulo 65,536 when they skip ZIP64.
             addFinding(Severity::Warning, "zip-entry-count-mismatch",
-                "the zip's end record claims " + withThousands(end.entryCount)
-                    + " records, but its central directory lists " + withThousands(parsed),
+                "the zip's end record claims " + formatThousands(end.entryCount)
+                    + " records, but its central directory lists " + formatThousands(parsed),
                 {}, end.endRecordOffset);
             return true;
         }
         addFinding(Severity::Error, "central-directory-truncated",
-            "the central directory ends after " + withThousands(parsed) + " of "
-                + withThousands(end.entryCount) + " records, at byte " + withThousands(at)
+            "the central directory ends after " + formatThousands(parsed) + " of "
+                + formatThousands(end.entryCount) + " records, at byte " + formatThousands(at)
                 + ": it is damaged; looking for the other records in the local headers",
             {}, at);
         return false;
@@ -424,7 +417,7 @@ private:
             + commentLength.value_or(0);
         if (!nameLength || !extraLength || !commentLength || !subView(m_bytes, at, total)) {
             addFinding(Severity::Error, "central-directory-truncated",
-                "the central directory entry at byte " + withThousands(at) + " runs past the end of the "
+                "the central directory entry at byte " + formatThousands(at) + " runs past the end of the "
                     + byteCount(m_size) + " file: the central directory is cut off",
                 {}, at);
             return std::nullopt;
@@ -488,7 +481,7 @@ private:
         if (at + kLocalHeaderSize > m_size || at + kLocalHeaderSize < at) {
             entry.payloadComplete = false;
             addFinding(Severity::Error, "record-truncated",
-                "record " + displayName(entry.name) + " starts at byte " + withThousands(at)
+                "record " + displayName(entry.name) + " starts at byte " + formatThousands(at)
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
                 entry.name, at);
             return;
@@ -497,7 +490,7 @@ private:
             entry.payloadComplete = false;
             addFinding(Severity::Error, "local-header-missing",
                 "record " + displayName(entry.name) + ": the central directory puts its local header at byte "
-                    + withThousands(at) + ", but there is none there: the file is damaged",
+                    + formatThousands(at) + ", but there is none there: the file is damaged",
                 entry.name, at);
             return;
         }
@@ -510,7 +503,7 @@ private:
             if (asText(*localName) != entry.name)
                 addFinding(Severity::Error, "local-name-mismatch",
                     "record " + displayName(entry.name) + ": the central directory calls it \""
-                        + displayName(entry.name) + "\" but its local header at byte " + withThousands(at)
+                        + displayName(entry.name) + "\" but its local header at byte " + formatThousands(at)
                         + " says \"" + displayName(asText(*localName))
                         + "\". Zip readers disagree on which name to believe, a trick used to hide "
                           "content from scanners: treat this file as hostile",
@@ -528,7 +521,7 @@ private:
         if (entry.dataOffset > m_size || dataEnd > m_size || dataEnd < entry.dataOffset) {
             entry.payloadComplete = false;
             addFinding(Severity::Error, "record-truncated",
-                "record " + displayName(entry.name) + " ends at byte " + withThousands(dataEnd)
+                "record " + displayName(entry.name) + " ends at byte " + formatThousands(dataEnd)
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
                 entry.name, entry.dataOffset);
         }
@@ -571,8 +564,8 @@ private:
                 continue;
             addFinding(Severity::Warning, "duplicate-record-name",
                 "the name " + displayName(name) + " appears " + std::to_string(group.size())
-                    + " times (local headers at bytes " + withThousands(group[0]->localHeaderOffset) + " and "
-                    + withThousands(group[1]->localHeaderOffset)
+                    + " times (local headers at bytes " + formatThousands(group[0]->localHeaderOffset)
+                    + " and " + formatThousands(group[1]->localHeaderOffset)
                     + "); this tool uses the first, other zip readers may use the last: the file is "
                       "ambiguous and may be crafted",
                 std::string(name), group[1]->localHeaderOffset);
@@ -685,9 +678,9 @@ private:
     {
         const std::string record = entry ? "record " + displayName(entry->name) : "the record";
         addFinding(Severity::Error, "zip-truncated",
-            "the file ends at byte " + withThousands(m_size) + ", inside " + record
-                + " (local header at byte " + withThousands(headerOffset) + "; " + what
-                + "): the file is truncated. The " + withThousands(completeBefore) + " record"
+            "the file ends at byte " + formatThousands(m_size) + ", inside " + record
+                + " (local header at byte " + formatThousands(headerOffset) + "; " + what
+                + "): the file is truncated. The " + formatThousands(completeBefore) + " record"
                 + (completeBefore == 1 ? "" : "s") + " before it " + (completeBefore == 1 ? "is" : "are")
                 + " complete",
             entry ? entry->name : std::string(), headerOffset);
@@ -701,10 +694,10 @@ private:
         while (entries.size() < kMaxEntries) {
             if (at == m_size) {
                 addFinding(Severity::Error, "zip-truncated",
-                    "the file ends at byte " + withThousands(m_size)
+                    "the file ends at byte " + formatThousands(m_size)
                         + ", right after a record: the central directory and the end records are "
                           "missing, so the file is truncated. "
-                        + withThousands(complete) + " complete record" + (complete == 1 ? " was" : "s were")
+                        + formatThousands(complete) + " complete record" + (complete == 1 ? " was" : "s were")
                         + " found before the cut",
                     {}, m_size);
                 break;
@@ -720,21 +713,21 @@ private:
                 // missing, the cut lies somewhere after this point.
                 if (m_endRecordMissing)
                     addFinding(Severity::Error, "zip-truncated",
-                        "the file ends at byte " + withThousands(m_size)
+                        "the file ends at byte " + formatThousands(m_size)
                             + ", after the start of the central directory "
                               "(the zip's table of contents, at byte "
-                            + withThousands(at)
+                            + formatThousands(at)
                             + ") but without the end record that closes it: the file is truncated (or its "
                               "end is "
                               "damaged). All "
-                            + withThousands(complete) + " record" + (complete == 1 ? "" : "s") + " before it "
-                            + (complete == 1 ? "is" : "are") + " complete",
+                            + formatThousands(complete) + " record" + (complete == 1 ? "" : "s")
+                            + " before it " + (complete == 1 ? "is" : "are") + " complete",
                         {}, m_size);
                 break;
             }
             if (signature != kLocalHeaderSignature) {
                 addFinding(Severity::Warning, "zip-unexpected-data",
-                    "at byte " + withThousands(at)
+                    "at byte " + formatThousands(at)
                         + " there is neither a local file header nor a central directory: the archive "
                           "is damaged there, and no records after that point can be found",
                     {}, at);
@@ -798,7 +791,7 @@ private:
                     entry.payloadComplete = false;
                     const std::uint64_t have = entry.dataOffset < m_size ? m_size - entry.dataOffset : 0;
                     reportCut(&entry, at, complete,
-                        "its data starts at byte " + withThousands(entry.dataOffset) + " and "
+                        "its data starts at byte " + formatThousands(entry.dataOffset) + " and "
                             + byteCount(have) + " of it are present, but its data descriptor is missing");
                     addEntry(std::move(entry));
                     ++recovered;
@@ -815,7 +808,7 @@ private:
                     reportCut(&entry, at, complete,
                         dataEnd < entry.dataOffset
                             ? "its recorded size of " + byteCount(entry.compressedSize) + " is impossible"
-                            : "it ends at byte " + withThousands(dataEnd) + " but the file is only "
+                            : "it ends at byte " + formatThousands(dataEnd) + " but the file is only "
                                 + byteCount(m_size) + " long");
                     addEntry(std::move(entry));
                     ++recovered;
@@ -833,10 +826,10 @@ private:
         }
         if (entries.size() >= kMaxEntries)
             addFinding(Severity::Error, "zip-too-many-records",
-                "more than " + withThousands(kMaxEntries) + " records; the rest are not listed", {}, at);
+                "more than " + formatThousands(kMaxEntries) + " records; the rest are not listed", {}, at);
         if (recovered > 0)
             addFinding(Severity::Warning, "zip-recovered-records",
-                withThousands(recovered) + " record" + (recovered == 1 ? " was" : "s were")
+                formatThousands(recovered) + " record" + (recovered == 1 ? " was" : "s were")
                     + " found by walking local headers rather than through the central directory",
                 {}, start);
     }
