@@ -274,12 +274,7 @@ Status TorchZipWriter::addRecord(std::string_view name, ByteView data)
         if (auto error = reportProgress())
             return fail(*error);
     }
-    if (auto error = writeDataDescriptor(record))
-        return fail(*error);
-    m_records.push_back(std::move(record));
-    if (auto error = reportProgress())
-        return fail(*error);
-    return std::nullopt;
+    return finishRecord(std::move(record));
 }
 
 Status TorchZipWriter::copyPayload(
@@ -401,12 +396,7 @@ Status TorchZipWriter::addRecordFromFile(std::string_view name, int inputFd, std
         return fail(*error);
     if (!knownCrc)
         record.crc32 = computed;
-    if (auto error = writeDataDescriptor(record))
-        return fail(*error);
-    m_records.push_back(std::move(record));
-    if (auto error = reportProgress())
-        return fail(*error);
-    return std::nullopt;
+    return finishRecord(std::move(record));
 }
 
 Status TorchZipWriter::addCompressedRecordFromFile(std::string_view name, int inputFd,
@@ -430,6 +420,13 @@ Status TorchZipWriter::addCompressedRecordFromFile(std::string_view name, int in
         return fail(*error);
     if (auto error = copyPayload(record.name, inputFd, inputOffset, compressedSize, nullptr))
         return fail(*error);
+    return finishRecord(std::move(record));
+}
+
+// Every record ends the same way: its data descriptor, its central-directory entry to come, and a
+// progress report (which may cancel).
+Status TorchZipWriter::finishRecord(WrittenRecord record)
+{
     if (auto error = writeDataDescriptor(record))
         return fail(*error);
     m_records.push_back(std::move(record));

@@ -58,6 +58,7 @@ private:
     Status writeLocalHeader(
         std::string_view name, std::uint64_t size, std::uint16_t method, WrittenRecord& record);
     Status writeDataDescriptor(const WrittenRecord& record);
+    Status finishRecord(WrittenRecord record);
     Status reportProgress();
     Status checkUsable(std::string_view name) const;
     // Marks the archive as broken (a record is half written) and passes the error on.

@@ -7,11 +7,6 @@
 
 namespace ckpt {
 
-QColor deviceFillColor(const QString& tag)
-{
-    return deviceColor(tag);
-}
-
 QColor overCapacityColor(const QPalette& palette)
 {
     return palette.color(QPalette::Base).lightness() > 128 ? QColor(0xc6, 0x28, 0x28)
@@ -95,7 +90,7 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const
     case NameRole:
         return QString::fromStdString(line.name);
     case Qt::DecorationRole:
-        return deviceFillColor(tag);
+        return deviceColor(tag);
     case CapacityRole:
         return line.capacity ? QVariant(qulonglong(*line.capacity)) : QVariant();
     case PlannedBytesRole:

@@ -79,7 +79,6 @@ private:
 
 // Shared by the device views (cards and chart).
 QString formatByteSize(std::uint64_t bytes); // "3.20 GiB"
-QColor deviceFillColor(const QString& tag); // the device's colour, as the tree shows it
 QColor overCapacityColor(const QPalette& palette); // readable on the palette's base colour
 
 } // namespace ckpt

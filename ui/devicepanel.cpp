@@ -1,5 +1,6 @@
 #include "devicepanel.h"
 
+#include "devicecolors.h"
 #include "devicemodel.h"
 
 #include <QListView>
@@ -74,7 +75,7 @@ public:
         const qint64 headroom = index.data(DeviceModel::HeadroomRole).toLongLong();
         const bool over = index.data(DeviceModel::OverCapacityRole).toBool();
         const bool inTarget = index.data(DeviceModel::InTargetRole).toBool();
-        const QColor deviceColour = deviceFillColor(tag);
+        const QColor deviceColour = deviceColor(tag);
         const QColor warning = overCapacityColor(palette);
         const bool selected = option.state & QStyle::State_Selected;
         const bool hovered = option.state & QStyle::State_MouseOver;
