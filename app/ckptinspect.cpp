@@ -1,14 +1,14 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
-#include "autoplacement.h"
-#include "checkpoint.h"
-#include "checkpointjson.h"
-#include "checkpointreader.h"
-#include "deviceinventory.h"
-#include "json.h"
-#include "memoryledger.h"
-#include "placementplan.h"
-#include "remapwriter.h"
-#include "triage.h"
+#include "core/devices/deviceinventory.h"
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+#include "core/model/checkpointjson.h"
+#include "core/plan/autoplacement.h"
+#include "core/plan/memoryledger.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
+#include "core/triage/triage.h"
+#include "core/write/remapwriter.h"
 
 #include <iomanip>
 #include <sstream>

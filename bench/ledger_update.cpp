@@ -1,10 +1,10 @@
 // Time to update the memory ledger after one move, on a large checkpoint: the desktop app does
 // this on every drop, so it must cost what the move touches, not what the checkpoint holds.
 // usage: bench_ledger_update FILE [MOVES]
-#include "checkpointreader.h"
-#include "deviceinventory.h"
-#include "memoryledger.h"
-#include "placementplan.h"
+#include "core/devices/deviceinventory.h"
+#include "core/plan/memoryledger.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Time to open a checkpoint with the core reader: sniff, central directory, pickle, model, tree.
 // Tensor bytes are memory-mapped and never touched, which is the point being measured.
 // usage: bench_open_checkpoint [--repeat N] FILE...
-#include "checkpointreader.h"
+#include "core/read/checkpointreader.h"
 
 #include <algorithm>
 #include <chrono>

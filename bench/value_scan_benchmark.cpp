@@ -2,7 +2,7 @@
 // Run: build/dev/bench/bench_value_scan
 // Throughput of the value scan on a 1 GiB float32 checkpoint written by torch (printed, not
 // asserted: the machine decides the number).
-#include "checkpointreader.h"
+#include "core/read/checkpointreader.h"
 #include "valuescan.h"
 
 #include <QProcess>

@@ -1,8 +1,8 @@
 #include "tensorstatistics.h"
 
-#include "checkpoint.h"
-#include "dtype.h"
-#include "mappedfile.h"
+#include "core/io/mappedfile.h"
+#include "core/model/checkpoint.h"
+#include "core/model/dtype.h"
 #include "minifloat.h"
 
 #include <ATen/ATen.h>

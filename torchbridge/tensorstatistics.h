@@ -2,7 +2,7 @@
 
 // No libtorch header here: ckpt_ui and the CLI include this file (style.md, "libtorch lives in one
 // folder and one target").
-#include "expected.h"
+#include "core/base/expected.h"
 
 #include <cstdint>
 #include <functional>

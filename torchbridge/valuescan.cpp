@@ -1,6 +1,6 @@
 #include "valuescan.h"
 
-#include "checkpoint.h"
+#include "core/model/checkpoint.h"
 
 #include <algorithm>
 #include <chrono>

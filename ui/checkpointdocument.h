@@ -1,9 +1,9 @@
 #pragma once
 
-#include "checkpoint.h"
-#include "deviceinventory.h"
-#include "memoryledger.h"
-#include "placementplan.h"
+#include "core/devices/deviceinventory.h"
+#include "core/model/checkpoint.h"
+#include "core/plan/memoryledger.h"
+#include "core/plan/placementplan.h"
 
 #include <QObject>
 #include <QString>

@@ -1,6 +1,6 @@
 #include "findingsmodel.h"
 
-#include "checkpoint.h"
+#include "core/model/checkpoint.h"
 
 #include <QGuiApplication>
 #include <QHash>

@@ -1,6 +1,6 @@
 #include "findingspanel.h"
 
-#include "checkpoint.h"
+#include "core/model/checkpoint.h"
 #include "findingsmodel.h"
 
 #include <QHeaderView>

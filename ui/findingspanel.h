@@ -1,6 +1,6 @@
 #pragma once
 
-#include "triage.h"
+#include "core/triage/triage.h"
 
 #include <QWidget>
 

@@ -3,18 +3,18 @@
 #include "devicecolors.h"
 
 #include "appsettings.h"
-#include "autoplacement.h"
 #include "checkpointdocument.h"
-#include "checkpointreader.h"
+#include "core/plan/autoplacement.h"
+#include "core/read/checkpointreader.h"
+#include "core/triage/triage.h"
+#include "core/write/remapwriter.h"
 #include "detailspane.h"
 #include "devicepanel.h"
 #include "findingspanel.h"
 #include "memorychartwidget.h"
-#include "remapwriter.h"
 #include "targetdialog.h"
 #include "tensorfilterproxymodel.h"
 #include "tensortreemodel.h"
-#include "triage.h"
 
 #include <QAction>
 #include <QActionGroup>

@@ -1,6 +1,6 @@
 #include "targetdialog.h"
 
-#include "checkpoint.h"
+#include "core/model/checkpoint.h"
 
 #include <QDialogButtonBox>
 #include <QFormLayout>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "deviceinventory.h"
+#include "core/devices/deviceinventory.h"
 
 #include <QDialog>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "finding.h"
+#include "core/base/finding.h"
 
 #include <QAbstractItemModel>
 #include <QHash>

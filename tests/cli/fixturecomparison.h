@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the command-line tests: run the real ckpt-inspect binary and compare its JSON with
 // what torch computed for the same file.
-#include "json.h"
+#include "core/json/json.h"
 
 #include <QFile>
 #include <QProcess>

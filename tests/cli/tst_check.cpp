@@ -1,9 +1,9 @@
 // `ckpt-inspect check`: exit codes (0 clean, 1 warnings, 2 errors, 3 could not read), torch's own
 // message and a fix for a file this CPU machine cannot load, the hostile pickle rated dangerous,
 // and a verdict plus a valid JSON document for every corpus file. The real binary runs.
+#include "core/json/json.h"
+#include "core/triage/triage.h"
 #include "fixturecomparison.h"
-#include "json.h"
-#include "triage.h"
 
 #include <QDir>
 #include <QFile>

@@ -2,7 +2,7 @@
 // A canonical text form of a pickled value, the same one tests/data/pickle/make_pickle_samples.py
 // computes from the Python object: used to compare what the pickle machine read, and what the
 // emitter wrote, with what Python holds.
-#include "picklegraph.h"
+#include "core/pickle/picklegraph.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -2,8 +2,8 @@
 // symbolic link, a hard link, a "dir/../file" spelling), and every refusal or failure (missing or
 // unwritable folder, too little space, a write past RLIMIT_FSIZE, no commit) leaves nothing behind.
 
-#include "atomicoutputfile.h"
-#include "zipwriter.h"
+#include "core/format/zipwriter.h"
+#include "core/io/atomicoutputfile.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,11 +1,11 @@
 // Automatic placement of a 40-block, 16 GiB model written by real torch (without its data, see
 // tests/data/placement/make_forty_blocks.py) on a described 2 x 8 GiB + CPU machine: no GPU over
 // budget, no block split, tied weights together, every storage placed exactly once.
-#include "autoplacement.h"
-#include "checkpointreader.h"
-#include "deviceinventory.h"
-#include "memoryledger.h"
-#include "placementplan.h"
+#include "core/devices/deviceinventory.h"
+#include "core/plan/autoplacement.h"
+#include "core/plan/memoryledger.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
 
 #include <QProcess>
 #include <QTemporaryDir>

@@ -1,8 +1,8 @@
 // The reader as a whole on damaged copies of torch-written fixtures: a file cut at any point is
 // read without a crash, says that it is truncated, and salvages exactly the storages whose bytes
 // lie before the cut. Hostile pickles are shown, never run.
-#include "checkpointreader.h"
-#include "mappedfile.h"
+#include "core/io/mappedfile.h"
+#include "core/read/checkpointreader.h"
 
 #include <QFile>
 #include <QTest>

@@ -2,8 +2,8 @@
 // what MANIFEST.tsv says about it: its container, the recorded location of every storage, the
 // number of tensor rebuild calls; and for broken or hostile files, a clear classification.
 // Nothing is ever unpickled for real: the reader is symbolic.
-#include "checkpointreader.h"
-#include "mappedfile.h"
+#include "core/io/mappedfile.h"
+#include "core/read/checkpointreader.h"
 
 #include <QDir>
 #include <QFile>

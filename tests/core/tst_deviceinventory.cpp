@@ -2,8 +2,8 @@
 // or the emulated one, CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES as CUDA applies them), described
 // machines and byte sizes, saved target profiles, and one detection on this real machine.
 
-#include "deviceinventory.h"
-#include "json.h"
+#include "core/devices/deviceinventory.h"
+#include "core/json/json.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,8 +1,8 @@
 // The format sniffer: every file written by a real tool, and every file of the real-world corpus, is
 // classified as what it is; nothing a user can open makes it crash.
 
-#include "formatsniffer.h"
-#include "mappedfile.h"
+#include "core/format/formatsniffer.h"
+#include "core/io/mappedfile.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,10 +1,10 @@
 // Integrity and placement-smell checks of the triage: CRC of every record, truncation with the
 // storages that can be salvaged, files that are not checkpoints, mixed devices in one module, and
 // TorchScript code that names a device (written by real torch 1.13 into a temporary folder).
-#include "checkpoint.h"
-#include "checkpointreader.h"
-#include "formatsniffer.h"
-#include "triage.h"
+#include "core/format/formatsniffer.h"
+#include "core/model/checkpoint.h"
+#include "core/read/checkpointreader.h"
+#include "core/triage/triage.h"
 
 #include <QDir>
 #include <QFile>

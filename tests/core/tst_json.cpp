@@ -1,7 +1,7 @@
 // The core's JSON library: strict parsing with errors that name the byte, limits that hold against
 // hostile input, and a writer whose output always parses, here and in Python's json module.
 
-#include "json.h"
+#include "core/json/json.h"
 
 #include <QProcess>
 #include <QRandomGenerator>

@@ -5,10 +5,10 @@
 // NotImplementedError (a class saved from the fixture script's __main__ that the probe cannot
 // import, a fixture written by a newer torch than the one loading it, an operator missing for a
 // layout), and any other exception type the simulation never claims.
-#include "checkpointreader.h"
-#include "deviceinventory.h"
+#include "core/devices/deviceinventory.h"
+#include "core/read/checkpointreader.h"
+#include "core/triage/triage.h"
 #include "torchprobe.h"
-#include "triage.h"
 
 #include <QDir>
 #include <QTest>

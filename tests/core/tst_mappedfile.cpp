@@ -1,6 +1,6 @@
 // MappedFile: read-only maps of whole files, and the errors a person sees when a path is wrong.
 
-#include "mappedfile.h"
+#include "core/io/mappedfile.h"
 
 #include <QCryptographicHash>
 #include <QDir>

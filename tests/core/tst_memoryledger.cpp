@@ -1,9 +1,9 @@
 // The memory ledger against a brute-force recount after random sequences of moves on torch-written
 // fixtures: bytes per device and per module, each storage counted once however many tensors view it.
-#include "checkpointreader.h"
-#include "deviceinventory.h"
-#include "memoryledger.h"
-#include "placementplan.h"
+#include "core/devices/deviceinventory.h"
+#include "core/plan/memoryledger.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
 
 #include <QRandomGenerator>
 #include <QTest>

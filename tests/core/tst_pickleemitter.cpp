@@ -2,10 +2,10 @@
 // CPython, every pickle of every torch-written fixture), use only the opcodes torch's
 // weights_only unpickler accepts for torch's own pickles, and change a replaced location tag
 // without touching a user string that shared its memo slot.
-#include "checkpointreader.h"
+#include "core/pickle/pickleemitter.h"
+#include "core/pickle/picklemachine.h"
+#include "core/read/checkpointreader.h"
 #include "pickledump.h"
-#include "pickleemitter.h"
-#include "picklemachine.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,8 +1,8 @@
 // The symbolic pickle machine on its own: pickles written by CPython's pickler (protocols 0-5,
 // tests/data/pickle/make_pickle_samples.py) must read back to the same values Python loads, and
 // truncated, corrupt or hostile pickles must stop with a message, never crash or run anything.
+#include "core/pickle/picklemachine.h"
 #include "pickledump.h"
-#include "picklemachine.h"
 
 #include <QDir>
 #include <QFile>

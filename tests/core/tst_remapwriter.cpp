@@ -2,9 +2,9 @@
 // storage's other tensors along, later rules win, the plan exports as map_location when it can,
 // and a cancelled or refused write leaves nothing behind. Whether torch loads the result is
 // checked by tests/cli/tst_remap.cpp with real torch.
-#include "checkpointreader.h"
-#include "placementplan.h"
-#include "remapwriter.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
+#include "core/write/remapwriter.h"
 
 #include <QDir>
 #include <QFile>

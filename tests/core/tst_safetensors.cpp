@@ -5,10 +5,10 @@
 // every point, header length and header text corrupted. Nothing may crash, every problem becomes
 // a finding, and whatever is intact is still listed.
 
-#include "checkpoint.h"
-#include "json.h"
-#include "mappedfile.h"
-#include "safetensorsreader.h"
+#include "core/io/mappedfile.h"
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+#include "core/read/safetensorsreader.h"
 
 #include <QCryptographicHash>
 #include <QDir>

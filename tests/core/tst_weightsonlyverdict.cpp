@@ -4,9 +4,9 @@
 // files only ever with weights_only=True: some are hostile). Loads <-> rated LoadsWithWeightsOnly;
 // fails in the unpickler <-> rated otherwise with torch's exact message (first rejected GLOBAL or
 // opcode, wrapped as torch.load wraps it).
-#include "checkpointreader.h"
+#include "core/read/checkpointreader.h"
+#include "core/triage/triage.h"
 #include "torchprobe.h"
-#include "triage.h"
 
 #include <QDir>
 #include <QTest>

@@ -2,9 +2,9 @@
 // agree with what zipfile reports (tests/data/zip/*.json, written by make_zip_samples.py), every
 // truncation must leave the records before the cut readable, and hostile input must not crash it.
 
-#include "inflate.h"
-#include "mappedfile.h"
-#include "ziparchive.h"
+#include "core/format/inflate.h"
+#include "core/format/ziparchive.h"
+#include "core/io/mappedfile.h"
 
 #include <QDir>
 #include <QFile>

@@ -4,10 +4,10 @@
 // records). Archives it writes must pass Python's zipfile (CRCs included) and load in real torch,
 // including torch 2.14's computed-offset path; I/O errors, cancels and ZIP64 sizes are covered too.
 
-#include "inflate.h"
-#include "mappedfile.h"
-#include "ziparchive.h"
-#include "zipwriter.h"
+#include "core/format/inflate.h"
+#include "core/format/ziparchive.h"
+#include "core/format/zipwriter.h"
+#include "core/io/mappedfile.h"
 
 #include <QCryptographicHash>
 #include <QDir>

@@ -2,8 +2,8 @@
 // torch computes after torch.load of the same file: torch 1.13 (CKPT_LEGACY_PYTHON) for the dtypes
 // it has, the modern torch (CKPT_MODERN_PYTHON) for float8, uint16+ and complex32. Checkpoints
 // with NaN and infinities are written by torch at test time.
-#include "checkpointreader.h"
-#include "json.h"
+#include "core/json/json.h"
+#include "core/read/checkpointreader.h"
 #include "minifloat.h"
 #include "tensorstatistics.h"
 #include "valuescan.h"

@@ -7,8 +7,8 @@
 #include "memorychartwidget.h"
 #include "memorytablemodel.h"
 
-#include "checkpointreader.h"
-#include "deviceinventory.h"
+#include "core/devices/deviceinventory.h"
+#include "core/read/checkpointreader.h"
 
 #include <QAbstractItemModelTester>
 #include <QAbstractItemView>

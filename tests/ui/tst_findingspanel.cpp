@@ -1,15 +1,15 @@
 // The Findings panel: its model under QAbstractItemModelTester, the triage of a CUDA checkpoint on a
 // CPU-only target in a main window (torch's message, selection of the tensors concerned, badges in
 // the tree), the weights_only rating of a hostile file, the Values section, and a render to look at.
-#include "checkpointreader.h"
+#include "core/devices/deviceinventory.h"
+#include "core/read/checkpointreader.h"
+#include "core/triage/triage.h"
 #include "detailspane.h"
-#include "deviceinventory.h"
 #include "findingsmodel.h"
 #include "findingspanel.h"
 #include "mainwindow.h"
 #include "tensorfilterproxymodel.h"
 #include "tensortreemodel.h"
-#include "triage.h"
 #include "valueschartwidget.h"
 
 #include <QAbstractItemModelTester>

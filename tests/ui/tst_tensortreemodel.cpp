@@ -6,9 +6,9 @@
 // diff before committing it.
 
 #include "checkpointdocument.h"
-#include "checkpointreader.h"
+#include "core/devices/deviceinventory.h"
+#include "core/read/checkpointreader.h"
 #include "devicecolors.h"
-#include "deviceinventory.h"
 #include "tensorfilterproxymodel.h"
 #include "tensortreemodel.h"
 

@@ -1,0 +1,217 @@
+#include "core/format/inflate.h"
+#include "core/base/textformat.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <limits>
+#include <string>
+
+#include <zlib.h>
+
+namespace ckpt {
+
+namespace {
+
+// DEFLATE cannot expand data by more than about 1032:1 (a 258-byte match costs at least two
+// bits). A record whose recorded size exceeds that bound is lying, and must not make us allocate.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+
+// zlib counts in uInt (32 bits); larger spans are fed in pieces.
+constexpr std::uint64_t kMaxZlibChunk = std::numeric_limits<uInt>::max();
+
+ReadError inflateError(std::string message)
+{
+    return ReadError {std::move(message), std::nullopt, {}};
+}
+
+// Owns a z_stream so every early return releases zlib's state.
+class RawInflater {
+public:
+    RawInflater() { m_status = inflateInit2(&m_stream, -MAX_WBITS); }
+    ~RawInflater()
+    {
+        if (m_status == Z_OK)
+            inflateEnd(&m_stream);
+    }
+    RawInflater(const RawInflater&) = delete;
+    RawInflater& operator=(const RawInflater&) = delete;
+
+    bool ready() const { return m_status == Z_OK; }
+    z_stream& stream() { return m_stream; }
+
+private:
+    z_stream m_stream {};
+    int m_status = Z_STREAM_ERROR;
+};
+
+} // namespace
+
+Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
+{
+    if (expectedSize > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max()))
+        return inflateError("the record claims " + formatThousands(expectedSize)
+            + " bytes once inflated, more than this process can hold");
+    if (compressed.empty())
+        return inflateError(expectedSize == 0
+                ? "the deflate stream is empty (0 bytes): it should hold at least "
+                  "an end-of-stream block"
+                : "the deflate stream is empty (0 bytes) but should inflate to "
+                    + formatThousands(expectedSize) + " bytes");
+    const std::uint64_t possible = static_cast<std::uint64_t>(compressed.size()) * kMaxDeflateRatio + 1024;
+    if (expectedSize > possible)
+        return inflateError("the record claims " + formatThousands(expectedSize)
+            + " bytes once inflated, but " + formatThousands(compressed.size())
+            + " compressed bytes can hold at most about " + formatThousands(possible)
+            + ": its recorded size is wrong");
+
+    RawInflater inflater;
+    if (!inflater.ready())
+        return inflateError("zlib could not start a raw inflate stream (out of memory?)");
+    z_stream& stream = inflater.stream();
+
+    // One spare byte past the expected end so that a stream which inflates to more than it claims
+    // is caught instead of silently cut.
+    ByteBuffer output(static_cast<std::size_t>(expectedSize) + 1);
+    std::uint64_t inputDone = 0;
+    std::uint64_t outputDone = 0;
+    for (;;) {
+        if (stream.avail_in == 0 && inputDone < compressed.size()) {
+            const auto chunk = std::min<std::uint64_t>(compressed.size() - inputDone, kMaxZlibChunk);
+            // zlib never writes through next_in; the cast only satisfies its pre-const signature.
+            stream.next_in = const_cast<Bytef*>(compressed.data() + inputDone);
+            stream.avail_in = static_cast<uInt>(chunk);
+            inputDone += chunk;
+        }
+        if (stream.avail_out == 0) {
+            const auto chunk = std::min<std::uint64_t>(output.size() - outputDone, kMaxZlibChunk);
+            if (chunk == 0)
+                return inflateError("the deflate stream inflates to more than the recorded "
+                    + formatThousands(expectedSize) + " bytes");
+            stream.next_out = output.data() + outputDone;
+            stream.avail_out = static_cast<uInt>(chunk);
+            outputDone += chunk;
+        }
+        const int status = inflate(&stream, Z_NO_FLUSH);
+        if (status == Z_STREAM_END)
+            break;
+        if (status == Z_DATA_ERROR || status == Z_NEED_DICT)
+            return inflateError(std::string("the deflate data is corrupt (zlib: ")
+                + (stream.msg ? stream.msg : "invalid data") + ") after " + formatThousands(stream.total_in)
+                + " compressed bytes");
+        if (status == Z_MEM_ERROR)
+            return inflateError("zlib ran out of memory while inflating");
+        if (status == Z_BUF_ERROR || status == Z_OK) {
+            // Z_BUF_ERROR means no progress was possible: either the input ran out before the
+            // end-of-stream block, or the output is full (handled at the top of the loop).
+            if (stream.avail_in == 0 && inputDone >= compressed.size() && stream.avail_out != 0)
+                return inflateError("the deflate stream is cut off: all " + formatThousands(compressed.size())
+                    + " compressed bytes gave only " + formatThousands(stream.total_out) + " of "
+                    + formatThousands(expectedSize) + " bytes, with no end-of-stream block");
+            if (status == Z_BUF_ERROR && stream.avail_out != 0)
+                return inflateError("zlib stopped making progress after " + formatThousands(stream.total_in)
+                    + " compressed bytes");
+            continue;
+        }
+        return inflateError("zlib failed while inflating (status " + std::to_string(status) + ")");
+    }
+
+    const std::uint64_t produced = stream.total_out;
+    if (produced > expectedSize)
+        return inflateError("the deflate stream inflates to more than the recorded "
+            + formatThousands(expectedSize) + " bytes");
+    if (produced < expectedSize)
+        return inflateError("the deflate stream ends after " + formatThousands(produced)
+            + " bytes, but the record says " + formatThousands(expectedSize));
+    output.resize(static_cast<std::size_t>(produced));
+    return output;
+}
+
+std::uint32_t crc32Of(ByteView bytes)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    std::uint64_t done = 0;
+    while (done < bytes.size()) {
+        const auto chunk = std::min<std::uint64_t>(bytes.size() - done, kMaxZlibChunk);
+        crc = crc32(crc, bytes.data() + done, static_cast<uInt>(chunk));
+        done += chunk;
+    }
+    return static_cast<std::uint32_t>(crc);
+}
+
+} // namespace ckpt
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::uint64_t kCrcBuffer = 4 << 20;
+
+// One thread's share: its CRC, or the errno that stopped it.
+struct CrcPart {
+    std::uint32_t crc = 0;
+    int error = 0;
+};
+
+CrcPart crcOfPart(int fd, std::uint64_t offset, std::uint64_t length)
+{
+    CrcPart part;
+    std::vector<unsigned char> buffer(static_cast<std::size_t>(std::min(length, kCrcBuffer)));
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    while (length > 0) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
+        const ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            part.error = got < 0 ? errno : EIO;
+            return part;
+        }
+        crc = ::crc32(crc, buffer.data(), static_cast<uInt>(got));
+        offset += static_cast<std::uint64_t>(got);
+        length -= static_cast<std::uint64_t>(got);
+    }
+    part.crc = static_cast<std::uint32_t>(crc);
+    return part;
+}
+
+} // namespace
+
+Expected<std::uint32_t> crc32OfFileRange(int fd, std::uint64_t offset, std::uint64_t length, unsigned threads)
+{
+    if (threads == 0)
+        threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    // Small ranges are not worth a thread.
+    const std::uint64_t pieces
+        = std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, length / (64ull << 20)));
+    const std::uint64_t pieceLength = length / pieces;
+    std::vector<CrcPart> parts(static_cast<std::size_t>(pieces));
+    std::vector<std::thread> workers;
+    for (std::uint64_t i = 1; i < pieces; ++i) {
+        const std::uint64_t start = offset + i * pieceLength;
+        const std::uint64_t size = i + 1 == pieces ? length - i * pieceLength : pieceLength;
+        workers.emplace_back([&parts, fd, start, size, i] {
+            parts[static_cast<std::size_t>(i)] = crcOfPart(fd, start, size);
+        });
+    }
+    parts[0] = crcOfPart(fd, offset, pieces == 1 ? length : pieceLength);
+    for (std::thread& worker : workers)
+        worker.join();
+    uLong crc = parts[0].crc;
+    for (std::uint64_t i = 0; i < pieces; ++i) {
+        if (parts[static_cast<std::size_t>(i)].error)
+            return makeError(std::string("cannot read the file to check its bytes: ")
+                + std::strerror(parts[static_cast<std::size_t>(i)].error));
+        if (i > 0) {
+            const std::uint64_t size = i + 1 == pieces ? length - i * pieceLength : pieceLength;
+            crc = ::crc32_combine(crc, parts[static_cast<std::size_t>(i)].crc, static_cast<z_off_t>(size));
+        }
+    }
+    return static_cast<std::uint32_t>(crc);
+}
+
+} // namespace ckpt

@@ -1,0 +1,71 @@
+#pragma once
+
+#include "core/base/bytes.h"
+#include "core/base/expected.h"
+#include "core/base/finding.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ckpt {
+
+class MappedFile;
+
+// One record of a zip archive as the reader found it.
+struct ZipEntry {
+    std::string name; // full name, archive prefix included ("archive/data/0")
+    std::uint16_t method = 0; // 0 stored, 8 deflate, anything else unsupported
+    std::uint16_t flags = 0; // general purpose flags (bit 3: data descriptor)
+    std::uint32_t crc32 = 0; // as recorded (central directory, or data descriptor)
+    std::uint64_t compressedSize = 0;
+    std::uint64_t uncompressedSize = 0;
+    std::uint64_t localHeaderOffset = 0; // offset of the local file header in the file
+    std::uint64_t dataOffset = 0; // offset of the payload in the file
+    std::uint16_t localExtraLength = 0; // length of the local header's extra field (FB padding etc.)
+    bool fromCentralDirectory = true; // false when recovered by scanning local headers
+    bool payloadComplete = true; // the whole payload lies inside the file
+};
+
+// A tolerant zip reader over a memory-mapped file: ZIP64, stored and deflated records, archive
+// prefixes, and recovery of entries from local headers when the central directory is missing or
+// damaged (a truncated download). Every inconsistency becomes a Finding; nothing throws.
+class ZipArchive {
+public:
+    // `file` must outlive the archive (it is kept alive through the shared pointer).
+    static ZipArchive open(std::shared_ptr<const MappedFile> file);
+
+    bool hasEntries() const { return !m_entries.empty(); }
+    const std::vector<ZipEntry>& entries() const { return m_entries; } // central-directory order
+    const ZipEntry* find(std::string_view fullName) const;
+    bool centralDirectoryFound() const { return m_centralDirectoryFound; }
+    // Offset of the archive's first byte in the file: 0 unless other data was written before the
+    // zip (as torch.distributed.checkpoint does, or a self-extracting archive). Every offset in a
+    // ZipEntry is already a file offset.
+    std::uint64_t archiveStart() const { return m_archiveStart; }
+    const std::vector<Finding>& findings() const { return m_findings; }
+
+    // The payload of a stored record as a view into the mapped file (no copy), or nothing when the
+    // record is compressed or incomplete.
+    std::optional<ByteView> storedPayload(const ZipEntry& entry) const;
+    // The payload, inflated if needed; refuses records larger than maxSize.
+    Expected<ByteBuffer> readPayload(const ZipEntry& entry, std::uint64_t maxSize) const;
+    // Recomputes the CRC-32 of a record's (inflated) bytes and compares it with the recorded one.
+    // Nothing when they agree; otherwise a Finding that says what is wrong. torch itself never
+    // checks CRCs, so a damaged tensor loads silently there.
+    std::optional<Finding> verifyCrc(const ZipEntry& entry, std::uint64_t maxSize) const;
+
+    const std::shared_ptr<const MappedFile>& file() const { return m_file; }
+
+private:
+    std::shared_ptr<const MappedFile> m_file;
+    std::vector<ZipEntry> m_entries;
+    std::unordered_map<std::string, std::size_t> m_indexByName;
+    std::vector<Finding> m_findings;
+    bool m_centralDirectoryFound = false;
+    std::uint64_t m_archiveStart = 0;
+};
+
+} // namespace ckpt

@@ -1,0 +1,37 @@
+#pragma once
+
+#include "core/base/bytes.h"
+#include "core/base/expected.h"
+
+#include <memory>
+#include <string>
+
+namespace ckpt {
+
+// A read-only memory map of a whole file. Tensor bytes are never read unless something asks for
+// them: the OS pages in only what is touched. Opening never modifies the file (O_RDONLY,
+// MAP_PRIVATE + PROT_READ). An empty file is a valid, empty map.
+class MappedFile {
+public:
+    static Expected<std::shared_ptr<const MappedFile>> open(const std::string& path);
+    // For tests and for data that is already in memory (e.g. an inflated record).
+    static std::shared_ptr<const MappedFile> fromBuffer(ByteBuffer buffer, std::string name);
+
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    ByteView bytes() const { return m_bytes; }
+    std::uint64_t size() const { return m_bytes.size(); }
+    const std::string& path() const { return m_path; }
+
+private:
+    MappedFile() = default;
+    ByteView m_bytes;
+    void* m_mapping = nullptr;
+    std::size_t m_mappingSize = 0;
+    ByteBuffer m_ownedBuffer;
+    std::string m_path;
+};
+
+} // namespace ckpt

@@ -1,0 +1,189 @@
+#include "core/model/checkpoint.h"
+
+#include "core/model/dtype.h"
+
+#include <cstdio>
+
+namespace ckpt {
+
+const char* checkpointFormatName(CheckpointFormat format)
+{
+    switch (format) {
+    case CheckpointFormat::TorchZip:
+        return "torch-zip";
+    case CheckpointFormat::TorchLegacy:
+        return "torch-legacy";
+    case CheckpointFormat::TorchTar:
+        return "torch-tar";
+    case CheckpointFormat::TorchScript:
+        return "torchscript";
+    case CheckpointFormat::Safetensors:
+        return "safetensors";
+    case CheckpointFormat::NotACheckpoint:
+        return "not-a-checkpoint";
+    }
+    return "not-a-checkpoint";
+}
+
+const char* tensorLayoutName(TensorLayout layout)
+{
+    switch (layout) {
+    case TensorLayout::Strided:
+        return "strided";
+    case TensorLayout::SparseCoo:
+        return "sparse_coo";
+    case TensorLayout::SparseCsr:
+        return "sparse_csr";
+    case TensorLayout::SparseCsc:
+        return "sparse_csc";
+    case TensorLayout::SparseBsr:
+        return "sparse_bsr";
+    case TensorLayout::SparseBsc:
+        return "sparse_bsc";
+    case TensorLayout::Quantized:
+        return "quantized";
+    case TensorLayout::Nested:
+        return "nested";
+    case TensorLayout::Meta:
+        return "meta";
+    }
+    return "strided";
+}
+
+const char* treeNodeKindName(TreeNodeKind kind)
+{
+    switch (kind) {
+    case TreeNodeKind::Root:
+        return "root";
+    case TreeNodeKind::Dict:
+        return "dict";
+    case TreeNodeKind::Sequence:
+        return "sequence";
+    case TreeNodeKind::Module:
+        return "module";
+    case TreeNodeKind::Object:
+        return "object";
+    case TreeNodeKind::Tensor:
+        return "tensor";
+    case TreeNodeKind::Value:
+        return "value";
+    case TreeNodeKind::Placeholder:
+        return "placeholder";
+    case TreeNodeKind::Alias:
+        return "alias";
+    }
+    return "value";
+}
+
+std::uint64_t TensorEntry::nbytes() const
+{
+    if (layout != TensorLayout::Strided && layout != TensorLayout::Quantized && layout != TensorLayout::Meta)
+        return 0;
+    std::uint64_t elements = 1;
+    for (std::int64_t dim : shape) {
+        const std::uint64_t size = dim > 0 ? static_cast<std::uint64_t>(dim) : 0;
+        if (size != 0 && elements > UINT64_MAX / size)
+            return UINT64_MAX; // a hostile shape; the view check reports it
+        elements *= size;
+    }
+    const auto info = dtypeByName(dtype);
+    return info ? info->bytesFor(elements) : elements;
+}
+
+std::map<std::string, std::uint64_t> Checkpoint::bytesByDevice() const
+{
+    std::map<std::string, std::uint64_t> totals;
+    for (const StorageRecord& storage : storages)
+        totals[storage.device.value_or("(none)")] += storage.nbytes;
+    return totals;
+}
+
+std::uint64_t Checkpoint::totalStorageBytes() const
+{
+    std::uint64_t total = 0;
+    for (const StorageRecord& storage : storages)
+        total += storage.nbytes;
+    return total;
+}
+
+bool Checkpoint::hasErrors() const
+{
+    for (const Finding& finding : findings)
+        if (finding.severity == Severity::Error)
+            return true;
+    return false;
+}
+
+void Checkpoint::addFinding(Severity severity, std::string code, std::string message, std::string record,
+    std::optional<std::uint64_t> offset)
+{
+    findings.push_back({severity, std::move(code), std::move(message), std::move(record), offset});
+}
+
+std::string Checkpoint::treePath(std::uint32_t treeNode) const
+{
+    std::vector<const std::string*> parts;
+    while (treeNode != 0 && treeNode < tree.size()) {
+        parts.push_back(&tree[treeNode].name);
+        treeNode = tree[treeNode].parent;
+    }
+    std::string path;
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+        if (!path.empty())
+            path += '.';
+        path += **it;
+    }
+    return path;
+}
+
+std::uint32_t Checkpoint::ensureRoot()
+{
+    if (tree.empty()) {
+        TreeNode root;
+        root.kind = TreeNodeKind::Root;
+        tree.push_back(std::move(root));
+    }
+    return 0;
+}
+
+std::uint32_t Checkpoint::addTreeNode(std::uint32_t parent, TreeNodeKind kind, std::string name)
+{
+    ensureRoot();
+    TreeNode node;
+    node.kind = kind;
+    node.name = std::move(name);
+    node.parent = parent;
+    tree.push_back(std::move(node));
+    const auto index = static_cast<std::uint32_t>(tree.size() - 1);
+    tree[parent].children.push_back(index);
+    return index;
+}
+
+std::uint32_t Checkpoint::modulePathFor(
+    std::uint32_t parent, std::string_view dottedName, std::string& leafName)
+{
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t dot = dottedName.find('.', start);
+        if (dot == std::string_view::npos || dot == start || dot + 1 == dottedName.size()) {
+            leafName = std::string(dottedName.substr(start));
+            return parent;
+        }
+        const std::string_view component = dottedName.substr(start, dot - start);
+        std::string indexKey = std::to_string(parent);
+        indexKey += '/';
+        indexKey += component;
+        std::uint32_t& found = moduleNodeIndex[indexKey];
+        // An entry can be stale when the builder pruned a tensor-free subtree: check it still is
+        // the module it was made as.
+        const bool valid = found != 0 && found < tree.size() && tree[found].parent == parent
+            && tree[found].kind == TreeNodeKind::Module && tree[found].name == component
+            && tree[found].className.empty();
+        if (!valid)
+            found = addTreeNode(parent, TreeNodeKind::Module, std::string(component));
+        parent = found;
+        start = dot + 1;
+    }
+}
+
+} // namespace ckpt

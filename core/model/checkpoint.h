@@ -1,0 +1,163 @@
+#pragma once
+
+#include "core/base/finding.h"
+#include "core/base/textformat.h"
+#include "core/format/formatsniffer.h"
+#include "core/pickle/picklegraph.h"
+#include "core/pickle/picklemachine.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ckpt {
+
+class MappedFile;
+
+enum class CheckpointFormat {
+    TorchZip, // torch.save since 1.6
+    TorchLegacy, // torch.save(_use_new_zipfile_serialization=False) and everything before 1.6
+    TorchTar, // PyTorch 0.1.x
+    TorchScript, // torch.jit.save
+    Safetensors,
+    NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
+};
+const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
+
+enum class TensorLayout {
+    Strided,
+    SparseCoo,
+    SparseCsr,
+    SparseCsc,
+    SparseBsr,
+    SparseBsc,
+    Quantized,
+    Nested,
+    Meta
+};
+const char* tensorLayoutName(TensorLayout layout); // "strided", "sparse_coo", ...
+
+// One storage: a block of bytes that one or more tensors view. A device belongs to a storage: every
+// tensor that views it lives where it lives.
+struct StorageRecord {
+    std::string key; // as in the persistent id ("0", "140234..."); TorchScript constants: "constants/0"
+    std::string storageClass; // "FloatStorage", "UntypedStorage", "QInt8Storage"
+    std::string dtype; // torch name of the storage dtype ("uint8" for UntypedStorage)
+    std::uint64_t numel = 0; // as recorded, in elements of the storage dtype
+    std::uint64_t nbytes = 0; // numel x element size
+    std::optional<std::string> device; // recorded tag ("cpu", "cuda:1"); none where the format has none
+    std::string record; // where its bytes live: zip record name, or a description
+    std::optional<std::uint64_t> dataOffset; // offset of its bytes in the file, when stored uncompressed
+    std::optional<std::uint64_t> availableBytes; // bytes the file actually holds for it
+    std::vector<std::uint32_t> tensors; // tensors that view it
+    NodeId firstPersistentId = kNoNode; // pickle node of its first persistent id
+    std::vector<NodeId>
+        persistentIdTuples; // every persistent-id tuple naming it (the remap rewrites their tags)
+    std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
+    std::vector<NodeId> plainKeyReferences; // tar format: persistent ids that name it by key alone
+    NodeId tarClassNode = kNoNode; // tar format: its storage class GLOBAL, from the storages member
+    bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
+};
+
+struct TensorEntry {
+    std::string name; // dotted path from the root ("model.encoder.0.weight"); "" for a bare root tensor
+    std::string dtype;
+    std::vector<std::int64_t> shape;
+    std::optional<std::vector<std::int64_t>> stride; // none for sparse and nested layouts
+    std::optional<std::int64_t> storageOffset; // in elements of the tensor dtype
+    std::int32_t storage = -1; // index into Checkpoint::storages, -1 if none
+    std::optional<std::string> device; // the storage's tag, or a device recorded elsewhere
+    bool deviceRecordedOutsideStorage = false; // meta, wrapper subclasses, device tensors (§3.1)
+    bool requiresGrad = false;
+    bool isParameter = false;
+    TensorLayout layout = TensorLayout::Strided;
+    std::string rebuildFunction; // "torch._utils._rebuild_tensor_v2"
+    std::string subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
+    NodeId node = kNoNode; // the pickle node it was rebuilt from
+    // Where a device recorded outside the storage sits in the pickle: item `deviceArgumentIndex`
+    // of the argument tuple `deviceArgumentTuple`, a str or (wrapper subclasses) a torch.device.
+    NodeId deviceArgumentTuple = kNoNode;
+    std::uint32_t deviceArgumentIndex = 0;
+    bool deviceArgumentIsTorchDevice = false;
+    std::uint32_t treeNode = 0;
+    std::uint64_t nbytes() const; // bytes the view covers (shape x element size), 0 for composites
+};
+
+enum class TreeNodeKind {
+    Root,
+    Dict, // dict / OrderedDict / defaultdict
+    Sequence, // list / tuple / set
+    Module, // an nn.Module (pickled whole) or a dotted-name prefix of a state_dict
+    Object, // any other object that holds tensors (walked by attribute)
+    Tensor,
+    Value, // a scalar, or a container without tensors, summarised
+    Placeholder, // an object without tensors, named by its class
+    Alias, // a container already shown elsewhere
+};
+const char* treeNodeKindName(TreeNodeKind kind);
+
+// The tree a person sees: nodes in one array, children by index (style.md, "Big trees").
+struct TreeNode {
+    TreeNodeKind kind = TreeNodeKind::Value;
+    std::string name; // this component ("encoder", "0", "weight")
+    std::uint32_t parent = 0;
+    std::vector<std::uint32_t> children;
+    std::int32_t tensor = -1; // Tensor nodes: index into Checkpoint::tensors
+    std::string className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
+    std::string summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path
+    NodeId node = kNoNode;
+};
+
+// A pickle as read: which one, its run, for re-emission and triage later.
+struct PickleSection {
+    std::string record; // "archive/data.pkl", "constants.pkl", "legacy main pickle"
+    std::uint64_t fileOffset = 0; // where the pickle starts in the file (or record)
+    PickleRun run;
+    std::vector<std::uint32_t> storagesUsed; // storages its persistent ids reference
+};
+
+// Everything known about one opened file.
+struct Checkpoint {
+    std::string path;
+    std::uint64_t fileSize = 0;
+    ContainerGuess container;
+    CheckpointFormat format = CheckpointFormat::NotACheckpoint;
+    std::string archivePrefix; // zip formats
+    bool tarTensorsMember = false; // tar format: tensors come from the `tensors` member (not re-writable)
+    std::shared_ptr<const MappedFile> file;
+
+    std::vector<StorageRecord> storages;
+    std::vector<TensorEntry> tensors;
+    std::vector<TreeNode> tree; // tree[0] is the root
+    std::vector<Finding> findings;
+
+    PickleGraph graph;
+    std::vector<PickleSection> pickles;
+
+    std::unordered_map<std::string, std::uint32_t> storageIndexByKey;
+    // Module nodes made from dotted names, by "parent index/name": finding a prefix must not
+    // scan a node's children, or a flat state_dict of a million names would take quadratic time.
+    std::unordered_map<std::string, std::uint32_t> moduleNodeIndex;
+
+    // Bytes per recorded device, each storage counted once ("(none)" for storages without a tag).
+    std::map<std::string, std::uint64_t> bytesByDevice() const;
+    std::uint64_t totalStorageBytes() const;
+    bool hasErrors() const;
+    void addFinding(Severity severity, std::string code, std::string message, std::string record = {},
+        std::optional<std::uint64_t> offset = std::nullopt);
+    std::string treePath(std::uint32_t treeNode) const; // dotted path of a tree node
+
+    // Tree building, shared by every format reader.
+    std::uint32_t ensureRoot(); // creates tree[0] if missing
+    std::uint32_t addTreeNode(std::uint32_t parent, TreeNodeKind kind, std::string name);
+    // Splits a dotted state_dict name ("encoder.layers.0.weight") below `parent`: finds or creates a
+    // Module node per prefix component and returns the parent for the last component, which is
+    // returned through `leafName`.
+    std::uint32_t modulePathFor(std::uint32_t parent, std::string_view dottedName, std::string& leafName);
+};
+
+} // namespace ckpt

@@ -1,0 +1,226 @@
+#include "core/model/checkpointjson.h"
+
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ckpt {
+
+namespace {
+
+void writeIntArray(JsonWriter& json, const std::vector<std::int64_t>& values)
+{
+    json.beginArray();
+    for (std::int64_t v : values)
+        json.value(v);
+    json.endArray();
+}
+
+std::string shapeText(const TensorEntry& tensor)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
+        if (i)
+            out += ", ";
+        out += std::to_string(tensor.shape[i]);
+    }
+    return out + "]";
+}
+
+std::set<std::string> referencedGlobals(const Checkpoint& checkpoint)
+{
+    std::set<std::string> globals;
+    for (const PickleSection& section : checkpoint.pickles)
+        for (const GlobalReference& ref : section.run.globals)
+            globals.insert(ref.module + "." + ref.name);
+    return globals;
+}
+
+} // namespace
+
+std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
+{
+    JsonWriter json(pretty ? JsonStyle::Pretty : JsonStyle::Compact);
+    json.beginObject();
+    json.member("file", checkpoint.path);
+    json.member("file_size", checkpoint.fileSize);
+    json.member("format", std::string(checkpointFormatName(checkpoint.format)));
+    json.member("container", std::string(containerKindName(checkpoint.container.kind)));
+    json.member("container_description", checkpoint.container.description);
+    json.member("archive_prefix", checkpoint.archivePrefix);
+
+    json.key("tensors").beginArray();
+    for (const TensorEntry& tensor : checkpoint.tensors) {
+        json.beginObject();
+        json.member("name", tensor.name);
+        json.member("dtype", tensor.dtype);
+        json.key("shape");
+        if (tensor.layout == TensorLayout::Nested) // each component has its own shape
+            json.null();
+        else
+            writeIntArray(json, tensor.shape);
+        json.key("stride");
+        if (tensor.stride)
+            writeIntArray(json, *tensor.stride);
+        else
+            json.null();
+        json.key("storage_offset");
+        if (tensor.storageOffset)
+            json.value(*tensor.storageOffset);
+        else
+            json.null();
+        json.key("storage");
+        if (tensor.storage >= 0)
+            json.value(checkpoint.storages[static_cast<std::size_t>(tensor.storage)].key);
+        else
+            json.null();
+        json.key("device");
+        if (tensor.device)
+            json.value(*tensor.device);
+        else
+            json.null();
+        json.member("requires_grad", tensor.requiresGrad);
+        json.member("is_parameter", tensor.isParameter);
+        json.member("layout", std::string(tensorLayoutName(tensor.layout)));
+        json.member("rebuild", tensor.rebuildFunction);
+        if (!tensor.subclass.empty())
+            json.member("subclass", tensor.subclass);
+        json.endObject();
+    }
+    json.endArray();
+
+    json.key("storages").beginArray();
+    for (const StorageRecord& storage : checkpoint.storages) {
+        json.beginObject();
+        json.member("key", storage.key);
+        json.member("dtype", storage.dtype);
+        json.member("numel", storage.numel);
+        json.member("nbytes", storage.nbytes);
+        json.key("device");
+        if (storage.device)
+            json.value(*storage.device);
+        else
+            json.null();
+        json.member("storage_class", storage.storageClass);
+        json.member("record", storage.record);
+        json.key("data_offset");
+        if (storage.dataOffset)
+            json.value(*storage.dataOffset);
+        else
+            json.null();
+        json.member("bytes_complete", storage.bytesComplete());
+        json.member("tensor_count", static_cast<std::uint64_t>(storage.tensors.size()));
+        json.endObject();
+    }
+    json.endArray();
+
+    json.key("bytes_by_device").beginObject();
+    for (const auto& [device, bytes] : checkpoint.bytesByDevice())
+        json.member(device, bytes);
+    json.endObject();
+
+    json.key("globals").beginArray();
+    for (const std::string& name : referencedGlobals(checkpoint))
+        json.value(name);
+    json.endArray();
+
+    json.key("findings").beginArray();
+    for (const Finding& finding : checkpoint.findings) {
+        json.beginObject();
+        json.member("severity", std::string(severityName(finding.severity)));
+        json.member("code", finding.code);
+        json.member("message", finding.message);
+        if (!finding.record.empty())
+            json.member("record", finding.record);
+        if (finding.offset)
+            json.member("offset", *finding.offset);
+        json.endObject();
+    }
+    json.endArray();
+    json.endObject();
+    std::string text = json.takeText();
+    text += '\n';
+    return text;
+}
+
+std::string checkpointToText(const Checkpoint& checkpoint)
+{
+    std::string out;
+    out += checkpoint.path + "\n";
+    out += "  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
+        + checkpoint.container.description + ")\n";
+    out += "  " + formatThousands(checkpoint.tensors.size()) + " tensors in "
+        + formatThousands(checkpoint.storages.size()) + " storages, "
+        + formatBytes(checkpoint.totalStorageBytes()) + "\n\n";
+
+    // The tree, indented; tensors with dtype, shape, size and recorded device.
+    struct Item {
+        std::uint32_t node;
+        int depth;
+    };
+    std::vector<Item> stack;
+    if (!checkpoint.tree.empty()) {
+        const auto& rootChildren = checkpoint.tree[0].children;
+        for (auto it = rootChildren.rbegin(); it != rootChildren.rend(); ++it)
+            stack.push_back({*it, 0});
+    }
+    while (!stack.empty()) {
+        const Item item = stack.back();
+        stack.pop_back();
+        const TreeNode& node = checkpoint.tree[item.node];
+        std::string line(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
+        line += node.name.empty() ? std::string("(root)") : node.name;
+        if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
+            const TensorEntry& tensor = checkpoint.tensors[static_cast<std::size_t>(node.tensor)];
+            line += "  " + tensor.dtype + " " + shapeText(tensor);
+            if (tensor.layout != TensorLayout::Strided)
+                line += " " + std::string(tensorLayoutName(tensor.layout));
+            if (tensor.storage >= 0) {
+                const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
+                line += "  " + formatBytes(tensor.nbytes()) + "  storage " + storage.key;
+                if (storage.tensors.size() > 1)
+                    line += " (shared by " + std::to_string(storage.tensors.size()) + ")";
+            }
+            line += "  @" + tensor.device.value_or("(no device)");
+            if (tensor.isParameter)
+                line += "  Parameter";
+        } else if (node.kind == TreeNodeKind::Value || node.kind == TreeNodeKind::Alias) {
+            line += " = " + node.summary;
+        } else if (node.kind == TreeNodeKind::Placeholder) {
+            line += "  <" + (node.className.empty() ? node.summary : node.className) + ">";
+        } else if (!node.className.empty()) {
+            line += "  (" + node.className + ")";
+        }
+        out += line + "\n";
+        for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
+            stack.push_back({*it, item.depth + 1});
+    }
+
+    out += "\nBytes by recorded device (each storage once):\n";
+    for (const auto& [device, bytes] : checkpoint.bytesByDevice()) {
+        std::size_t count = 0;
+        for (const StorageRecord& storage : checkpoint.storages)
+            count += storage.device.value_or("(none)") == device ? 1 : 0;
+        out += "  " + device + ": " + formatBytes(bytes) + " in " + formatThousands(count) + " storages\n";
+    }
+    const auto globals = referencedGlobals(checkpoint);
+    if (!globals.empty()) {
+        out += "\nGlobals referenced by the pickle (never imported or called):\n";
+        for (const std::string& name : globals)
+            out += "  " + name + "\n";
+    }
+    if (!checkpoint.findings.empty()) {
+        out += "\nFindings:\n";
+        for (const Finding& finding : checkpoint.findings) {
+            out += "  [" + std::string(severityName(finding.severity)) + "] " + finding.message;
+            if (finding.offset)
+                out += " (byte " + formatThousands(*finding.offset) + ")";
+            out += "\n";
+        }
+    }
+    return out;
+}
+
+} // namespace ckpt

@@ -1,0 +1,235 @@
+#include "core/pickle/picklegraph.h"
+
+#include <cstring>
+
+namespace ckpt {
+
+NodeId PickleGraph::add(PickleNode node)
+{
+    m_nodes.push_back(node);
+    return static_cast<NodeId>(m_nodes.size() - 1);
+}
+
+NodeId PickleGraph::addScalar(NodeKind kind, std::int64_t value)
+{
+    PickleNode node;
+    node.kind = kind;
+    node.value = value;
+    return add(node);
+}
+
+NodeId PickleGraph::addFloat(double value)
+{
+    PickleNode node;
+    node.kind = NodeKind::Float;
+    std::memcpy(&node.value, &value, sizeof value);
+    return add(node);
+}
+
+NodeId PickleGraph::addText(NodeKind kind, std::string_view text, std::uint8_t flags)
+{
+    PickleNode node;
+    node.kind = kind;
+    node.flags = flags;
+    node.value = static_cast<std::int64_t>(m_text.size());
+    node.count = static_cast<std::uint32_t>(text.size());
+    m_text.append(text);
+    return add(node);
+}
+
+NodeId PickleGraph::addGlobal(std::string_view module, std::string_view name)
+{
+    PickleNode node;
+    node.kind = NodeKind::Global;
+    node.value = static_cast<std::int64_t>(m_text.size());
+    node.count = static_cast<std::uint32_t>(module.size());
+    node.extra = static_cast<std::uint32_t>(name.size());
+    m_text.append(module);
+    m_text.append(name);
+    return add(node);
+}
+
+NodeId PickleGraph::addTuple(const NodeId* items, std::size_t count)
+{
+    PickleNode node;
+    node.kind = NodeKind::Tuple;
+    node.body = static_cast<std::uint32_t>(m_tupleItems.size());
+    node.count = static_cast<std::uint32_t>(count);
+    m_tupleItems.insert(m_tupleItems.end(), items, items + count);
+    return add(node);
+}
+
+NodeId PickleGraph::addContainer(NodeKind kind)
+{
+    PickleNode node;
+    node.kind = kind;
+    node.body = static_cast<std::uint32_t>(m_bodies.size());
+    m_bodies.emplace_back();
+    return add(node);
+}
+
+NodeId PickleGraph::addCall(NodeKind kind, NodeId callee, NodeId args)
+{
+    PickleNode node;
+    node.kind = kind;
+    node.value = callee;
+    node.extra = args;
+    node.body = kNoNode;
+    return add(node);
+}
+
+NodeId PickleGraph::addPersistentId(NodeId pid)
+{
+    PickleNode node;
+    node.kind = NodeKind::PersistentId;
+    node.value = pid;
+    return add(node);
+}
+
+std::string_view PickleGraph::text(NodeId id) const
+{
+    const NodeKind k = kind(id);
+    if (k != NodeKind::String && k != NodeKind::Bytes && k != NodeKind::BigInt && k != NodeKind::ByteArray)
+        return {};
+    const PickleNode& n = m_nodes[id];
+    return std::string_view(m_text).substr(static_cast<std::size_t>(n.value), n.count);
+}
+
+std::string_view PickleGraph::module(NodeId id) const
+{
+    if (kind(id) != NodeKind::Global)
+        return {};
+    const PickleNode& n = m_nodes[id];
+    return std::string_view(m_text).substr(static_cast<std::size_t>(n.value), n.count);
+}
+
+std::string_view PickleGraph::name(NodeId id) const
+{
+    if (kind(id) != NodeKind::Global)
+        return {};
+    const PickleNode& n = m_nodes[id];
+    return std::string_view(m_text).substr(static_cast<std::size_t>(n.value) + n.count, n.extra);
+}
+
+std::string PickleGraph::qualifiedName(NodeId id) const
+{
+    if (kind(id) != NodeKind::Global)
+        return {};
+    std::string result(module(id));
+    result += '.';
+    result += name(id);
+    return result;
+}
+
+std::int64_t PickleGraph::intValue(NodeId id) const
+{
+    const NodeKind k = kind(id);
+    if (k == NodeKind::Int || k == NodeKind::Bool)
+        return m_nodes[id].value;
+    return 0;
+}
+
+double PickleGraph::floatValue(NodeId id) const
+{
+    if (kind(id) == NodeKind::Float) {
+        double value;
+        std::memcpy(&value, &m_nodes[id].value, sizeof value);
+        return value;
+    }
+    if (kind(id) == NodeKind::Int)
+        return static_cast<double>(m_nodes[id].value);
+    return 0.0;
+}
+
+std::vector<NodeId> PickleGraph::sequence(NodeId id) const
+{
+    const NodeKind k = kind(id);
+    if (k == NodeKind::Tuple) {
+        const PickleNode& n = m_nodes[id];
+        return {m_tupleItems.begin() + n.body, m_tupleItems.begin() + n.body + n.count};
+    }
+    if (k == NodeKind::List || k == NodeKind::Set || k == NodeKind::FrozenSet) {
+        if (const ContainerBody* b = bodyOf(id))
+            return b->items;
+    }
+    return {};
+}
+
+std::size_t PickleGraph::tupleSize(NodeId id) const
+{
+    return kind(id) == NodeKind::Tuple ? m_nodes[id].count : 0;
+}
+
+NodeId PickleGraph::tupleItem(NodeId id, std::size_t index) const
+{
+    if (kind(id) != NodeKind::Tuple || index >= m_nodes[id].count)
+        return kNoNode;
+    return m_tupleItems[m_nodes[id].body + index];
+}
+
+NodeId PickleGraph::callee(NodeId id) const
+{
+    const NodeKind k = kind(id);
+    if (k != NodeKind::Call && k != NodeKind::NewObject)
+        return kNoNode;
+    return static_cast<NodeId>(m_nodes[id].value);
+}
+
+NodeId PickleGraph::arguments(NodeId id) const
+{
+    const NodeKind k = kind(id);
+    if (k != NodeKind::Call && k != NodeKind::NewObject)
+        return kNoNode;
+    return m_nodes[id].extra;
+}
+
+std::string PickleGraph::calleeName(NodeId id) const
+{
+    return qualifiedName(callee(id));
+}
+
+NodeId PickleGraph::persistentIdPayload(NodeId id) const
+{
+    if (kind(id) != NodeKind::PersistentId)
+        return kNoNode;
+    return static_cast<NodeId>(m_nodes[id].value);
+}
+
+const ContainerBody* PickleGraph::bodyOf(NodeId id) const
+{
+    if (id >= m_nodes.size())
+        return nullptr;
+    const PickleNode& n = m_nodes[id];
+    switch (n.kind) {
+    case NodeKind::List:
+    case NodeKind::Dict:
+    case NodeKind::Set:
+    case NodeKind::FrozenSet:
+    case NodeKind::Call:
+    case NodeKind::NewObject:
+        return n.body == kNoNode ? nullptr : &m_bodies[n.body];
+    default:
+        return nullptr;
+    }
+}
+
+ContainerBody& PickleGraph::ensureBody(NodeId id)
+{
+    PickleNode& n = m_nodes[id];
+    if (n.body == kNoNode) {
+        n.body = static_cast<std::uint32_t>(m_bodies.size());
+        m_bodies.emplace_back();
+    }
+    return m_bodies[n.body];
+}
+
+std::size_t PickleGraph::approximateBytes() const
+{
+    std::size_t bytes = m_nodes.capacity() * sizeof(PickleNode) + m_tupleItems.capacity() * sizeof(NodeId)
+        + m_text.capacity() + m_bodies.capacity() * sizeof(ContainerBody);
+    for (const ContainerBody& b : m_bodies)
+        bytes += (b.items.capacity() + b.dictItems.capacity() + b.states.capacity()) * sizeof(NodeId);
+    return bytes;
+}
+
+} // namespace ckpt

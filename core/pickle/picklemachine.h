@@ -1,0 +1,73 @@
+#pragma once
+
+#include "core/base/bytes.h"
+#include "core/pickle/picklegraph.h"
+
+#include <bitset>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+// Limits that keep a hostile pickle from exhausting memory or time. The defaults are far above
+// anything a real checkpoint needs (a 10-million-tensor state_dict stays below them).
+struct PickleLimits {
+    std::uint64_t maxPickleBytes = 8ull << 30;
+    std::uint64_t maxOpcodes = 2'000'000'000ull;
+    std::size_t maxStackDepth = 50'000'000;
+    std::size_t maxMarkDepth = 100'000;
+    std::size_t maxMemoEntries = 100'000'000;
+    std::size_t maxIntegerBytes = 1024; // LONG1/LONG4/LONG text: wider integers are refused
+    std::size_t maxNodes = 400'000'000;
+    // Called every 65,536 opcodes with (bytes read, pickle size); returning false stops the
+    // machine with the error "cancelled" (the desktop app opens files off its GUI thread).
+    std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
+};
+
+// A GLOBAL (or STACK_GLOBAL, INST) the pickle references, where it does.
+struct GlobalReference {
+    std::string module;
+    std::string name;
+    std::uint64_t offset = 0; // of the opcode, within the pickle
+};
+
+struct PickleRun {
+    NodeId root = kNoNode; // the value STOP returned; kNoNode when the pickle did not finish
+    std::uint64_t endOffset = 0; // one past the STOP opcode (or where reading stopped)
+    int protocol = 0; // from PROTO, 0 when absent
+    std::uint64_t opcodeCount = 0;
+    std::bitset<256> opcodesSeen; // for the weights_only verdict
+    std::vector<GlobalReference> globals;
+    std::vector<std::uint64_t> persistentIdOffsets; // offsets of BINPERSID/PERSID opcodes
+    // Set when the pickle could not be read to its STOP: what went wrong, where.
+    std::optional<std::string> error;
+    std::uint64_t errorOffset = 0;
+    // What was on the stack when an error stopped the machine: partial containers that may still
+    // hold tensors worth showing (salvage).
+    std::vector<NodeId> stackAtError;
+
+    bool complete() const { return !error && root != kNoNode; }
+};
+
+// A symbolic pickle virtual machine for protocols 0-5. It never imports or calls anything:
+// GLOBALs become names and REDUCE/NEWOBJ/BUILD build inert nodes in a PickleGraph. Several pickles
+// (e.g. the legacy format's header, main object and key list) can be run into one graph.
+class PickleMachine {
+public:
+    explicit PickleMachine(PickleLimits limits = {})
+        : m_limits(limits)
+    { }
+
+    // Runs one pickle starting at data[0], stopping at its STOP opcode.
+    PickleRun run(ByteView data, PickleGraph& graph) const;
+
+private:
+    PickleLimits m_limits;
+};
+
+// Human-readable opcode name ("BINPERSID") for messages.
+const char* pickleOpcodeName(std::uint8_t opcode);
+
+} // namespace ckpt

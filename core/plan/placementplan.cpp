@@ -1,0 +1,286 @@
+#include "core/plan/placementplan.h"
+
+#include "core/model/checkpoint.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ckpt {
+
+namespace {
+
+std::string pythonString(const std::string& text)
+{
+    std::string out = "'";
+    for (char c : text) {
+        if (c == '\\' || c == '\'')
+            out += '\\';
+        out += c;
+    }
+    return out + "'";
+}
+
+} // namespace
+
+bool isPlausibleDeviceTag(const std::string& tag)
+{
+    // torch's tags are "<backend>" or "<backend>:<index>" with a lower-case backend name
+    // (register_package allows any string, but a plan should only write what torch writes).
+    if (tag.empty())
+        return false;
+    const auto colon = tag.find(':');
+    const std::string backend = tag.substr(0, colon);
+    if (backend.empty() || !std::all_of(backend.begin(), backend.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        }))
+        return false;
+    if (colon == std::string::npos)
+        return true;
+    const std::string index = tag.substr(colon + 1);
+    return !index.empty() && index.size() < 6
+        && std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+Expected<PlacementRule> PlacementRule::parse(Kind kind, const std::string& text)
+{
+    const auto equals = text.rfind('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+        return makeError("'" + text + "' is not of the form "
+            + (kind == Kind::MapTag            ? "FROM=TO"
+                    : kind == Kind::MoveTensor ? "NAME=DEVICE"
+                                               : "PREFIX=DEVICE"));
+    PlacementRule rule;
+    rule.kind = kind;
+    rule.subject = text.substr(0, equals);
+    rule.target = text.substr(equals + 1);
+    if (!isPlausibleDeviceTag(rule.target))
+        return makeError("'" + rule.target
+            + "' is not a device torch writes (expected e.g. cpu, cuda:0, cuda, mps, xpu:1)");
+    if (kind == Kind::MapTag && rule.subject != "*" && !isPlausibleDeviceTag(rule.subject))
+        return makeError(
+            "'" + rule.subject + "' is not a device tag (expected e.g. cuda:1, or * for every device)");
+    return rule;
+}
+
+std::string PlacementRule::describe() const
+{
+    const char* flag = kind == Kind::MapTag ? "--map" : kind == Kind::MoveTensor ? "--tensor" : "--module";
+    return std::string(flag) + " " + subject + "=" + target;
+}
+
+PlacementPlan::PlacementPlan(const Checkpoint& checkpoint)
+    : m_checkpoint(checkpoint)
+{
+    m_unitOfStorage.assign(checkpoint.storages.size(), -1);
+    m_unitOfTensor.assign(checkpoint.tensors.size(), -1);
+    for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
+        m_unitOfStorage[s] = static_cast<std::int32_t>(m_units.size());
+        m_units.push_back({static_cast<std::int32_t>(s), -1, checkpoint.storages[s].device});
+    }
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+        const TensorEntry& tensor = checkpoint.tensors[t];
+        if (tensor.deviceRecordedOutsideStorage && tensor.device) {
+            // Its device is written beside its data (wrapper subclasses, device tensors, meta).
+            m_unitOfTensor[t] = static_cast<std::int32_t>(m_units.size());
+            m_units.push_back({-1, static_cast<std::int32_t>(t), tensor.device});
+        } else if (tensor.storage >= 0) {
+            m_unitOfTensor[t] = m_unitOfStorage[static_cast<std::size_t>(tensor.storage)];
+        }
+    }
+    m_sortedNames.reserve(checkpoint.tensors.size());
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+        m_sortedNames.emplace_back(checkpoint.tensors[t].name, t);
+    std::sort(m_sortedNames.begin(), m_sortedNames.end());
+    m_planned.reserve(m_units.size());
+    for (const PlacementUnit& unit : m_units)
+        m_planned.push_back(unit.recorded);
+}
+
+std::int32_t PlacementPlan::unitOfStorage(std::uint32_t storage) const
+{
+    return storage < m_unitOfStorage.size() ? m_unitOfStorage[storage] : -1;
+}
+
+std::int32_t PlacementPlan::unitOfTensor(std::uint32_t tensor) const
+{
+    return tensor < m_unitOfTensor.size() ? m_unitOfTensor[tensor] : -1;
+}
+
+std::optional<std::string> PlacementPlan::plannedDeviceOfStorage(std::uint32_t storage) const
+{
+    const std::int32_t unit = unitOfStorage(storage);
+    return unit < 0 ? std::nullopt : m_planned[static_cast<std::size_t>(unit)];
+}
+
+std::optional<std::string> PlacementPlan::plannedDeviceOfTensor(std::uint32_t tensor) const
+{
+    const std::int32_t unit = unitOfTensor(tensor);
+    return unit < 0 ? std::nullopt : m_planned[static_cast<std::size_t>(unit)];
+}
+
+bool PlacementPlan::changesAnything() const
+{
+    for (std::size_t u = 0; u < m_units.size(); ++u)
+        if (m_planned[u] != m_units[u].recorded)
+            return true;
+    return false;
+}
+
+PlacementChange PlacementPlan::apply(const PlacementRule& rule)
+{
+    PlacementChange change;
+    std::set<std::uint32_t> units;
+    std::set<std::uint32_t> namedTensors;
+    bool metaSkipped = false;
+    switch (rule.kind) {
+    case PlacementRule::Kind::MapTag:
+        // Like a map_location dict: it looks at the tag recorded in the file.
+        for (std::uint32_t u = 0; u < m_units.size(); ++u) {
+            const auto& recorded = m_units[u].recorded;
+            if (!recorded)
+                continue;
+            if (rule.subject == "*" || *recorded == rule.subject) {
+                if (*recorded == "meta") {
+                    metaSkipped = true;
+                    continue;
+                }
+                units.insert(u);
+            }
+        }
+        break;
+    case PlacementRule::Kind::MoveTensor:
+    case PlacementRule::Kind::MoveModule:
+        // Every name that matches starts with the subject: a range of the sorted names.
+        for (auto it = std::lower_bound(m_sortedNames.begin(), m_sortedNames.end(),
+                 std::pair<std::string_view, std::uint32_t>(rule.subject, 0));
+             it != m_sortedNames.end() && it->first.starts_with(rule.subject); ++it) {
+            const std::string_view name = it->first;
+            const std::uint32_t t = it->second;
+            const bool matches = rule.kind == PlacementRule::Kind::MoveTensor
+                ? name == rule.subject
+                : (name == rule.subject
+                    || (name.size() > rule.subject.size()
+                        && name.compare(0, rule.subject.size(), rule.subject) == 0
+                        && (name[rule.subject.size()] == '.' || name[rule.subject.size()] == '[')));
+            if (!matches)
+                continue;
+            namedTensors.insert(t);
+            const std::int32_t unit = m_unitOfTensor[t];
+            if (unit < 0)
+                continue;
+            if (m_units[static_cast<std::size_t>(unit)].recorded == std::optional<std::string>("meta")) {
+                metaSkipped = true;
+                continue;
+            }
+            units.insert(static_cast<std::uint32_t>(unit));
+        }
+        break;
+    }
+    if (metaSkipped)
+        change.notes.push_back("meta tensors hold no data and stay on meta");
+    for (std::uint32_t u : units) {
+        if (m_planned[u] != rule.target) {
+            change.previousDevices.push_back(m_planned[u]);
+            m_planned[u] = rule.target;
+            change.unitsChanged.push_back(u);
+        }
+        // Every other tensor viewing this storage goes with it.
+        if (m_units[u].storage >= 0)
+            for (std::uint32_t t :
+                m_checkpoint.storages[static_cast<std::size_t>(m_units[u].storage)].tensors)
+                if (!namedTensors.count(t) && rule.kind != PlacementRule::Kind::MapTag)
+                    change.tensorsDraggedAlong.push_back(t);
+    }
+    change.tensorsNamed.assign(namedTensors.begin(), namedTensors.end());
+    m_rules.push_back(rule);
+    return change;
+}
+
+PlacementChange PlacementPlan::restore(
+    const std::vector<std::pair<std::uint32_t, std::optional<std::string>>>& devices)
+{
+    PlacementChange change;
+    for (const auto& [unit, device] : devices) {
+        if (unit >= m_planned.size() || m_planned[unit] == device)
+            continue;
+        change.previousDevices.push_back(m_planned[unit]);
+        m_planned[unit] = device;
+        change.unitsChanged.push_back(unit);
+    }
+    return change;
+}
+
+std::optional<std::map<std::string, std::string>> PlacementPlan::asTagMapping() const
+{
+    std::map<std::string, std::string> mapping;
+    for (std::size_t u = 0; u < m_units.size(); ++u) {
+        if (!m_units[u].recorded || !m_planned[u])
+            continue;
+        auto [it, inserted] = mapping.emplace(*m_units[u].recorded, *m_planned[u]);
+        if (!inserted && it->second != *m_planned[u])
+            return std::nullopt; // two storages recorded alike go to different places
+    }
+    for (auto it = mapping.begin(); it != mapping.end();) {
+        if (it->first == it->second)
+            it = mapping.erase(it);
+        else
+            ++it;
+    }
+    return mapping;
+}
+
+std::string PlacementPlan::asPython(const std::string& checkpointPath) const
+{
+    if (auto mapping = asTagMapping()) {
+        std::string literal = "{";
+        bool first = true;
+        for (const auto& [from, to] : *mapping) {
+            literal += (first ? "" : ", ") + pythonString(from) + ": " + pythonString(to);
+            first = false;
+        }
+        literal += "}";
+        return "# The plan is a pure tag-to-tag mapping: pass it as map_location.\n"
+               "map_location = "
+            + literal + "\ncheckpoint = torch.load(" + pythonString(checkpointPath)
+            + ", map_location=map_location)\n";
+    }
+    // Per-tensor plans cannot be said with map_location (it sees a storage and its tag, never a
+    // name): load on the CPU, then move each tensor to its planned device.
+    std::string moves;
+    for (std::uint32_t t = 0; t < m_checkpoint.tensors.size(); ++t) {
+        const TensorEntry& tensor = m_checkpoint.tensors[t];
+        if (tensor.name.find('[') != std::string::npos)
+            continue; // parts of composite tensors move with them
+        const auto planned = plannedDeviceOfTensor(t);
+        if (!planned || *planned == "cpu")
+            continue;
+        moves += "    " + pythonString(tensor.name) + ": " + pythonString(*planned) + ",\n";
+    }
+    return "import torch\n\n"
+           "# This plan places tensors one by one, which map_location cannot express: load on the\n"
+           "# CPU, then move each tensor. Tensors that shared a storage (views, tied weights) become\n"
+           "# separate copies after .to(); the remapped copy written by ckpt-inspect keeps them shared.\n"
+           "checkpoint = torch.load("
+        + pythonString(checkpointPath)
+        + ", map_location='cpu')\n"
+          "moves = {\n"
+        + moves
+        + "}\n\n"
+          "def _move(root, path, device):\n"
+          "    parts = path.split('.')\n"
+          "    parent = root\n"
+          "    for part in parts[:-1]:\n"
+          "        parent = parent[int(part) if isinstance(parent, (list, tuple)) else part] "
+          "if not hasattr(parent, '_modules') else getattr(parent, part)\n"
+          "    key = parts[-1]\n"
+          "    if isinstance(parent, dict):\n"
+          "        parent[key] = parent[key].to(device)\n"
+          "    elif isinstance(parent, list):\n"
+          "        parent[int(key)] = parent[int(key)].to(device)\n"
+          "    else:\n"
+          "        setattr(parent, key, getattr(parent, key).to(device))\n\n"
+          "for path, device in moves.items():\n"
+          "    _move(checkpoint, path, device)\n";
+}
+
+} // namespace ckpt

@@ -1,0 +1,996 @@
+#include "core/read/checkpointbuilder.h"
+
+#include "core/model/dtype.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
+namespace ckpt {
+
+namespace {
+
+constexpr int kMaxDepth = 1000;
+
+std::string joinName(const std::string& base, const std::string& component)
+{
+    if (base.empty())
+        return component;
+    std::string name;
+    name.reserve(base.size() + component.size() + 1);
+    name += base;
+    name += '.';
+    name += component;
+    return name;
+}
+
+bool isDictClass(std::string_view name)
+{
+    return name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict"
+        || name == "collections.defaultdict" || name == "collections.Counter"
+        || name == "torch.nn.modules.container.ParameterDict";
+}
+
+bool isSetClass(std::string_view name)
+{
+    return name == "builtins.set" || name == "__builtin__.set" || name == "builtins.frozenset"
+        || name == "__builtin__.frozenset";
+}
+
+// Classes whose instances are plain values for a person (shown in one line, never walked).
+bool isValueClass(std::string_view name)
+{
+    return name == "torch.Size" || name == "torch.device" || name == "_codecs.encode"
+        || name == "builtins.complex" || name == "__builtin__.complex" || name == "builtins.slice"
+        || name == "numpy.dtype" || name == "numpy.core.multiarray.scalar"
+        || name == "numpy._core.multiarray.scalar" || name == "builtins.bytearray"
+        || name == "torch.serialization._get_layout" || name == "datetime.datetime"
+        || name == "datetime.timedelta" || name == "pathlib.PosixPath";
+}
+
+std::string quoted(std::string_view text)
+{
+    std::string out = "'";
+    const std::size_t limit = 80;
+    for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
+        const char c = text[i];
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\'')
+            out += "\\'";
+        else if (static_cast<unsigned char>(c) < 0x20)
+            out += '?';
+        else
+            out += c;
+    }
+    if (text.size() > limit)
+        out += "…";
+    out += '\'';
+    return out;
+}
+
+std::string formatDouble(double value)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    return buffer;
+}
+
+TensorLayout layoutFromName(std::string_view name)
+{
+    if (name.starts_with("torch."))
+        name.remove_prefix(6);
+    if (name == "sparse_coo")
+        return TensorLayout::SparseCoo;
+    if (name == "sparse_csr")
+        return TensorLayout::SparseCsr;
+    if (name == "sparse_csc")
+        return TensorLayout::SparseCsc;
+    if (name == "sparse_bsr")
+        return TensorLayout::SparseBsr;
+    if (name == "sparse_bsc")
+        return TensorLayout::SparseBsc;
+    return TensorLayout::Strided;
+}
+
+} // namespace
+
+bool isTensorRebuildFunction(std::string_view name)
+{
+    static constexpr std::array<std::string_view, 19> kNames {
+        "torch._utils._rebuild_tensor",
+        "torch._utils._rebuild_tensor_v2",
+        "torch._utils._rebuild_tensor_v3",
+        "torch._utils._rebuild_parameter",
+        "torch._utils._rebuild_parameter_with_state",
+        "torch._utils._rebuild_qtensor",
+        "torch._utils._rebuild_sparse_tensor",
+        "torch._utils._rebuild_sparse_csr_tensor",
+        "torch._utils._rebuild_nested_tensor",
+        "torch._utils._rebuild_meta_tensor_no_storage",
+        "torch._utils._rebuild_wrapper_subclass",
+        "torch._utils._rebuild_device_tensor_from_numpy",
+        "torch._utils._rebuild_xla_tensor",
+        "torch._utils._rebuild_mlc_tensor",
+        "torch._utils._rebuild_device_tensor_from_cpu_tensor",
+        "torch._tensor._rebuild_from_type_v2",
+        "torch._tensor._rebuild_from_type",
+        "torch._utils._rebuild_from_type_v2",
+        "torch.nn.parameter.Parameter",
+    };
+    return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
+}
+
+CheckpointBuilder::CheckpointBuilder(Checkpoint& checkpoint)
+    : m_checkpoint(checkpoint)
+    , m_graph(checkpoint.graph)
+{
+    m_checkpoint.ensureRoot();
+}
+
+std::string CheckpointBuilder::className(NodeId id) const
+{
+    NodeId callee = m_graph.callee(id);
+    if (m_graph.kind(callee) == NodeKind::Global)
+        return m_graph.qualifiedName(callee);
+    // Legacy whole-module pickles replace the class GLOBAL by a ('module', cls, file, source) pid.
+    if (m_graph.kind(callee) == NodeKind::PersistentId) {
+        NodeId payload = m_graph.persistentIdPayload(callee);
+        if (m_graph.text(m_graph.tupleItem(payload, 0)) == "module")
+            return m_graph.qualifiedName(m_graph.tupleItem(payload, 1));
+    }
+    if (m_graph.kind(callee) == NodeKind::Call)
+        return "(result of " + className(callee) + ")";
+    return "(unknown class)";
+}
+
+std::optional<std::vector<std::int64_t>> CheckpointBuilder::intList(NodeId id) const
+{
+    // torch.Size(...) pickles as a REDUCE of torch.Size over a one-tuple holding the tuple.
+    if (m_graph.kind(id) == NodeKind::Call && className(id) == "torch.Size")
+        id = m_graph.tupleItem(m_graph.arguments(id), 0);
+    const NodeKind kind = m_graph.kind(id);
+    if (kind != NodeKind::Tuple && kind != NodeKind::List)
+        return std::nullopt;
+    std::vector<std::int64_t> values;
+    for (NodeId item : m_graph.sequence(id)) {
+        if (!m_graph.isInt(item))
+            return std::nullopt;
+        values.push_back(m_graph.intValue(item));
+    }
+    return values;
+}
+
+std::optional<std::string> CheckpointBuilder::deviceFromValue(NodeId id) const
+{
+    if (m_graph.kind(id) == NodeKind::String)
+        return std::string(m_graph.text(id));
+    // torch.device('cuda', 0) pickles as REDUCE(torch.device, ('cuda', 0)) or ('cuda:0',).
+    if (m_graph.kind(id) == NodeKind::Call && className(id) == "torch.device") {
+        const NodeId args = m_graph.arguments(id);
+        std::string device(m_graph.text(m_graph.tupleItem(args, 0)));
+        const NodeId index = m_graph.tupleItem(args, 1);
+        if (m_graph.isInt(index))
+            device += ":" + std::to_string(m_graph.intValue(index));
+        return device;
+    }
+    return std::nullopt;
+}
+
+std::string CheckpointBuilder::keyComponent(NodeId key) const
+{
+    switch (m_graph.kind(key)) {
+    case NodeKind::String:
+    case NodeKind::Bytes:
+        return std::string(m_graph.text(key));
+    case NodeKind::Int:
+        return std::to_string(m_graph.intValue(key));
+    case NodeKind::Bool:
+        return m_graph.intValue(key) ? "True" : "False";
+    case NodeKind::None:
+        return "None";
+    default:
+        return summarize(key, 0);
+    }
+}
+
+std::string CheckpointBuilder::summarize(NodeId id, int depth) const
+{
+    switch (m_graph.kind(id)) {
+    case NodeKind::None:
+        return "None";
+    case NodeKind::Bool:
+        return m_graph.intValue(id) ? "True" : "False";
+    case NodeKind::Int:
+        return std::to_string(m_graph.intValue(id));
+    case NodeKind::BigInt:
+        return "int (" + std::to_string(m_graph.text(id).size() * 8) + " bits)";
+    case NodeKind::Float:
+        return formatDouble(m_graph.floatValue(id));
+    case NodeKind::String:
+        return quoted(m_graph.text(id));
+    case NodeKind::Bytes:
+    case NodeKind::ByteArray:
+        return "bytes (" + formatThousands(m_graph.text(id).size()) + ")";
+    case NodeKind::Global:
+        return m_graph.qualifiedName(id);
+    case NodeKind::PersistentId:
+        return "persistent id";
+    case NodeKind::Extension:
+        return "copyreg extension " + std::to_string(m_graph.intValue(id));
+    case NodeKind::PickleBuffer:
+        return "out-of-band buffer";
+    case NodeKind::Tuple:
+    case NodeKind::List:
+    case NodeKind::Set:
+    case NodeKind::FrozenSet: {
+        const std::vector<NodeId> items = m_graph.sequence(id);
+        const char* what = m_graph.kind(id) == NodeKind::Tuple ? "tuple"
+            : m_graph.kind(id) == NodeKind::List               ? "list"
+                                                               : "set";
+        if (items.size() <= 6 && depth < 2) {
+            std::string out = m_graph.kind(id) == NodeKind::List ? "[" : "(";
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                if (i)
+                    out += ", ";
+                out += summarize(items[i], depth + 1);
+            }
+            out += m_graph.kind(id) == NodeKind::List ? "]" : ")";
+            return out;
+        }
+        return std::string(what) + " of " + formatThousands(items.size());
+    }
+    case NodeKind::Dict: {
+        const ContainerBody* body = m_graph.bodyOf(id);
+        const std::size_t n = body ? body->dictItems.size() / 2 : 0;
+        return "dict (" + formatThousands(n) + (n == 1 ? " entry)" : " entries)");
+    }
+    case NodeKind::Call:
+    case NodeKind::NewObject: {
+        const std::string cls = className(id);
+        const NodeId args = m_graph.arguments(id);
+        if (cls == "torch.Size") {
+            auto dims = intList(id);
+            std::string out = "Size([";
+            if (dims)
+                for (std::size_t i = 0; i < dims->size(); ++i)
+                    out += (i ? ", " : "") + std::to_string((*dims)[i]);
+            return out + "])";
+        }
+        if (cls == "torch.device") {
+            auto device = deviceFromValue(id);
+            return "device('" + device.value_or("?") + "')";
+        }
+        if (cls == "_codecs.encode")
+            return "bytes (" + formatThousands(m_graph.text(m_graph.tupleItem(args, 0)).size()) + ")";
+        return cls;
+    }
+    }
+    return "?";
+}
+
+std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::int64_t* viewOffsetElements)
+{
+    if (viewOffsetElements)
+        *viewOffsetElements = 0;
+    const std::size_t n = m_graph.tupleSize(tuple);
+    if (n < 5 || m_graph.text(m_graph.tupleItem(tuple, 0)) != "storage")
+        return -1;
+    const NodeId classNode = m_graph.tupleItem(tuple, 1);
+    std::string storageClass = m_graph.kind(classNode) == NodeKind::Global
+        ? std::string(m_graph.name(classNode))
+        : std::string(m_graph.text(classNode));
+    const NodeId keyNode = m_graph.tupleItem(tuple, 2);
+    const std::string key = storageKeyPrefix + keyComponent(keyNode);
+    const NodeId locationNode = m_graph.tupleItem(tuple, 3);
+    std::optional<std::string> location;
+    if (m_graph.kind(locationNode) == NodeKind::String || m_graph.kind(locationNode) == NodeKind::Bytes)
+        location = std::string(m_graph.text(locationNode));
+    const NodeId numelNode = m_graph.tupleItem(tuple, 4);
+    const std::int64_t numel = m_graph.isInt(numelNode) ? m_graph.intValue(numelNode) : -1;
+
+    if (n >= 6 && viewOffsetElements) {
+        // Old legacy files: (view_key, offset, view_size) — the object is a slice of the root storage.
+        const NodeId view = m_graph.tupleItem(tuple, 5);
+        if (m_graph.tupleSize(view) == 3 && m_graph.isInt(m_graph.tupleItem(view, 1)))
+            *viewOffsetElements = m_graph.intValue(m_graph.tupleItem(view, 1));
+    }
+
+    if (auto it = m_checkpoint.storageIndexByKey.find(key); it != m_checkpoint.storageIndexByKey.end()) {
+        StorageRecord& existing = m_checkpoint.storages[it->second];
+        // torch caches the first storage of each key and ignores what later persistent ids say;
+        // a file whose persistent ids disagree was edited or is hostile.
+        if ((location && existing.device && *location != *existing.device)
+            || (numel >= 0 && static_cast<std::uint64_t>(numel) != existing.numel
+                && existing.firstPersistentId != kNoNode)) {
+            m_checkpoint.addFinding(Severity::Warning, "storage-described-differently",
+                "storage " + key + " is described differently by two of its references ("
+                    + existing.device.value_or("?") + ", " + formatThousands(existing.numel) + " elements vs "
+                    + location.value_or("?") + ", "
+                    + (numel >= 0 ? formatThousands(static_cast<std::uint64_t>(numel)) : std::string("?"))
+                    + " elements); torch uses the first",
+                existing.record);
+        }
+        if (existing.firstPersistentId == kNoNode)
+            existing.firstPersistentId = tuple;
+        if (existing.persistentIdTuples.empty() || existing.persistentIdTuples.back() != tuple)
+            existing.persistentIdTuples.push_back(tuple);
+        return static_cast<std::int32_t>(it->second);
+    }
+
+    StorageRecord storage;
+    storage.key = key;
+    storage.storageClass = storageClass;
+    storage.device = location;
+    storage.firstPersistentId = tuple;
+    storage.persistentIdTuples.push_back(tuple);
+    storage.pickleSection = static_cast<std::uint32_t>(m_checkpoint.pickles.size());
+    std::uint32_t elementSize = 1;
+    if (auto info = dtypeByStorageClass(storageClass)) {
+        storage.dtype = std::string(info->name);
+        elementSize = info->elementSize;
+    } else {
+        storage.dtype = storageClass;
+        m_checkpoint.addFinding(Severity::Warning, "unknown-storage-class",
+            "storage " + key + " has the storage class '" + storageClass
+                + "', which this reader does not know; its size is counted as one byte per element");
+    }
+    if (numel < 0) {
+        m_checkpoint.addFinding(Severity::Error, "bad-storage-size",
+            "storage " + key + " does not record its size as an integer: the persistent id is malformed");
+    }
+    storage.numel = numel < 0 ? 0 : static_cast<std::uint64_t>(numel);
+    storage.nbytes = storage.numel * elementSize;
+    if (locateStorageBytes)
+        locateStorageBytes(storage);
+    m_checkpoint.storages.push_back(std::move(storage));
+    const auto index = static_cast<std::uint32_t>(m_checkpoint.storages.size() - 1);
+    m_checkpoint.storageIndexByKey.emplace(key, index);
+    return static_cast<std::int32_t>(index);
+}
+
+std::int32_t CheckpointBuilder::storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements)
+{
+    const std::int32_t index = resolveStorageArgument(storageArg, viewOffsetElements);
+    if (index >= 0)
+        m_storagesUsed.insert(static_cast<std::uint32_t>(index));
+    return index;
+}
+
+std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements)
+{
+    if (viewOffsetElements)
+        *viewOffsetElements = 0;
+    NodeId payload = storageArg;
+    if (m_graph.kind(storageArg) == NodeKind::PersistentId)
+        payload = m_graph.persistentIdPayload(storageArg);
+    if (m_graph.kind(payload) == NodeKind::Tuple)
+        return storageFromPersistentTuple(payload, viewOffsetElements);
+    // The tar format's persistent ids are plain keys of storages read from its `storages` member.
+    if (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int) {
+        auto it = m_checkpoint.storageIndexByKey.find(storageKeyPrefix + keyComponent(payload));
+        if (it != m_checkpoint.storageIndexByKey.end()) {
+            auto& references = m_checkpoint.storages[it->second].plainKeyReferences;
+            if (m_graph.kind(storageArg) == NodeKind::PersistentId
+                && (references.empty() || references.back() != storageArg))
+                references.push_back(storageArg);
+            return static_cast<std::int32_t>(it->second);
+        }
+    }
+    return -1;
+}
+
+bool CheckpointBuilder::isTensorCall(NodeId id) const
+{
+    if (m_graph.kind(id) != NodeKind::Call && m_graph.kind(id) != NodeKind::NewObject)
+        return false;
+    const std::string name = m_graph.calleeName(id);
+    if (name == "torch.nn.parameter.Parameter")
+        return isTensorCall(m_graph.tupleItem(m_graph.arguments(id), 0));
+    return isTensorRebuildFunction(name);
+}
+
+std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(NodeId id, int depth)
+{
+    if (depth > 16 || !isTensorCall(id))
+        return std::nullopt;
+    std::string function = m_graph.calleeName(id);
+    NodeId args = m_graph.arguments(id);
+    std::string subclass;
+    bool subclassIsParameter = false;
+
+    // _rebuild_from_type_v2(func, new_type, args, state): a subclass (or a tensor with Python
+    // attributes) around one of the other forms.
+    if (function == "torch._tensor._rebuild_from_type_v2" || function == "torch._tensor._rebuild_from_type"
+        || function == "torch._utils._rebuild_from_type_v2") {
+        const NodeId func = m_graph.tupleItem(args, 0);
+        const NodeId newType = m_graph.tupleItem(args, 1);
+        const std::string typeName = m_graph.qualifiedName(newType);
+        if (typeName == "torch.nn.parameter.Parameter")
+            subclassIsParameter = true;
+        else if (typeName != "torch.Tensor" && !typeName.empty())
+            subclass = typeName;
+        function = m_graph.qualifiedName(func);
+        args = m_graph.tupleItem(args, 2);
+    }
+
+    auto arg = [&](std::size_t i) { return m_graph.tupleItem(args, i); };
+    auto boolArg = [&](std::size_t i) { return m_graph.intValue(arg(i)) != 0; };
+    auto dtypeFromGlobal = [&](NodeId node) { return std::string(m_graph.name(node)); };
+    auto inner = [&](NodeId node) -> std::optional<TensorParts> { return buildTensor(node, depth + 1); };
+
+    TensorParts result;
+    TensorEntry& t = result.tensor;
+    t.rebuildFunction = function;
+    t.node = id;
+
+    auto fillStrided = [&](bool hasRequiresGrad) {
+        std::int64_t viewOffset = 0;
+        t.storage = storageFromArgument(arg(0), &viewOffset);
+        t.storageOffset = (m_graph.isInt(arg(1)) ? m_graph.intValue(arg(1)) : 0) + viewOffset;
+        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.stride = intList(arg(3));
+        if (hasRequiresGrad)
+            t.requiresGrad = boolArg(4);
+        if (t.storage >= 0) {
+            const StorageRecord& storage = m_checkpoint.storages[static_cast<std::size_t>(t.storage)];
+            t.dtype = storage.dtype;
+            t.device = storage.device;
+        }
+    };
+
+    if (function == "torch._utils._rebuild_tensor" || function == "torch._utils._rebuild_tensor_v2") {
+        fillStrided(function.ends_with("_v2"));
+    } else if (function == "torch._utils._rebuild_tensor_v3") {
+        fillStrided(true);
+        t.dtype = dtypeFromGlobal(arg(6));
+    } else if (function == "torch._utils._rebuild_qtensor") {
+        std::int64_t viewOffset = 0;
+        t.storage = storageFromArgument(arg(0), &viewOffset);
+        t.storageOffset = (m_graph.isInt(arg(1)) ? m_graph.intValue(arg(1)) : 0) + viewOffset;
+        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.stride = intList(arg(3));
+        t.requiresGrad = boolArg(5);
+        t.layout = TensorLayout::Quantized;
+        if (t.storage >= 0) {
+            const StorageRecord& storage = m_checkpoint.storages[static_cast<std::size_t>(t.storage)];
+            t.dtype = storage.dtype;
+            t.device = storage.device;
+        }
+        const NodeId qparams = arg(4);
+        const std::string scheme(m_graph.name(m_graph.tupleItem(qparams, 0)));
+        if (scheme.starts_with("per_channel")) {
+            if (auto scales = inner(m_graph.tupleItem(qparams, 1)))
+                result.parts.emplace_back("q_scales", std::move(scales->tensor));
+            if (auto zeros = inner(m_graph.tupleItem(qparams, 2)))
+                result.parts.emplace_back("q_zero_points", std::move(zeros->tensor));
+        }
+    } else if (function == "torch._utils._rebuild_parameter"
+        || function == "torch._utils._rebuild_parameter_with_state"
+        || function == "torch.nn.parameter.Parameter") {
+        auto data = inner(arg(0));
+        if (!data)
+            return std::nullopt;
+        result = std::move(*data);
+        result.tensor.isParameter = true;
+        result.tensor.requiresGrad = m_graph.kind(arg(1)) == NodeKind::None ? true : boolArg(1);
+        result.tensor.node = id;
+        result.tensor.rebuildFunction = function + " / " + result.tensor.rebuildFunction;
+    } else if (function == "torch._utils._rebuild_sparse_tensor"
+        || function == "torch._utils._rebuild_sparse_csr_tensor") {
+        NodeId layoutNode = arg(0);
+        std::string layoutName;
+        if (m_graph.kind(layoutNode) == NodeKind::Call)
+            layoutName = std::string(m_graph.text(m_graph.tupleItem(m_graph.arguments(layoutNode), 0)));
+        else if (m_graph.kind(layoutNode) == NodeKind::Global)
+            layoutName = std::string(m_graph.name(layoutNode));
+        t.layout = function.ends_with("csr_tensor") ? TensorLayout::SparseCsr : layoutFromName(layoutName);
+        const NodeId data = arg(1);
+        std::vector<std::string> roles;
+        NodeId sizeNode = kNoNode;
+        switch (t.layout) {
+        case TensorLayout::SparseCoo:
+            roles = {"indices", "values"};
+            sizeNode = m_graph.tupleItem(data, 2);
+            break;
+        case TensorLayout::SparseCsr:
+        case TensorLayout::SparseBsr:
+            roles = {"crow_indices", "col_indices", "values"};
+            sizeNode = m_graph.tupleItem(data, 3);
+            break;
+        case TensorLayout::SparseCsc:
+        case TensorLayout::SparseBsc:
+            roles = {"ccol_indices", "row_indices", "values"};
+            sizeNode = m_graph.tupleItem(data, 3);
+            break;
+        default:
+            m_checkpoint.addFinding(Severity::Warning, "unknown-sparse-layout",
+                "a sparse tensor has the layout '" + layoutName + "', which this reader does not know");
+            roles = {"indices", "values"};
+            sizeNode = m_graph.tupleItem(data, 2);
+            t.layout = TensorLayout::SparseCoo;
+        }
+        for (std::size_t i = 0; i < roles.size(); ++i) {
+            if (auto part = inner(m_graph.tupleItem(data, i))) {
+                if (roles[i] == "values") {
+                    t.dtype = part->tensor.dtype;
+                    t.device = part->tensor.device;
+                }
+                result.parts.emplace_back(roles[i], std::move(part->tensor));
+            }
+        }
+        t.shape = intList(sizeNode).value_or(std::vector<std::int64_t> {});
+        t.stride.reset();
+        t.storageOffset.reset();
+    } else if (function == "torch._utils._rebuild_nested_tensor") {
+        t.layout = TensorLayout::Nested;
+        if (auto buffer = inner(arg(0))) {
+            t.dtype = buffer->tensor.dtype;
+            t.device = buffer->tensor.device;
+            result.parts.emplace_back("buffer", std::move(buffer->tensor));
+        }
+        // The nested geometry is itself stored as three int64 tensors with storages of their own.
+        const char* geometry[] = {"sizes", "strides", "storage_offsets"};
+        for (std::size_t i = 0; i < 3; ++i)
+            if (auto part = inner(arg(i + 1)))
+                result.parts.emplace_back(geometry[i], std::move(part->tensor));
+        t.stride.reset();
+        t.storageOffset.reset();
+    } else if (function == "torch._utils._rebuild_meta_tensor_no_storage") {
+        t.dtype = dtypeFromGlobal(arg(0));
+        t.shape = intList(arg(1)).value_or(std::vector<std::int64_t> {});
+        t.stride = intList(arg(2));
+        t.requiresGrad = boolArg(3);
+        t.storageOffset = 0;
+        t.device = "meta";
+        t.deviceRecordedOutsideStorage = true;
+        t.layout = TensorLayout::Meta;
+    } else if (function == "torch._utils._rebuild_wrapper_subclass") {
+        subclass = m_graph.qualifiedName(arg(0));
+        t.dtype = dtypeFromGlobal(arg(1));
+        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.stride = intList(arg(3));
+        t.storageOffset = m_graph.isInt(arg(4)) ? m_graph.intValue(arg(4)) : 0;
+        t.device = deviceFromValue(arg(6));
+        t.deviceRecordedOutsideStorage = true;
+        t.deviceArgumentTuple = args;
+        t.deviceArgumentIndex = 6;
+        t.deviceArgumentIsTorchDevice = m_graph.kind(arg(6)) == NodeKind::Call;
+        t.requiresGrad = boolArg(7);
+    } else if (function == "torch._utils._rebuild_device_tensor_from_numpy"
+        || function == "torch._utils._rebuild_xla_tensor" || function == "torch._utils._rebuild_mlc_tensor") {
+        t.dtype = dtypeFromGlobal(arg(1));
+        t.device = deviceFromValue(arg(2));
+        t.deviceRecordedOutsideStorage = true;
+        t.deviceArgumentTuple = args;
+        t.deviceArgumentIndex = 2;
+        t.requiresGrad = boolArg(3);
+        t.storageOffset.reset();
+    } else if (function == "torch._utils._rebuild_device_tensor_from_cpu_tensor") {
+        auto data = inner(arg(0));
+        if (!data)
+            return std::nullopt;
+        result = std::move(*data);
+        result.tensor.dtype = dtypeFromGlobal(arg(1));
+        result.tensor.device = deviceFromValue(arg(2));
+        result.tensor.deviceRecordedOutsideStorage = true;
+        result.tensor.deviceArgumentTuple = args;
+        result.tensor.deviceArgumentIndex = 2;
+        result.tensor.requiresGrad = boolArg(3);
+        result.tensor.node = id;
+        result.tensor.rebuildFunction = function;
+    } else {
+        return std::nullopt;
+    }
+
+    if (subclassIsParameter)
+        result.tensor.isParameter = true;
+    if (!subclass.empty())
+        result.tensor.subclass = subclass;
+    if (result.tensor.dtype.empty())
+        result.tensor.dtype = "unknown";
+    return result;
+}
+
+void CheckpointBuilder::emitTensor(TensorParts parts, std::uint32_t parent, const std::string& component,
+    const std::string& fullName, NodeId node)
+{
+    const std::uint32_t treeNode = m_checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, component);
+    m_checkpoint.tree[treeNode].node = node;
+    auto add = [&](TensorEntry tensor, std::uint32_t tree, std::string name) {
+        tensor.name = std::move(name);
+        tensor.treeNode = tree;
+        const auto index = static_cast<std::uint32_t>(m_checkpoint.tensors.size());
+        if (tensor.storage >= 0)
+            m_checkpoint.storages[static_cast<std::size_t>(tensor.storage)].tensors.push_back(index);
+        m_checkpoint.tree[tree].tensor = static_cast<std::int32_t>(index);
+        m_checkpoint.tensors.push_back(std::move(tensor));
+    };
+    // Composite tensors (sparse, nested, per-channel quantized) own no storage themselves.
+    const bool composite = parts.tensor.layout == TensorLayout::SparseCoo
+        || parts.tensor.layout == TensorLayout::SparseCsr || parts.tensor.layout == TensorLayout::SparseCsc
+        || parts.tensor.layout == TensorLayout::SparseBsr || parts.tensor.layout == TensorLayout::SparseBsc
+        || parts.tensor.layout == TensorLayout::Nested;
+    if (composite)
+        parts.tensor.storage = -1;
+    add(std::move(parts.tensor), treeNode, fullName);
+    for (auto& [role, part] : parts.parts) {
+        const std::string partComponent = "[" + role + "]";
+        const std::uint32_t partNode
+            = m_checkpoint.addTreeNode(treeNode, TreeNodeKind::Tensor, partComponent);
+        m_checkpoint.tree[partNode].node = part.node;
+        add(std::move(part), partNode, fullName + partComponent);
+    }
+}
+
+void CheckpointBuilder::pruneTo(std::uint32_t treeNode, TreeNodeKind kind, std::string summary)
+{
+    m_checkpoint.tree.resize(treeNode + 1);
+    TreeNode& node = m_checkpoint.tree[treeNode];
+    node.children.clear();
+    node.kind = kind;
+    node.summary = std::move(summary);
+}
+
+void CheckpointBuilder::addRoot(
+    NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName)
+{
+    const NodeKind kind = m_graph.kind(root);
+    const bool container = (kind == NodeKind::Dict || kind == NodeKind::List || kind == NodeKind::Tuple
+        || ((kind == NodeKind::Call || kind == NodeKind::NewObject) && !isTensorCall(root)
+            && !isValueClass(className(root))));
+    if (component.empty() && container) {
+        const bool object = kind == NodeKind::Call || kind == NodeKind::NewObject;
+        if (object)
+            m_checkpoint.tree[treeParent].className = className(root);
+        const std::size_t treeBefore = m_checkpoint.tree.size();
+        const std::size_t tensorsBefore = m_checkpoint.tensors.size();
+        expandInto(root, treeParent, baseName, 0);
+        if (object && m_checkpoint.tensors.size() == tensorsBefore) {
+            // An object without tensors (a hostile REDUCE, a plain pickled class): show it as
+            // one placeholder named by its class rather than as its attributes.
+            m_checkpoint.tree.resize(treeBefore);
+            auto& children = m_checkpoint.tree[treeParent].children;
+            while (!children.empty() && children.back() >= treeBefore)
+                children.pop_back();
+            const std::uint32_t node
+                = m_checkpoint.addTreeNode(treeParent, TreeNodeKind::Placeholder, "(root)");
+            m_checkpoint.tree[node].className = className(root);
+            m_checkpoint.tree[node].summary = summarize(root, 0);
+            m_checkpoint.tree[node].node = root;
+        }
+        return;
+    }
+    walkChild(root, treeParent, component, baseName, 0);
+}
+
+bool CheckpointBuilder::walkChild(
+    NodeId id, std::uint32_t parent, const std::string& component, const std::string& fullName, int depth)
+{
+    const std::size_t tensorsBefore = m_checkpoint.tensors.size();
+    if (depth > kMaxDepth) {
+        const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Placeholder, component);
+        m_checkpoint.tree[node].summary = "(nested too deeply to show)";
+        if (!m_depthFindingReported) {
+            m_depthFindingReported = true;
+            m_checkpoint.addFinding(Severity::Warning, "nesting-too-deep",
+                "values nest deeper than " + std::to_string(kMaxDepth) + " levels at " + fullName
+                    + "; deeper values are not shown");
+        }
+        return false;
+    }
+
+    const NodeKind kind = m_graph.kind(id);
+    switch (kind) {
+    case NodeKind::Call:
+    case NodeKind::NewObject: {
+        if (isTensorCall(id)) {
+            if (auto parts = buildTensor(id, 0)) {
+                emitTensor(std::move(*parts), parent, component, fullName, id);
+                return true;
+            }
+            const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Placeholder, component);
+            m_checkpoint.tree[node].className = m_graph.calleeName(id);
+            m_checkpoint.tree[node].summary = "tensor that could not be understood";
+            m_checkpoint.addFinding(Severity::Warning, "unreadable-tensor",
+                "the tensor at '" + fullName + "' is rebuilt by " + m_graph.calleeName(id)
+                    + " with arguments this reader does not understand; it is shown as a placeholder");
+            return false;
+        }
+        const std::string cls = className(id);
+        if (isValueClass(cls)) {
+            const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Value, component);
+            m_checkpoint.tree[node].summary = summarize(id, 0);
+            m_checkpoint.tree[node].className = cls;
+            m_checkpoint.tree[node].node = id;
+            return false;
+        }
+        break;
+    }
+    case NodeKind::Dict:
+    case NodeKind::List:
+    case NodeKind::Tuple:
+    case NodeKind::Set:
+    case NodeKind::FrozenSet:
+        break;
+    case NodeKind::PersistentId: {
+        // A tensor of the tar format, a storage pickled on its own, or a tar-format storage key.
+        const NodeId payload = m_graph.persistentIdPayload(id);
+        if (tensorForKey
+            && (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int)) {
+            if (auto tensor = tensorForKey(keyComponent(payload))) {
+                TensorParts parts;
+                parts.tensor = std::move(*tensor);
+                emitTensor(std::move(parts), parent, component, fullName, id);
+                return true;
+            }
+        }
+        std::int32_t storage = storageFromArgument(id, nullptr);
+        const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Value, component);
+        m_checkpoint.tree[node].node = id;
+        if (storage >= 0) {
+            const StorageRecord& s = m_checkpoint.storages[static_cast<std::size_t>(storage)];
+            m_checkpoint.tree[node].summary = "storage " + s.key + " (" + s.dtype + ", "
+                + formatBytes(s.nbytes) + ", " + s.device.value_or("no device") + ")";
+        } else {
+            m_checkpoint.tree[node].summary = "persistent id the reader does not know";
+        }
+        return false;
+    }
+    default: {
+        const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Value, component);
+        m_checkpoint.tree[node].summary = summarize(id, 0);
+        m_checkpoint.tree[node].node = id;
+        return false;
+    }
+    }
+
+    // A container: shown once; later references point at the first.
+    if (auto it = m_expanded.find(id); it != m_expanded.end()) {
+        const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Alias, component);
+        m_checkpoint.tree[node].summary
+            = "same object as " + (it->second.empty() ? std::string("(root)") : it->second);
+        m_checkpoint.tree[node].node = id;
+        return false;
+    }
+    TreeNodeKind treeKind = TreeNodeKind::Sequence;
+    std::string cls;
+    if (kind == NodeKind::Dict) {
+        treeKind = TreeNodeKind::Dict;
+    } else if (kind == NodeKind::Call || kind == NodeKind::NewObject) {
+        cls = className(id);
+        treeKind = isDictClass(cls) ? TreeNodeKind::Dict
+            : isSetClass(cls)       ? TreeNodeKind::Sequence
+                                    : TreeNodeKind::Object;
+    }
+    const std::uint32_t node = m_checkpoint.addTreeNode(parent, treeKind, component);
+    m_checkpoint.tree[node].className = cls;
+    m_checkpoint.tree[node].node = id;
+    expandInto(id, node, fullName, depth + 1);
+    if (m_checkpoint.tensors.size() == tensorsBefore) {
+        const TreeNodeKind prunedKind = treeKind == TreeNodeKind::Object || treeKind == TreeNodeKind::Module
+            ? TreeNodeKind::Placeholder
+            : TreeNodeKind::Value;
+        pruneTo(node, prunedKind, summarize(id, 0));
+        return false;
+    }
+    return true;
+}
+
+bool CheckpointBuilder::expandEntries(const std::vector<NodeId>& keyValues, std::uint32_t treeNode,
+    const std::string& fullName, int depth, bool splitDottedNames)
+{
+    const std::size_t tensorsBefore = m_checkpoint.tensors.size();
+    for (std::size_t i = 0; i + 1 < keyValues.size(); i += 2) {
+        const NodeId key = keyValues[i];
+        const NodeId value = keyValues[i + 1];
+        const std::string component = keyComponent(key);
+        const std::string name = joinName(fullName, component);
+        if (splitDottedNames && m_graph.kind(key) == NodeKind::String
+            && component.find('.') != std::string::npos && isTensorCall(value)) {
+            std::string leaf;
+            const std::uint32_t parent = m_checkpoint.modulePathFor(treeNode, component, leaf);
+            walkChild(value, parent, leaf, name, depth);
+        } else {
+            walkChild(value, treeNode, component, name, depth);
+        }
+    }
+    return m_checkpoint.tensors.size() > tensorsBefore;
+}
+
+bool CheckpointBuilder::expandObjectState(
+    NodeId object, std::uint32_t treeNode, const std::string& fullName, int depth)
+{
+    const ContainerBody* body = m_graph.bodyOf(object);
+    if (!body)
+        return false;
+    const std::size_t tensorsBefore = m_checkpoint.tensors.size();
+    for (const NodeId state : std::vector<NodeId>(body->states)) {
+        // __setstate__ input: a dict of attributes, or (dict, slots dict).
+        std::vector<NodeId> attributeDicts;
+        if (m_graph.kind(state) == NodeKind::Dict
+            || (m_graph.kind(state) == NodeKind::Call && isDictClass(className(state)))) {
+            attributeDicts.push_back(state);
+        } else if (m_graph.kind(state) == NodeKind::Tuple) {
+            for (NodeId part : m_graph.sequence(state))
+                if (m_graph.kind(part) == NodeKind::Dict)
+                    attributeDicts.push_back(part);
+        } else {
+            walkChild(state, treeNode, "(state)", joinName(fullName, "(state)"), depth);
+            continue;
+        }
+        for (NodeId dict : attributeDicts) {
+            const ContainerBody* attributes = m_graph.bodyOf(dict);
+            if (!attributes)
+                continue;
+            const std::vector<NodeId> items = attributes->dictItems;
+            bool isModule = false;
+            for (std::size_t i = 0; i + 1 < items.size(); i += 2)
+                if (m_graph.text(items[i]) == "_modules" || m_graph.text(items[i]) == "_parameters")
+                    isModule = true;
+            const bool isScriptModule = className(object).starts_with("__torch__.");
+            if (isModule || isScriptModule)
+                m_checkpoint.tree[treeNode].kind = TreeNodeKind::Module;
+            for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+                const std::string attribute = keyComponent(items[i]);
+                const NodeId value = items[i + 1];
+                if (isModule
+                    && (attribute == "_parameters" || attribute == "_buffers" || attribute == "_modules")) {
+                    // state_dict naming: these three dicts are transparent; None entries are skipped.
+                    const ContainerBody* entries = m_graph.bodyOf(value);
+                    if (!entries)
+                        continue;
+                    const std::vector<NodeId> pairs = entries->dictItems;
+                    for (std::size_t k = 0; k + 1 < pairs.size(); k += 2) {
+                        if (m_graph.kind(pairs[k + 1]) == NodeKind::None)
+                            continue;
+                        const std::string component = keyComponent(pairs[k]);
+                        walkChild(pairs[k + 1], treeNode, component, joinName(fullName, component), depth);
+                    }
+                    continue;
+                }
+                const std::size_t treeBefore = m_checkpoint.tree.size();
+                const bool hadTensors
+                    = walkChild(value, treeNode, attribute, joinName(fullName, attribute), depth);
+                if ((isModule || isScriptModule) && !hadTensors && m_checkpoint.tree.size() > treeBefore) {
+                    // A module's plain attributes (training, in_features, hooks) are noise in a
+                    // tensor tree: keep only those that hold tensors.
+                    m_checkpoint.tree.resize(treeBefore);
+                    auto& children = m_checkpoint.tree[treeNode].children;
+                    if (!children.empty() && children.back() == treeBefore)
+                        children.pop_back();
+                }
+            }
+        }
+    }
+    return m_checkpoint.tensors.size() > tensorsBefore;
+}
+
+bool CheckpointBuilder::expandInto(NodeId id, std::uint32_t treeNode, const std::string& fullName, int depth)
+{
+    m_expanded.emplace(id, fullName);
+    const std::size_t tensorsBefore = m_checkpoint.tensors.size();
+    const NodeKind kind = m_graph.kind(id);
+    switch (kind) {
+    case NodeKind::Dict:
+        if (const ContainerBody* body = m_graph.bodyOf(id))
+            expandEntries(std::vector<NodeId>(body->dictItems), treeNode, fullName, depth, true);
+        break;
+    case NodeKind::List:
+    case NodeKind::Tuple:
+    case NodeKind::Set:
+    case NodeKind::FrozenSet: {
+        const std::vector<NodeId> items = m_graph.sequence(id);
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string component = std::to_string(i);
+            walkChild(items[i], treeNode, component, joinName(fullName, component), depth);
+        }
+        break;
+    }
+    case NodeKind::Call:
+    case NodeKind::NewObject: {
+        const std::string cls = className(id);
+        const NodeId args = m_graph.arguments(id);
+        if (isDictClass(cls)) {
+            // OrderedDict([(k, v), ...]) as a REDUCE argument, then SETITEMS.
+            const NodeId initial = m_graph.tupleItem(args, 0);
+            if (m_graph.kind(initial) == NodeKind::List || m_graph.kind(initial) == NodeKind::Tuple) {
+                std::vector<NodeId> pairs;
+                for (NodeId pair : m_graph.sequence(initial)) {
+                    if (m_graph.tupleSize(pair) == 2) {
+                        pairs.push_back(m_graph.tupleItem(pair, 0));
+                        pairs.push_back(m_graph.tupleItem(pair, 1));
+                    }
+                }
+                expandEntries(pairs, treeNode, fullName, depth, true);
+            } else if (m_graph.kind(initial) == NodeKind::Dict) {
+                if (const ContainerBody* body = m_graph.bodyOf(initial))
+                    expandEntries(std::vector<NodeId>(body->dictItems), treeNode, fullName, depth, true);
+            }
+            if (const ContainerBody* body = m_graph.bodyOf(id))
+                expandEntries(std::vector<NodeId>(body->dictItems), treeNode, fullName, depth, true);
+            break;
+        }
+        if (isSetClass(cls)) {
+            const std::vector<NodeId> items = m_graph.sequence(m_graph.tupleItem(args, 0));
+            for (std::size_t i = 0; i < items.size(); ++i)
+                walkChild(
+                    items[i], treeNode, std::to_string(i), joinName(fullName, std::to_string(i)), depth);
+            break;
+        }
+        expandObjectState(id, treeNode, fullName, depth);
+        if (const ContainerBody* body = m_graph.bodyOf(id)) {
+            const std::vector<NodeId> items = body->items;
+            for (std::size_t i = 0; i < items.size(); ++i)
+                walkChild(
+                    items[i], treeNode, std::to_string(i), joinName(fullName, std::to_string(i)), depth);
+            expandEntries(std::vector<NodeId>(body->dictItems), treeNode, fullName, depth, false);
+        }
+        // Arguments of an arbitrary call may hide tensors; show them only when they do.
+        const std::size_t treeBefore = m_checkpoint.tree.size();
+        const std::size_t tensorsBeforeArgs = m_checkpoint.tensors.size();
+        if (m_graph.kind(args) == NodeKind::Tuple && m_graph.tupleSize(args) > 0) {
+            const std::uint32_t argsNode
+                = m_checkpoint.addTreeNode(treeNode, TreeNodeKind::Sequence, "(arguments)");
+            expandInto(args, argsNode, joinName(fullName, "(arguments)"), depth + 1);
+            if (m_checkpoint.tensors.size() == tensorsBeforeArgs) {
+                m_checkpoint.tree.resize(treeBefore);
+                auto& children = m_checkpoint.tree[treeNode].children;
+                if (!children.empty() && children.back() == treeBefore)
+                    children.pop_back();
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return m_checkpoint.tensors.size() > tensorsBefore;
+}
+
+void CheckpointBuilder::checkViews()
+{
+    for (const TensorEntry& tensor : m_checkpoint.tensors) {
+        if (tensor.storage < 0 || !tensor.stride || !tensor.storageOffset)
+            continue;
+        const StorageRecord& storage = m_checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
+        const auto info = dtypeByName(tensor.dtype);
+        const std::uint64_t elementSize = info ? info->elementSize : 1;
+        if (tensor.shape.size() != tensor.stride->size()) {
+            m_checkpoint.addFinding(Severity::Error, "shape-stride-mismatch",
+                "tensor '" + tensor.name + "' has " + std::to_string(tensor.shape.size()) + " dimensions but "
+                    + std::to_string(tensor.stride->size()) + " strides",
+                storage.record);
+            continue;
+        }
+        bool empty = false;
+        std::int64_t last = *tensor.storageOffset;
+        bool negative = last < 0;
+        for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
+            if (tensor.shape[d] == 0)
+                empty = true;
+            if (tensor.shape[d] < 0 || (*tensor.stride)[d] < 0)
+                negative = true;
+            else if (tensor.shape[d] > 0)
+                last += (tensor.shape[d] - 1) * (*tensor.stride)[d];
+        }
+        if (negative) {
+            m_checkpoint.addFinding(Severity::Error, "negative-geometry",
+                "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record);
+            continue;
+        }
+        if (empty)
+            continue;
+        const std::uint64_t neededBytes = info ? info->bytesFor(static_cast<std::uint64_t>(last) + 1)
+                                               : (static_cast<std::uint64_t>(last) + 1) * elementSize;
+        if (neededBytes > storage.nbytes) {
+            m_checkpoint.addFinding(Severity::Error, "view-out-of-bounds",
+                "tensor '" + tensor.name + "' views bytes up to " + formatThousands(neededBytes)
+                    + " of storage " + storage.key + ", which holds only " + formatThousands(storage.nbytes)
+                    + " bytes: torch would read past the end of the storage",
+                storage.record);
+        }
+    }
+}
+
+} // namespace ckpt

@@ -1,0 +1,81 @@
+#pragma once
+
+#include "core/model/checkpoint.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ckpt {
+
+// Turns the symbolic values of a pickle into the checkpoint model: storages from persistent ids,
+// tensors from every torch._utils._rebuild_* form (torch-format.md §2.3), and the tree a person
+// sees. Shared by all pickle-based formats; what differs between them (where a storage's bytes
+// live) comes in through `locateStorageBytes`.
+class CheckpointBuilder {
+public:
+    explicit CheckpointBuilder(Checkpoint& checkpoint);
+
+    // Called once per new storage, to fill record/dataOffset/availableBytes.
+    std::function<void(StorageRecord&)> locateStorageBytes;
+    // Prepended to storage keys of this pickle ("constants/" for TorchScript constants.pkl), so keys
+    // stay unique across the pickles of one file.
+    std::string storageKeyPrefix;
+    // The tar format pickles tensors as plain-key persistent ids of tensors read from its
+    // `tensors` member; this resolves such a key, when set.
+    std::function<std::optional<TensorEntry>(const std::string& key)> tensorForKey;
+
+    // Walks `root` (a value of checkpoint.graph) into the tree below `treeParent`. When `component`
+    // is empty and the value is a container, its contents are expanded into treeParent itself.
+    void addRoot(
+        NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName);
+
+    // Registers a storage from its persistent-id tuple ('storage', cls, key, location, numel[, view]).
+    // Returns its index, or -1 when the tuple is not a storage reference.
+    std::int32_t storageFromPersistentTuple(NodeId tuple, std::int64_t* viewOffsetElements = nullptr);
+
+    // Checks that need every tensor: each view's extent against its storage.
+    void checkViews();
+
+    // Storages this builder's pickles referenced (indices into checkpoint.storages).
+    const std::set<std::uint32_t>& storagesUsed() const { return m_storagesUsed; }
+
+private:
+    struct TensorParts {
+        TensorEntry tensor;
+        std::vector<std::pair<std::string, TensorEntry>> parts; // "indices", "values", ...
+    };
+
+    bool walkChild(NodeId id, std::uint32_t parent, const std::string& component, const std::string& fullName,
+        int depth);
+    bool expandInto(NodeId id, std::uint32_t treeNode, const std::string& fullName, int depth);
+    bool expandEntries(const std::vector<NodeId>& keyValues, std::uint32_t treeNode,
+        const std::string& fullName, int depth, bool splitDottedNames);
+    bool expandObjectState(NodeId object, std::uint32_t treeNode, const std::string& fullName, int depth);
+    bool isTensorCall(NodeId id) const;
+    std::optional<TensorParts> buildTensor(NodeId id, int depth);
+    std::int32_t storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
+    std::int32_t resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
+    void emitTensor(TensorParts parts, std::uint32_t parent, const std::string& component,
+        const std::string& fullName, NodeId node);
+    std::string className(NodeId id) const; // callee of an object, seen through legacy 'module' pids
+    std::string summarize(NodeId id, int depth) const;
+    std::optional<std::vector<std::int64_t>> intList(NodeId id) const;
+    std::optional<std::string> deviceFromValue(NodeId id) const;
+    std::string keyComponent(NodeId key) const;
+    void pruneTo(std::uint32_t treeNode, TreeNodeKind kind, std::string summary);
+
+    Checkpoint& m_checkpoint;
+    PickleGraph& m_graph;
+    std::unordered_map<NodeId, std::string> m_expanded; // containers already shown, by their path
+    std::unordered_set<NodeId> m_onStack;
+    std::set<std::uint32_t> m_storagesUsed;
+    bool m_depthFindingReported = false;
+};
+
+// Whether a GLOBAL name is one of torch's tensor rebuild functions.
+bool isTensorRebuildFunction(std::string_view qualifiedName);
+
+} // namespace ckpt

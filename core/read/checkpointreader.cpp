@@ -1,0 +1,92 @@
+#include "core/read/checkpointreader.h"
+
+#include "core/io/mappedfile.h"
+#include "core/read/checkpointbuilder.h"
+#include "core/read/safetensorsreader.h"
+
+namespace ckpt {
+
+namespace {
+
+// A plain pickle (no torch framing) is still worth showing: its globals and whatever structure
+// it has, without executing anything.
+void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
+{
+    PickleMachine machine(options.pickleLimits);
+    PickleSection section;
+    section.record = "pickle";
+    section.run = machine.run(checkpoint.file->bytes(), checkpoint.graph);
+    CheckpointBuilder builder(checkpoint);
+    if (section.run.root != kNoNode)
+        builder.addRoot(section.run.root, 0, {}, {});
+    else
+        for (NodeId partial : section.run.stackAtError)
+            builder.addRoot(partial, 0, "(incomplete)", "(incomplete)");
+    if (section.run.error)
+        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
+            "the pickle could not be read to its end: " + *section.run.error, {}, section.run.errorOffset);
+    checkpoint.pickles.push_back(std::move(section));
+}
+
+} // namespace
+
+Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
+{
+    auto file = MappedFile::open(path);
+    if (!file) {
+        Checkpoint checkpoint;
+        checkpoint.path = path;
+        checkpoint.ensureRoot();
+        checkpoint.container = {ContainerKind::Unknown, file.error().message};
+        checkpoint.addFinding(Severity::Error, "cannot-open", file.error().message);
+        return checkpoint;
+    }
+    return readCheckpoint(*file, options);
+}
+
+Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOptions& options)
+{
+    Checkpoint checkpoint;
+    checkpoint.path = file->path();
+    checkpoint.fileSize = file->size();
+    checkpoint.file = file;
+    checkpoint.ensureRoot();
+    checkpoint.container = sniffContainer(file->bytes());
+
+    switch (checkpoint.container.kind) {
+    case ContainerKind::TorchZip:
+    case ContainerKind::ZipWithPrefix:
+        if (checkpoint.container.kind == ContainerKind::ZipWithPrefix)
+            checkpoint.addFinding(Severity::Warning, "zip-with-prefix",
+                "the zip archive does not start at byte 0 (" + checkpoint.container.description
+                    + "); torch.load only recognises a zip whose first bytes are PK\\3\\4 and would read it "
+                      "as a legacy file");
+        readTorchZip(checkpoint, options);
+        break;
+    case ContainerKind::TorchLegacy:
+        readTorchLegacy(checkpoint, options);
+        break;
+    case ContainerKind::TorchTar:
+        readTorchTar(checkpoint, options);
+        break;
+    case ContainerKind::Safetensors:
+        readSafetensors(checkpoint);
+        break;
+    case ContainerKind::PlainPickle:
+        checkpoint.format = CheckpointFormat::NotACheckpoint;
+        checkpoint.addFinding(Severity::Error, "not-a-checkpoint",
+            "this is a plain Python pickle, not a PyTorch checkpoint: it has no torch framing ("
+                + checkpoint.container.description
+                + "); its structure is shown below without executing anything");
+        readPlainPickle(checkpoint, options);
+        break;
+    default:
+        checkpoint.format = CheckpointFormat::NotACheckpoint;
+        checkpoint.addFinding(Severity::Error, "not-a-checkpoint",
+            "not a PyTorch checkpoint: " + checkpoint.container.description);
+        break;
+    }
+    return checkpoint;
+}
+
+} // namespace ckpt

@@ -1,0 +1,27 @@
+#pragma once
+
+#include "core/model/checkpoint.h"
+#include "core/pickle/picklemachine.h"
+
+#include <memory>
+#include <string>
+
+namespace ckpt {
+
+struct ReadOptions {
+    PickleLimits pickleLimits;
+    std::uint64_t maxPickleRecordBytes = 4ull << 30; // data.pkl larger than this is refused
+};
+
+// Opens any file: sniffs the container from its bytes, reads what can be read, and explains the
+// rest as findings. Never throws; never executes anything from the file; never writes to it.
+Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options = {});
+Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOptions& options = {});
+
+// Per-format readers, called by readCheckpoint once the container is known. Each fills the
+// checkpoint's storages, tensors, tree and findings.
+void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options);
+void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options);
+void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options);
+
+} // namespace ckpt

@@ -1,0 +1,188 @@
+// Reads the legacy stream format (torch-format.md §4.1, §4.2): magic number, protocol version,
+// sys_info, the main pickle, the sorted key list, then each storage as int64 count + raw bytes.
+#include "core/io/mappedfile.h"
+#include "core/model/dtype.h"
+#include "core/read/checkpointbuilder.h"
+#include "core/read/checkpointreader.h"
+
+namespace ckpt {
+
+void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
+{
+    checkpoint.format = CheckpointFormat::TorchLegacy;
+    const ByteView bytes = checkpoint.file->bytes();
+    const PickleMachine machine(options.pickleLimits);
+    std::uint64_t offset = 0;
+
+    auto runAt = [&](const char* what) -> std::optional<PickleRun> {
+        if (offset >= bytes.size()) {
+            checkpoint.addFinding(Severity::Error, "truncated",
+                std::string("the file ends at byte ") + formatThousands(bytes.size()) + " before the " + what
+                    + ": it is truncated",
+                {}, offset);
+            return std::nullopt;
+        }
+        PickleRun run = machine.run(bytes.subspan(offset), checkpoint.graph);
+        return run;
+    };
+
+    // 1-3: magic number, protocol version, sys_info. Each is a tiny pickle of its own.
+    for (const char* header : {"magic number", "protocol version", "sys_info"}) {
+        auto run = runAt(header);
+        if (!run)
+            return;
+        if (run->error) {
+            checkpoint.addFinding(Severity::Error, "legacy-header-unreadable",
+                std::string("the legacy header's ") + header + " cannot be read: " + *run->error, {},
+                offset + run->errorOffset);
+            return;
+        }
+        if (std::string_view(header) == "protocol version" && checkpoint.graph.intValue(run->root) != 1001)
+            checkpoint.addFinding(Severity::Error, "legacy-protocol-version",
+                "the legacy header says protocol version "
+                    + std::to_string(checkpoint.graph.intValue(run->root))
+                    + "; torch.load fails with \"Invalid protocol version: "
+                    + std::to_string(checkpoint.graph.intValue(run->root)) + "\"",
+                {}, offset);
+        if (std::string_view(header) == "sys_info") {
+            if (const ContainerBody* body = checkpoint.graph.bodyOf(run->root)) {
+                for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2)
+                    if (checkpoint.graph.text(body->dictItems[i]) == "little_endian"
+                        && checkpoint.graph.intValue(body->dictItems[i + 1]) == 0)
+                        checkpoint.addFinding(Severity::Warning, "big-endian",
+                            "sys_info says the file was written on a big-endian machine; its storages are "
+                            "big-endian",
+                            {}, offset);
+            }
+        }
+        offset += run->endOffset;
+    }
+
+    // 4: the main pickle.
+    auto mainRun = runAt("main pickle");
+    if (!mainRun)
+        return;
+    PickleSection section;
+    section.record = "main pickle";
+    section.fileOffset = offset;
+    section.run = std::move(*mainRun);
+    CheckpointBuilder builder(checkpoint);
+    if (section.run.root != kNoNode) {
+        builder.addRoot(section.run.root, 0, {}, {});
+    } else {
+        for (std::size_t i = 0; i < section.run.stackAtError.size(); ++i) {
+            const std::string name = "(incomplete " + std::to_string(i) + ")";
+            builder.addRoot(section.run.stackAtError[i], 0, name, name);
+        }
+    }
+    for (StorageRecord& storage : checkpoint.storages) {
+        storage.record = "legacy storage " + storage.key;
+        storage.availableBytes = 0;
+    }
+    const bool mainComplete = section.run.complete();
+    if (section.run.error)
+        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
+            "the main pickle could not be read to its end: " + *section.run.error, {},
+            offset + section.run.errorOffset);
+    const std::uint64_t mainEnd = offset + section.run.endOffset;
+    section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
+    checkpoint.pickles.push_back(std::move(section));
+    if (!mainComplete) {
+        builder.checkViews();
+        return;
+    }
+    offset = mainEnd;
+
+    // 5: the key list, sorted as strings; the storages follow in that order.
+    auto keysRun = runAt("list of storage keys");
+    if (!keysRun) {
+        builder.checkViews();
+        return;
+    }
+    if (keysRun->error) {
+        checkpoint.addFinding(Severity::Error, "legacy-keys-unreadable",
+            "the list of storage keys cannot be read: " + *keysRun->error + "; no tensor data can be located",
+            {}, offset + keysRun->errorOffset);
+        builder.checkViews();
+        return;
+    }
+    std::vector<std::string> keys;
+    for (NodeId key : checkpoint.graph.sequence(keysRun->root)) {
+        const NodeKind kind = checkpoint.graph.kind(key);
+        keys.push_back(kind == NodeKind::Int ? std::to_string(checkpoint.graph.intValue(key))
+                                             : std::string(checkpoint.graph.text(key)));
+    }
+    offset += keysRun->endOffset;
+
+    // 6: raw storages: int64 element count, then the bytes.
+    std::size_t incomplete = 0;
+    for (const std::string& key : keys) {
+        auto it = checkpoint.storageIndexByKey.find(key);
+        if (it == checkpoint.storageIndexByKey.end()) {
+            checkpoint.addFinding(Severity::Error, "legacy-key-unknown",
+                "the key list names storage " + key
+                    + ", which the pickle never uses, so its size is unknown and the storages after it "
+                      "cannot be located",
+                {}, offset);
+            break;
+        }
+        StorageRecord& storage = checkpoint.storages[it->second];
+        auto count = readLittleEndian<std::uint64_t>(bytes, offset);
+        if (!count) {
+            ++incomplete;
+            storage.availableBytes = 0;
+            offset = bytes.size();
+            continue;
+        }
+        const std::uint64_t elementSize = storage.numel ? storage.nbytes / storage.numel
+            : dtypeByName(storage.dtype)                ? dtypeByName(storage.dtype)->elementSize
+                                                        : 1;
+        if (*count != storage.numel) {
+            checkpoint.addFinding(Severity::Error, "record-size-mismatch",
+                "storage " + storage.key + " holds " + formatThousands(*count)
+                    + " elements in the file but the pickle says " + formatThousands(storage.numel)
+                    + "; torch.load fails with \"storage has wrong byte size: expected "
+                    + std::to_string(storage.nbytes) + " got " + std::to_string(*count * elementSize) + "\"",
+                storage.record, offset);
+        }
+        const std::uint64_t dataStart = offset + 8;
+        const std::uint64_t length
+            = *count > (bytes.size() / (elementSize ? elementSize : 1)) ? bytes.size() : *count * elementSize;
+        storage.dataOffset = dataStart;
+        storage.availableBytes
+            = dataStart >= bytes.size() ? 0 : std::min<std::uint64_t>(length, bytes.size() - dataStart);
+        if (*storage.availableBytes < storage.nbytes)
+            ++incomplete;
+        offset = dataStart + length;
+        if (offset > bytes.size())
+            offset = bytes.size();
+    }
+    for (const StorageRecord& storage : checkpoint.storages) {
+        bool listed = false;
+        for (const std::string& key : keys)
+            listed = listed || key == storage.key;
+        if (!listed)
+            checkpoint.addFinding(Severity::Error, "record-missing",
+                "storage " + storage.key
+                    + " is used by the pickle but missing from the file's key list; torch.load cannot "
+                      "restore it",
+                storage.record);
+    }
+    if (incomplete) {
+        std::size_t complete = 0;
+        for (const StorageRecord& storage : checkpoint.storages)
+            complete += storage.bytesComplete() ? 1 : 0;
+        checkpoint.addFinding(Severity::Error, "truncated",
+            "the file ends before the data of " + formatThousands(incomplete)
+                + " storage(s): it is truncated; " + formatThousands(complete) + " of "
+                + formatThousands(checkpoint.storages.size()) + " storages are complete and can be salvaged",
+            {}, bytes.size());
+    } else if (offset < bytes.size()) {
+        checkpoint.addFinding(Severity::Warning, "trailing-bytes",
+            formatThousands(bytes.size() - offset) + " bytes follow the last storage; torch ignores them", {},
+            offset);
+    }
+    builder.checkViews();
+}
+
+} // namespace ckpt

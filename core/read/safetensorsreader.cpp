@@ -1,0 +1,675 @@
+#include "core/read/safetensorsreader.h"
+
+#include "core/io/mappedfile.h"
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+#include "core/model/dtype.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+namespace ckpt {
+
+namespace {
+
+// safetensors' own limit (tensor.rs MAX_HEADER_SIZE): the library refuses longer headers, and a
+// larger length almost always means the first 8 bytes are not a safetensors length at all.
+constexpr std::uint64_t kMaxHeaderSize = 100'000'000;
+// serde_json's default recursion limit, which the safetensors library parses the header with.
+// Real headers nest three levels deep.
+constexpr std::size_t kMaxHeaderDepth = 128;
+// A hostile header can break one rule a million times; people need the first few and a count.
+constexpr std::size_t kFindingsPerCode = 20;
+constexpr std::size_t kMaxSummaryBytes = 1024;
+
+// Every dtype of the format with its size in bits (torch-format.md §8), independent of whether
+// torch has a matching dtype: F4 and F6 are valid safetensors, and their sizes can be checked.
+struct SafetensorsDType {
+    std::string_view name;
+    std::uint32_t bits;
+};
+constexpr SafetensorsDType kSafetensorsDTypes[] = {
+    {"BOOL", 8},
+    {"F4", 4},
+    {"F6_E2M3", 6},
+    {"F6_E3M2", 6},
+    {"U8", 8},
+    {"I8", 8},
+    {"F8_E5M2", 8},
+    {"F8_E4M3", 8},
+    {"F8_E8M0", 8},
+    {"F8_E4M3FNUZ", 8},
+    {"F8_E5M2FNUZ", 8},
+    {"I16", 16},
+    {"U16", 16},
+    {"F16", 16},
+    {"BF16", 16},
+    {"I32", 32},
+    {"U32", 32},
+    {"F32", 32},
+    {"C64", 64},
+    {"F64", 64},
+    {"I64", 64},
+    {"U64", 64},
+};
+
+const SafetensorsDType* findSafetensorsDType(std::string_view name)
+{
+    for (const SafetensorsDType& dtype : kSafetensorsDTypes)
+        if (dtype.name == name)
+            return &dtype;
+    return nullptr;
+}
+
+std::string knownDTypeList()
+{
+    std::string list;
+    for (const SafetensorsDType& dtype : kSafetensorsDTypes) {
+        if (!list.empty())
+            list += ", ";
+        list += dtype.name;
+    }
+    return list;
+}
+
+std::string lowercase(std::string_view text)
+{
+    std::string out(text);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+// Cuts at a UTF-8 boundary so a summary stays valid text.
+std::string shorten(std::string text, std::size_t maxBytes)
+{
+    if (text.size() <= maxBytes)
+        return text;
+    std::size_t cut = maxBytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut;
+    const std::size_t total = text.size();
+    text.resize(cut);
+    text += "... (" + formatThousands(total) + " bytes)";
+    return text;
+}
+
+// Metadata values are shown the way the other readers show Python strings: 'value'.
+std::string pythonStringSummary(std::string_view value)
+{
+    std::string out = "'";
+    for (const char c : value) {
+        switch (c) {
+        case '\'':
+            out += "\\'";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                static const char* hex = "0123456789abcdef";
+                out += "\\x";
+                out += hex[(c >> 4) & 0xF];
+                out += hex[c & 0xF];
+            } else {
+                out += c;
+            }
+        }
+    }
+    out += '\'';
+    return shorten(std::move(out), kMaxSummaryBytes);
+}
+
+std::string quoted(std::string_view name)
+{
+    std::string out;
+    appendJsonString(out, name.size() > 200 ? name.substr(0, 200) : name);
+    return out;
+}
+
+const char* jsonTypeName(const JsonValue& value)
+{
+    switch (value.type()) {
+    case JsonValue::Type::Null:
+        return "null";
+    case JsonValue::Type::Bool:
+        return "a boolean";
+    case JsonValue::Type::Number:
+        return "a number";
+    case JsonValue::Type::String:
+        return "a string";
+    case JsonValue::Type::Array:
+        return "an array";
+    case JsonValue::Type::Object:
+        return "an object";
+    }
+    return "a value";
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i)
+            text += ", ";
+        text += std::to_string(shape[i]);
+    }
+    return text + "]";
+}
+
+// A tensor's byte range as the header states it, relative to the data buffer.
+struct DataSpan {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    std::string name;
+};
+
+class SafetensorsReader {
+public:
+    explicit SafetensorsReader(Checkpoint& checkpoint)
+        : m_checkpoint(checkpoint)
+    { }
+
+    void read();
+
+private:
+    void report(Severity severity, const std::string& code, std::string message, std::string record = {},
+        std::optional<std::uint64_t> offset = std::nullopt);
+    void reportSuppressed();
+    void readMetadata(const JsonValue& metadata);
+    void readTensor(const std::string& name, const JsonValue& info);
+    void checkCoverage();
+    std::uint32_t parentFor(std::string_view dottedName, std::string& leafName);
+
+    Checkpoint& m_checkpoint;
+    std::uint64_t m_fileSize = 0;
+    std::uint64_t m_dataStart = 0; // 8 + N
+    std::vector<DataSpan> m_spans;
+    std::unordered_map<std::string, std::size_t> m_findingCounts;
+    std::vector<std::string> m_findingOrder;
+    std::unordered_map<std::string, Severity> m_findingSeverity;
+    std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix; // "encoder.layers.0" -> node
+    std::string m_lastPrefix;
+    std::uint32_t m_lastParent = 0;
+    std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
+};
+
+void SafetensorsReader::report(Severity severity, const std::string& code, std::string message,
+    std::string record, std::optional<std::uint64_t> offset)
+{
+    auto [it, inserted] = m_findingCounts.emplace(code, 0);
+    if (inserted) {
+        m_findingOrder.push_back(code);
+        m_findingSeverity[code] = severity;
+    }
+    if (++it->second <= kFindingsPerCode)
+        m_checkpoint.addFinding(severity, code, std::move(message), std::move(record), offset);
+}
+
+void SafetensorsReader::reportSuppressed()
+{
+    for (const std::string& code : m_findingOrder) {
+        const std::size_t count = m_findingCounts[code];
+        if (count > kFindingsPerCode)
+            m_checkpoint.addFinding(m_findingSeverity[code], code,
+                formatThousands(count - kFindingsPerCode) + " more problems of this kind (" + code
+                    + ") are not listed one by one; the first " + std::to_string(kFindingsPerCode)
+                    + " are above.");
+    }
+}
+
+// Same splitting rule as Checkpoint::modulePathFor (an empty component, as in "a..b" or a trailing
+// dot, ends the split), but with an index by prefix: modulePathFor scans a node's children, which
+// is quadratic for a header with a million distinct top-level names.
+std::uint32_t SafetensorsReader::parentFor(std::string_view dottedName, std::string& leafName)
+{
+    std::size_t leafStart = 0;
+    for (;;) {
+        const std::size_t dot = dottedName.find('.', leafStart);
+        if (dot == std::string_view::npos || dot == leafStart || dot + 1 == dottedName.size())
+            break;
+        leafStart = dot + 1;
+    }
+    leafName = std::string(dottedName.substr(leafStart));
+    if (leafStart == 0)
+        return 0;
+    // Tensors of one module come together in real headers: most names share the previous prefix.
+    const std::string_view prefix = dottedName.substr(0, leafStart - 1);
+    if (m_lastParent && prefix == m_lastPrefix)
+        return m_lastParent;
+
+    std::uint32_t parent = 0;
+    std::size_t start = 0;
+    while (start < leafStart) {
+        const std::size_t dot = dottedName.find('.', start);
+        std::string path(dottedName.substr(0, dot));
+        auto it = m_moduleByPrefix.find(path);
+        if (it == m_moduleByPrefix.end()) {
+            const std::uint32_t node = m_checkpoint.addTreeNode(
+                parent, TreeNodeKind::Module, std::string(dottedName.substr(start, dot - start)));
+            it = m_moduleByPrefix.emplace(std::move(path), node).first;
+        }
+        parent = it->second;
+        start = dot + 1;
+    }
+    m_lastPrefix = std::string(prefix);
+    m_lastParent = parent;
+    return parent;
+}
+
+void SafetensorsReader::read()
+{
+    m_checkpoint.format = CheckpointFormat::Safetensors;
+    m_checkpoint.ensureRoot();
+    if (!m_checkpoint.file) {
+        report(
+            Severity::Error, "no-file-data", "The file's bytes are not available to the safetensors reader.");
+        return;
+    }
+    const ByteView bytes = m_checkpoint.file->bytes();
+    m_fileSize = bytes.size();
+
+    const auto headerLength = readLittleEndian<std::uint64_t>(bytes, 0);
+    if (!headerLength) {
+        report(Severity::Error, "header-too-small",
+            "The file is " + formatThousands(m_fileSize)
+                + " bytes, fewer than the 8 bytes that hold a safetensors header length: it is empty or cut "
+                  "short, and holds no tensors.",
+            "header", 0);
+        return;
+    }
+    if (*headerLength > kMaxHeaderSize) {
+        report(Severity::Error, "header-too-large",
+            "The first 8 bytes give a header length of " + formatThousands(*headerLength)
+                + " bytes, more than the 100,000,000 the safetensors library accepts: the start of the file "
+                  "is damaged, or this is not a safetensors file.",
+            "header", 0);
+        return;
+    }
+    const std::uint64_t n = *headerLength;
+    m_dataStart = 8 + n;
+    if (m_dataStart > m_fileSize) {
+        report(Severity::Error, "header-truncated",
+            "The header length is " + formatThousands(n) + " bytes but only "
+                + formatThousands(m_fileSize - 8)
+                + " bytes follow the length field: the file is cut short inside its header (an interrupted "
+                  "download or copy), or its first 8 bytes are damaged. No tensor can be listed; fetch the "
+                  "file again.",
+            "header", m_fileSize);
+        return;
+    }
+
+    std::string_view header = asText(bytes.subspan(8, static_cast<std::size_t>(n)));
+    // Writers pad with spaces (valid JSON whitespace); some other tool padded with NUL bytes, which
+    // the safetensors library refuses. Reading on past them lets the tensors still be listed.
+    std::size_t contentLength = header.size();
+    while (contentLength > 0 && (header[contentLength - 1] == '\0' || header[contentLength - 1] == ' '))
+        --contentLength;
+    if (header.substr(contentLength).find('\0') != std::string_view::npos) {
+        report(Severity::Error, "header-padding-invalid",
+            "The header is padded with NUL bytes instead of spaces after byte "
+                + formatThousands(8 + contentLength)
+                + "; the safetensors library refuses such files. Re-save it with the safetensors library.",
+            "header", 8 + contentLength);
+        header = header.substr(0, contentLength);
+    }
+
+    JsonParseLimits limits;
+    limits.maxBytes = static_cast<std::size_t>(kMaxHeaderSize);
+    limits.maxDepth = kMaxHeaderDepth;
+    limits.offsetBase = 8;
+    const Expected<JsonValue> parsed = parseJson(header, limits);
+    if (!parsed) {
+        report(Severity::Error, "header-invalid-json",
+            "The header (file bytes 8 to " + formatThousands(m_dataStart)
+                + ") cannot be read: " + parsed.error().message
+                + ". No tensor can be listed; the file is damaged or was not written by a safetensors "
+                  "writer.",
+            "header", parsed.error().offset);
+        return;
+    }
+    const JsonValue& root = *parsed;
+    if (!root.isObject()) {
+        report(Severity::Error, "header-not-object",
+            std::string("The header is ") + jsonTypeName(root)
+                + ", not a JSON object mapping tensor names to their dtype, shape and data_offsets.",
+            "header", 8);
+        return;
+    }
+    // Leading whitespace is valid JSON, but the format requires '{' first (README).
+    if (header.front() != '{')
+        report(Severity::Error, "header-start-invalid",
+            "The header does not start with '{': the format requires it, and newer safetensors versions may "
+            "refuse the file.",
+            "header", 8);
+    if (n % 8 != 0)
+        report(Severity::Info, "header-unaligned",
+            "The header is " + formatThousands(n)
+                + " bytes, not a multiple of 8, so tensor data does not start 8-byte aligned. safetensors "
+                  "writers since 0.3.1 pad the header; this file comes from an older or different writer. "
+                  "It still loads.",
+            "header", 8);
+    for (const std::string& key : root.duplicateKeys())
+        report(Severity::Error, "duplicate-tensor-name",
+            "The header names " + quoted(key)
+                + " more than once; the format forbids it and the safetensors library cannot say which entry "
+                  "is meant. Every entry is listed here.",
+            key, 8);
+
+    const std::size_t entries = root.size();
+    m_checkpoint.tensors.reserve(m_checkpoint.tensors.size() + entries);
+    m_checkpoint.storages.reserve(m_checkpoint.storages.size() + entries);
+    m_checkpoint.storageIndexByKey.reserve(m_checkpoint.storageIndexByKey.size() + entries);
+    m_checkpoint.tree.reserve(m_checkpoint.tree.size() + entries); // tensor nodes; modules come on top
+    m_spans.reserve(entries);
+    for (const JsonMember& member : root.members()) {
+        if (member.key == "__metadata__")
+            readMetadata(member.value);
+        else
+            readTensor(member.key, member.value);
+    }
+    checkCoverage();
+    reportSuppressed();
+}
+
+void SafetensorsReader::readMetadata(const JsonValue& metadata)
+{
+    const std::uint32_t dict = m_checkpoint.addTreeNode(0, TreeNodeKind::Dict, "__metadata__");
+    if (!metadata.isObject()) {
+        report(Severity::Error, "metadata-invalid",
+            std::string("__metadata__ is ") + jsonTypeName(metadata)
+                + ", but the format requires an object of strings; the safetensors library refuses the file.",
+            "__metadata__", 8);
+        m_checkpoint.tree[dict].kind = TreeNodeKind::Value;
+        m_checkpoint.tree[dict].summary = shorten(metadata.toJson(), kMaxSummaryBytes);
+        return;
+    }
+    for (const JsonMember& entry : metadata.members()) {
+        const std::uint32_t node = m_checkpoint.addTreeNode(dict, TreeNodeKind::Value, entry.key);
+        if (entry.value.isString()) {
+            m_checkpoint.tree[node].summary = pythonStringSummary(entry.value.toString());
+        } else {
+            m_checkpoint.tree[node].summary = shorten(entry.value.toJson(), kMaxSummaryBytes);
+            report(Severity::Error, "metadata-not-string",
+                "__metadata__ entry " + quoted(entry.key) + " is " + jsonTypeName(entry.value)
+                    + ", but metadata values must be strings; the safetensors library refuses the file.",
+                "__metadata__", 8);
+        }
+    }
+}
+
+void SafetensorsReader::readTensor(const std::string& name, const JsonValue& info)
+{
+    const auto tensorLabel = [&] { return "Tensor " + quoted(name); }; // only built for findings
+    if (!info.isObject()) {
+        report(Severity::Error, "tensor-info-invalid",
+            tensorLabel() + ": its header entry is " + jsonTypeName(info)
+                + ", not an object with dtype, shape and data_offsets; it cannot be listed.",
+            name, 8);
+        return;
+    }
+    // The data offsets first, [BEGIN, END) relative to the data buffer: even an entry that cannot be
+    // listed occupies its bytes, and the coverage check must not call them a gap.
+    const JsonValue* offsetsValue = info.find("data_offsets");
+    std::optional<std::uint64_t> begin;
+    std::optional<std::uint64_t> end;
+    if (offsetsValue && offsetsValue->size() == 2 && offsetsValue->isArray()) {
+        begin = offsetsValue->at(0).toUInt64();
+        end = offsetsValue->at(1).toUInt64();
+    }
+    bool offsetsValid = begin && end;
+    if (!offsetsValid) {
+        report(Severity::Error, "tensor-offsets-invalid",
+            tensorLabel() + ": its data_offsets are "
+                + (offsetsValue ? shorten(offsetsValue->toJson(), 200) : std::string("missing"))
+                + ", not two non-negative integers [BEGIN, END]; its bytes cannot be located.",
+            name, 8);
+    } else if (*end < *begin) {
+        offsetsValid = false;
+        report(Severity::Error, "tensor-offsets-invalid",
+            tensorLabel() + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
+                + "] end before they begin; its bytes cannot be located.",
+            name, 8);
+    } else if (*begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
+        offsetsValid = false;
+        report(Severity::Error, "tensor-offsets-invalid",
+            tensorLabel() + ": its data_offsets begin at " + formatThousands(*begin)
+                + ", beyond any possible file size; its bytes cannot be located.",
+            name, 8);
+    }
+    if (offsetsValid)
+        m_spans.push_back(DataSpan {*begin, *end, name});
+
+    const JsonValue* dtypeValue = info.find("dtype");
+    if (!dtypeValue || !dtypeValue->isString()) {
+        report(Severity::Error, "tensor-info-invalid",
+            tensorLabel()
+                + (dtypeValue ? std::string(": its dtype is ") + jsonTypeName(*dtypeValue) + ", not a string"
+                              : std::string(" has no dtype"))
+                + "; it cannot be listed.",
+            name, 8);
+        return;
+    }
+    const JsonValue* shapeValue = info.find("shape");
+    std::vector<std::int64_t> shape;
+    bool shapeValid = shapeValue && shapeValue->isArray();
+    if (shapeValid) {
+        shape.reserve(shapeValue->size());
+        for (const JsonValue& dim : shapeValue->items()) {
+            const auto size = dim.toUInt64();
+            if (!size || *size > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+                shapeValid = false;
+                break;
+            }
+            shape.push_back(static_cast<std::int64_t>(*size));
+        }
+    }
+    if (!shapeValid) {
+        report(Severity::Error, "tensor-info-invalid",
+            tensorLabel() + ": its shape is "
+                + (shapeValue ? shorten(shapeValue->toJson(), 200) : std::string("missing"))
+                + ", not a list of non-negative integers; it cannot be listed.",
+            name, 8);
+        return;
+    }
+
+    // Elements and their size, with every multiplication checked: shapes come from the file.
+    std::uint64_t numel = 1;
+    bool overflow = false;
+    for (const std::int64_t dim : shape)
+        overflow = overflow || __builtin_mul_overflow(numel, static_cast<std::uint64_t>(dim), &numel);
+    if (overflow) {
+        report(Severity::Error, "tensor-size-overflow",
+            tensorLabel() + ": its shape " + shapeText(shape)
+                + " has more elements than 64 bits can count; the header is damaged. It is listed without "
+                  "its bytes.",
+            name, 8);
+        numel = 0;
+    }
+
+    const std::string& dtypeName = dtypeValue->toString();
+    const SafetensorsDType* format = findSafetensorsDType(dtypeName);
+    const std::optional<DTypeInfo> torchDType = dtypeBySafetensorsName(dtypeName);
+    std::optional<std::uint64_t> expectedBytes;
+    if (!format) {
+        report(Severity::Error, "unknown-dtype",
+            tensorLabel() + " has dtype " + quoted(dtypeName) + ", which is not a safetensors dtype (known: "
+                + knownDTypeList() + "); it is listed as " + quoted(lowercase(dtypeName))
+                + " without its bytes. A newer safetensors version may have added it.",
+            name, 8);
+    } else if (!overflow) {
+        std::uint64_t bits = 0;
+        if (__builtin_mul_overflow(numel, std::uint64_t {format->bits}, &bits)) {
+            report(Severity::Error, "tensor-size-overflow",
+                tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
+                    + " are more bytes than 64 bits can count; the header is damaged.",
+                name, 8);
+        } else if (bits % 8 != 0) {
+            report(Severity::Error, "tensor-size-misaligned",
+                tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
+                    + " are " + formatThousands(bits)
+                    + " bits, not a whole number of bytes; the safetensors library refuses such a tensor.",
+                name, 8);
+        } else {
+            expectedBytes = bits / 8;
+        }
+        if (!torchDType)
+            report(Severity::Warning, "dtype-without-torch-equivalent",
+                tensorLabel() + " has dtype " + std::string(format->name)
+                    + ", which has no torch dtype this inspector knows; it is listed as "
+                    + quoted(lowercase(dtypeName)) + " without its bytes.",
+                name, 8);
+    }
+    if (offsetsValid && expectedBytes && *end - *begin != *expectedBytes)
+        report(Severity::Error, "tensor-size-mismatch",
+            tensorLabel() + ": data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
+                + "] span " + formatThousands(*end - *begin) + " bytes, but shape " + shapeText(shape)
+                + " of " + std::string(format->name) + " needs " + formatThousands(*expectedBytes)
+                + "; the header is damaged and the safetensors library refuses the file.",
+            name, m_dataStart + *begin);
+
+    const auto tensorIndex = static_cast<std::uint32_t>(m_checkpoint.tensors.size());
+    const auto storageIndex = static_cast<std::int32_t>(m_checkpoint.storages.size());
+
+    StorageRecord storage;
+    storage.key = name;
+    // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
+    // number per name is remembered, so a header repeating one name a million times stays linear.
+    if (m_checkpoint.storageIndexByKey.count(storage.key)) {
+        std::uint64_t& copy = m_lastDuplicate[name]; // 0 until the first repeat
+        do {
+            copy = std::max<std::uint64_t>(copy, 1) + 1;
+            storage.key = name + " (duplicate " + std::to_string(copy) + ")";
+        } while (m_checkpoint.storageIndexByKey.count(storage.key));
+    }
+    storage.storageClass = "safetensors";
+    storage.dtype = torchDType ? std::string(torchDType->name) : lowercase(dtypeName);
+    storage.numel = numel;
+    storage.record = "tensor data of " + name;
+    storage.tensors.push_back(tensorIndex);
+    // Bytes only for dtypes torch knows: for the others the element size a tool would use is unknown.
+    std::uint64_t nbytes = 0;
+    if (torchDType && !overflow
+        && !__builtin_mul_overflow(numel, std::uint64_t {torchDType->elementSize}, &nbytes)) {
+        storage.nbytes = nbytes;
+        if (offsetsValid) {
+            storage.dataOffset = m_dataStart + *begin;
+            const std::uint64_t present
+                = *storage.dataOffset < m_fileSize ? m_fileSize - *storage.dataOffset : 0;
+            storage.availableBytes = std::min(*end - *begin, present);
+        }
+    }
+    m_checkpoint.storageIndexByKey.emplace(storage.key, static_cast<std::uint32_t>(storageIndex));
+    m_checkpoint.storages.push_back(std::move(storage));
+
+    TensorEntry tensor;
+    tensor.name = name;
+    tensor.dtype = m_checkpoint.storages.back().dtype;
+    // C order, as torch computes contiguous strides: a 0 or 1 dimension counts as 1.
+    std::vector<std::int64_t> stride(shape.size(), 1);
+    for (std::size_t i = shape.size(); i-- > 1;) {
+        std::int64_t next = 0;
+        if (__builtin_mul_overflow(stride[i], std::max<std::int64_t>(shape[i], 1), &next))
+            next = std::numeric_limits<std::int64_t>::max();
+        stride[i - 1] = next;
+    }
+    tensor.shape = std::move(shape);
+    tensor.stride = std::move(stride);
+    tensor.storageOffset = 0;
+    tensor.storage = storageIndex;
+    tensor.layout = TensorLayout::Strided;
+    tensor.rebuildFunction = "safetensors";
+
+    std::string leaf;
+    const std::uint32_t parent = parentFor(name, leaf);
+    const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, std::move(leaf));
+    m_checkpoint.tree[node].tensor = static_cast<std::int32_t>(tensorIndex);
+    tensor.treeNode = node;
+    m_checkpoint.tensors.push_back(std::move(tensor));
+}
+
+// The data buffer must be covered exactly: tensors sorted by offsets, each starting where the
+// previous one ended, the last ending at the end of the file (tensor.rs `validate`).
+void SafetensorsReader::checkCoverage()
+{
+    std::sort(m_spans.begin(), m_spans.end(), [](const DataSpan& a, const DataSpan& b) {
+        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    });
+    std::uint64_t cursor = 0;
+    const std::string* lastName = nullptr;
+    for (const DataSpan& span : m_spans) {
+        if (span.begin > cursor) {
+            report(Severity::Error, "data-gap",
+                "Bytes " + formatThousands(cursor) + " to " + formatThousands(span.begin)
+                    + " of the data buffer (file bytes " + formatThousands(m_dataStart + cursor) + " to "
+                    + formatThousands(m_dataStart + span.begin) + ") belong to no tensor, before tensor "
+                    + quoted(span.name)
+                    + ". The format allows no gaps and the safetensors library refuses the file.",
+                span.name, m_dataStart + cursor);
+        } else if (span.begin < cursor) {
+            report(Severity::Error, "data-overlap",
+                "Tensor " + quoted(span.name) + " (data_offsets [" + formatThousands(span.begin) + ", "
+                    + formatThousands(span.end) + "]) overlaps tensor " + quoted(lastName ? *lastName : "")
+                    + ", which ends at " + formatThousands(cursor)
+                    + ". The format forbids shared bytes and the safetensors library refuses the file.",
+                span.name, m_dataStart + span.begin);
+        }
+        if (span.end >= cursor) {
+            cursor = span.end;
+            lastName = &span.name;
+        }
+    }
+
+    const std::uint64_t dataEnd = cursor > std::numeric_limits<std::uint64_t>::max() - m_dataStart
+        ? std::numeric_limits<std::uint64_t>::max()
+        : m_dataStart + cursor;
+    if (dataEnd > m_fileSize) {
+        std::size_t complete = 0;
+        const StorageRecord* firstIncomplete = nullptr;
+        for (const StorageRecord& storage : m_checkpoint.storages) {
+            if (storage.bytesComplete())
+                ++complete;
+            else if (!firstIncomplete && storage.dataOffset)
+                firstIncomplete = &storage;
+        }
+        report(Severity::Error, "file-truncated",
+            "The file is " + formatThousands(m_fileSize)
+                + " bytes, but its header places tensor data up to byte " + formatThousands(dataEnd) + " ("
+                + formatThousands(dataEnd - m_fileSize)
+                + " bytes more): the file was cut short (an interrupted download or copy) or the header's "
+                  "offsets are damaged. "
+                + std::to_string(complete) + " of " + std::to_string(m_checkpoint.storages.size())
+                + " tensors have all their bytes"
+                + (firstIncomplete ? "; the first without is " + quoted(firstIncomplete->key) : std::string())
+                + ". Every tensor is still listed.",
+            {}, m_fileSize);
+    } else if (dataEnd < m_fileSize) {
+        report(Severity::Error, "trailing-bytes",
+            "The last " + formatThousands(m_fileSize - dataEnd) + " bytes of the file (from byte "
+                + formatThousands(dataEnd)
+                + ") belong to no tensor; the safetensors library refuses such files (\"incomplete metadata, "
+                  "file not fully covered\"). Something was appended, or the header lost an entry.",
+            {}, dataEnd);
+    }
+}
+
+} // namespace
+
+void readSafetensors(Checkpoint& checkpoint)
+{
+    SafetensorsReader(checkpoint).read();
+}
+
+} // namespace ckpt

@@ -1,0 +1,280 @@
+// Reads torch.save's zip format and TorchScript archives (torch-format.md §1, §2, §5).
+#include "core/format/inflate.h"
+#include "core/format/ziparchive.h"
+#include "core/io/mappedfile.h"
+#include "core/read/checkpointbuilder.h"
+#include "core/read/checkpointreader.h"
+
+#include <charconv>
+#include <set>
+
+namespace ckpt {
+
+namespace {
+
+struct PickleBytes {
+    std::optional<ByteView> view;
+    ByteBuffer owned;
+    ByteView bytes() const { return view ? *view : ByteView(owned); }
+};
+
+std::optional<PickleBytes> loadRecord(
+    const ZipArchive& zip, const ZipEntry& entry, Checkpoint& checkpoint, const ReadOptions& options)
+{
+    PickleBytes result;
+    if (auto view = zip.storedPayload(entry)) {
+        result.view = view;
+        return result;
+    }
+    auto payload = zip.readPayload(entry, options.maxPickleRecordBytes);
+    if (!payload) {
+        checkpoint.addFinding(Severity::Error, "record-unreadable",
+            "record " + entry.name + " cannot be read: " + payload.error().message, entry.name,
+            entry.dataOffset);
+        return std::nullopt;
+    }
+    result.owned = std::move(*payload);
+    return result;
+}
+
+std::string recordText(const ZipArchive& zip, const ZipEntry& entry)
+{
+    auto payload = zip.readPayload(entry, 4096);
+    if (!payload)
+        return {};
+    return std::string(payload->begin(), payload->end());
+}
+
+// Runs one pickle record and walks it into the tree.
+void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEntry& entry,
+    const ReadOptions& options, const std::string& storageDirectory, const std::string& keyPrefix,
+    const std::string& component)
+{
+    auto bytes = loadRecord(zip, entry, checkpoint, options);
+    if (!bytes)
+        return;
+    PickleSection section;
+    section.record = entry.name;
+    section.fileOffset = entry.dataOffset;
+    section.run = PickleMachine(options.pickleLimits).run(bytes->bytes(), checkpoint.graph);
+
+    CheckpointBuilder builder(checkpoint);
+    builder.storageKeyPrefix = keyPrefix;
+    const std::string prefix
+        = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
+    builder.locateStorageBytes = [&](StorageRecord& storage) {
+        const std::string key = storage.key.substr(keyPrefix.size());
+        storage.record = prefix + storageDirectory + key;
+        const ZipEntry* record = zip.find(storage.record);
+        if (!record) {
+            storage.availableBytes = 0;
+            checkpoint.addFinding(Severity::Error, "record-missing",
+                "storage " + storage.key + " is used by the pickle but the archive has no record "
+                    + storage.record
+                    + ": torch.load would fail with \"PytorchStreamReader failed locating file "
+                    + storageDirectory + key + ": file not found\"",
+                storage.record);
+            return;
+        }
+        if (record->method != 0) {
+            storage.availableBytes = record->uncompressedSize;
+            checkpoint.addFinding(Severity::Warning, "compressed-storage",
+                "record " + storage.record
+                    + " is compressed; torch.save always stores tensor data uncompressed, and "
+                      "torch.load(mmap=True) would misread it",
+                storage.record, record->localHeaderOffset);
+        } else {
+            storage.dataOffset = record->dataOffset;
+            const std::uint64_t fileSize = checkpoint.fileSize;
+            storage.availableBytes = record->payloadComplete
+                ? record->uncompressedSize
+                : (record->dataOffset < fileSize
+                        ? std::min(record->uncompressedSize, fileSize - record->dataOffset)
+                        : 0);
+        }
+        if (storageDirectory == "traced_inputs/" && record->uncompressedSize == 0) {
+            // torch.jit.save keeps traced example inputs as metadata only (shapes, no bytes).
+            checkpoint.addFinding(Severity::Info, "metadata-only-storage",
+                "record " + storage.record
+                    + " holds no bytes: TorchScript saves traced example inputs as metadata only",
+                storage.record);
+        } else if (record->uncompressedSize != storage.nbytes) {
+            checkpoint.addFinding(
+                record->uncompressedSize < storage.nbytes ? Severity::Error : Severity::Warning,
+                "record-size-mismatch",
+                "record " + storage.record + " is " + formatThousands(record->uncompressedSize)
+                    + " bytes but storage " + storage.key + " (" + formatThousands(storage.numel) + " x "
+                    + storage.dtype + ") needs " + formatThousands(storage.nbytes)
+                    + (record->uncompressedSize < storage.nbytes ? ": torch would read garbage past its end"
+                                                                 : ": the extra bytes are ignored by torch"),
+                storage.record, record->localHeaderOffset);
+        }
+        if (!record->payloadComplete) {
+            checkpoint.addFinding(Severity::Error, "record-truncated",
+                "record " + storage.record + " is cut off by the end of the file: storage " + storage.key
+                    + " has only " + formatThousands(storage.availableBytes.value_or(0)) + " of its "
+                    + formatThousands(storage.nbytes) + " bytes",
+                storage.record, record->dataOffset);
+        }
+    };
+
+    std::uint32_t parent = 0;
+    std::string baseName;
+    if (!component.empty()) {
+        parent = checkpoint.addTreeNode(0, TreeNodeKind::Sequence, component);
+        checkpoint.tree[parent].summary = entry.name;
+        baseName = component;
+    }
+    if (section.run.root != kNoNode) {
+        builder.addRoot(section.run.root, parent, {}, baseName);
+    } else {
+        // Salvage: partial containers left on the stack may still hold complete tensors.
+        for (std::size_t i = 0; i < section.run.stackAtError.size(); ++i) {
+            const std::string name = "(incomplete " + std::to_string(i) + ")";
+            builder.addRoot(
+                section.run.stackAtError[i], parent, name, baseName.empty() ? name : baseName + "." + name);
+        }
+    }
+    if (section.run.error) {
+        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
+            "the pickle in " + entry.name + " could not be read to its end: " + *section.run.error
+                + (section.run.stackAtError.empty() ? std::string()
+                                                    : "; what was read before that is shown as (incomplete)"),
+            entry.name, entry.dataOffset + section.run.errorOffset);
+    }
+    section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
+    checkpoint.pickles.push_back(std::move(section));
+}
+
+} // namespace
+
+void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
+{
+    checkpoint.format = CheckpointFormat::TorchZip;
+    ZipArchive zip = ZipArchive::open(checkpoint.file);
+    for (const Finding& finding : zip.findings())
+        checkpoint.findings.push_back(finding);
+    if (!zip.hasEntries()) {
+        checkpoint.addFinding(Severity::Error, "zip-empty",
+            "no records could be found in this zip archive: it is damaged or not a checkpoint");
+        return;
+    }
+
+    // torch takes the archive prefix from the first central-directory entry (§1.1).
+    const std::string& firstName = zip.entries().front().name;
+    const auto slash = firstName.find('/');
+    if (slash == std::string::npos) {
+        checkpoint.addFinding(Severity::Error, "no-archive-prefix",
+            "the archive's records are not in a folder; torch.load fails with \"file in archive is not in a "
+            "subdirectory: "
+                + firstName + "\"",
+            firstName);
+    } else {
+        checkpoint.archivePrefix = firstName.substr(0, slash);
+        for (const ZipEntry& entry : zip.entries()) {
+            if (entry.name.compare(0, slash + 1, firstName, 0, slash + 1) != 0) {
+                checkpoint.addFinding(Severity::Error, "mixed-archive-prefix",
+                    "record " + entry.name + " is not in the archive's folder " + checkpoint.archivePrefix
+                        + "/; torch.load fails with \"file in archive is not in a subdirectory "
+                        + checkpoint.archivePrefix + "/: " + entry.name + "\"",
+                    entry.name);
+                break;
+            }
+        }
+    }
+    const std::string prefix
+        = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
+    auto record = [&](const std::string& name) { return zip.find(prefix + name); };
+
+    const ZipEntry* dataPickle = record("data.pkl");
+    const ZipEntry* constantsPickle = record("constants.pkl");
+    if (constantsPickle)
+        checkpoint.format = CheckpointFormat::TorchScript;
+    if (!dataPickle) {
+        // Look for a data.pkl under any folder before giving up.
+        for (const ZipEntry& entry : zip.entries())
+            if (entry.name == "data.pkl" || entry.name.ends_with("/data.pkl")) {
+                dataPickle = &entry;
+                break;
+            }
+    }
+
+    // Version record (§1.5): torch refuses files without one, or outside 1..10.
+    const ZipEntry* version = record(".data/version");
+    if (!version)
+        version = record("version");
+    if (!version) {
+        checkpoint.addFinding(Severity::Error, "version-missing",
+            "the archive has no version record; torch.load fails with \"Expected hasRecord(\"version\") to "
+            "be true, but got false.\"");
+    } else {
+        const std::string text = recordText(zip, *version);
+        std::uint64_t value = 0;
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc()) {
+            checkpoint.addFinding(Severity::Error, "version-unreadable",
+                "the version record " + version->name + " does not hold a number", version->name);
+        } else if (value > 10) {
+            checkpoint.addFinding(Severity::Error, "version-too-new",
+                "the archive says version " + std::to_string(value)
+                    + "; torch.load fails with \"Attempted to read a PyTorch file with version "
+                    + std::to_string(value) + ", but the maximum supported version for reading is 10.\"",
+                version->name);
+        } else if (value < 1) {
+            checkpoint.addFinding(Severity::Error, "version-too-old",
+                "the archive says version 0; torch.load fails with \"Attempted to read a PyTorch file with "
+                "version 0, but the minimum supported version for reading is 1.\"",
+                version->name);
+        }
+    }
+    if (const ZipEntry* byteorder = record("byteorder")) {
+        const std::string text = recordText(zip, *byteorder);
+        if (text == "big")
+            checkpoint.addFinding(Severity::Info, "big-endian",
+                "the tensors were written big-endian; torch byte-swaps them on a little-endian machine",
+                byteorder->name);
+        else if (text != "little")
+            checkpoint.addFinding(Severity::Error, "byteorder-unknown",
+                "the byteorder record says '" + text.substr(0, 20)
+                    + "'; torch.load fails with \"Unknown endianness type: " + text.substr(0, 20) + "\"",
+                byteorder->name);
+    }
+
+    if (!dataPickle) {
+        checkpoint.addFinding(Severity::Error, "data-pkl-missing",
+            "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
+            "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
+    } else {
+        readPickleRecord(checkpoint, zip, *dataPickle, options, "data/", {}, {});
+    }
+    if (constantsPickle) {
+        // TorchScript's other pickles: tensor constants of the code, the mobile interpreter's
+        // bytecode (which shares the constants' storages) and traced example inputs.
+        readPickleRecord(checkpoint, zip, *constantsPickle, options, "constants/", "constants/", "constants");
+        if (const ZipEntry* bytecode = record("bytecode.pkl"))
+            readPickleRecord(checkpoint, zip, *bytecode, options, "constants/", "constants/", "bytecode");
+        if (const ZipEntry* tracedInputs = record("traced_inputs.pkl"))
+            readPickleRecord(
+                checkpoint, zip, *tracedInputs, options, "traced_inputs/", "traced_inputs/", "traced_inputs");
+    }
+
+    // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive.
+    std::set<std::string> used;
+    for (const StorageRecord& storage : checkpoint.storages)
+        used.insert(storage.record);
+    for (const ZipEntry& entry : zip.entries()) {
+        const std::string_view name(entry.name);
+        const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
+        const bool isStorageRecord = local.starts_with("data/")
+            || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
+        if (isStorageRecord && !used.count(entry.name))
+            checkpoint.addFinding(Severity::Warning, "record-unreferenced",
+                "record " + entry.name + " (" + formatThousands(entry.uncompressedSize)
+                    + " bytes) is not used by any tensor in the pickle",
+                entry.name, entry.localHeaderOffset);
+    }
+
+    CheckpointBuilder(checkpoint).checkViews();
+}
+
+} // namespace ckpt

@@ -1,0 +1,563 @@
+// Integrity (CRC of every record, sizes, truncation and what can be salvaged, files that are not
+// checkpoints) and placement smells (mixed devices in one module, optimizer state away from its
+// parameters, TorchScript code that names a device), as findings with an explanation and a fix.
+#include "core/format/inflate.h"
+#include "core/format/ziparchive.h"
+#include "core/io/mappedfile.h"
+#include "core/model/checkpoint.h"
+#include "core/triage/triage.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::size_t kNamesInMessage = 12; // longer lists end with "and N more"
+constexpr std::uint64_t kMaxCodeRecord = 64ull << 20; // TorchScript code records are small
+
+std::string tensorName(const Checkpoint& checkpoint, std::uint32_t tensor)
+{
+    const std::string& name = checkpoint.tensors[tensor].name;
+    return name.empty() ? std::string("(root tensor)") : name;
+}
+
+std::string joinLimited(const std::vector<std::string>& items, std::size_t limit = kNamesInMessage)
+{
+    std::string text;
+    for (std::size_t i = 0; i < items.size() && i < limit; ++i) {
+        if (i)
+            text += ", ";
+        text += items[i];
+    }
+    if (items.size() > limit)
+        text += " and " + formatThousands(items.size() - limit) + " more";
+    return text;
+}
+
+std::string tensorList(const Checkpoint& checkpoint, const std::vector<std::uint32_t>& tensors)
+{
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < tensors.size() && i < kNamesInMessage; ++i)
+        names.push_back(tensorName(checkpoint, tensors[i]));
+    std::string text = joinLimited(names);
+    if (tensors.size() > kNamesInMessage)
+        text += " and " + formatThousands(tensors.size() - kNamesInMessage) + " more";
+    return text;
+}
+
+std::string fileName(const Checkpoint& checkpoint)
+{
+    return checkpoint.path.empty() ? std::string("FILE") : checkpoint.path;
+}
+
+bool isTruncationCode(std::string_view code)
+{
+    return code == "zip-truncated" || code == "record-truncated" || code == "truncated"
+        || code == "file-truncated" || code == "central-directory-missing"
+        || code == "central-directory-truncated" || code == "zip-end-record-missing";
+}
+
+// Explanation and fix for a finding the reader made, by its code (and, for files that are not
+// checkpoints, by what the sniffer recognised).
+void explainReaderFinding(const Checkpoint& checkpoint, Finding& finding)
+{
+    const std::string& code = finding.code;
+    if (code == "not-a-checkpoint") {
+        switch (checkpoint.container.kind) {
+        case ContainerKind::GitLfsPointer:
+            finding.explanation = "this is a Git LFS pointer, a small text file that stands in for the "
+                                  "real file in a Git repository; the checkpoint itself was never fetched";
+            finding.fix = "fetch the real file with `git lfs pull` (or `git lfs fetch && git lfs "
+                          "checkout`) in the repository it came from";
+            break;
+        case ContainerKind::HtmlPage:
+            finding.explanation = "you downloaded a web page, not the file: a link to a page that shows "
+                                  "the file (or a login or error page) was saved under the checkpoint's name";
+            finding.fix = "use the raw/resolve URL (Hugging Face: .../resolve/main/FILE; GitHub: the Raw "
+                          "link), or the host's CLI (huggingface-cli download, gdown)";
+            break;
+        case ContainerKind::Png:
+        case ContainerKind::Jpeg:
+            finding.explanation = "this is an image, not a checkpoint: it was saved or renamed to the "
+                                  "checkpoint's name";
+            finding.fix = "find the real checkpoint file; this one holds no tensors";
+            break;
+        case ContainerKind::Hdf5:
+            finding.explanation = "this is an HDF5 file (Keras or h5py weights), not a PyTorch checkpoint";
+            finding.fix = "open it with h5py or Keras, or convert the weights; torch.load cannot read it";
+            break;
+        case ContainerKind::Empty:
+            finding.explanation = "the file is empty (0 bytes): a download, copy or save failed before "
+                                  "writing anything";
+            finding.fix = "fetch or save the file again and check its size against the original";
+            break;
+        case ContainerKind::PlainPickle:
+            finding.explanation = "a plain pickle without torch's framing; unpickling it runs whatever "
+                                  "code its GLOBALs name";
+            finding.fix = "load it only if you trust its origin (pickle.load), or ask for a torch.save "
+                          "or safetensors file";
+            break;
+        default:
+            finding.explanation
+                = "the bytes match no PyTorch format (" + checkpoint.container.description + ")";
+            finding.fix = "check that this is the file you meant to open";
+            break;
+        }
+    } else if (code == "cannot-open") {
+        finding.explanation = "the file could not be opened for reading";
+        finding.fix = "check the path and the permissions";
+    } else if (isTruncationCode(code)) {
+        finding.explanation = "the file ends before all of its bytes were written: an interrupted "
+                              "download, copy or save, or a full disk";
+        finding.fix = "re-download or copy the file again and compare its size with the original";
+    } else if (code == "record-size-mismatch" || code == "bad-storage-size") {
+        finding.explanation = "the bytes stored for a storage do not match the size its tensors need; "
+                              "torch does not check this and reads garbage or fails later";
+        finding.fix = "re-save the checkpoint from the original model, or re-download it";
+    } else if (code == "view-out-of-bounds" || code == "shape-stride-mismatch"
+        || code == "negative-geometry") {
+        finding.explanation = "a tensor views bytes outside its storage; torch.load fails or the tensor "
+                              "reads memory that is not its own";
+        finding.fix = "re-save the checkpoint from the original model";
+    } else if (code == "record-missing" || code == "tar-member-missing") {
+        finding.explanation = "the pickle names a storage whose bytes are not in the file";
+        finding.fix = "re-download the file; if it was assembled by hand, add the missing record";
+    } else if (code == "record-unreferenced") {
+        finding.explanation = "the archive holds a record nothing refers to; torch ignores it";
+        finding.fix = "nothing needs doing; a re-save drops it";
+    } else if (code == "big-endian" || code == "byteorder-unknown") {
+        finding.explanation = "the tensor bytes were written on a big-endian machine; torch byte-swaps "
+                              "them on load, but tools that read the bytes directly must swap them too";
+        finding.fix = "nothing needs doing for torch.load; to store little-endian bytes, load and "
+                      "save again on a little-endian machine";
+    } else if (code == "duplicate-record-name" || code == "duplicate-tensor-name") {
+        finding.explanation = "the same name occurs twice; readers disagree on which one wins";
+        finding.fix = "re-save the checkpoint so that every name occurs once";
+    } else if (code == "zip-with-prefix") {
+        finding.explanation = "other bytes come before the zip archive";
+        finding.fix = "cut the bytes before the first PK\\3\\4 header, or re-save with torch.save";
+    } else if (code == "compressed-storage") {
+        finding.explanation = "a storage record is compressed, which torch.save never does";
+        finding.fix = "re-save with torch.save (or `ckpt-inspect remap`, which writes stored records)";
+    } else if (code == "pickle-unreadable") {
+        finding.explanation = "the pickle could not be read to its end; torch.load fails at the same place";
+        finding.fix = "re-download the file, or re-save it from the original";
+    } else if (finding.severity != Severity::Info) {
+        finding.explanation = "the reader found this while reading the file";
+        finding.fix = "re-save the checkpoint from the original, or re-download it";
+    }
+}
+
+// Tensors whose storage's bytes live in `record`.
+std::vector<std::uint32_t> tensorsOfRecord(const Checkpoint& checkpoint,
+    const std::unordered_map<std::string, std::vector<std::uint32_t>>& storagesByRecord,
+    const std::string& record)
+{
+    std::vector<std::uint32_t> tensors;
+    const auto it = storagesByRecord.find(record);
+    if (it == storagesByRecord.end())
+        return tensors;
+    for (std::uint32_t storage : it->second)
+        for (std::uint32_t tensor : checkpoint.storages[storage].tensors)
+            tensors.push_back(tensor);
+    return tensors;
+}
+
+// CRC-32 of every record. Stored records are read with pread (threaded for big ones) so a large
+// file is not paged into the map twice; compressed ones are inflated by the archive.
+void checkCrcs(const Checkpoint& checkpoint,
+    const std::unordered_map<std::string, std::vector<std::uint32_t>>& storagesByRecord,
+    std::vector<Finding>& findings)
+{
+    if (!checkpoint.file)
+        return;
+    const ZipArchive zip = ZipArchive::open(checkpoint.file);
+    if (!zip.hasEntries())
+        return;
+    int fd = -1;
+    if (!checkpoint.path.empty())
+        fd = ::open(checkpoint.path.c_str(), O_RDONLY | O_CLOEXEC);
+    std::size_t checked = 0;
+    for (const ZipEntry& entry : zip.entries()) {
+        if (!entry.payloadComplete || (entry.method != 0 && entry.method != 8))
+            continue; // cut off (reported as truncation) or a compression nobody can check
+        // A recovered record without a data descriptor has no recorded CRC to compare with.
+        if (!entry.fromCentralDirectory && (entry.flags & 0x8) && entry.crc32 == 0)
+            continue;
+        std::optional<Finding> mismatch;
+        if (entry.method == 0 && fd >= 0
+            && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
+            const auto crc = crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
+            if (!crc)
+                mismatch = Finding {
+                    Severity::Error, "record-unreadable", crc.error().message, entry.name, entry.dataOffset};
+            else if (*crc != entry.crc32)
+                mismatch = zip.verifyCrc(entry, entry.uncompressedSize); // its message, same verdict
+        } else {
+            mismatch = zip.verifyCrc(entry, std::max<std::uint64_t>(entry.uncompressedSize, 1));
+        }
+        ++checked;
+        if (!mismatch)
+            continue;
+        Finding finding = std::move(*mismatch);
+        finding.tensors = tensorsOfRecord(checkpoint, storagesByRecord, entry.name);
+        if (finding.code == "crc-mismatch") {
+            if (!finding.tensors.empty())
+                finding.message += "; tensors that use it: " + tensorList(checkpoint, finding.tensors);
+            finding.explanation = "the bytes of this record changed after torch wrote it (a bad disk, a "
+                                  "faulty transfer, or an edit); torch.load does not check CRCs and "
+                                  "would load the damaged values silently";
+            finding.fix = "re-download the file or copy it again from the original, and compare checksums";
+        }
+        findings.push_back(std::move(finding));
+    }
+    if (fd >= 0)
+        ::close(fd);
+    (void)checked;
+}
+
+void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    bool truncated = false;
+    for (const Finding& finding : checkpoint.findings)
+        if (isTruncationCode(finding.code))
+            truncated = true;
+    std::vector<std::uint32_t> complete, lost;
+    std::uint64_t completeBytes = 0, lostBytes = 0;
+    for (std::uint32_t i = 0; i < checkpoint.storages.size(); ++i) {
+        const StorageRecord& storage = checkpoint.storages[i];
+        if (storage.bytesComplete() || storage.nbytes == 0) {
+            complete.push_back(i);
+            completeBytes += storage.nbytes;
+        } else if (storage.availableBytes && *storage.availableBytes < storage.nbytes) {
+            lost.push_back(i);
+            lostBytes += storage.nbytes;
+            truncated = true;
+        } else {
+            lost.push_back(i); // compressed or missing: not salvageable from this file either
+            lostBytes += storage.nbytes;
+        }
+    }
+    if (!truncated || checkpoint.storages.empty())
+        return;
+    auto describe = [&](const std::vector<std::uint32_t>& storages, std::vector<std::uint32_t>& tensors) {
+        std::vector<std::string> keys;
+        for (std::uint32_t storage : storages) {
+            keys.push_back(checkpoint.storages[storage].key);
+            for (std::uint32_t tensor : checkpoint.storages[storage].tensors)
+                tensors.push_back(tensor);
+        }
+        std::string text = "storage" + std::string(keys.size() == 1 ? " " : "s ") + joinLimited(keys, 64);
+        if (!tensors.empty())
+            text += " (tensors " + tensorList(checkpoint, tensors) + ")";
+        return text;
+    };
+    Finding finding {Severity::Error, "truncated-salvage", {}};
+    std::vector<std::uint32_t> lostTensors;
+    std::string message = "the file is cut off: " + formatThousands(complete.size()) + " of "
+        + formatThousands(checkpoint.storages.size()) + " storages (" + formatBytes(completeBytes) + " of "
+        + formatBytes(completeBytes + lostBytes) + ") are complete and can be salvaged";
+    if (!complete.empty())
+        message += ": " + describe(complete, finding.tensors);
+    message += "; lost: " + describe(lost, lostTensors);
+    finding.message = std::move(message);
+    finding.explanation = "the download or copy stopped early; the storages whose bytes lie before the "
+                          "cut are intact, the others are missing or partial, and torch.load fails on "
+                          "the whole file";
+    finding.fix = "re-download the file; " + formatThousands(complete.size()) + " of "
+        + formatThousands(checkpoint.storages.size())
+        + " storages can be salvaged from this copy (their byte ranges are listed by `ckpt-inspect info "
+          "--json`; `ckpt-inspect remap` refuses a damaged file, so it cannot write them out yet)";
+    findings.push_back(std::move(finding));
+}
+
+// ---- placement smells ---------------------------------------------------------------------------
+
+bool isStepCounter(const Checkpoint& checkpoint, std::uint32_t tensor)
+{
+    // Adam and friends keep `step` on the CPU when capturable=False: by design, not a smell.
+    const TensorEntry& entry = checkpoint.tensors[tensor];
+    const std::string_view name = entry.name;
+    return entry.shape.empty()
+        && (name == "step" || name.ends_with(".step") || checkpoint.tree[entry.treeNode].name == "step");
+}
+
+void checkMixedDevices(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    for (std::uint32_t node = 0; node < checkpoint.tree.size(); ++node) {
+        const TreeNode& tree = checkpoint.tree[node];
+        const bool moduleLike = tree.kind == TreeNodeKind::Module || tree.kind == TreeNodeKind::Root
+            || tree.kind == TreeNodeKind::Dict || tree.kind == TreeNodeKind::Object;
+        if (!moduleLike)
+            continue;
+        std::map<std::string, std::vector<std::uint32_t>> byDevice;
+        for (std::uint32_t child : tree.children) {
+            if (child >= checkpoint.tree.size())
+                continue;
+            const TreeNode& childNode = checkpoint.tree[child];
+            if (childNode.kind != TreeNodeKind::Tensor || childNode.tensor < 0)
+                continue;
+            const auto tensor = static_cast<std::uint32_t>(childNode.tensor);
+            const TensorEntry& entry = checkpoint.tensors[tensor];
+            if (!entry.device || *entry.device == "meta" || isStepCounter(checkpoint, tensor))
+                continue;
+            byDevice[*entry.device].push_back(tensor);
+        }
+        if (byDevice.size() < 2)
+            continue;
+        // The device most tensors are on is the module's; the others are the strays.
+        auto majority = byDevice.begin();
+        for (auto it = byDevice.begin(); it != byDevice.end(); ++it)
+            if (it->second.size() > majority->second.size())
+                majority = it;
+        const std::string path = node == 0 ? std::string("the root") : checkpoint.treePath(node);
+        std::string counts;
+        Finding finding {Severity::Warning, "mixed-devices-in-module", {}};
+        std::vector<std::uint32_t> strays;
+        for (const auto& [device, tensors] : byDevice) {
+            if (!counts.empty())
+                counts += ", ";
+            counts += formatThousands(tensors.size()) + " on " + device;
+            finding.tensors.insert(finding.tensors.end(), tensors.begin(), tensors.end());
+            if (device != majority->first)
+                strays.insert(strays.end(), tensors.begin(), tensors.end());
+        }
+        finding.message = (tree.kind == TreeNodeKind::Module ? "module " : "") + path
+            + " holds tensors recorded on different devices: " + counts + " (not on " + majority->first + ": "
+            + tensorList(checkpoint, strays) + ")";
+        finding.explanation = "after torch.load these tensors land on different devices, so the first "
+                              "forward pass fails with \"Expected all tensors to be on the same device\" "
+                              "or silently copies every step (the \"unexpected CPU tensors\" problem)";
+        const std::string rule = node == 0 ? "--map '*=" + majority->first + "'"
+                                           : "--module '" + path + "=" + majority->first + "'";
+        finding.fix = "write a copy with one device: `ckpt-inspect remap " + fileName(checkpoint) + " -o OUT "
+            + rule + "`, or load with map_location='" + majority->first
+            + "' (or model.to(device) after loading)";
+        findings.push_back(std::move(finding));
+    }
+}
+
+// Optimizer state next to its parameters, matched by position (state index N <-> the N-th parameter
+// of the model saved beside it); used only when every shape agrees, so a wrong guess stays silent.
+void checkOptimizerPlacement(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    const auto& tree = checkpoint.tree;
+    auto childNamed = [&](std::uint32_t node, std::string_view name) -> std::optional<std::uint32_t> {
+        for (std::uint32_t child : tree[node].children)
+            if (child < tree.size() && tree[child].name == name)
+                return child;
+        return std::nullopt;
+    };
+    auto collectTensors = [&](std::uint32_t start, std::vector<std::uint32_t>& out) {
+        std::vector<std::uint32_t> stack {start};
+        while (!stack.empty()) {
+            const std::uint32_t node = stack.back();
+            stack.pop_back();
+            if (tree[node].kind == TreeNodeKind::Tensor && tree[node].tensor >= 0)
+                out.push_back(static_cast<std::uint32_t>(tree[node].tensor));
+            for (auto it = tree[node].children.rbegin(); it != tree[node].children.rend(); ++it)
+                if (*it < tree.size() && tree[*it].kind != TreeNodeKind::Alias)
+                    stack.push_back(*it);
+        }
+    };
+    for (std::uint32_t optimizer = 0; optimizer < tree.size(); ++optimizer) {
+        const auto state = childNamed(optimizer, "state");
+        if (!state || !childNamed(optimizer, "param_groups") || optimizer == 0)
+            continue;
+        // The model beside the optimizer: a sibling whose name says so, else the first sibling
+        // holding tensors.
+        const std::uint32_t parent = tree[optimizer].parent;
+        std::optional<std::uint32_t> model;
+        for (std::uint32_t sibling : tree[parent].children) {
+            if (sibling == optimizer || sibling >= tree.size())
+                continue;
+            const std::string& name = tree[sibling].name;
+            if (name.find("model") != std::string::npos || name == "state_dict" || name == "net"
+                || name == "network")
+                model = sibling;
+        }
+        if (!model)
+            continue;
+        std::vector<std::uint32_t> modelTensors;
+        collectTensors(*model, modelTensors);
+        std::vector<std::uint32_t> parameters;
+        for (std::uint32_t tensor : modelTensors) {
+            const std::string& name = checkpoint.tensors[tensor].name;
+            // Buffers are in a state_dict but not in model.parameters().
+            if (name.ends_with("running_mean") || name.ends_with("running_var")
+                || name.ends_with("num_batches_tracked"))
+                continue;
+            parameters.push_back(tensor);
+        }
+        bool shapesAgree = true;
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> away; // state tensor, parameter
+        for (std::uint32_t entry : tree[*state].children) {
+            const std::string& indexText = tree[entry].name;
+            if (indexText.empty()
+                || !std::all_of(
+                    indexText.begin(), indexText.end(), [](char c) { return c >= '0' && c <= '9'; })
+                || indexText.size() > 9) {
+                shapesAgree = false;
+                break;
+            }
+            const std::size_t index = std::stoul(indexText);
+            std::vector<std::uint32_t> stateTensors;
+            collectTensors(entry, stateTensors);
+            for (std::uint32_t tensor : stateTensors) {
+                if (isStepCounter(checkpoint, tensor))
+                    continue;
+                if (index >= parameters.size()) {
+                    shapesAgree = false;
+                    break;
+                }
+                const TensorEntry& stateTensor = checkpoint.tensors[tensor];
+                const TensorEntry& parameter = checkpoint.tensors[parameters[index]];
+                if (stateTensor.shape != parameter.shape) {
+                    shapesAgree = false;
+                    break;
+                }
+                if (stateTensor.device && parameter.device && *stateTensor.device != *parameter.device)
+                    away.emplace_back(tensor, parameters[index]);
+            }
+            if (!shapesAgree)
+                break;
+        }
+        if (!shapesAgree || away.empty())
+            continue;
+        Finding finding {Severity::Warning, "optimizer-state-device", {}};
+        std::map<std::pair<std::string, std::string>, std::size_t> pairs;
+        for (const auto& [stateTensor, parameter] : away) {
+            finding.tensors.push_back(stateTensor);
+            ++pairs[{*checkpoint.tensors[stateTensor].device, *checkpoint.tensors[parameter].device}];
+        }
+        std::string counts;
+        for (const auto& [devices, count] : pairs) {
+            if (!counts.empty())
+                counts += ", ";
+            counts
+                += formatThousands(count) + " on " + devices.first + " for parameters on " + devices.second;
+        }
+        const auto& [firstState, firstParameter] = away.front();
+        finding.message = "optimizer state " + checkpoint.treePath(optimizer)
+            + " is recorded on a different device than its parameters: " + counts + " (e.g. "
+            + tensorName(checkpoint, firstState) + " on " + *checkpoint.tensors[firstState].device + ", "
+            + tensorName(checkpoint, firstParameter) + " on " + *checkpoint.tensors[firstParameter].device
+            + "); state N was matched to the N-th parameter of " + checkpoint.treePath(*model)
+            + " by position (shapes agree)";
+        finding.explanation = "optimizer.load_state_dict() moves state to its parameter's device, but "
+                              "torch.load first puts it where it was recorded: memory on that device "
+                              "(or a failure when it is missing) before the move";
+        finding.fix
+            = "load with map_location set to the parameters' device, or write a copy with `ckpt-inspect "
+              "remap "
+            + fileName(checkpoint) + " -o OUT --module " + checkpoint.treePath(*state) + "="
+            + *checkpoint.tensors[firstParameter].device + "`";
+        findings.push_back(std::move(finding));
+    }
+}
+
+// TorchScript code records that name a device: a remap changes recorded tags, not code.
+void checkCodeDevices(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    if (!checkpoint.file || checkpoint.format != CheckpointFormat::TorchScript)
+        return;
+    const ZipArchive zip = ZipArchive::open(checkpoint.file);
+    for (const ZipEntry& entry : zip.entries()) {
+        const std::string_view name = entry.name;
+        if (!name.ends_with(".py") || name.find("code/") == std::string_view::npos)
+            continue;
+        const auto payload = zip.readPayload(entry, kMaxCodeRecord);
+        if (!payload)
+            continue;
+        const std::string_view text(reinterpret_cast<const char*>(payload->data()), payload->size());
+        std::size_t lineNumber = 0;
+        std::size_t start = 0;
+        while (start < text.size()) {
+            std::size_t end = text.find('\n', start);
+            if (end == std::string_view::npos)
+                end = text.size();
+            const std::string_view line = text.substr(start, end - start);
+            ++lineNumber;
+            start = end + 1;
+            const bool names = line.find("\"cuda") != std::string_view::npos
+                || line.find("'cuda") != std::string_view::npos
+                || line.find(".cuda(") != std::string_view::npos
+                || line.find("\"mps") != std::string_view::npos
+                || line.find("'mps") != std::string_view::npos;
+            if (!names)
+                continue;
+            std::string_view shown = line;
+            while (!shown.empty() && (shown.front() == ' ' || shown.front() == '\t'))
+                shown.remove_prefix(1);
+            if (shown.size() > 160)
+                shown = shown.substr(0, 160);
+            Finding finding {Severity::Warning, "device-in-code",
+                "a remap will not fix code that names a device: " + std::string(name) + " line "
+                    + std::to_string(lineNumber) + ": " + std::string(shown),
+                entry.name, entry.dataOffset};
+            finding.explanation = "the TorchScript code itself moves tensors to that device when it runs; "
+                                  "map_location and a remapped copy change only where the saved tensors "
+                                  "are restored, so the model still fails (or moves data) on a machine "
+                                  "without that device";
+            finding.fix = "script or trace the model again with the device passed in as an argument (or "
+                          "taken from an input tensor's .device) instead of a string in the code";
+            findings.push_back(std::move(finding));
+        }
+    }
+}
+
+} // namespace
+
+std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint)
+{
+    std::vector<Finding> findings;
+    std::unordered_map<std::string, std::vector<std::uint32_t>> storagesByRecord;
+    for (std::uint32_t i = 0; i < checkpoint.storages.size(); ++i)
+        if (!checkpoint.storages[i].record.empty())
+            storagesByRecord[checkpoint.storages[i].record].push_back(i);
+    for (const Finding& readerFinding : checkpoint.findings) {
+        Finding finding = readerFinding;
+        if (finding.tensors.empty() && !finding.record.empty())
+            finding.tensors = tensorsOfRecord(checkpoint, storagesByRecord, finding.record);
+        if (finding.explanation.empty() && finding.fix.empty())
+            explainReaderFinding(checkpoint, finding);
+        findings.push_back(std::move(finding));
+    }
+    const bool zipFormat = checkpoint.format == CheckpointFormat::TorchZip
+        || checkpoint.format == CheckpointFormat::TorchScript;
+    if (zipFormat) {
+        // The reader already verifies nothing by CRC; skip records it already flagged.
+        std::vector<Finding> crcFindings;
+        checkCrcs(checkpoint, storagesByRecord, crcFindings);
+        for (Finding& finding : crcFindings) {
+            const bool known = std::any_of(findings.begin(), findings.end(),
+                [&](const Finding& f) { return f.code == finding.code && f.record == finding.record; });
+            if (!known)
+                findings.push_back(std::move(finding));
+        }
+    }
+    checkTruncation(checkpoint, findings);
+    return findings;
+}
+
+std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint)
+{
+    std::vector<Finding> findings;
+    if (checkpoint.format == CheckpointFormat::NotACheckpoint || checkpoint.tree.empty())
+        return findings;
+    checkMixedDevices(checkpoint, findings);
+    checkOptimizerPlacement(checkpoint, findings);
+    checkCodeDevices(checkpoint, findings);
+    return findings;
+}
+
+} // namespace ckpt

@@ -1,0 +1,404 @@
+// The load simulation: what torch.load would do with each storage on a given machine, with the
+// messages torch prints (torch-format.md §3). The texts were checked against torch 1.13 and 2.14
+// on a CPU-only machine (tests/core/tst_loadsimulation.cpp runs both).
+
+#include "core/model/checkpoint.h"
+#include "core/triage/triage.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace ckpt {
+
+const char* torchGenerationName(TorchGeneration generation)
+{
+    return generation == TorchGeneration::Torch113 ? "torch 1.13" : "torch 2.6+";
+}
+
+namespace {
+
+std::string trim(std::string_view text)
+{
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+        text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
+    return std::string(text);
+}
+
+// 'cpu', "cpu", torch.device('cpu') or cpu.
+std::optional<std::string> unquoteDevice(std::string_view text)
+{
+    std::string value = trim(text);
+    if (value.starts_with("torch.device(") && value.ends_with(")"))
+        value = trim(std::string_view(value).substr(13, value.size() - 14));
+    if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') && value.back() == value.front())
+        value = value.substr(1, value.size() - 2);
+    if (value.empty() || value.find_first_of(" ,{}'\"=") != std::string::npos)
+        return std::nullopt;
+    return value;
+}
+
+std::string quote(const std::string& text)
+{
+    return "'" + text + "'";
+}
+
+} // namespace
+
+Expected<MapLocation> MapLocation::parse(const std::string& text)
+{
+    MapLocation location;
+    const std::string value = trim(text);
+    if (value.empty() || value == "none" || value == "None")
+        return location;
+    const bool pythonDict = value.front() == '{';
+    if (pythonDict || value.find('=') != std::string::npos) {
+        std::string body = value;
+        if (pythonDict) {
+            if (value.back() != '}')
+                return makeError("map_location " + value + ": the dict has no closing '}'");
+            body = value.substr(1, value.size() - 2);
+        }
+        location.kind = Kind::Dict;
+        std::size_t start = 0;
+        while (start <= body.size()) {
+            auto comma = body.find(',', start);
+            if (comma == std::string::npos)
+                comma = body.size();
+            const std::string pair = trim(std::string_view(body).substr(start, comma - start));
+            start = comma + 1;
+            if (pair.empty()) {
+                if (comma == body.size())
+                    break;
+                continue;
+            }
+            // A Python key is quoted and holds a ':' itself ('cuda:1'): look past its closing quote.
+            std::size_t keyEnd = 0;
+            if (pythonDict && !pair.empty() && (pair[0] == '\'' || pair[0] == '"'))
+                keyEnd = std::min(pair.find(pair[0], 1), pair.size());
+            const auto separator = pair.find(pythonDict ? ':' : '=', keyEnd);
+            if (separator == std::string::npos)
+                return makeError("map_location entry \"" + pair + "\" is not "
+                    + (pythonDict ? "'from': 'to'" : "from=to"));
+            const auto from = unquoteDevice(std::string_view(pair).substr(0, separator));
+            const auto to = unquoteDevice(std::string_view(pair).substr(separator + 1));
+            if (!from || !to)
+                return makeError("map_location entry \"" + pair + "\" does not name two devices");
+            location.dict[*from] = *to;
+        }
+        if (location.dict.empty())
+            return makeError("map_location " + value + " maps nothing");
+        return location;
+    }
+    const auto device = unquoteDevice(value);
+    if (!device)
+        return makeError("map_location \"" + value + "\" is not a device (\"cpu\", \"cuda:0\")");
+    location.kind = Kind::Device;
+    location.device = *device;
+    return location;
+}
+
+std::string MapLocation::python() const
+{
+    switch (kind) {
+    case Kind::None:
+        return "None";
+    case Kind::Device:
+        return quote(device);
+    case Kind::Dict: {
+        std::string out = "{";
+        for (const auto& [from, to] : dict)
+            out += (out.size() > 1 ? ", " : "") + quote(from) + ": " + quote(to);
+        return out + "}";
+    }
+    }
+    return "None";
+}
+
+namespace {
+
+constexpr std::string_view kCpuAdvice
+    = " If you are running on a CPU-only machine, please use torch.load with "
+      "map_location=torch.device('cpu') to map your storages to the CPU.";
+
+struct Restore {
+    std::optional<std::string> landsOn;
+    std::string error;
+};
+
+std::string upper(std::string_view text)
+{
+    std::string out(text);
+    for (auto& c : out)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// "cuda", "cuda:3", "cuda3" (torch's regex backend(:|[0-9]+) accepts the last too).
+bool matchesBackend(const std::string& tag, std::string_view backend, bool prefixOnly)
+{
+    if (prefixOnly)
+        return tag.starts_with(backend);
+    if (tag == backend)
+        return true;
+    if (!tag.starts_with(backend) || tag.size() == backend.size())
+        return false;
+    const char next = tag[backend.size()];
+    return next == ':' || std::isdigit(static_cast<unsigned char>(next));
+}
+
+// The index torch.device(tag) gives (nullopt for a bare backend name, -1 when it does not parse).
+std::optional<long> deviceIndex(const std::string& tag, std::string_view backend)
+{
+    if (tag == backend)
+        return std::nullopt;
+    std::string_view rest = std::string_view(tag).substr(backend.size());
+    if (rest.starts_with(':'))
+        rest.remove_prefix(1);
+    if (rest.empty() || !std::all_of(rest.begin(), rest.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+        }))
+        return -1;
+    return std::stol(std::string(rest));
+}
+
+std::vector<const DeviceInfo*> devicesOf(const MachineInventory& machine, std::string_view backend)
+{
+    std::vector<const DeviceInfo*> out;
+    for (const auto& device : machine.devices)
+        if (device.tag == backend || device.tag.starts_with(std::string(backend) + ":"))
+            out.push_back(&device);
+    return out;
+}
+
+// torch's _validate_device then .to(device) for an indexed backend (cuda; xpu/mtia in 2.x).
+Restore restoreIndexed(const std::string& tag, std::string_view backend, const MachineInventory& machine)
+{
+    const auto devices = devicesOf(machine, backend);
+    const std::string name = upper(backend);
+    if (devices.empty())
+        return {std::nullopt,
+            "Attempting to deserialize object on a " + name + " device but torch." + std::string(backend)
+                + ".is_available() is False." + std::string(kCpuAdvice)};
+    const auto index = deviceIndex(tag, backend);
+    if (index && *index < 0)
+        return {std::nullopt, "Invalid device string: '" + tag + "'"};
+    const long wanted = index ? *index : 0; // a bare "cuda" goes to the current device, 0
+    if (wanted >= static_cast<long>(devices.size()))
+        return {std::nullopt,
+            "Attempting to deserialize object on " + name + " device " + std::to_string(wanted)
+                + " but torch." + std::string(backend) + ".device_count() is "
+                + std::to_string(devices.size())
+                + ". Please use torch.load with map_location to map your storages to an existing device."};
+    return {std::string(backend) + ":" + std::to_string(wanted), {}};
+}
+
+Restore unknownLocation(const std::string& tag)
+{
+    return {std::nullopt,
+        "don't know how to restore data location of torch.storage.UntypedStorage (tagged with " + tag + ")"};
+}
+
+// default_restore_location(storage, tag) of the given torch (§3.1 registrations).
+Restore restoreLocation(const std::string& tag, const MachineInventory& machine, TorchGeneration generation)
+{
+    const bool old = generation == TorchGeneration::Torch113;
+    if (tag == "cpu")
+        return {"cpu", {}};
+    if (matchesBackend(tag, "cuda", old)) {
+        if (old && tag != "cuda" && !matchesBackend(tag, "cuda", false))
+            return {std::nullopt,
+                "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, "
+                "xla, lazy, "
+                "vulkan, mps, meta, hpu, privateuseone device type at start of device string: "
+                    + tag};
+        return restoreIndexed(tag, "cuda", machine);
+    }
+    // 1.13 matched mps only as "mps"; 2.x as any tag starting with it.
+    if (old ? tag == "mps" : tag.starts_with("mps")) {
+        if (!devicesOf(machine, "mps").empty())
+            return {"mps", {}};
+        return {std::nullopt, "torch.UntypedStorage(): Storage device not recognized: mps"};
+    }
+    if (tag == "meta")
+        return {"meta", {}};
+    if (old)
+        return unknownLocation(tag);
+    // 2.x: xpu and mtia modules exist in every build and say they are unavailable; hpu and the
+    // privateuse1 backend are not registered in a build without them.
+    for (std::string_view backend : {"xpu", "mtia"})
+        if (matchesBackend(tag, backend, false))
+            return restoreIndexed(tag, backend, machine);
+    for (std::string_view backend : {"hpu", "privateuseone"})
+        if (matchesBackend(tag, backend, false)) {
+            if (!devicesOf(machine, backend).empty())
+                return restoreIndexed(tag, backend, machine);
+            return {std::nullopt,
+                "The " + upper(backend) + " device module is not registered." + std::string(kCpuAdvice)};
+        }
+    return unknownLocation(tag);
+}
+
+std::string mapTag(const std::string& recorded, const MapLocation& mapLocation)
+{
+    switch (mapLocation.kind) {
+    case MapLocation::Kind::None:
+        return recorded;
+    case MapLocation::Kind::Device:
+        return mapLocation.device;
+    case MapLocation::Kind::Dict: {
+        auto it = mapLocation.dict.find(recorded);
+        return it == mapLocation.dict.end() ? recorded : it->second;
+    }
+    }
+    return recorded;
+}
+
+// Offset in its pickle of the first persistent id naming storage `index` (storages are named in
+// the order their pickle first reaches them; tied storages repeat, so this is a lower bound).
+std::optional<std::uint64_t> firstReference(
+    const Checkpoint& checkpoint, std::uint32_t index, std::string& record)
+{
+    const auto& storage = checkpoint.storages[index];
+    if (storage.pickleSection >= checkpoint.pickles.size())
+        return std::nullopt;
+    const auto& section = checkpoint.pickles[storage.pickleSection];
+    const auto it = std::find(section.storagesUsed.begin(), section.storagesUsed.end(), index);
+    if (it == section.storagesUsed.end())
+        return std::nullopt;
+    const auto position = static_cast<std::size_t>(it - section.storagesUsed.begin());
+    if (position >= section.run.persistentIdOffsets.size())
+        return std::nullopt;
+    record = section.record;
+    return section.run.persistentIdOffsets[position];
+}
+
+constexpr std::string_view kUnsafe26
+    = "In PyTorch 2.6, we changed the default value of the `weights_only` argument "
+      "in `torch.load` from `False` to `True`. Re-running `torch.load` with "
+      "`weights_only` set to `False` will likely succeed, but it can result in "
+      "arbitrary code execution. Do it only if you got the file from a trusted "
+      "source.";
+
+} // namespace
+
+LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
+    const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly)
+{
+    LoadSimulation simulation;
+    simulation.generation = generation;
+    simulation.weightsOnly = weightsOnly.value_or(generation == TorchGeneration::Torch26Plus);
+    const bool old = generation == TorchGeneration::Torch113;
+
+    auto fail = [&](std::string message) {
+        simulation.loads = false;
+        if (simulation.error.empty())
+            simulation.error = std::move(message);
+    };
+
+    // Per storage, regardless of which failure torch reports first.
+    std::optional<std::uint32_t> firstFailing;
+    std::uint64_t firstFailingOffset = 0;
+    std::string firstFailingRecord;
+    const bool metaEverywhere = mapLocation.kind == MapLocation::Kind::Device && mapLocation.device == "meta";
+    for (std::uint32_t index = 0; index < checkpoint.storages.size(); ++index) {
+        const auto& storage = checkpoint.storages[index];
+        StorageLoadOutcome outcome;
+        outcome.storage = index;
+        if (metaEverywhere) {
+            outcome.landsOn = "meta"; // nothing is read, restore_location is skipped (§3.2)
+        } else {
+            const auto tag = mapTag(storage.device.value_or("cpu"), mapLocation);
+            auto restored = restoreLocation(tag, machine, generation);
+            outcome.landsOn = std::move(restored.landsOn);
+            outcome.error = std::move(restored.error);
+        }
+        if (!outcome.landsOn) {
+            std::string record;
+            const auto offset = firstReference(checkpoint, index, record).value_or(index);
+            if (!firstFailing || (record == firstFailingRecord && offset < firstFailingOffset)) {
+                firstFailing = index;
+                firstFailingOffset = offset;
+                firstFailingRecord = record;
+            }
+        }
+        simulation.storages.push_back(std::move(outcome));
+    }
+
+    switch (checkpoint.format) {
+    case CheckpointFormat::Safetensors:
+        // torch 2.x routes a path ending in .safetensors to safetensors.torch.load_file; torch 1.13
+        // unpickles it and fails on its first byte. Neither is a pickle question.
+        if (!old && checkpoint.path.ends_with(".safetensors")) {
+            if (mapLocation.kind == MapLocation::Kind::Dict)
+                fail("Loading safetensors file with dict map_location is not supported. Use a device string "
+                     "or "
+                     "torch.device instead.");
+            else
+                simulation.loads = true;
+        } else {
+            fail("not a torch.load format: a safetensors file (load it with safetensors.torch.load_file)");
+        }
+        return simulation;
+    case CheckpointFormat::NotACheckpoint:
+        fail("not a checkpoint");
+        return simulation;
+    case CheckpointFormat::TorchScript:
+        // torch.load dispatches to torch.jit.load, which takes only None, a string or a device.
+        if (!old && simulation.weightsOnly) {
+            fail("Cannot use ``weights_only=True`` with TorchScript archives passed to ``torch.load``. "
+                + std::string(kUnsafe26));
+            return simulation;
+        }
+        if (mapLocation.kind == MapLocation::Kind::Dict) {
+            fail("map_location should be either None, string or torch.device, but got type: <class 'dict'>");
+            return simulation;
+        }
+        break;
+    case CheckpointFormat::TorchTar:
+        if (!old && simulation.weightsOnly) {
+            fail("Cannot use ``weights_only=True`` with files saved in the legacy .tar format. "
+                + std::string(kUnsafe26));
+            return simulation;
+        }
+        break;
+    case CheckpointFormat::TorchZip:
+    case CheckpointFormat::TorchLegacy:
+        break;
+    }
+
+    // The weights-only unpickler and the storage restores run interleaved in stream order: whichever
+    // comes first is the error torch reports.
+    if (simulation.weightsOnly
+        && (checkpoint.format == CheckpointFormat::TorchZip
+            || checkpoint.format == CheckpointFormat::TorchLegacy)) {
+        const auto verdict = judgeWeightsOnly(checkpoint, generation);
+        if (verdict.firstRejectionOffset && !verdict.torchMessage.empty()) {
+            const bool rejectionFirst = !firstFailing || verdict.firstRejectionRecord != firstFailingRecord
+                || *verdict.firstRejectionOffset < firstFailingOffset;
+            if (rejectionFirst) {
+                fail(verdict.torchMessage);
+                return simulation;
+            }
+        }
+    }
+    if (firstFailing) {
+        const auto& message = simulation.storages[*firstFailing].error;
+        // 1.13 wraps every RuntimeError of a weights-only load; 2.x lets device errors through.
+        if (old && simulation.weightsOnly && checkpoint.format != CheckpointFormat::TorchScript)
+            fail("Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will "
+                 "likely "
+                 "succeed, but it can result in arbitrary code execution.Do it only if you get the file from "
+                 "a "
+                 "trusted source. WeightsUnpickler error: "
+                + message);
+        else
+            fail(message);
+        return simulation;
+    }
+    simulation.loads = true;
+    return simulation;
+}
+
+} // namespace ckpt

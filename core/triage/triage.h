@@ -1,0 +1,115 @@
+#pragma once
+
+#include "core/base/expected.h"
+#include "core/base/finding.h"
+#include "core/devices/deviceinventory.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+struct Checkpoint;
+
+// The map_location a person would pass to torch.load (torch-format.md §3.4).
+struct MapLocation {
+    enum class Kind { None, Device, Dict };
+    Kind kind = Kind::None;
+    std::string device; // Kind::Device: "cpu", "cuda:0"
+    std::map<std::string, std::string> dict; // Kind::Dict: recorded tag -> tag
+    // "none", "cpu", "cuda:1", "cuda:1=cuda:0,cuda:2=cpu", or a Python dict literal
+    // "{'cuda:1': 'cuda:0'}". Errors name the faulty part.
+    static Expected<MapLocation> parse(const std::string& text);
+    std::string python() const; // as it would be written in torch.load(..., map_location=...)
+};
+
+// The torch versions whose behaviour the simulation knows: 1.13 (weights_only off by default, a
+// small allowlist) and 2.6 and later (weights_only on by default, torch-format.md §6).
+enum class TorchGeneration { Torch113, Torch26Plus };
+const char* torchGenerationName(TorchGeneration generation); // "torch 1.13", "torch 2.6+"
+
+// What torch.load would do with one storage.
+struct StorageLoadOutcome {
+    std::uint32_t storage = 0;
+    std::optional<std::string> landsOn; // the device it would be restored to, when it loads
+    std::string error; // torch's exact message when it does not
+};
+
+struct LoadSimulation {
+    TorchGeneration generation = TorchGeneration::Torch26Plus;
+    bool weightsOnly = true; // the default of that generation, or what the caller asked
+    bool loads = false; // the whole torch.load call succeeds
+    std::string error; // torch's exact message of the first failure (as torch prints it)
+    std::vector<StorageLoadOutcome> storages;
+};
+
+// Every GLOBAL of the pickles, classified against torch's weights-only unpickler.
+enum class GlobalVerdict {
+    Allowed, // accepted by default
+    NeedsAllowlist, // a harmless class torch rejects until add_safe_globals([...])
+    Blocked, // runs code or reaches the system: os, subprocess, eval, getattr, ...
+    Unknown, // a third-party class the tool knows nothing about
+};
+const char* globalVerdictName(GlobalVerdict verdict);
+
+struct GlobalClassification {
+    std::string name; // "torch.nn.modules.linear.Linear"
+    GlobalVerdict verdict = GlobalVerdict::Unknown;
+    std::string reason;
+    std::uint64_t offset = 0; // first occurrence, within its pickle
+    std::string record; // the pickle it is in
+};
+
+enum class SafetyRating {
+    LoadsWithWeightsOnly, // torch.load(weights_only=True) accepts it
+    NeedsAllowlist, // only harmless classes stand in the way: the add_safe_globals call is given
+    Dangerous, // would run code under weights_only=False
+    NotApplicable, // safetensors or not a checkpoint: no pickle to judge
+};
+const char* safetyRatingName(SafetyRating rating);
+
+struct WeightsOnlyVerdict {
+    SafetyRating rating = SafetyRating::NotApplicable;
+    TorchGeneration generation = TorchGeneration::Torch26Plus; // which allowlist was applied
+    std::vector<GlobalClassification> globals;
+    std::vector<std::string> rejectedOpcodes; // opcode names the weights-only unpickler refuses
+    std::string addSafeGlobalsCall; // "torch.serialization.add_safe_globals([...])" when useful
+    std::vector<std::string>
+        dangerousCallChains; // "builtins.eval('__import__(\"os\")...')" quoted from the pickle
+    std::string torchMessage; // the message torch.load(weights_only=True) would print, when it fails
+    // Where the weights-only unpickler stops (the first rejected GLOBAL or opcode, in stream order),
+    // so the load simulation can tell whether it or a storage's device fails first.
+    std::optional<std::uint64_t> firstRejectionOffset;
+    std::string firstRejectionRecord;
+};
+
+struct TriageOptions {
+    std::optional<MachineInventory> target; // the machine torch.load would run on (default: this one)
+    MapLocation mapLocation;
+    bool values = false; // compute value statistics (through libtorch; see torchbridge)
+};
+
+struct TriageReport {
+    std::vector<Finding> findings; // every check's findings, most severe first
+    std::vector<LoadSimulation> loadSimulations; // one per torch generation
+    WeightsOnlyVerdict weightsOnly;
+    int exitCode() const; // 0 clean, 1 warnings, 2 errors (3 "could not read" is decided by the caller)
+};
+
+// The load simulation alone (also used by the desktop app when the target or map_location changes).
+LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
+    const MapLocation& mapLocation, TorchGeneration generation,
+    std::optional<bool> weightsOnly = std::nullopt);
+WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneration generation);
+
+// Integrity (CRC of every record, sizes, views, truncation and salvage), placement smells (mixed
+// devices in a module, optimizer state away from its parameters, TorchScript code that names a
+// device) and the two above, as findings.
+std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint);
+std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
+TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
+
+} // namespace ckpt

@@ -1,0 +1,436 @@
+#include "core/write/remapwriter.h"
+
+#include "core/format/inflate.h"
+#include "core/format/ziparchive.h"
+#include "core/io/atomicoutputfile.h"
+#include "core/io/mappedfile.h"
+#include "core/model/checkpoint.h"
+#include "core/pickle/pickleemitter.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+namespace ckpt {
+
+namespace {
+
+class InputDescriptor {
+public:
+    explicit InputDescriptor(const std::string& path)
+        : m_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
+    { }
+    ~InputDescriptor()
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+    }
+    InputDescriptor(const InputDescriptor&) = delete;
+    InputDescriptor& operator=(const InputDescriptor&) = delete;
+    int fd() const { return m_fd; }
+
+private:
+    int m_fd;
+};
+
+std::string zeroPadded(std::uint64_t value)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%020llu", static_cast<unsigned long long>(value));
+    return buffer;
+}
+
+// torch's .data/serialization_id is 40 digits: a hash of the record names and a combination
+// of their CRCs (torch only logs it). A copy gets a fresh one computed the same way.
+std::string serializationId(const std::vector<WrittenRecord>& records)
+{
+    std::uint64_t nameHash = 1469598103934665603ull;
+    std::uint64_t crcs = 0;
+    for (const WrittenRecord& record : records) {
+        for (unsigned char c : record.name) {
+            nameHash ^= c;
+            nameHash *= 1099511628211ull;
+        }
+        crcs = crcs * 31 + record.crc32;
+    }
+    return zeroPadded(nameHash) + zeroPadded(crcs);
+}
+
+bool isAscii(const std::string& text)
+{
+    return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// torch.save(obj, path) names the archive after the file: basename without its last extension.
+std::string archiveNameFor(const std::string& outputPath)
+{
+    std::string name = outputPath.substr(outputPath.find_last_of('/') + 1);
+    if (auto dot = name.find_last_of('.'); dot != std::string::npos && dot > 0)
+        name = name.substr(0, dot);
+    if (name.empty() || !isAscii(name))
+        return "archive";
+    return name;
+}
+
+// TorchScript keeps traced example inputs as metadata only: their records hold no bytes.
+bool isMetadataOnly(const StorageRecord& storage)
+{
+    return storage.key.starts_with("traced_inputs/")
+        && storage.availableBytes == std::optional<std::uint64_t>(0);
+}
+
+Status checkReadable(const Checkpoint& checkpoint)
+{
+    switch (checkpoint.format) {
+    case CheckpointFormat::TorchZip:
+    case CheckpointFormat::TorchScript:
+    case CheckpointFormat::TorchLegacy:
+        break;
+    case CheckpointFormat::Safetensors:
+        return makeError(
+            "a safetensors file records no device, so there is nothing to remap: the device is chosen when "
+            "it is loaded (safetensors' device argument)");
+    case CheckpointFormat::TorchTar:
+        if (checkpoint.tarTensorsMember)
+            return makeError(
+                "this 0.1.x tar file keeps its tensors in a 'tensors' member; converting that layout is not "
+                "supported (files that reference storages directly are)");
+        break;
+    case CheckpointFormat::NotACheckpoint:
+        return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
+    }
+    for (const Finding& finding : checkpoint.findings)
+        if (finding.severity == Severity::Error)
+            return makeError("the checkpoint has a problem a copy would carry: " + finding.message,
+                finding.offset, finding.record);
+    for (const PickleSection& section : checkpoint.pickles)
+        if (!section.run.complete())
+            return makeError("the pickle in " + section.record + " could not be read to its end ("
+                + section.run.error.value_or("incomplete") + "); a copy would carry the damage");
+    for (const StorageRecord& storage : checkpoint.storages)
+        if (!storage.bytesComplete() && !isMetadataOnly(storage))
+            return makeError("the bytes of storage " + storage.key + " (" + storage.record
+                    + ") are not complete in the file; a copy would carry the damage",
+                std::nullopt, storage.record);
+    return std::nullopt;
+}
+
+struct CrcCheck {
+    std::string key;
+    std::uint32_t crc;
+};
+
+} // namespace
+
+std::string RemapResult::summary() const
+{
+    std::map<std::pair<std::string, std::string>, std::size_t> moves;
+    for (const RemappedStorage& storage : storages)
+        if (storage.recorded != storage.planned)
+            ++moves[{storage.recorded.value_or("(none)"), storage.planned.value_or("(none)")}];
+    std::string text;
+    if (moves.empty())
+        text = "no storage moved";
+    for (const auto& [pair, count] : moves) {
+        text += text.empty() ? "moved " : ", ";
+        text += formatThousands(count) + (count == 1 ? " storage " : " storages ") + pair.first + " -> "
+            + pair.second;
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
+    text += "; " + formatBytes(bytesWritten) + " written in " + seconds + " s ("
+        + formatThousands(recordsCopied) + " records copied, " + formatThousands(recordsRewritten)
+        + " rewritten)";
+    text += verified ? "; verified" : "; not verified";
+    return text;
+}
+
+Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const PlacementPlan& plan,
+    const std::string& outputPath, const RemapOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    if (Status problem = checkReadable(checkpoint))
+        return *problem;
+    // Legacy and tar inputs are converted to the zip format; zip inputs keep their records.
+    const bool legacy = checkpoint.format == CheckpointFormat::TorchLegacy
+        || checkpoint.format == CheckpointFormat::TorchTar;
+    const bool tar = checkpoint.format == CheckpointFormat::TorchTar;
+    const PickleGraph& graph = checkpoint.graph;
+
+    RemapResult result;
+    result.outputPath = outputPath;
+
+    // 1. What changes in the pickles.
+    PickleEmitter emitter(graph);
+    bool outsideDeviceChanged = false;
+    std::set<std::uint32_t> sectionsToRewrite;
+    for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
+        const StorageRecord& storage = checkpoint.storages[s];
+        const std::optional<std::string> planned = plan.plannedDeviceOfStorage(s);
+        RemappedStorage moved {
+            storage.key, legacy ? std::to_string(s) : storage.key, storage.device, planned};
+        result.storages.push_back(moved);
+        if (legacy) {
+            // Legacy persistent ids ('storage', cls, key, location, numel, view) become torch.save's
+            // ('storage', cls, key, location, numel) with keys in order of first use.
+            auto storagePid = [&](NodeId classNode, PickleReplacement::Kind kind) {
+                PickleReplacement replacement;
+                replacement.kind = kind;
+                replacement.node = classNode;
+                replacement.key = moved.outputKey;
+                replacement.text = planned.value_or("cpu");
+                replacement.number = static_cast<std::int64_t>(storage.numel);
+                return replacement;
+            };
+            if (tar) {
+                // The tar layout names storages by key (a persistent id) or, in files written by
+                // hand, by an inline ('storage', cls, key, location, numel) tuple; both become
+                // torch.save's persistent id.
+                for (NodeId tuple : storage.persistentIdTuples) {
+                    const bool inlineTuple = graph.kind(tuple) == NodeKind::Tuple;
+                    emitter.replaceNode(tuple,
+                        storagePid(graph.tupleItem(tuple, 1),
+                            inlineTuple ? PickleReplacement::Kind::StoragePersistentId
+                                        : PickleReplacement::Kind::StoragePid));
+                }
+                if (!storage.plainKeyReferences.empty()) {
+                    if (storage.tarClassNode == kNoNode)
+                        return makeError("storage " + storage.key + " of the tar file has no storage class");
+                    for (NodeId reference : storage.plainKeyReferences)
+                        emitter.replaceNode(reference,
+                            storagePid(storage.tarClassNode, PickleReplacement::Kind::StoragePersistentId));
+                }
+                continue;
+            }
+            for (NodeId tuple : storage.persistentIdTuples) {
+                const NodeId view = graph.tupleItem(tuple, 5);
+                if (view != kNoNode && graph.kind(view) != NodeKind::None)
+                    return makeError("storage " + storage.key
+                        + " is a view into another storage, an encoding from before PyTorch 1.0 that cannot "
+                          "be converted");
+                PickleReplacement replacement;
+                replacement.kind = PickleReplacement::Kind::StoragePid;
+                replacement.node = graph.tupleItem(tuple, 1);
+                replacement.key = moved.outputKey;
+                replacement.text = planned.value_or("cpu");
+                replacement.number = static_cast<std::int64_t>(storage.numel);
+                emitter.replaceNode(tuple, replacement);
+            }
+            continue;
+        }
+        if (planned == storage.device || !planned)
+            continue;
+        for (NodeId tuple : storage.persistentIdTuples)
+            emitter.replaceItem(tuple, 3, {PickleReplacement::Kind::Text, *planned, kNoNode, {}, 0});
+        for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section) {
+            const auto& used = checkpoint.pickles[section].storagesUsed;
+            if (std::find(used.begin(), used.end(), s) != used.end())
+                sectionsToRewrite.insert(section);
+        }
+    }
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+        const TensorEntry& tensor = checkpoint.tensors[t];
+        if (tensor.deviceArgumentTuple == kNoNode)
+            continue;
+        const std::optional<std::string> planned = plan.plannedDeviceOfTensor(t);
+        if (!planned || planned == tensor.device)
+            continue;
+        outsideDeviceChanged = true;
+        emitter.replaceItem(tensor.deviceArgumentTuple, tensor.deviceArgumentIndex,
+            {tensor.deviceArgumentIsTorchDevice ? PickleReplacement::Kind::TorchDevice
+                                                : PickleReplacement::Kind::Text,
+                *planned, kNoNode, {}, 0});
+    }
+    if (legacy) {
+        // Whole pickled modules: the legacy format replaced each nn.Module class by a
+        // ('module', cls, source_file, source) persistent id; the zip format writes the class.
+        for (NodeId id = 0; id < graph.size(); ++id) {
+            if (graph.kind(id) != NodeKind::PersistentId)
+                continue;
+            const NodeId payload = graph.persistentIdPayload(id);
+            if (graph.text(graph.tupleItem(payload, 0)) == "module")
+                emitter.replaceNode(
+                    id, {PickleReplacement::Kind::Node, {}, graph.tupleItem(payload, 1), {}, 0});
+        }
+        for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section)
+            sectionsToRewrite.insert(section);
+    } else if (outsideDeviceChanged) {
+        for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section)
+            sectionsToRewrite.insert(section);
+    }
+
+    std::map<std::uint32_t, ByteBuffer> rewrittenPickles;
+    for (std::uint32_t section : sectionsToRewrite) {
+        const PickleSection& pickle = checkpoint.pickles[section];
+        auto bytes = emitter.emit(pickle.run.root, pickle.run.protocol);
+        if (!bytes)
+            return makeError("cannot rewrite " + pickle.record + ": " + bytes.error().message);
+        rewrittenPickles.emplace(section, std::move(*bytes));
+    }
+
+    // 2. The output file, next to the target.
+    std::uint64_t expectedSize = checkpoint.fileSize;
+    for (const auto& [section, bytes] : rewrittenPickles)
+        expectedSize += bytes.size() + 4096;
+    auto output = AtomicOutputFile::create(outputPath, checkpoint.path, expectedSize);
+    if (!output)
+        return output.error();
+    InputDescriptor input(checkpoint.path);
+    if (input.fd() < 0)
+        return makeError("cannot open " + checkpoint.path + " for reading: " + std::strerror(errno));
+
+    std::vector<CrcCheck> expectedCrcs; // storage key in the output -> CRC of its bytes
+    std::uint64_t alignment = 64;
+
+    if (!legacy) {
+        const ZipArchive zip = ZipArchive::open(checkpoint.file);
+        std::vector<const ZipEntry*> entries;
+        for (const ZipEntry& entry : zip.entries())
+            entries.push_back(&entry);
+        std::stable_sort(entries.begin(), entries.end(),
+            [](const ZipEntry* a, const ZipEntry* b) { return a->localHeaderOffset < b->localHeaderOffset; });
+        const std::string prefix
+            = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
+        if (const ZipEntry* record = zip.find(prefix + ".storage_alignment")) {
+            if (auto text = zip.readPayload(*record, 64)) {
+                const std::string value(text->begin(), text->end());
+                const unsigned long parsed = std::strtoul(value.c_str(), nullptr, 10);
+                if (parsed > 0 && parsed < 65531)
+                    alignment = parsed;
+            }
+        }
+        std::map<std::string, std::uint32_t> sectionByRecord;
+        for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section)
+            sectionByRecord[checkpoint.pickles[section].record] = section;
+        std::map<std::string, const StorageRecord*> storageByRecord;
+        for (const StorageRecord& storage : checkpoint.storages)
+            storageByRecord[storage.record] = &storage;
+
+        TorchZipWriter writer(output->get()->fd(), static_cast<std::uint32_t>(alignment), options.progress,
+            checkpoint.fileSize);
+        for (const ZipEntry* entry : entries) {
+            Status status;
+            auto section = sectionByRecord.find(entry->name);
+            if (section != sectionByRecord.end() && rewrittenPickles.count(section->second)) {
+                status = writer.addRecord(entry->name, rewrittenPickles[section->second]);
+                ++result.recordsRewritten;
+            } else if (entry->name == prefix + ".data/serialization_id") {
+                const std::string id = serializationId(writer.records());
+                status = writer.addRecord(
+                    entry->name, ByteView(reinterpret_cast<const std::uint8_t*>(id.data()), id.size()));
+                ++result.recordsRewritten;
+            } else if (entry->method == 0) {
+                status = writer.addRecordFromFile(
+                    entry->name, input.fd(), entry->dataOffset, entry->uncompressedSize, entry->crc32);
+                ++result.recordsCopied;
+            } else {
+                status = writer.addCompressedRecordFromFile(entry->name, input.fd(), entry->dataOffset,
+                    entry->compressedSize, entry->uncompressedSize, entry->crc32);
+                ++result.recordsCopied;
+            }
+            if (status)
+                return *status;
+            if (auto storage = storageByRecord.find(entry->name); storage != storageByRecord.end())
+                expectedCrcs.push_back({storage->second->key, entry->crc32});
+        }
+        if (Status status = writer.finish())
+            return *status;
+        result.bytesWritten = writer.bytesWritten();
+    } else {
+        // Legacy -> zip, in torch.save's record order: data.pkl, byteorder, data/<key>..., version.
+        const std::string prefix = archiveNameFor(outputPath) + "/";
+        TorchZipWriter writer(output->get()->fd(), 64, options.progress, checkpoint.fileSize);
+        bool bigEndian = false;
+        for (const Finding& finding : checkpoint.findings)
+            bigEndian = bigEndian || finding.code == "big-endian";
+        const std::string byteorder = bigEndian ? "big" : "little";
+        const std::string version = "3\n";
+        Status status = writer.addRecord(prefix + "data.pkl", rewrittenPickles.at(0));
+        if (!status)
+            status = writer.addRecord(prefix + "byteorder",
+                ByteView(reinterpret_cast<const std::uint8_t*>(byteorder.data()), byteorder.size()));
+        result.recordsRewritten = 1;
+        for (std::uint32_t s = 0; s < checkpoint.storages.size() && !status; ++s) {
+            const StorageRecord& storage = checkpoint.storages[s];
+            status = writer.addRecordFromFile(prefix + "data/" + result.storages[s].outputKey, input.fd(),
+                *storage.dataOffset, storage.nbytes, std::nullopt);
+            if (!status) {
+                expectedCrcs.push_back({result.storages[s].outputKey, writer.records().back().crc32});
+                ++result.recordsCopied;
+            }
+        }
+        if (!status)
+            status = writer.addRecord(prefix + "version",
+                ByteView(reinterpret_cast<const std::uint8_t*>(version.data()), version.size()));
+        if (!status)
+            status = writer.finish();
+        if (status)
+            return *status;
+        result.bytesWritten = writer.bytesWritten();
+    }
+
+    // 3. Verify the written file before it takes the target's name: every storage on its planned
+    // device, every storage's bytes unchanged.
+    if (options.verifyAfterWriting) {
+        if (::fsync(output->get()->fd()) != 0)
+            return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
+        const Checkpoint written = readCheckpoint(output->get()->temporaryPath());
+        if (written.hasErrors()) {
+            for (const Finding& finding : written.findings)
+                if (finding.severity == Severity::Error)
+                    return makeError("the written copy does not read back cleanly: " + finding.message);
+        }
+        for (const RemappedStorage& moved : result.storages) {
+            auto it = written.storageIndexByKey.find(moved.outputKey);
+            if (it == written.storageIndexByKey.end())
+                return makeError("the written copy lacks storage " + moved.outputKey);
+            const StorageRecord& storage = written.storages[it->second];
+            if (storage.device != moved.planned)
+                return makeError("the written copy records storage " + moved.outputKey + " on "
+                    + storage.device.value_or("(none)") + " instead of " + moved.planned.value_or("(none)"));
+        }
+        for (const CrcCheck& check : expectedCrcs) {
+            const StorageRecord& storage = written.storages[written.storageIndexByKey.at(check.key)];
+            if (!storage.dataOffset)
+                return makeError("the written copy lacks the bytes of storage " + check.key);
+            const std::uint64_t length = std::min(storage.nbytes, storage.availableBytes.value_or(0));
+            // Read back through the file descriptor, not the map: memory stays flat however large
+            // the checkpoint is.
+            const auto crc = crc32OfFileRange(output->get()->fd(), *storage.dataOffset, length);
+            if (!crc)
+                return crc.error();
+            // An input written with torch's CRC computation switched off records 0.
+            if (*crc != check.crc && check.crc != 0)
+                return makeError(
+                    "the bytes of storage " + check.key + " differ in the written copy (CRC mismatch)");
+        }
+        if (written.tensors.size() != checkpoint.tensors.size())
+            return makeError("the written copy has " + std::to_string(written.tensors.size())
+                + " tensors instead of " + std::to_string(checkpoint.tensors.size()));
+        for (std::uint32_t t = 0; t < written.tensors.size(); ++t) {
+            if (written.tensors[t].name != checkpoint.tensors[t].name
+                || written.tensors[t].dtype != checkpoint.tensors[t].dtype
+                || written.tensors[t].shape != checkpoint.tensors[t].shape)
+                return makeError("tensor '" + checkpoint.tensors[t].name
+                    + "' reads back differently from the written copy");
+            if (plan.unitOfTensor(t) >= 0 && written.tensors[t].device != plan.plannedDeviceOfTensor(t))
+                return makeError("tensor '" + checkpoint.tensors[t].name + "' reads back on "
+                    + written.tensors[t].device.value_or("(none)") + " instead of its planned device");
+        }
+        result.verified = true;
+    }
+    if (Status status = output->get()->commit())
+        return *status;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+} // namespace ckpt
