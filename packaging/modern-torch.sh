@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates (if missing or incomplete) a Debian sid root holding a modern torch
-# (python3-torch 2.x) and python3-numpy, for the tests that need checkpoints
-# written by torch 2.x.  See packaging/README-modern-torch.md.
+# (python3-torch 2.x), python3-numpy and the Hugging Face writers/readers of
+# sharded and safetensors checkpoints (python3-transformers, -safetensors,
+# -accelerate), for the tests that need files written or read by them.
+# See packaging/README-modern-torch.md.
 #
 #   CKPT_MODERN_ROOT    where the root lives   (default /var/cache/ckpt-inspector/sid-root)
 #   CKPT_DEBIAN_MIRROR  Debian archive URI     (default: taken from this machine's apt sources)
@@ -15,7 +17,7 @@ set -euo pipefail
 ROOT="${CKPT_MODERN_ROOT:-/var/cache/ckpt-inspector/sid-root}"
 ROOT="${ROOT%/}"
 STAMP_NAME=".ckpt-modern-torch.stamp"
-PACKAGES=(python3-torch python3-numpy)
+PACKAGES=(python3-torch python3-numpy python3-transformers python3-safetensors python3-accelerate)
 APT_OPTS=(-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false
           -o APT::Install-Recommends=false -o Dpkg::Use-Pty=0 -o quiet=1)
 
@@ -48,7 +50,16 @@ in_root() {
 # One python process only: importing torch is most of the cached run's time.
 print_version() {
     in_root "$1" /usr/bin/python3 -c \
-        'import sys, torch, numpy; print("modern torch", torch.__version__, "| numpy", numpy.__version__, "| python", sys.version.split()[0])'
+        'import sys, torch, numpy, safetensors, transformers, accelerate; print("modern torch", torch.__version__, "| numpy", numpy.__version__, "| transformers", transformers.__version__, "| safetensors", safetensors.__version__, "| accelerate", accelerate.__version__, "| python", sys.version.split()[0])'
+}
+
+# Packages of PACKAGES the root lacks (a root cached before a package was added to the list).
+missing_packages() {
+    local root="$1" package
+    for package in "${PACKAGES[@]}"; do
+        [[ "$(chroot "$root" dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null)" == installed ]] ||
+            printf '%s\n' "$package"
+    done
 }
 
 # A root is usable when it carries the stamp (written only after a complete
@@ -59,6 +70,31 @@ check_root() {
     out=$(print_version "$root" 2>/dev/null) || return 1
     printf '%s\n' "$out"
 }
+
+# A complete root cached before packages were added to PACKAGES gets them added in place (a minute)
+# rather than being rebuilt from scratch.
+if [[ -f "$ROOT/$STAMP_NAME" && -x "$ROOT/usr/bin/python3" ]]; then
+    mapfile -t missing < <(missing_packages "$ROOT")
+    if ((${#missing[@]})); then
+        [[ $(id -u) -eq 0 ]] || die "adding ${missing[*]} to the root needs root; run as root"
+        exec 9>"$ROOT.lock"
+        flock 9
+        log "adding ${missing[*]} to the cached root"
+        if in_root "$ROOT" apt-get "${APT_OPTS[@]}" update >&2 &&
+            in_root "$ROOT" apt-get "${APT_OPTS[@]}" install -y "${missing[@]}" >&2; then
+            in_root "$ROOT" apt-get "${APT_OPTS[@]}" clean >&2 || true
+            rm -rf "$ROOT/var/lib/apt/lists/"* 2>/dev/null || true
+            {
+                printf 'built=%s\nmirror=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "extended"
+                in_root "$ROOT" dpkg-query -W -f='${Package}=${Version}\n' "${PACKAGES[@]}"
+            } >"$ROOT/$STAMP_NAME"
+        else
+            log "could not add ${missing[*]}; rebuilding the root"
+            rm -f "$ROOT/$STAMP_NAME"
+        fi
+        exec 9>&-
+    fi
+fi
 
 # Fast path: nothing to do (no lock, no apt).
 if check_root "$ROOT"; then
