@@ -81,11 +81,13 @@ exit status: 0 read, 1 read with warnings, 2 read with errors, 3 could not read,
 // The safety verdict as text lines, for the top of `info` and `check`.
 std::string safetyText(const ckpt::SafetyVerdict& safety)
 {
-    std::string text = "safety: " + std::string(ckpt::pickleSafetyName(safety.rating)) + ": " + safety.headline + "\n";
+    std::string text
+        = "safety: " + std::string(ckpt::pickleSafetyName(safety.rating)) + ": " + safety.headline + "\n";
     for (const ckpt::UnsafeCallable& callable : safety.unsafe)
-        text += std::string("  ") + (callable.knownDangerous ? "dangerous      " : "cannot verify  ") + callable.name
-            + ": " + callable.reason + " (" + callable.where + ")"
-            + (callable.call.empty() ? std::string() : "\n                 would run " + callable.call) + "\n";
+        text += std::string("  ") + (callable.knownDangerous ? "dangerous      " : "cannot verify  ")
+            + callable.name + ": " + callable.reason + " (" + callable.where + ")"
+            + (callable.call.empty() ? std::string() : "\n                 would run " + callable.call)
+            + "\n";
     for (const std::string& problem : safety.cannotVerify)
         text += "  cannot verify  " + problem + "\n";
     if (safety.rating != ckpt::PickleSafety::DangerousOrUnknown)
@@ -218,7 +220,8 @@ int copyDangerousUnchanged(
         return 2;
     }
     for (std::uint64_t done = 0; done < bytes.size();) {
-        const ssize_t n = ::pwrite((*out)->fd(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+        const ssize_t n
+            = ::pwrite((*out)->fd(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -229,11 +232,13 @@ int copyDangerousUnchanged(
     }
     ckpt::ByteBuffer copy(bytes.size());
     for (std::uint64_t done = 0; done < copy.size();) {
-        const ssize_t n = ::pread((*out)->fd(), copy.data() + done, copy.size() - done, static_cast<off_t>(done));
+        const ssize_t n
+            = ::pread((*out)->fd(), copy.data() + done, copy.size() - done, static_cast<off_t>(done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            std::cerr << "ckpt-inspect remap: reading back " << output << ": " << std::strerror(errno) << "\n";
+            std::cerr << "ckpt-inspect remap: reading back " << output << ": " << std::strerror(errno)
+                      << "\n";
             return 2;
         }
         done += static_cast<std::uint64_t>(n);
@@ -255,8 +260,8 @@ int copyDangerousUnchanged(
         std::cerr << "ckpt-inspect remap: " << problem->message << "\n";
         return 2;
     }
-    const std::string summary = "copied unchanged, still DANGEROUS (--allow-dangerous): nothing was remapped; "
-        + safety.headline;
+    const std::string summary
+        = "copied unchanged, still DANGEROUS (--allow-dangerous): nothing was remapped; " + safety.headline;
     if (json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
         writer.beginObject();
@@ -344,8 +349,9 @@ int runRemap(const std::vector<std::string>& args)
     const ckpt::SafetyVerdict safety = ckpt::ratePickleSafety(checkpoint);
     if (safety.dangerous() && !printMapLocation) {
         if (!allowDangerous) {
-            std::cerr << "ckpt-inspect remap: refusing to write a copy of " << file << ": " << safety.headline
-                      << "\n(a copy would carry the same code; pass --allow-dangerous to copy it unchanged)\n";
+            std::cerr
+                << "ckpt-inspect remap: refusing to write a copy of " << file << ": " << safety.headline
+                << "\n(a copy would carry the same code; pass --allow-dangerous to copy it unchanged)\n";
             return 4;
         }
         return copyDangerousUnchanged(file, output, safety, json);

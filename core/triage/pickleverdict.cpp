@@ -120,7 +120,8 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         const void* nl = std::memchr(data.data() + pos, '\n', data.size() - pos);
         if (!nl)
             return false;
-        const auto length = static_cast<std::size_t>(static_cast<const std::uint8_t*>(nl) - (data.data() + pos));
+        const auto length
+            = static_cast<std::size_t>(static_cast<const std::uint8_t*>(nl) - (data.data() + pos));
         out.assign(reinterpret_cast<const char*>(data.data()) + pos, length);
         if (!out.empty() && out.back() == '\r')
             out.pop_back();
@@ -157,10 +158,38 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         std::uint64_t n = 0;
         bool ok = true;
         switch (op) {
-        case '(': case '.': case '0': case '1': case '2': case 'N': case 'Q': case 'R': case 'a': case 'b':
-        case 'd': case '}': case 'e': case 'l': case ']': case 'o': case 's': case 't': case ')': case 'u':
-        case 0x81: case 0x85: case 0x86: case 0x87: case 0x88: case 0x89: case 0x8f: case 0x90: case 0x91:
-        case 0x92: case 0x97: case 0x98:
+        case '(':
+        case '.':
+        case '0':
+        case '1':
+        case '2':
+        case 'N':
+        case 'Q':
+        case 'R':
+        case 'a':
+        case 'b':
+        case 'd':
+        case '}':
+        case 'e':
+        case 'l':
+        case ']':
+        case 'o':
+        case 's':
+        case 't':
+        case ')':
+        case 'u':
+        case 0x81:
+        case 0x85:
+        case 0x86:
+        case 0x87:
+        case 0x88:
+        case 0x89:
+        case 0x8f:
+        case 0x90:
+        case 0x91:
+        case 0x92:
+        case 0x97:
+        case 0x98:
             break;
         case 0x93: // STACK_GLOBAL
             if (recent.size() == 2)
@@ -173,25 +202,31 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             ++memoCounter;
             lastWasString = wasString;
             break;
-        case 'K': case 0x80: case 0x82:
+        case 'K':
+        case 0x80:
+        case 0x82:
             ok = skip(1);
             break;
-        case 'h': case 'j': { // BINGET, LONG_BINGET
+        case 'h':
+        case 'j': { // BINGET, LONG_BINGET
             ok = le(op == 'h' ? 1 : 4, n);
             if (auto it = memo.find(std::to_string(n)); ok && it != memo.end())
                 pushString(it->second);
             break;
         }
-        case 'q': case 'r': // BINPUT, LONG_BINPUT
+        case 'q':
+        case 'r': // BINPUT, LONG_BINPUT
             ok = le(op == 'q' ? 1 : 4, n);
             if (ok && wasString && !recent.empty())
                 memo[std::to_string(n)] = recent.back();
             lastWasString = wasString;
             break;
-        case 'M': case 0x83:
+        case 'M':
+        case 0x83:
             ok = skip(2);
             break;
-        case 'J': case 0x84:
+        case 'J':
+        case 0x84:
             ok = skip(4);
             break;
         case 'G':
@@ -213,10 +248,14 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             frameEnd = pos + std::min<std::uint64_t>(n, data.size() - pos);
             break;
         }
-        case 'F': case 'I': case 'L': case 'P':
+        case 'F':
+        case 'I':
+        case 'L':
+        case 'P':
             ok = line(a);
             break;
-        case 'S': case 'V':
+        case 'S':
+        case 'V':
             ok = line(a);
             if (ok) {
                 if (op == 'S' && a.size() >= 2 && (a.front() == '\'' || a.front() == '"'))
@@ -235,29 +274,40 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
                 memo[a] = recent.back();
             lastWasString = wasString;
             break;
-        case 'c': case 'i': // GLOBAL, INST
+        case 'c':
+        case 'i': // GLOBAL, INST
             ok = line(a) && line(b);
             if (ok)
                 scan.names.push_back({a, b, at});
             break;
-        case 'U': case 'C': case 0x8c: case 0x8a: { // 1-byte length
+        case 'U':
+        case 'C':
+        case 0x8c:
+        case 0x8a: { // 1-byte length
             ok = le(1, n) && n <= data.size() - pos;
             if (ok && (op == 'U' || op == 0x8c))
                 pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, n));
             ok = ok && skip(n);
             break;
         }
-        case 'T': case 'X': case 'B': case 0x8b: { // 4-byte length
+        case 'T':
+        case 'X':
+        case 'B':
+        case 0x8b: { // 4-byte length
             ok = le(4, n) && n <= data.size() - pos;
             if (ok && (op == 'T' || op == 'X'))
-                pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
+                pushString(std::string(
+                    reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
             break;
         }
-        case 0x8d: case 0x8e: case 0x96: { // 8-byte length
+        case 0x8d:
+        case 0x8e:
+        case 0x96: { // 8-byte length
             ok = le(8, n) && n <= data.size() - pos;
             if (ok && op == 0x8d)
-                pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
+                pushString(std::string(
+                    reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
             break;
         }
@@ -314,11 +364,13 @@ std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, 
         }
         if (status == Z_STREAM_END)
             break;
-        if (status != Z_OK && !(status == Z_BUF_ERROR && stream.avail_in == 0 && inputDone < compressed.size())) {
+        if (status != Z_OK
+            && !(status == Z_BUF_ERROR && stream.avail_in == 0 && inputDone < compressed.size())) {
             if (status == Z_BUF_ERROR && stream.avail_in == 0 && inputDone >= compressed.size()) {
                 why = "the deflate data is cut off";
             } else {
-                why = std::string("the deflate data is corrupt (") + (stream.msg ? stream.msg : "zlib error") + ")";
+                why = std::string("the deflate data is corrupt (") + (stream.msg ? stream.msg : "zlib error")
+                    + ")";
             }
             inflateEnd(&stream);
             return std::nullopt;
@@ -379,7 +431,7 @@ public:
 
 private:
     void scanZip(ByteView bytes, const std::string& label, int depth);
-    bool unpackWrapper(ByteView bytes, const std::string& label, const char* wrapper, int depth);
+    bool unpackWrapper(ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet);
     void scanStream(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel);
     void rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
         const std::string& label, std::uint64_t base, int depth);
@@ -413,7 +465,8 @@ void Scanner::addUnsafe(UnsafeCallable callable)
     m_verdict.unsafe.push_back(std::move(callable));
 }
 
-void Scanner::rateGlobal(const std::string& writtenModule, const std::string& writtenName, const std::string& where)
+void Scanner::rateGlobal(
+    const std::string& writtenModule, const std::string& writtenName, const std::string& where)
 {
     const auto [module, name] = python3Name(writtenModule, writtenName);
     const std::string path = module + "." + name;
@@ -431,8 +484,9 @@ void Scanner::rateGlobal(const std::string& writtenModule, const std::string& wr
     callable.name = path;
     const auto danger = knownDanger(path);
     callable.knownDangerous = danger.has_value();
-    callable.reason = danger ? *danger
-                             : "not on the vetted list of inert classes: cannot verify what it does; treat as dangerous";
+    callable.reason = danger
+        ? *danger
+        : "not on the vetted list of inert classes: cannot verify what it does; treat as dangerous";
     const std::string written = writtenModule + "." + writtenName;
     if (written != path)
         callable.reason += " (written " + written + ")";
@@ -543,7 +597,8 @@ std::optional<std::string> Scanner::bytesArgument(const PickleGraph& graph, Node
             if (c < 0x80) {
                 out += static_cast<char>(c);
             } else if ((c & 0xE0) == 0xC0 && i + 1 < utf8.size()) {
-                out += static_cast<char>(((c & 0x1F) << 6) | (static_cast<unsigned char>(utf8[i + 1]) & 0x3F));
+                out += static_cast<char>(
+                    ((c & 0x1F) << 6) | (static_cast<unsigned char>(utf8[i + 1]) & 0x3F));
                 ++i;
             } else {
                 out += static_cast<char>(c);
@@ -557,8 +612,8 @@ std::optional<std::string> Scanner::bytesArgument(const PickleGraph& graph, Node
     const NodeId args = graph.arguments(value);
     if (graph.kind(args) != NodeKind::Tuple || graph.tupleSize(args) < 1)
         return std::nullopt;
-    if (callee == "io.BytesIO" || callee == "_io.BytesIO" || callee == "_codecs.encode" || callee == "builtins.bytes"
-        || callee == "builtins.bytearray")
+    if (callee == "io.BytesIO" || callee == "_io.BytesIO" || callee == "_codecs.encode"
+        || callee == "builtins.bytes" || callee == "builtins.bytearray")
         return bytesArgument(graph, graph.tupleItem(args, 0), depth + 1);
     return std::nullopt;
 }
@@ -584,7 +639,8 @@ std::string Scanner::summarise(const PickleGraph& graph, NodeId id, int depth) c
         return "<copyreg extension " + std::to_string(graph.node(id).value) + ">";
     case NodeKind::Call:
     case NodeKind::NewObject: {
-        std::string callee = graph.kind(id) == NodeKind::Call ? calledName(graph, id) : resolveValue(graph, graph.callee(id), 0);
+        std::string callee = graph.kind(id) == NodeKind::Call ? calledName(graph, id)
+                                                              : resolveValue(graph, graph.callee(id), 0);
         if (callee.empty())
             callee = summarise(graph, graph.callee(id), depth + 1);
         std::string out = callee + "(";
@@ -673,8 +729,9 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRu
                 inner = bytesArgument(graph, graph.tupleItem(args, 0), 0);
             if (!inner) {
                 if (name == "torch.storage._load_from_bytes")
-                    cannotVerify(label + ": torch.storage._load_from_bytes is given something other than "
-                                         "literal bytes; what it would unpickle cannot be read");
+                    cannotVerify(label
+                        + ": torch.storage._load_from_bytes is given something other than "
+                          "literal bytes; what it would unpickle cannot be read");
                 continue;
             }
             const std::string innerLabel = label + " > bytes given to " + name;
@@ -691,7 +748,8 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRu
     (void)pickle;
 }
 
-void Scanner::scanStream(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel)
+void Scanner::scanStream(
+    ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel)
 {
     PickleLimits limits;
     PickleGraph graph;
@@ -704,13 +762,21 @@ void Scanner::scanStream(ByteView bytes, const std::string& label, int depth, bo
     // 1. Stacked pickles, back to back, as repeated pickle.load calls (and torch's legacy format) read them.
     while (offset < bytes.size()) {
         const ByteView rest = bytes.subspan(offset);
-        const NodeId first = static_cast<NodeId>(graph.size());
-        PickleRun run = machine.run(rest, graph);
+        // The stackless pass first: it costs no memory, so tensor bytes that merely start with an
+        // opcode are dismissed before the machine builds anything from them.
         const OpcodeScan opcodes = scanOpcodes(rest, 0, true);
         bool namedGlobal = false;
         for (const auto& name : opcodes.names)
             namedGlobal |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
         const bool protoStart = rest.size() >= 2 && rest[0] == 0x80 && rest[1] <= 5;
+        const bool required = index == 0 && (mustBePickle || (topLevel && protoStart));
+        if (!required && !namedGlobal && !opcodes.reachedStop) {
+            if (index > 0)
+                break;
+            return;
+        }
+        const NodeId first = static_cast<NodeId>(graph.size());
+        PickleRun run = machine.run(rest, graph);
         // Tensor bytes can start with an opcode: only a pickle that finishes, names a global or
         // must be one (data.pkl, a top-level PROTO) counts.
         const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2) || namedGlobal
@@ -730,13 +796,14 @@ void Scanner::scanStream(ByteView bytes, const std::string& label, int depth, bo
             cannotVerify(name + ": " + problem);
         if (!run.complete()) {
             cannotVerify(name + ": not read to its end, so what it would do cannot be verified: "
-                + run.error.value_or("no STOP opcode") + " (at byte " + formatThousands(offset + run.errorOffset)
-                + ")");
+                + run.error.value_or("no STOP opcode") + " (at byte "
+                + formatThousands(offset + run.errorOffset) + ")");
             // Name what the machine did not reach.
             const OpcodeScan tail = scanOpcodes(rest, run.errorOffset, true);
             for (const auto& global : tail.names)
                 if (global.offset >= run.errorOffset)
-                    rateGlobal(global.module, global.name, name + ", byte " + formatThousands(offset + global.offset));
+                    rateGlobal(global.module, global.name,
+                        name + ", byte " + formatThousands(offset + global.offset));
             offset += std::max<std::uint64_t>(1, std::max(run.endOffset, tail.end));
             ++index;
             break;
@@ -749,8 +816,8 @@ void Scanner::scanStream(ByteView bytes, const std::string& label, int depth, bo
     // 2. Anything after: a scanner that stops at junk misses a pickle behind it (a loader that skips
     // or resyncs would run it). Only complete pickles that name globals count here, so tensor bytes
     // that happen to look like an opcode are not taken for code.
-    const std::uint64_t end = bytes.size() - offset > m_limits.maxTrailingScan ? offset + m_limits.maxTrailingScan
-                                                                                : bytes.size();
+    const std::uint64_t end
+        = bytes.size() - offset > m_limits.maxTrailingScan ? offset + m_limits.maxTrailingScan : bytes.size();
     if (end < bytes.size())
         m_verdict.notes.push_back(label + ": " + formatThousands(bytes.size() - end)
             + " bytes after the first " + formatBytes(m_limits.maxTrailingScan)
@@ -764,8 +831,13 @@ void Scanner::scanStream(ByteView bytes, const std::string& label, int depth, bo
             ++at;
             continue;
         }
-        PickleGraph scratch;
         const ByteView rest = bytes.subspan(at);
+        const OpcodeScan opcodes = scanOpcodes(rest, 0, true);
+        if (!opcodes.reachedStop || opcodes.names.empty()) {
+            ++at;
+            continue;
+        }
+        PickleGraph scratch;
         const PickleRun run = machine.run(rest, scratch);
         bool named = false;
         for (const GlobalReference& global : run.globals)
@@ -774,7 +846,8 @@ void Scanner::scanStream(ByteView bytes, const std::string& label, int depth, bo
             ++at;
             continue;
         }
-        const std::string name = label + " [a pickle at byte " + formatThousands(at) + ", after the stream's end]";
+        const std::string name
+            = label + " [a pickle at byte " + formatThousands(at) + ", after the stream's end]";
         rateRun(scratch, 0, run, rest, name, at, depth);
         for (const std::string& problem : scanOpcodes(rest, 0, true).frameProblems)
             cannotVerify(name + ": " + problem);
@@ -871,7 +944,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
     std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;
     for (const ZipMember& member : members)
         if (member.dataOffset)
-            covered.push_back({member.localOffset, member.dataOffset + std::min(member.compressedSize, bytes.size())});
+            covered.push_back(
+                {member.localOffset, member.dataOffset + std::min(member.compressedSize, bytes.size())});
     covered.push_back({centralStart, centralEnd});
     std::sort(covered.begin(), covered.end());
     std::uint64_t at = 0;
@@ -889,13 +963,15 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             at = limit;
             continue;
         }
-        const std::uint64_t header = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
+        const std::uint64_t header
+            = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
         ZipMember member;
         member.localOffset = header;
         if (!byLocalOffset.contains(header) && readLocal(header, member)) {
             byLocalOffset[header] = members.size();
             members.push_back(member);
-            m_verdict.notes.push_back(label + ": member '" + member.name + "' at byte " + formatThousands(header)
+            m_verdict.notes.push_back(label + ": member '" + member.name + "' at byte "
+                + formatThousands(header)
                 + " has a local header but no central directory entry; rated anyway");
         }
         at = header + 4;
@@ -927,8 +1003,9 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         std::string list;
         for (const std::string& root : roots)
             list += (list.empty() ? "'" : ", '") + root + "'";
-        m_verdict.notes.push_back(label + ": " + std::to_string(roots.size()) + " archive roots hold a data.pkl ("
-            + list + "); torch reads the one under the first entry's prefix, '" + members.front().name
+        m_verdict.notes.push_back(label + ": " + std::to_string(roots.size())
+            + " archive roots hold a data.pkl (" + list
+            + "); torch reads the one under the first entry's prefix, '" + members.front().name
             + "'; every one is rated");
     }
     for (const ZipMember& member : members) {
@@ -940,13 +1017,16 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             std::uint64_t stop = bytes.size();
             if (const void* found = memmem(bytes.data() + std::min(member.dataOffset, bytes.size()),
                     bytes.size() - std::min(member.dataOffset, bytes.size()), "PK", 2)) {
-                std::uint64_t candidate = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
+                std::uint64_t candidate
+                    = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
                 while (candidate + 4 <= bytes.size()
                     && !(signatureAt(bytes, candidate, 3, 4) || signatureAt(bytes, candidate, 1, 2)
                         || signatureAt(bytes, candidate, 7, 8) || signatureAt(bytes, candidate, 5, 6))) {
-                    const void* again = memmem(bytes.data() + candidate + 1, bytes.size() - candidate - 1, "PK", 2);
-                    candidate = again ? static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(again) - bytes.data())
-                                      : bytes.size();
+                    const void* again
+                        = memmem(bytes.data() + candidate + 1, bytes.size() - candidate - 1, "PK", 2);
+                    candidate = again
+                        ? static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(again) - bytes.data())
+                        : bytes.size();
                 }
                 stop = std::min<std::uint64_t>(candidate, bytes.size());
             }
@@ -954,14 +1034,18 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         }
         const ByteView raw = bytes.subspan(std::min(member.dataOffset, bytes.size()),
             std::min<std::uint64_t>(length, bytes.size() - std::min(member.dataOffset, bytes.size())));
-        const std::string memberLabel = (givenLabel.empty() ? std::string() : givenLabel + " > ") + member.name
-            + (member.localName.size() && member.localName != member.name ? " (local header: " + member.localName + ")" : "");
+        const std::string memberLabel = (givenLabel.empty() ? std::string() : givenLabel + " > ")
+            + member.name
+            + (member.localName.size() && member.localName != member.name
+                    ? " (local header: " + member.localName + ")"
+                    : "");
         const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");
         if (member.method == 0) {
             scanFile(raw, memberLabel, depth + 1, namedPickle, false);
         } else if (member.method == 8) {
             std::string why;
-            auto inflated = inflateCapped(raw, m_limits.maxUnpackedBytes - std::min(m_unpacked, m_limits.maxUnpackedBytes), why);
+            auto inflated = inflateCapped(
+                raw, m_limits.maxUnpackedBytes - std::min(m_unpacked, m_limits.maxUnpackedBytes), why);
             if (!inflated || !spend(inflated->size())) {
                 if (namedPickle || !inflated)
                     cannotVerify(memberLabel + ": its deflated bytes cannot be unpacked: "
@@ -978,8 +1062,28 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
     }
 }
 
-bool Scanner::unpackWrapper(ByteView bytes, const std::string& label, const char* wrapper, int depth)
+bool Scanner::unpackWrapper(
+    ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet)
 {
+    if (quiet) {
+        // Tensor bytes that happen to start like a wrapper: only a wrapper if it unpacks cleanly.
+        archive* probe = archive_read_new();
+        archive_read_support_filter_all(probe);
+        archive_read_support_format_all(probe);
+        archive_read_support_format_raw(probe);
+        archive_entry* entry = nullptr;
+        bool clean = archive_read_open_memory(probe, bytes.data(), bytes.size()) == ARCHIVE_OK;
+        while (clean) {
+            const int status = archive_read_next_header(probe, &entry);
+            if (status == ARCHIVE_EOF)
+                break;
+            if (status != ARCHIVE_OK || archive_read_data_skip(probe) != ARCHIVE_OK)
+                clean = false;
+        }
+        archive_read_free(probe);
+        if (!clean)
+            return false;
+    }
     m_verdict.notes.push_back((label.empty() ? std::string("the file") : label) + " is " + wrapper
         + "-compressed, not a checkpoint torch.load reads as it is; a script that unpacks it first runs "
           "what is inside, so that is rated");
@@ -996,8 +1100,8 @@ bool Scanner::unpackWrapper(ByteView bytes, const std::string& label, const char
     int status;
     while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK) {
         const char* path = archive_entry_pathname(entry);
-        const std::string name = (label.empty() ? std::string() : label + " > ") + wrapper + ":"
-            + (path ? path : "data");
+        const std::string name
+            = (label.empty() ? std::string() : label + " > ") + wrapper + ":" + (path ? path : "data");
         if (archive_entry_filetype(entry) == AE_IFDIR)
             continue;
         ByteBuffer buffer;
@@ -1061,10 +1165,8 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         wrapper = "lz4";
     else if (bytes.size() > 262 && std::memcmp(bytes.data() + 257, "ustar", 5) == 0)
         wrapper = "tar";
-    if (wrapper) {
-        unpackWrapper(bytes, label, wrapper, depth);
+    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle))
         return;
-    }
     if (topLevel && bytes.size() >= 10) {
         // safetensors: u64 header length, then a JSON object; no pickle anywhere.
         const std::uint64_t headerLength = le(bytes, 0, 8);
@@ -1087,8 +1189,9 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
             const bool objects = header.find("'O'") != std::string_view::npos
                 || header.find("'|O'") != std::string_view::npos;
             if (objects)
-                scanStream(bytes.subspan(dataStart), (label.empty() ? std::string("the file") : label)
-                    + " (NumPy object array)", depth, true, false);
+                scanStream(bytes.subspan(dataStart),
+                    (label.empty() ? std::string("the file") : label) + " (NumPy object array)", depth, true,
+                    false);
         }
         return;
     }
@@ -1147,8 +1250,10 @@ SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
                     call = callable.call;
                     break;
                 }
-            verdict.headline = "DANGEROUS: loading it with weights_only=False calls " + joinNames(dangerous, 6)
-                + (call.empty() ? std::string() : ", e.g. " + (call.size() > 160 ? call.substr(0, 160) + "..." : call))
+            verdict.headline = "DANGEROUS: loading it with weights_only=False calls "
+                + joinNames(dangerous, 6)
+                + (call.empty() ? std::string()
+                                : ", e.g. " + (call.size() > 160 ? call.substr(0, 160) + "..." : call))
                 + (unknown.empty() ? std::string() : "; also unverifiable: " + joinNames(unknown, 4));
         } else if (!unknown.empty()) {
             verdict.headline = "CANNOT VERIFY; treat as dangerous: it calls " + joinNames(unknown, 6)
@@ -1163,12 +1268,14 @@ SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
         for (const AllowlistCandidate& candidate : verdict.allowlist)
             if (!candidate.torch2Default)
                 names.push_back(candidate.name);
-        verdict.headline = "needs allowlisting: only vetted inert classes that torch's weights_only list lacks ("
+        verdict.headline
+            = "needs allowlisting: only vetted inert classes that torch's weights_only list lacks ("
             + joinNames(names, 6) + ")";
     } else if (!verdict.pickles.empty()) {
         verdict.rating = PickleSafety::KnownInert;
-        verdict.headline = "known inert: every global is a vetted inert class on torch's default weights_only "
-                           "allowlist; loading it cannot run code";
+        verdict.headline
+            = "known inert: every global is a vetted inert class on torch's default weights_only "
+              "allowlist; loading it cannot run code";
     } else {
         verdict.rating = PickleSafety::NoPickle;
         verdict.headline = "no pickle: nothing in it would be unpickled";

@@ -23,7 +23,8 @@ enum class PickleSafety {
     NeedsAllowlist,
     DangerousOrUnknown,
 };
-const char* pickleSafetyName(PickleSafety safety); // "no-pickle", "known-inert", "needs-allowlisting", "dangerous"
+const char* pickleSafetyName(
+    PickleSafety safety); // "no-pickle", "known-inert", "needs-allowlisting", "dangerous"
 
 // A callable the verdict cannot vouch for.
 struct UnsafeCallable {
