@@ -976,11 +976,16 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         }
         at = header + 4;
     }
-    if (!members.empty() && members.front().localOffset > 0 && depth == 0) {
+    std::uint64_t archiveStart = bytes.size();
+    for (const ZipMember& member : members)
+        archiveStart = std::min(archiveStart, member.localOffset);
+    if (archiveStart > 0) {
         // torch.load decides "zip or legacy" from the first bytes: a file that does not start with
-        // a zip header is unpickled from byte 0.
-        scanStream(bytes.subspan(0, std::min<std::uint64_t>(members.front().localOffset, bytes.size())),
-            label + " (bytes before the zip archive)", depth, false, true);
+        // a zip header is unpickled from byte 0 (and a stray end record proves nothing).
+        scanStream(bytes.subspan(0, static_cast<std::size_t>(archiveStart)),
+            members.empty() ? (givenLabel.empty() ? std::string("the file") : givenLabel)
+                            : label + " (bytes before the zip archive)",
+            depth, false, depth == 0);
     }
     // Duplicate names, name mismatches, several roots: notes; every member is rated anyway.
     std::map<std::string, int> seen;
@@ -1195,7 +1200,7 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         }
         return;
     }
-    const bool zip = starts({'P', 'K', 3, 4}) || (findEndOfCentralDirectory(bytes).has_value() && topLevel);
+    const bool zip = starts({'P', 'K', 3, 4}) || (topLevel && findEndOfCentralDirectory(bytes).has_value());
     if (zip) {
         scanZip(bytes, label, depth);
         return;

@@ -166,6 +166,9 @@ write("t01_raw_posix.bin", simple("posix", "system", "t01b"), "1", ["posix.syste
 write("t01_plain_popen.pkl", simple("subprocess", "Popen", "t01c"), "1", ["subprocess.Popen"])
 write("t01_plain_runpy.pkl", simple("runpy", "_run_code", "t01d"), "1", ["runpy._run_code"])
 
+# A pickle with a real torch zip appended: torch.load sees no zip header at byte 0 and unpickles it.
+write("t01_pickle_then_zip.pt", simple("os", "system", "t01e") + torch_zip_bytes(), "1,5", ["os.system"])
+
 text_pickle = b"cos\nsystem\n(S'" + marker("t02").encode() + b"'\ntR."
 members = torch_zip_members() + [("archive/payload.txt", text_pickle)]
 write("t02_zip_txt_member.pt", bytes(zip_with(members)), "2", ["os.system"])
