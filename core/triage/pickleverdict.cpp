@@ -1067,6 +1067,13 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
     }
 }
 
+// libarchive may have no message at all (a null pointer).
+std::string archiveError(archive* reader)
+{
+    const char* message = archive_error_string(reader);
+    return message ? message : "unknown error";
+}
+
 bool Scanner::unpackWrapper(
     ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet)
 {
@@ -1097,7 +1104,7 @@ bool Scanner::unpackWrapper(
     archive_read_support_format_all(reader);
     archive_read_support_format_raw(reader);
     if (archive_read_open_memory(reader, bytes.data(), bytes.size()) != ARCHIVE_OK) {
-        cannotVerify(label + ": the " + wrapper + " data cannot be opened: " + archive_error_string(reader));
+        cannotVerify(label + ": the " + wrapper + " data cannot be opened: " + archiveError(reader));
         archive_read_free(reader);
         return false;
     }
@@ -1126,7 +1133,7 @@ bool Scanner::unpackWrapper(
             break;
         }
         if (got < 0) {
-            cannotVerify(name + ": the " + wrapper + " data is damaged: " + archive_error_string(reader));
+            cannotVerify(name + ": the " + wrapper + " data is damaged: " + archiveError(reader));
             break;
         }
         m_buffers.push_back(std::move(buffer));
@@ -1134,8 +1141,7 @@ bool Scanner::unpackWrapper(
         scanFile(ByteView(kept.data(), kept.size()), name, depth + 1, false, true);
     }
     if (status != ARCHIVE_EOF && status != ARCHIVE_OK)
-        cannotVerify(label + ": the " + wrapper + " data cannot be read to its end: "
-            + (archive_error_string(reader) ? archive_error_string(reader) : "unknown error"));
+        cannotVerify(label + ": the " + wrapper + " data cannot be read to its end: " + archiveError(reader));
     archive_read_free(reader);
     return true;
 }
