@@ -405,8 +405,9 @@ std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
 
 bool signatureAt(ByteView bytes, std::uint64_t offset, std::uint8_t third, std::uint8_t fourth)
 {
-    return offset + 4 <= bytes.size() && bytes[offset] == 'P' && bytes[offset + 1] == 'K'
-        && bytes[offset + 2] == third && bytes[offset + 3] == fourth;
+    // Offsets come from the file: compare without adding, so a huge one cannot wrap around.
+    return offset <= bytes.size() && bytes.size() - offset >= 4 && bytes[offset] == 'P'
+        && bytes[offset + 1] == 'K' && bytes[offset + 2] == third && bytes[offset + 3] == fourth;
 }
 
 std::optional<std::uint64_t> findEndOfCentralDirectory(ByteView bytes)

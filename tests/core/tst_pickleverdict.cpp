@@ -2,11 +2,13 @@
 // opcode (never unpickled), no false alarms on the fixtures torch's own weights_only=True accepts
 // (real torch 1.13 and the modern torch, file by file), and the corpus rated against what its
 // MANIFEST says torch did (corpus files are never unpickled here).
+#include "core/io/mappedfile.h"
 #include "core/triage/pickleverdict.h"
 #include "torchprobe.h"
 
 #include <QDir>
 #include <QFile>
+#include <QTemporaryFile>
 #include <QTest>
 
 #include <string>
@@ -127,6 +129,46 @@ private Q_SLOTS:
                            "cposix\nsystem\nX\x01\x00\x00\x00x\x85R\xfe\xfe"));
         QCOMPARE(verdict.rating, PickleSafety::DangerousOrUnknown);
         QVERIFY(names(verdict, "posix.system"));
+    }
+
+    void zipOffsetsThatWrapAroundDoNotCrash()
+    {
+        // Found by mutating hostile files: a central directory that claims to start 100 bytes
+        // later than it does, naming a member at byte 96, put the member at byte -4 (read from a
+        // mapped file, as the tool reads it, so that byte -4 is outside the mapping).
+        auto le16 = [](std::string& out, unsigned value) {
+            out += static_cast<char>(value & 0xFF);
+            out += static_cast<char>((value >> 8) & 0xFF);
+        };
+        auto le32 = [&](std::string& out, unsigned value) {
+            le16(out, value & 0xFFFF);
+            le16(out, value >> 16);
+        };
+        std::string zip = "PK\x01\x02";
+        zip += std::string(24, '\0'); // versions, flags, method, time, CRC, sizes
+        le16(zip, 8); // name length
+        zip += std::string(12, '\0'); // extra, comment, disk, attributes
+        le32(zip, 96); // local header offset
+        zip += "data.pkl";
+        const auto directorySize = static_cast<unsigned>(zip.size());
+        zip += "PK\x05\x06";
+        zip += std::string(4, '\0');
+        le16(zip, 1);
+        le16(zip, 1);
+        le32(zip, directorySize);
+        le32(zip, 100); // where the directory claims to be
+        le16(zip, 0);
+        QTemporaryFile file;
+        QVERIFY(file.open());
+        file.write(zip.data(), static_cast<qint64>(zip.size()));
+        file.close();
+        auto mapped = MappedFile::open(file.fileName().toStdString());
+        QVERIFY(mapped.hasValue());
+        const SafetyVerdict verdict = ratePickleSafety((*mapped)->bytes());
+        QCOMPARE(verdict.rating, PickleSafety::DangerousOrUnknown);
+        QVERIFY(!verdict.cannotVerify.empty());
+        QVERIFY2(verdict.cannotVerify.front().find("no local header") != std::string::npos,
+            verdict.cannotVerify.front().c_str());
     }
 
     void fixturesTorch113AcceptsAreLoadable()
