@@ -1,5 +1,7 @@
 #include "core/model/checkpoint.h"
 
+#include "core/base/checkedarithmetic.h"
+
 #include "core/model/dtype.h"
 
 #include <cstdio>
@@ -102,7 +104,7 @@ std::uint64_t Checkpoint::totalStorageBytes() const
 {
     std::uint64_t total = 0;
     for (const StorageRecord& storage : storages)
-        total += storage.nbytes;
+        total = saturatingAdd(total, storage.nbytes);
     return total;
 }
 

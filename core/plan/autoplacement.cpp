@@ -1,5 +1,7 @@
 #include "core/plan/autoplacement.h"
 
+#include "core/base/checkedarithmetic.h"
+
 #include "core/devices/deviceinventory.h"
 #include "core/model/checkpoint.h"
 
@@ -126,7 +128,7 @@ Expected<AutoPlacement> placeAutomatically(
         PlacementGroup& group
             = result.groups[resultIndex.at(sets.find(static_cast<std::uint32_t>(storageGroup[s])))];
         group.storages.push_back(s);
-        group.bytes += checkpoint.storages[s].nbytes;
+        group.bytes = saturatingAdd(group.bytes, checkpoint.storages[s].nbytes);
     }
 
     // 2. Budgets: capacity less the CUDA context and the headroom.

@@ -5,6 +5,7 @@
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/base/checkedarithmetic.h"
 #include "core/triage/triage.h"
 
 #include <fcntl.h>
@@ -237,14 +238,14 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
         const StorageRecord& storage = checkpoint.storages[i];
         if (storage.bytesComplete() || storage.nbytes == 0) {
             complete.push_back(i);
-            completeBytes += storage.nbytes;
+            completeBytes = saturatingAdd(completeBytes, storage.nbytes);
         } else if (storage.availableBytes && *storage.availableBytes < storage.nbytes) {
             lost.push_back(i);
-            lostBytes += storage.nbytes;
+            lostBytes = saturatingAdd(lostBytes, storage.nbytes);
             truncated = true;
         } else {
             lost.push_back(i); // compressed or missing: not salvageable from this file either
-            lostBytes += storage.nbytes;
+            lostBytes = saturatingAdd(lostBytes, storage.nbytes);
         }
     }
     if (!truncated || checkpoint.storages.empty())

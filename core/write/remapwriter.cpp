@@ -1,11 +1,13 @@
 #include "core/write/remapwriter.h"
 
+#include "core/base/escaping.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/pickle/pickleemitter.h"
+#include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 
@@ -123,6 +125,36 @@ Status checkReadable(const Checkpoint& checkpoint)
     return std::nullopt;
 }
 
+// The copy may name only globals the input named, byte for byte: the writer changes device tags
+// and nothing else, so a new name in the copy means the emitter wrote something the input did not
+// say (issue 9: a STACK_GLOBAL module holding a newline came back as a GLOBAL line calling
+// posix.system). The rewritten pickles are read back by the same machine that read the input;
+// this runs whether or not the full verification is asked for, before anything is renamed.
+Status checkGlobalsAgainstInput(const Checkpoint& checkpoint,
+    const std::map<std::uint32_t, ByteBuffer>& rewrittenPickles, bool torchDeviceWritten)
+{
+    std::set<std::pair<std::string, std::string>> named;
+    for (const PickleSection& section : checkpoint.pickles)
+        for (const GlobalReference& global : section.run.globals)
+            named.emplace(global.module, global.name);
+    if (torchDeviceWritten)
+        named.emplace("torch", "device");
+    for (const auto& [section, bytes] : rewrittenPickles) {
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(ByteView(bytes.data(), bytes.size()), graph);
+        const std::string& record = checkpoint.pickles[section].record;
+        if (!run.complete())
+            return makeError("refusing to write the copy: its rewritten " + printableText(record)
+                + " does not read back (" + printableText(run.error.value_or("incomplete")) + ")");
+        for (const GlobalReference& global : run.globals)
+            if (!named.count({global.module, global.name}))
+                return makeError("refusing to write the copy: its rewritten " + printableText(record)
+                    + " would name the global " + printableText(global.module) + "."
+                    + printableText(global.name) + ", which the input never names");
+    }
+    return std::nullopt;
+}
+
 struct CrcCheck {
     std::string key;
     std::uint32_t crc;
@@ -171,6 +203,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     // 1. What changes in the pickles.
     PickleEmitter emitter(graph);
     bool outsideDeviceChanged = false;
+    bool torchDeviceWritten = false; // a torch.device('<tag>') replacement names torch.device itself
     std::set<std::uint32_t> sectionsToRewrite;
     for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
         const StorageRecord& storage = checkpoint.storages[s];
@@ -244,6 +277,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         if (!planned || planned == tensor.device)
             continue;
         outsideDeviceChanged = true;
+        torchDeviceWritten = torchDeviceWritten || tensor.deviceArgumentIsTorchDevice;
         emitter.replaceItem(tensor.deviceArgumentTuple, tensor.deviceArgumentIndex,
             {tensor.deviceArgumentIsTorchDevice ? PickleReplacement::Kind::TorchDevice
                                                 : PickleReplacement::Kind::Text,
@@ -275,6 +309,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             return makeError("cannot rewrite " + pickle.record + ": " + bytes.error().message);
         rewrittenPickles.emplace(section, std::move(*bytes));
     }
+    if (Status problem = checkGlobalsAgainstInput(checkpoint, rewrittenPickles, torchDeviceWritten))
+        return *problem;
 
     // 2. The output file, next to the target.
     std::uint64_t expectedSize = checkpoint.fileSize;
