@@ -254,8 +254,8 @@ int runRemap(const std::vector<std::string>& args)
         for (const std::string& note : change.notes)
             std::cerr << "note: " << shown(rule.describe()) << ": " << shown(note) << "\n";
         if (!change.tensorsDraggedAlong.empty()) {
-            std::cerr << "note: " << shown(rule.describe()) << " also moves " << change.tensorsDraggedAlong.size()
-                      << " tensor(s) that share a storage with it:";
+            std::cerr << "note: " << shown(rule.describe()) << " also moves "
+                      << change.tensorsDraggedAlong.size() << " tensor(s) that share a storage with it:";
             for (std::size_t k = 0; k < change.tensorsDraggedAlong.size() && k < 5; ++k)
                 std::cerr << " " << shown(checkpoint.tensors[change.tensorsDraggedAlong[k]].name);
             std::cerr << (change.tensorsDraggedAlong.size() > 5 ? " ...\n" : "\n");
@@ -345,8 +345,8 @@ void printMachine(const ckpt::MachineInventory& machine)
 {
     std::cout << shown(machine.name) << (machine.described ? " (described)" : " (detected)") << "\n";
     for (const ckpt::DeviceInfo& device : machine.devices) {
-        std::cout << "  " << std::left << std::setw(8) << shown(device.tag) << " " << std::setw(28) << shown(device.name)
-                  << " " << std::right << std::setw(10) << bytesText(device.totalBytes);
+        std::cout << "  " << std::left << std::setw(8) << shown(device.tag) << " " << std::setw(28)
+                  << shown(device.name) << " " << std::right << std::setw(10) << bytesText(device.totalBytes);
         if (device.freeBytes)
             std::cout << "  (" << bytesText(*device.freeBytes) << " free)";
         if (device.computeCapability)
@@ -976,8 +976,8 @@ int runCheck(const std::vector<std::string>& args)
                           << shown(tensor.member("error").toString()) << "\n";
                 continue;
             }
-            std::cout << "  " << std::left << std::setw(40) << shown(tensor.member("name").toString()) << std::right
-                      << " min " << tensor.member("min").toDouble() << "  max "
+            std::cout << "  " << std::left << std::setw(40) << shown(tensor.member("name").toString())
+                      << std::right << " min " << tensor.member("min").toDouble() << "  max "
                       << tensor.member("max").toDouble() << "  mean " << tensor.member("mean").toDouble()
                       << "  std " << tensor.member("std").toDouble()
                       << (tensor.member("nan").toUInt64().value_or(0)

@@ -524,8 +524,8 @@ private:
             entry.payloadComplete = false;
             addFinding(Severity::Error, "record-truncated",
                 "record " + displayName(entry.name) + " ends at byte "
-                    + (dataEnd ? formatThousands(*dataEnd) : std::string("2^64 or beyond")) + " but the file is only "
-                    + byteCount(m_size) + " long: the file is truncated",
+                    + (dataEnd ? formatThousands(*dataEnd) : std::string("2^64 or beyond"))
+                    + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
                 entry.name, entry.dataOffset);
         }
     }

@@ -256,12 +256,13 @@ Status AtomicOutputFile::linkUnnamedFile()
         return makeError("cannot give the written file the name " + m_targetPath + ": " + errnoText(errno));
     const SplitPath target = splitPath(m_targetPath);
     for (int attempt = 0; attempt < 100; ++attempt) {
-        const std::string staging
-            = joinPath(target.folder, "." + partialStem(target.name) + "." + randomLetters(6) + kPartialSuffix);
+        const std::string staging = joinPath(
+            target.folder, "." + partialStem(target.name) + "." + randomLetters(6) + kPartialSuffix);
         if (::linkat(AT_FDCWD, m_temporaryPath.c_str(), AT_FDCWD, staging.c_str(), AT_SYMLINK_FOLLOW) != 0) {
             if (errno == EEXIST)
                 continue;
-            return makeError("cannot give the written file a name in " + target.folder + ": " + errnoText(errno));
+            return makeError(
+                "cannot give the written file a name in " + target.folder + ": " + errnoText(errno));
         }
         if (::rename(staging.c_str(), m_targetPath.c_str()) != 0) {
             const int error = errno;

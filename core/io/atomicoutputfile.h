@@ -44,7 +44,10 @@ public:
     // A path that opens the file being written, for reading it back before the commit: the
     // ".partial" file, or /proc/self/fd/<fd> for an unnamed one.
     const std::string& temporaryPath() const { return m_temporaryPath; }
-    TemporaryFileKind kind() const { return m_unnamed ? TemporaryFileKind::Unnamed : TemporaryFileKind::LockedPartial; }
+    TemporaryFileKind kind() const
+    {
+        return m_unnamed ? TemporaryFileKind::Unnamed : TemporaryFileKind::LockedPartial;
+    }
     const std::string& targetPath() const { return m_targetPath; }
 
     // fsync, give it the target's name (linkat, or rename over the target), close, fsync the folder.

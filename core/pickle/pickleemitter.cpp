@@ -208,7 +208,10 @@ private:
     };
 
     void pushValue(NodeId id) { m_steps.push_back({Step::Kind::Value, 0, 0, id, kNoNode, nullptr}); }
-    void pushByte(std::uint8_t byte) { m_steps.push_back({Step::Kind::Byte, byte, 0, kNoNode, kNoNode, nullptr}); }
+    void pushByte(std::uint8_t byte)
+    {
+        m_steps.push_back({Step::Kind::Byte, byte, 0, kNoNode, kNoNode, nullptr});
+    }
     void pushStep(Step::Kind kind, NodeId id, std::uint8_t byte = 0, std::uint32_t index = 0)
     {
         m_steps.push_back({kind, byte, index, id, kNoNode, nullptr});
@@ -231,7 +234,8 @@ private:
             switch (step.kind) {
             case Step::Kind::Value:
                 if (++expansions > maximumExpansions)
-                    throw Failure {"the pickle's values refer to themselves in a way that cannot be rewritten"};
+                    throw Failure {
+                        "the pickle's values refer to themselves in a way that cannot be rewritten"};
                 emitValue(step.id);
                 break;
             case Step::Kind::TupleItem:

@@ -179,8 +179,8 @@ std::uint64_t MemoryLedger::cpuStagingBytes() const
         if (m_tags[static_cast<std::size_t>(m_storageDevice[s])] != "cpu")
             largestMoved = std::max(largestMoved, m_checkpoint.storages[s].nbytes);
     auto cpu = m_tagIndex.find("cpu");
-    return saturated(
-        WideBytes {largestMoved} + (cpu == m_tagIndex.end() ? 0 : m_planned[static_cast<std::size_t>(cpu->second)]));
+    return saturated(WideBytes {largestMoved}
+        + (cpu == m_tagIndex.end() ? 0 : m_planned[static_cast<std::size_t>(cpu->second)]));
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> MemoryLedger::moduleBytes(std::uint32_t treeNode) const

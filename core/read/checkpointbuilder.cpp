@@ -350,7 +350,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
         m_checkpoint.addFinding(Severity::Error, "storage-size-overflow",
             "storage " + key + " records " + formatThousands(storage.numel) + " elements of "
                 + std::to_string(elementSize)
-                + " bytes, more bytes than 64 bits can count: the persistent id is damaged or hostile");
+                + " bytes: its size in bytes overflows 64 bits, so the persistent id is damaged or hostile");
     }
     if (locateStorageBytes)
         locateStorageBytes(storage);
@@ -972,7 +972,8 @@ std::string intArrayText(const std::vector<std::int64_t>& values)
 
 } // namespace
 
-std::string storageSizeOverflowMessage(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides)
+std::string storageSizeOverflowMessage(
+    const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides)
 {
     return "Storage size calculation overflowed with sizes=" + intArrayText(sizes)
         + " and strides=" + intArrayText(strides);
@@ -1006,16 +1007,17 @@ void CheckpointBuilder::checkViews()
         // (torch returns 0 there, before looking at later dimensions), and a result above
         // INT64_MAX counted as an overflow too. Unchecked, stride 2^62 over five elements wrapped
         // to "needs 4 bytes" and the view was called fine.
-        std::optional<std::uint64_t> elements = checkedAdd<std::uint64_t>(
-            static_cast<std::uint64_t>(*tensor.storageOffset), 1);
+        std::optional<std::uint64_t> elements
+            = checkedAdd<std::uint64_t>(static_cast<std::uint64_t>(*tensor.storageOffset), 1);
         bool empty = false;
         for (std::size_t d = 0; d < tensor.shape.size() && !empty; ++d) {
             if (tensor.shape[d] == 0) {
                 empty = true;
                 break;
             }
-            const auto strided = checkedMultiply<std::uint64_t>(
-                static_cast<std::uint64_t>((*tensor.stride)[d]), static_cast<std::uint64_t>(tensor.shape[d] - 1));
+            const auto strided
+                = checkedMultiply<std::uint64_t>(static_cast<std::uint64_t>((*tensor.stride)[d]),
+                    static_cast<std::uint64_t>(tensor.shape[d] - 1));
             elements = elements && strided ? checkedAdd(*elements, *strided) : std::nullopt;
         }
         if (empty)

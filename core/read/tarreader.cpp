@@ -139,12 +139,13 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             storage.numel = numel.value_or(0);
             // Checked like the zip format's sizes: a wrapped product would make a storage of
             // 2^62 floats "need 0 bytes" and misplace every storage after it.
-            const std::optional<std::uint64_t> nbytes = checkedMultiply<std::uint64_t>(storage.numel, elementSize);
+            const std::optional<std::uint64_t> nbytes
+                = checkedMultiply<std::uint64_t>(storage.numel, elementSize);
             if (!nbytes) {
                 checkpoint.addFinding(Severity::Error, "storage-size-overflow",
                     "storage " + storage.key + " of the tar 'storages' member records "
                         + formatThousands(storage.numel) + " elements of " + std::to_string(elementSize)
-                        + " bytes, more bytes than 64 bits can count: the member is damaged or hostile",
+                        + " bytes: its size in bytes overflows 64 bits, so the member is damaged or hostile",
                     "storages", storages->offset + offset);
                 break;
             }

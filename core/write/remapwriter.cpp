@@ -125,42 +125,34 @@ Status checkReadable(const Checkpoint& checkpoint)
     return std::nullopt;
 }
 
-// The copy may name only globals the input named, byte for byte: the writer changes device tags
-// and nothing else, so a new name in the copy means the emitter wrote something the input did not
-// say (issue 9: a STACK_GLOBAL module holding a newline came back as a GLOBAL line calling
-// posix.system). The rewritten pickles are read back by the same machine that read the input;
-// this runs whether or not the full verification is asked for, before anything is renamed.
-Status checkGlobalsAgainstInput(const Checkpoint& checkpoint,
-    const std::map<std::uint32_t, ByteBuffer>& rewrittenPickles, bool torchDeviceWritten)
-{
-    std::set<std::pair<std::string, std::string>> named;
-    for (const PickleSection& section : checkpoint.pickles)
-        for (const GlobalReference& global : section.run.globals)
-            named.emplace(global.module, global.name);
-    if (torchDeviceWritten)
-        named.emplace("torch", "device");
-    for (const auto& [section, bytes] : rewrittenPickles) {
-        PickleGraph graph;
-        const PickleRun run = PickleMachine().run(ByteView(bytes.data(), bytes.size()), graph);
-        const std::string& record = checkpoint.pickles[section].record;
-        if (!run.complete())
-            return makeError("refusing to write the copy: its rewritten " + printableText(record)
-                + " does not read back (" + printableText(run.error.value_or("incomplete")) + ")");
-        for (const GlobalReference& global : run.globals)
-            if (!named.count({global.module, global.name}))
-                return makeError("refusing to write the copy: its rewritten " + printableText(record)
-                    + " would name the global " + printableText(global.module) + "."
-                    + printableText(global.name) + ", which the input never names");
-    }
-    return std::nullopt;
-}
-
 struct CrcCheck {
     std::string key;
     std::uint32_t crc;
 };
 
 } // namespace
+
+Status checkRewrittenGlobals(
+    const Checkpoint& input, const std::string& record, ByteView rewrittenPickle, bool torchDeviceWritten)
+{
+    std::set<std::pair<std::string, std::string>> named;
+    for (const PickleSection& section : input.pickles)
+        for (const GlobalReference& global : section.run.globals)
+            named.emplace(global.module, global.name);
+    if (torchDeviceWritten)
+        named.emplace("torch", "device");
+    PickleGraph graph;
+    const PickleRun run = PickleMachine().run(rewrittenPickle, graph);
+    if (!run.complete())
+        return makeError("refusing to write the copy: its rewritten " + printableText(record)
+            + " does not read back (" + printableText(run.error.value_or("incomplete")) + ")");
+    for (const GlobalReference& global : run.globals)
+        if (!named.count({global.module, global.name}))
+            return makeError("refusing to write the copy: its rewritten " + printableText(record)
+                + " would name the global " + printableText(global.module) + "." + printableText(global.name)
+                + ", which the input never names");
+    return std::nullopt;
+}
 
 std::string RemapResult::summary() const
 {
@@ -309,8 +301,11 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             return makeError("cannot rewrite " + pickle.record + ": " + bytes.error().message);
         rewrittenPickles.emplace(section, std::move(*bytes));
     }
-    if (Status problem = checkGlobalsAgainstInput(checkpoint, rewrittenPickles, torchDeviceWritten))
-        return *problem;
+    // Before anything is written, let alone renamed: the copy names no global the input did not.
+    for (const auto& [section, bytes] : rewrittenPickles)
+        if (Status problem = checkRewrittenGlobals(checkpoint, checkpoint.pickles[section].record,
+                ByteView(bytes.data(), bytes.size()), torchDeviceWritten))
+            return *problem;
 
     // 2. The output file, next to the target.
     std::uint64_t expectedSize = checkpoint.fileSize;
