@@ -89,7 +89,12 @@ std::uint64_t TensorEntry::nbytes() const
         elements *= size;
     }
     const auto info = dtypeByName(dtype);
-    return info ? info->bytesFor(elements) : elements;
+    if (!info)
+        return elements;
+    // DTypeInfo::bytesFor would wrap for a hostile shape; round and multiply without wrapping.
+    if (info->valuesPerByte > 1)
+        return elements / info->valuesPerByte + (elements % info->valuesPerByte != 0);
+    return saturatingMultiply(elements, info->elementSize);
 }
 
 std::map<std::string, std::uint64_t> Checkpoint::bytesByDevice() const

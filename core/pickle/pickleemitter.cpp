@@ -224,18 +224,11 @@ private:
     void emit(NodeId root)
     {
         pushValue(root);
-        // Every node is expanded at most once (later references fetch it from the memo); a graph
-        // that makes the writer expand more has a cycle the memo cannot break.
-        const std::uint64_t maximumExpansions = 2 * static_cast<std::uint64_t>(m_graph.size()) + 64;
-        std::uint64_t expansions = 0;
         while (!m_steps.empty()) {
             const Step step = m_steps.back();
             m_steps.pop_back();
             switch (step.kind) {
             case Step::Kind::Value:
-                if (++expansions > maximumExpansions)
-                    throw Failure {
-                        "the pickle's values refer to themselves in a way that cannot be rewritten"};
                 emitValue(step.id);
                 break;
             case Step::Kind::TupleItem:
@@ -386,6 +379,17 @@ private:
     {
         if (fetch(id))
             return;
+        // A value with parts (a container, a call, a persistent id, a replacement) is written out
+        // at most once: later references fetch it from the memo, and one referenced once is
+        // reached once. A graph that makes the writer expand more has a cycle the memo cannot
+        // break (a frozenset inside its own list), which would grow the work list for ever.
+        // Scalars may be written any number of times (the pickler memoizes no ints).
+        const NodeKind kind = m_graph.kind(id);
+        const bool hasParts = kind == NodeKind::Tuple || kind == NodeKind::List || kind == NodeKind::Dict
+            || kind == NodeKind::Set || kind == NodeKind::FrozenSet || kind == NodeKind::PersistentId
+            || kind == NodeKind::Call || kind == NodeKind::NewObject || m_nodeReplacements.count(id);
+        if (hasParts && ++m_expansions > 2 * static_cast<std::uint64_t>(m_graph.size()) + 64)
+            throw Failure {"the pickle's values refer to themselves in a way that cannot be rewritten"};
         if (auto r = m_nodeReplacements.find(id); r != m_nodeReplacements.end()) {
             pushStep(Step::Kind::Memoize, id);
             writeReplacement(r->second);
@@ -574,6 +578,7 @@ private:
     std::unordered_map<NodeId, std::uint32_t> m_memo;
     std::unordered_set<NodeId> m_inProgress;
     std::vector<Step> m_steps;
+    std::uint64_t m_expansions = 0;
     ByteBuffer m_out;
 };
 

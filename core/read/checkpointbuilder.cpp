@@ -435,10 +435,16 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     t.rebuildFunction = function;
     t.node = id;
 
+    // Both offsets come from the file: their sum saturates instead of overflowing (a signed
+    // overflow is undefined), and checkViews then reports the view.
+    auto offsetPlusView = [&](NodeId offsetNode, std::int64_t viewOffset) {
+        const std::int64_t offset = m_graph.isInt(offsetNode) ? m_graph.intValue(offsetNode) : 0;
+        return checkedAdd(offset, viewOffset).value_or(offset < 0 ? INT64_MIN : INT64_MAX);
+    };
     auto fillStrided = [&](bool hasRequiresGrad) {
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
-        t.storageOffset = (m_graph.isInt(arg(1)) ? m_graph.intValue(arg(1)) : 0) + viewOffset;
+        t.storageOffset = offsetPlusView(arg(1), viewOffset);
         t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
         t.stride = intList(arg(3));
         if (hasRequiresGrad)
@@ -458,7 +464,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     } else if (function == "torch._utils._rebuild_qtensor") {
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
-        t.storageOffset = (m_graph.isInt(arg(1)) ? m_graph.intValue(arg(1)) : 0) + viewOffset;
+        t.storageOffset = offsetPlusView(arg(1), viewOffset);
         t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
         t.stride = intList(arg(3));
         t.requiresGrad = boolArg(5);

@@ -254,6 +254,32 @@ private Q_SLOTS:
             emitted.error().message.find("not UTF-8") != std::string::npos, emitted.error().message.c_str());
         QVERIFY2(emitted.error().message.find("\\xff") != std::string::npos, emitted.error().message.c_str());
     }
+
+    // Without recursion the writer must still stop on a cycle the memo cannot break (it would grow
+    // its work list for ever), and must not mistake a scalar referenced many times for one.
+    void cyclesStopAndSharedScalarsDoNot()
+    {
+        PickleGraph graph;
+        const NodeId frozen = graph.addContainer(NodeKind::FrozenSet);
+        const NodeId list = graph.addContainer(NodeKind::List);
+        graph.ensureBody(frozen).items.push_back(list);
+        graph.ensureBody(list).items.push_back(frozen);
+        const auto cyclic = PickleEmitter(graph).emit(frozen, 2);
+        QVERIFY(!cyclic.hasValue());
+        QVERIFY2(cyclic.error().message.find("refer to themselves") != std::string::npos,
+            cyclic.error().message.c_str());
+
+        PickleGraph shared;
+        const NodeId one = shared.addScalar(NodeKind::Int, 1);
+        const NodeId many = shared.addContainer(NodeKind::List);
+        shared.ensureBody(many).items.assign(100'000, one);
+        const auto emitted = PickleEmitter(shared).emit(many, 2);
+        QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+        PickleGraph again;
+        const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+        QVERIFY(rerun.complete());
+        QCOMPARE(again.bodyOf(rerun.root)->items.size(), std::size_t(100'000));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestPickleEmitter)
