@@ -4,6 +4,7 @@
 // "needs 0 bytes", and the memory ledger never wraps a hostile size round to a small one.
 #include "core/base/checkedarithmetic.h"
 #include "core/devices/deviceinventory.h"
+#include "core/plan/autoplacement.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointbuilder.h"
@@ -129,6 +130,11 @@ private Q_SLOTS:
             QVERIFY(line.overCapacity());
         }
         QVERIFY(sawCuda);
+        // Automatic placement does not fit it anywhere (with the size wrapped to 0 it "fit").
+        const auto placement = placeAutomatically(checkpoint, *machine);
+        QVERIFY(placement.hasValue());
+        QCOMPARE(placement->didNotFit.size(), std::size_t(1));
+
         // Moving it back and forth stays exact.
         ledger.apply(plan.apply({PlacementRule::Kind::MapTag, "*", "cpu"}));
         for (const DeviceLedgerLine& line : ledger.lines())
