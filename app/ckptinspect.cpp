@@ -1,4 +1,5 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
+#include "cli/commands.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -61,6 +62,12 @@ commands:
   targets [list | save NAME SPEC | remove NAME]
                        described machines saved by name, e.g.
                        save "lab box" cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB
+  extract FILE -o OUT.pt [--select PREFIX]... [--root PATH] [--map ...] [--tensor ...]
+        [--module ...] [--json]
+                       writes a plain state_dict (dotted name -> tensor) that
+                       torch.load(weights_only=True) opens, from any readable checkpoint
+                       (whole pickled modules, Lightning files, NumPy or argparse objects):
+                       storage bytes copied unchanged, nothing executed; says what was dropped
   help                 this text
 
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
@@ -947,6 +954,8 @@ int main(int argc, char** argv)
         return runTargets(args);
     if (command == "plan")
         return runPlan(args);
+    if (command == "extract")
+        return cli::runExtract(args);
     std::cerr << "ckpt-inspect: unknown command '" << command << "'\n" << kUsage;
     return 64;
 }
