@@ -68,6 +68,12 @@ commands:
                        torch.load(weights_only=True) opens, from any readable checkpoint
                        (whole pickled modules, Lightning files, NumPy or argparse objects):
                        storage bytes copied unchanged, nothing executed; says what was dropped
+  convert FILE|DIR -o OUT.safetensors|OUTDIR [--max-shard-size SIZE] [--select PREFIX]...
+                       safetensors ("format": "pt") from a torch checkpoint or a folder of
+                       them, one file or shards with model.safetensors.index.json; tensors
+                       that share a storage become separate copies, views contiguous copies
+  convert FILE.safetensors -o OUT.pt [--device DEV] [--map ...] [--tensor ...] [--module ...]
+                       back to a torch.save file whose storages are recorded on DEV (cpu)
   help                 this text
 
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
@@ -956,6 +962,8 @@ int main(int argc, char** argv)
         return runPlan(args);
     if (command == "extract")
         return cli::runExtract(args);
+    if (command == "convert")
+        return cli::runConvert(args);
     std::cerr << "ckpt-inspect: unknown command '" << command << "'\n" << kUsage;
     return 64;
 }

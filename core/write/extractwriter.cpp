@@ -222,10 +222,8 @@ std::string ExtractResult::summary() const
     return text;
 }
 
-Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, const PlacementPlan& plan,
-    const std::string& outputPath, const ExtractOptions& options)
+Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const ExtractOptions& options)
 {
-    const auto start = std::chrono::steady_clock::now();
     if (checkpoint.format == CheckpointFormat::NotACheckpoint || !checkpoint.file)
         return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
     if (checkpoint.format == CheckpointFormat::TorchTar && checkpoint.tarTensorsMember)
@@ -237,8 +235,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
                 + section.run.error.value_or("incomplete")
                 + "); the names of its tensors are not all known, so no state_dict is written");
 
-    ExtractResult result;
-    result.outputPath = outputPath;
+    StateDictSelection result;
     if (options.root) {
         result.root = *options.root;
         result.rootReason = "given";
@@ -357,6 +354,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             continue;
         }
         kept.push_back({name, entry.tensor});
+        result.tensors.push_back({name, entry.tensor});
     }
     if (kept.empty())
         return makeError("no tensor to write: " + std::to_string(result.droppedTensors.size())
@@ -369,6 +367,10 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     for (std::uint32_t index = 1; index < checkpoint.tree.size(); ++index) {
         const TreeNode& node = checkpoint.tree[index];
         if (node.kind != TreeNodeKind::Value && node.kind != TreeNodeKind::Placeholder)
+            continue;
+        // A safetensors header's __metadata__ describes the file, not the model.
+        if (checkpoint.format == CheckpointFormat::Safetensors
+            && checkpoint.treePath(index).starts_with("__metadata__"))
             continue;
         std::string what = node.className.empty() ? node.summary
             : node.summary.empty() || node.summary == node.className
@@ -388,6 +390,31 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         }
         result.globalsNotCarried.assign(globals.begin(), globals.end());
     }
+
+    return result;
+}
+
+Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, const PlacementPlan& plan,
+    const std::string& outputPath, const ExtractOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    auto selection = selectStateDict(checkpoint, options);
+    if (!selection)
+        return selection.error();
+    ExtractResult result;
+    result.outputPath = outputPath;
+    result.root = selection->root;
+    result.rootReason = selection->rootReason;
+    result.droppedTensors = std::move(selection->droppedTensors);
+    result.droppedObjects = std::move(selection->droppedObjects);
+    result.globalsNotCarried = std::move(selection->globalsNotCarried);
+    struct Named {
+        std::string fullName;
+        std::uint32_t tensor;
+    };
+    std::vector<Named> kept;
+    for (SelectedTensor& tensor : selection->tensors)
+        kept.push_back({std::move(tensor.name), tensor.tensor});
 
     // 3. Storages in order of first use, each with the dtype its persistent id will name.
     std::vector<PlannedStorage> storages;

@@ -40,6 +40,25 @@ struct DroppedItem {
     std::string what; // "argparse.Namespace", "tensor outside the state_dict root", "int 3"
 };
 
+struct SelectedTensor {
+    std::string name; // in the output state_dict
+    std::uint32_t tensor = 0; // index into the input's tensors
+};
+
+// Which tensors of a checkpoint form its state_dict, under which names, and what is left out.
+struct StateDictSelection {
+    std::string root;
+    std::string rootReason;
+    std::vector<SelectedTensor> tensors; // in state_dict() order
+    std::vector<DroppedItem> droppedTensors;
+    std::vector<DroppedItem> droppedObjects;
+    std::vector<std::string> globalsNotCarried;
+};
+
+// The naming rules of writeExtractedStateDict below, shared with the other writers (safetensors):
+// refuses inputs whose pickles are incomplete, and an empty selection.
+Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const ExtractOptions& options);
+
 struct ExtractResult {
     std::string outputPath;
     std::string root; // the root used ("" = whole file)
