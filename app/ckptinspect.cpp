@@ -37,10 +37,13 @@ commands:
   info FILE [--json]   the tree of tensors with dtype, shape, size and the device each
                        storage was recorded on; totals per device; findings
   remap FILE -o OUT [--map FROM=TO]... [--tensor NAME=DEV]... [--module PREFIX=DEV]...
-        [--json] [--no-verify]
+        [--rename-global OLD=NEW]... [--json] [--no-verify]
                        writes a copy whose storages are recorded on the planned devices, so
                        plain torch.load puts them there (FROM may be *; later rules win; a
-                       tensor moves with every tensor that shares its storage)
+                       tensor moves with every tensor that shares its storage);
+                       --rename-global names a class or function (module.name) or a module
+                       path under its new name in the copy, e.g.
+                       numpy._core.multiarray.scalar=numpy.core.multiarray.scalar
   remap FILE --print-map-location [--map ...] [--tensor ...] [--module ...]
                        prints the plan as a map_location dict, or as a Python snippet when
                        it cannot be said as one, instead of writing a copy
@@ -128,6 +131,7 @@ int runRemap(const std::vector<std::string>& args)
     bool verify = true;
     bool printMapLocation = false;
     std::vector<ckpt::PlacementRule> rules;
+    std::vector<ckpt::GlobalRename> renames;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         auto value = [&](const char* flag) -> std::optional<std::string> {
@@ -156,6 +160,16 @@ int runRemap(const std::vector<std::string>& args)
             verify = false;
         } else if (arg == "--print-map-location") {
             printMapLocation = true;
+        } else if (arg == "--rename-global") {
+            auto v = value("--rename-global");
+            if (!v)
+                return 64;
+            auto rename = ckpt::GlobalRename::parse(*v);
+            if (!rename) {
+                std::cerr << "ckpt-inspect remap: --rename-global " << rename.error().message << "\n";
+                return 64;
+            }
+            renames.push_back(*rename);
         } else if (arg.starts_with("-")) {
             std::cerr << "ckpt-inspect remap: unknown option " << arg << "\n" << kUsage;
             return 64;
@@ -211,7 +225,8 @@ int runRemap(const std::vector<std::string>& args)
         return 0;
     }
 
-    auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, {{}, verify});
+    ckpt::RemapOptions remapOptions {{}, verify, renames};
+    auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, remapOptions);
     if (!result) {
         std::cerr << "ckpt-inspect remap: " << result.error().message << "\n";
         return 2;
@@ -234,6 +249,10 @@ int runRemap(const std::vector<std::string>& args)
             writer.endObject();
         }
         writer.endArray();
+        writer.key("globals_renamed").beginArray();
+        for (const std::string& renamed : result->globalsRenamed)
+            writer.value(renamed);
+        writer.endArray();
         writer.member("records_copied", result->recordsCopied);
         writer.member("records_rewritten", result->recordsRewritten);
         writer.member("bytes_written", result->bytesWritten);
@@ -244,6 +263,8 @@ int runRemap(const std::vector<std::string>& args)
         std::cout << writer.takeText() << "\n";
     } else {
         std::cout << output << ": " << result->summary() << "\n";
+        for (const std::string& renamed : result->globalsRenamed)
+            std::cout << "  renamed " << renamed << "\n";
     }
     return 0;
 }

@@ -207,6 +207,13 @@ private:
             if (replacement.kind == PickleReplacement::Kind::StoragePersistentId)
                 put8('Q');
             break;
+        case PickleReplacement::Kind::Global:
+            put8('c');
+            putText(replacement.text);
+            put8('\n');
+            putText(replacement.key);
+            put8('\n');
+            break;
         }
     }
 

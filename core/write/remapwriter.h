@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ckpt {
@@ -13,9 +14,25 @@ namespace ckpt {
 struct Checkpoint;
 class PlacementPlan;
 
+// A class or function the copy names under another path: "numpy.core.multiarray.scalar" ->
+// "numpy._core.multiarray.scalar" (one global), or "models" -> "mypackage.models" (a module path:
+// every global in that module or below it).
+struct GlobalRename {
+    std::string from;
+    std::string to;
+    // Parses the command line's OLD=NEW.
+    static Expected<GlobalRename> parse(const std::string& text);
+    // The new (module, name) of a global, or nothing when the rename does not apply to it. A `from`
+    // equal to "module.name" renames that global (`to` split at its last dot); a `from` equal to the
+    // module or a dotted prefix of it replaces that prefix of the module path.
+    std::optional<std::pair<std::string, std::string>> apply(
+        const std::string& module, const std::string& name) const;
+};
+
 struct RemapOptions {
     WriteProgress progress; // may cancel
     bool verifyAfterWriting = true; // re-open the output, check tags and storage bytes (CRC)
+    std::vector<GlobalRename> renameGlobals; // applied in order; the first that applies wins
 };
 
 // What happened to one storage.
@@ -29,6 +46,9 @@ struct RemappedStorage {
 struct RemapResult {
     std::string outputPath;
     std::vector<RemappedStorage> storages;
+    std::vector<std::string>
+        globalsRenamed; // "numpy.core.multiarray.scalar -> numpy._core.multiarray.scalar"
+    std::vector<std::string> renamesUnused; // renames that matched no global of the file (OLD=NEW)
     std::uint64_t recordsCopied = 0; // byte for byte
     std::uint64_t recordsRewritten = 0; // pickles (and a fresh serialization id)
     std::uint64_t bytesWritten = 0;

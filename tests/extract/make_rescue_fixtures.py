@@ -105,7 +105,9 @@ def main():
         "seed_state": np.random.RandomState(0).get_state()[1][:4],
         "args": argparse.Namespace(batch_size=8),
     }
-    write(outdir, "numpy_objects.pt", numpy_ckpt, plain)
+    write(outdir, "numpy_objects.pt", numpy_ckpt, plain,
+          {"numpy": {"version": np.__version__, "best_score": float(numpy_ckpt["best_score"]),
+                     "mask": numpy_ckpt["mask"].tolist(), "batch_size": 8}})
 
 
 if __name__ == "__main__":
