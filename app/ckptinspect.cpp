@@ -77,6 +77,12 @@ commands:
                        that share a storage become separate copies, views contiguous copies
   convert FILE.safetensors -o OUT.pt [--device DEV] [--map ...] [--tensor ...] [--module ...]
                        back to a torch.save file whose storages are recorded on DEV (cpu)
+  diff A B [--json] [--no-values] [--threads N]
+                       what changed between two checkpoints (files or folders, any formats):
+                       tensors added, removed, renamed (same bytes), changed in dtype, shape,
+                       stride, recorded device or value (content hashes, in parallel), and
+                       for float tensors the largest absolute and relative difference;
+                       exit 0 identical, 1 different, 2 could not compare
   help                 this text
 
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
@@ -985,6 +991,8 @@ int main(int argc, char** argv)
         return cli::runExtract(args);
     if (command == "convert")
         return cli::runConvert(args);
+    if (command == "diff")
+        return cli::runDiff(args);
     std::cerr << "ckpt-inspect: unknown command '" << command << "'\n" << kUsage;
     return 64;
 }

@@ -6,6 +6,7 @@
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/tensorbytes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -33,69 +34,9 @@ struct Planned {
     std::size_t shard = 0;
 };
 
-// Calls `sink` with the bytes the tensor shows, in C order, in chunks of at most ~8 MiB (a
-// contiguous view is handed over as one slice of the map, which the OS pages in as it is read).
 Status forEachChunk(const Planned& planned, const std::function<Status(ByteView)>& sink)
 {
-    const ByteView file = planned.source->checkpoint->file->bytes();
-    const std::uint64_t elementSize = planned.dtype.elementSize;
-    const std::uint64_t base = *planned.storage->dataOffset;
-    if (planned.contiguousRange) {
-        const auto view = subView(file,
-            base + static_cast<std::uint64_t>(*planned.tensor->storageOffset) * elementSize, planned.nbytes);
-        if (!view)
-            return makeError(
-                "the bytes of tensor '" + planned.source->name + "' lie beyond the end of the file");
-        constexpr std::uint64_t kSlice = 64ull << 20;
-        for (std::uint64_t done = 0; done < view->size(); done += kSlice)
-            if (Status status
-                = sink(view->subspan(done, std::min<std::uint64_t>(kSlice, view->size() - done))))
-                return status;
-        return std::nullopt;
-    }
-    const std::vector<std::int64_t>& shape = planned.tensor->shape;
-    const std::vector<std::int64_t>& stride = *planned.tensor->stride;
-    if (planned.numel == 0)
-        return std::nullopt;
-    const std::size_t rank = shape.size();
-    // Runs along the last dimension are copied whole when its stride is 1.
-    const bool innerContiguous = rank > 0 && stride[rank - 1] == 1;
-    const std::uint64_t runElements = innerContiguous ? static_cast<std::uint64_t>(shape[rank - 1]) : 1;
-    const std::size_t outerRank = innerContiguous ? rank - 1 : rank;
-    std::vector<std::int64_t> index(outerRank, 0);
-    ByteBuffer buffer;
-    constexpr std::size_t kBuffer = 8u << 20;
-    buffer.reserve(kBuffer + runElements * elementSize);
-    for (;;) {
-        std::int64_t element = *planned.tensor->storageOffset;
-        for (std::size_t d = 0; d < outerRank; ++d)
-            element += index[d] * stride[d];
-        const auto run = subView(
-            file, base + static_cast<std::uint64_t>(element) * elementSize, runElements * elementSize);
-        if (!run)
-            return makeError(
-                "the bytes of tensor '" + planned.source->name + "' lie beyond the end of the file");
-        buffer.insert(buffer.end(), run->begin(), run->end());
-        if (buffer.size() >= kBuffer) {
-            if (Status status = sink(buffer))
-                return status;
-            buffer.clear();
-        }
-        // The next index in C order; done after the last.
-        bool finished = true;
-        for (std::size_t d = outerRank; d-- > 0;) {
-            if (++index[d] < shape[d]) {
-                finished = false;
-                break;
-            }
-            index[d] = 0;
-        }
-        if (finished)
-            break;
-    }
-    if (!buffer.empty())
-        return sink(buffer);
-    return std::nullopt;
+    return forEachTensorByteChunk(*planned.source->checkpoint, *planned.tensor, sink);
 }
 
 Status writeAll(int fd, ByteView bytes)
