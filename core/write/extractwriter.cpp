@@ -356,6 +356,12 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
         kept.push_back({name, entry.tensor});
         result.tensors.push_back({name, entry.tensor});
     }
+    if (checkpoint.tensors.empty())
+        return makeError("the checkpoint holds no tensor (" + std::to_string(checkpoint.tree.size())
+            + " values read); there is no state_dict to write");
+    if (kept.empty() && checkpoint.tensors.size() == 1 && checkpoint.tensors[0].name.empty())
+        return makeError(
+            "the checkpoint is a single tensor, not a dict of named tensors; a state_dict needs names");
     if (kept.empty())
         return makeError("no tensor to write: " + std::to_string(result.droppedTensors.size())
             + " tensors were left out"

@@ -228,6 +228,40 @@ private Q_SLOTS:
         QVERIFY(!QFileInfo::exists(kMarker));
     }
 
+    // Every corpus file (real checkpoints from public repositories, hostile ones among them): extract
+    // and convert either write a file torch (and safetensors) load, or refuse with a message; nothing runs.
+    void corpusFilesGiveLoadableFilesOrAMessage()
+    {
+        const QDir corpus(QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus/files"));
+        if (!corpus.exists())
+            QSKIP("no corpus next to the repository");
+        QFile::remove(kMarker);
+        const QString out = m_dir.filePath(QStringLiteral("corpus"));
+        QVERIFY(QDir().mkpath(out));
+        int written = 0;
+        for (const QString& name : corpus.entryList(QDir::Files, QDir::Name)) {
+            for (const QString& command : {u"extract"_qs, u"convert"_qs}) {
+                const QString output = out + u'/' + QString::number(written)
+                    + (command == u"extract"_qs ? u".pt"_qs : u".safetensors"_qs);
+                const CommandResult result
+                    = runInspect({command, corpus.filePath(name), QStringLiteral("-o"), output});
+                QVERIFY2(result.exitCode == 0 || result.exitCode == 2,
+                    qPrintable(command + u" "_qs + name + u": "_qs + describe(result)));
+                if (result.exitCode == 2)
+                    QVERIFY2(!result.err.isEmpty() && !QFileInfo::exists(output), qPrintable(name));
+                else
+                    ++written;
+            }
+        }
+        QVERIFY(written > 20);
+        for (const Python& judge : m_pythons) {
+            const CommandResult loaded
+                = runPython(judge, {QStringLiteral(CKPT_SOURCE_DIR "/tests/extract/load_outputs.py"), out});
+            QVERIFY2(loaded.exitCode == 0, qPrintable(judge.label + u": "_qs + describe(loaded)));
+        }
+        QVERIFY(!QFileInfo::exists(kMarker));
+    }
+
     void refusesWhatIsNotACheckpoint()
     {
         const QString text = m_dir.filePath(QStringLiteral("notes.txt"));
