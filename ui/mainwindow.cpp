@@ -7,7 +7,9 @@
 #include "core/plan/autoplacement.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
+#include "core/write/extractwriter.h"
 #include "core/write/remapwriter.h"
+#include "core/write/safetensorswriter.h"
 #include "detailspane.h"
 #include "devicepanel.h"
 #include "findingspanel.h"
@@ -296,6 +298,13 @@ void MainWindow::createActions()
         tr("Write a copy whose recorded devices are the planned ones (never over the input)"));
     connect(m_saveAction, &QAction::triggered, this, [this] { chooseSaveTarget(); });
 
+    m_exportWeightsAction = new QAction(tr("E&xport Weights…"), this);
+    m_exportWeightsAction->setObjectName(QStringLiteral("actionExportWeights"));
+    m_exportWeightsAction->setStatusTip(
+        tr("A plain state_dict (.pt) that torch.load(weights_only=True) opens, or "
+           "safetensors, with nothing of the file executed"));
+    connect(m_exportWeightsAction, &QAction::triggered, this, &MainWindow::chooseExportWeightsTarget);
+
     m_exportMapLocationAction = new QAction(tr("Export Plan as &map_location…"), this);
     m_exportMapLocationAction->setObjectName(QStringLiteral("actionExportMapLocation"));
     m_exportMapLocationAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -390,6 +399,7 @@ void MainWindow::createMenus()
     rebuildRecentMenu();
     fileMenu->addSeparator();
     fileMenu->addAction(m_saveAction);
+    fileMenu->addAction(m_exportWeightsAction);
     fileMenu->addAction(m_exportMapLocationAction);
     fileMenu->addAction(m_exportDeviceMapAction);
     fileMenu->addSeparator();
@@ -946,6 +956,79 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
     }));
 }
 
+void MainWindow::chooseExportWeightsTarget()
+{
+    if (!m_document)
+        return;
+    const QFileInfo input(m_document->filePath());
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Weights"),
+        input.dir().filePath(input.completeBaseName() + QStringLiteral("-weights.pt")),
+        tr("state_dict for torch.load(weights_only=True) (*.pt);;safetensors (*.safetensors);;All files "
+           "(*)"));
+    if (!path.isEmpty())
+        exportWeightsTo(path);
+}
+
+void MainWindow::exportWeightsTo(const QString& path)
+{
+    if (!m_document || isBusy()) {
+        const QString message
+            = !m_document ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
+        showError(tr("Cannot Export"), message);
+        Q_EMIT exportFinished(false, message);
+        return;
+    }
+    const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
+    const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
+    const auto job = startProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+    using Result = std::shared_ptr<Expected<std::string>>; // the summary
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, path] {
+        watcher->deleteLater();
+        stopProgress();
+        const Result result = watcher->result();
+        if (!*result) {
+            const QString message = fromStd(result->error().message);
+            showError(tr("Weights Not Exported"), message);
+            Q_EMIT exportFinished(false, message);
+            return;
+        }
+        const QString summary = fromStd(**result);
+        showTransientMessage(tr("Exported %1: %2").arg(QFileInfo(path).fileName(), summary));
+        showInformation(tr("Weights Exported"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), summary));
+        Q_EMIT exportFinished(true, summary);
+    });
+    watcher->setFuture(QtConcurrent::run([checkpoint, plan, out = path.toStdString(), job]() -> Result {
+        const auto progress
+            = [job](std::uint64_t done, std::uint64_t total) { return job->progressCallback(done, total); };
+        if (out.ends_with(".safetensors")) {
+            auto selection = selectStateDict(*checkpoint, {});
+            if (!selection)
+                return std::make_shared<Expected<std::string>>(selection.error());
+            std::vector<SafetensorsSource> sources;
+            for (const SelectedTensor& tensor : selection->tensors)
+                sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
+            SafetensorsOptions options;
+            options.progress = progress;
+            auto written = writeSafetensors(sources, out, options);
+            if (!written)
+                return std::make_shared<Expected<std::string>>(written.error());
+            return std::make_shared<Expected<std::string>>(written->summary());
+        }
+        ExtractOptions options;
+        options.progress = progress;
+        auto written = writeExtractedStateDict(*checkpoint, *plan, out, options);
+        if (!written)
+            return std::make_shared<Expected<std::string>>(written.error());
+        std::string summary = written->summary();
+        if (!written->globalsNotCarried.empty())
+            summary += "; classes left behind:";
+        for (const std::string& name : written->globalsNotCarried)
+            summary += " " + name;
+        return std::make_shared<Expected<std::string>>(summary);
+    }));
+}
+
 void MainWindow::chooseMapLocationTarget()
 {
     if (!m_document)
@@ -1281,6 +1364,7 @@ void MainWindow::updateActions()
     const bool open = m_document != nullptr;
     const bool idle = !isBusy();
     m_saveAction->setEnabled(open && idle);
+    m_exportWeightsAction->setEnabled(open && idle);
     m_exportMapLocationAction->setEnabled(open);
     m_exportDeviceMapAction->setEnabled(open);
     m_closeAction->setEnabled(open);
