@@ -47,7 +47,9 @@ bool isSideFile(const fs::path& path)
 }
 
 // Replays one input; prints what went wrong and returns false when anything did.
-bool replay(Harness harness, std::string_view harnessName, const fs::path& path)
+// `withExpectations`: FILE.expect is about the harness whose folder holds FILE; a run through every
+// harness (`all`) checks only that nothing crashes and every promise holds.
+bool replay(Harness harness, std::string_view harnessName, const fs::path& path, bool withExpectations = true)
 {
     auto bytes = readFile(path);
     if (!bytes) {
@@ -58,7 +60,9 @@ bool replay(Harness harness, std::string_view harnessName, const fs::path& path)
     bool ok = result.problems.empty();
     for (const std::string& problem : result.problems)
         std::cerr << "FAIL " << harnessName << " " << path.string() << ": " << problem << "\n";
-    for (const std::string& wanted : expectedMessages(path)) {
+    const std::vector<std::string> wantedMessages
+        = withExpectations ? expectedMessages(path) : std::vector<std::string> {};
+    for (const std::string& wanted : wantedMessages) {
         const bool found = std::any_of(result.messages.begin(), result.messages.end(),
             [&](const std::string& message) { return message.find(wanted) != std::string::npos; });
         if (!found) {
@@ -117,7 +121,7 @@ int main(int argc, char** argv)
                 for (const ckpt::fuzz::HarnessInfo& info : ckpt::fuzz::allHarnesses()) {
                     if (!every && info.name != args[0])
                         continue;
-                    failures += replay(info.harness, info.name, input) ? 0 : 1;
+                    failures += replay(info.harness, info.name, input, !every) ? 0 : 1;
                     ++replayed;
                 }
         }
