@@ -729,7 +729,11 @@ void MainWindow::showDocument(std::shared_ptr<Checkpoint> checkpoint)
     m_currentFileLabel->setText(QDir::toNativeSeparators(m_currentFile));
 
     if (centralWidget() != m_mainSplitter) {
-        takeCentralWidget()->hide();
+        // takeCentralWidget() leaves the widget without a parent: taken back as a hidden child, the
+        // empty-state label is deleted with the window instead of leaking (LeakSanitizer, asan preset).
+        QWidget* previous = takeCentralWidget();
+        previous->setParent(this);
+        previous->hide();
         setCentralWidget(m_mainSplitter);
         m_mainSplitter->show();
     }
@@ -808,7 +812,9 @@ void MainWindow::closeDocument()
     m_triageRunning = false;
     m_findingsPanel->clear();
     if (centralWidget() != m_emptyStateLabel) {
-        takeCentralWidget()->hide();
+        QWidget* previous = takeCentralWidget(); // parentless now: kept as a hidden child (see showDocument)
+        previous->setParent(this);
+        previous->hide();
         setCentralWidget(m_emptyStateLabel);
         m_emptyStateLabel->show();
     }
