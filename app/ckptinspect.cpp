@@ -1,4 +1,5 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
+#include "app/cli/shardedcommands.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -33,7 +34,8 @@ const char* kUsage = R"(usage: ckpt-inspect COMMAND [options]
 Opens PyTorch checkpoints without running any of their pickle code.
 
 commands:
-  info FILE [--json]   the tree of tensors with dtype, shape, size and the device each
+  info FILE [--json]   (FILE may be a folder, an index JSON, a DCP folder or one shard: all
+                       files open as one checkpoint, each tensor naming its shard) the tree of tensors with dtype, shape, size and the device each
                        storage was recorded on; totals per device; findings
   remap FILE -o OUT [--map FROM=TO]... [--tensor NAME=DEV]... [--module PREFIX=DEV]...
         [--json] [--no-verify]
@@ -198,6 +200,9 @@ int runRemap(const std::vector<std::string>& args)
         return 0;
     }
 
+    if (checkpoint.shardSet) // a folder of shards: a new folder, or the plan exported
+        return ckpt::cli::saveShardedPlan(
+            checkpoint, plan, ckpt::detectThisMachine(), output, json, verify, std::cout, std::cerr);
     auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, {{}, verify});
     if (!result) {
         std::cerr << "ckpt-inspect remap: " << result.error().message << "\n";
@@ -567,7 +572,11 @@ int runPlan(const std::vector<std::string>& args)
                 std::cout << "  " << item << "\n";
         }
     }
-    if (!save.empty()) {
+    if (!save.empty() && checkpoint.shardSet) {
+        if (const int status
+            = ckpt::cli::saveShardedPlan(checkpoint, plan, *machine, save, false, true, std::cerr, std::cerr))
+            return status;
+    } else if (!save.empty()) {
         auto result = ckpt::writeRemappedCopy(checkpoint, plan, save);
         if (!result) {
             std::cerr << "ckpt-inspect plan: " << result.error().message << "\n";
@@ -759,7 +768,8 @@ int runCheck(const std::vector<std::string>& args)
             valuesProblem = computed.error().message;
         }
     }
-    const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint || !checkpoint.file;
+    const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint
+        || (!checkpoint.file && !checkpoint.shardSet); // several files have no single map
     const int exitCode = unreadable ? 3 : report.exitCode();
     const std::string format = unreadable ? std::string(ckpt::containerKindName(checkpoint.container.kind))
                                           : std::string(ckpt::checkpointFormatName(checkpoint.format));

@@ -2,6 +2,7 @@
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
 
 #include <algorithm>
 #include <set>
@@ -81,6 +82,8 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
             json.value(*tensor.device);
         else
             json.null();
+        if (checkpoint.shardSet)
+            writeShardOf(json, checkpoint, tensor.storage);
         json.member("requires_grad", tensor.requiresGrad);
         json.member("is_parameter", tensor.isParameter);
         json.member("layout", std::string(tensorLayoutName(tensor.layout)));
@@ -112,9 +115,14 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
             json.null();
         json.member("bytes_complete", storage.bytesComplete());
         json.member("tensor_count", static_cast<std::uint64_t>(storage.tensors.size()));
+        if (checkpoint.shardSet)
+            writeShardOf(json, checkpoint, static_cast<std::int32_t>(&storage - checkpoint.storages.data()));
         json.endObject();
     }
     json.endArray();
+
+    if (checkpoint.shardSet)
+        writeShardSetJson(json, checkpoint);
 
     json.key("bytes_by_device").beginObject();
     for (const auto& [device, bytes] : checkpoint.bytesByDevice())
@@ -184,6 +192,9 @@ std::string checkpointToText(const Checkpoint& checkpoint)
                     line += " (shared by " + std::to_string(storage.tensors.size()) + ")";
             }
             line += "  @" + tensor.device.value_or("(no device)");
+            if (const ShardFile* shard
+                = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr)
+                line += "  [" + shard->name + "]";
             if (tensor.isParameter)
                 line += "  Parameter";
         } else if (node.kind == TreeNodeKind::Value || node.kind == TreeNodeKind::Alias) {
@@ -198,6 +209,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             stack.push_back({*it, item.depth + 1});
     }
 
+    if (checkpoint.shardSet)
+        out += shardSetText(checkpoint);
     out += "\nBytes by recorded device (each storage once):\n";
     for (const auto& [device, bytes] : checkpoint.bytesByDevice()) {
         std::size_t count = 0;

@@ -3,6 +3,7 @@
 #include "core/triage/triage.h"
 
 #include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
 
 #include <algorithm>
 #include <set>
@@ -167,8 +168,32 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     report.findings.insert(report.findings.end(), std::make_move_iterator(smells.begin()),
         std::make_move_iterator(smells.end()));
 
+    if (checkpoint.shardSet) {
+        // The cross-shard checks say again, with the tensors concerned and a fix, what the reader
+        // noted about missing and unreadable shards.
+        std::erase_if(report.findings,
+            [](const Finding& f) { return f.code == "shard-missing" || f.code == "shard-unreadable"; });
+        std::vector<Finding> shardFindings = checkShards(checkpoint);
+        report.findings.insert(report.findings.end(), std::make_move_iterator(shardFindings.begin()),
+            std::make_move_iterator(shardFindings.end()));
+    }
     report.weightsOnly = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
-    if (checkpoint.format != CheckpointFormat::NotACheckpoint) {
+    if (checkpoint.shardSet) // the verdict of the worst shard: from_pretrained loads every one
+        for (const ShardFile& shard : checkpoint.shardSet->shards)
+            if (shard.checkpoint && shard.problem.empty()) {
+                WeightsOnlyVerdict verdict
+                    = judgeWeightsOnly(*shard.checkpoint, TorchGeneration::Torch26Plus);
+                if (report.weightsOnly.rating == SafetyRating::NotApplicable
+                    || (verdict.rating != SafetyRating::NotApplicable
+                        && static_cast<int>(verdict.rating) > static_cast<int>(report.weightsOnly.rating)))
+                    report.weightsOnly = std::move(verdict);
+            }
+    // DCP is not loaded by torch.load at all (torch.distributed.checkpoint.load fills a state_dict).
+    // Nor are safetensors shards: from_pretrained opens each with safetensors, on the device it is told.
+    const bool loadedByTorchLoad = checkpoint.format != CheckpointFormat::NotACheckpoint
+        && checkpoint.format != CheckpointFormat::Distributed
+        && !(checkpoint.shardSet && checkpoint.format == CheckpointFormat::Safetensors);
+    if (loadedByTorchLoad) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
             report.loadSimulations.push_back(

@@ -110,6 +110,10 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
 // device) and the two above, as findings.
 std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint);
 std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
+// Checks across the files of a checkpoint of several files (Checkpoint::shardSet; §7): the index
+// against the shards, tensors in two shards, total_size, odd dtypes or devices per shard, each
+// shard's own integrity, and for DCP that every chunk's bytes exist and the chunks tile each tensor.
+std::vector<Finding> checkShards(const Checkpoint& checkpoint);
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
 
 } // namespace ckpt
