@@ -1,0 +1,400 @@
+// Checkpoints of several files (tests/fixtures/sharded/, written by transformers, huggingface_hub,
+// torch.save and torch.distributed.checkpoint; expectations from torch.load, safe_open, DCP's
+// read_metadata and from_pretrained): `info`, `check`, `remap` and `plan --save` on folders,
+// indexes and single shards, judged by the real readers.
+#include "fixturecomparison.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <map>
+#include <set>
+
+using namespace ckpt;
+
+namespace {
+
+QString sharded(const QString& name)
+{
+    return fixturesDir() + QStringLiteral("/sharded/") + name;
+}
+
+JsonValue readJsonFile(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return parse(file.readAll());
+}
+
+struct PythonResult {
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+PythonResult runModernPython(const QStringList& arguments)
+{
+    QProcess python;
+    python.start(QStringLiteral(CKPT_MODERN_PYTHON), arguments);
+    python.waitForFinished(600'000);
+    return {python.exitStatus() == QProcess::NormalExit ? python.exitCode() : -1,
+        python.readAllStandardOutput(), python.readAllStandardError()};
+}
+
+QString describe(const CommandResult& result)
+{
+    return u"exit "_qs + QString::number(result.exitCode) + u"\n"_qs
+        + QString::fromUtf8(result.out.left(3000)) + QString::fromUtf8(result.err.left(2000));
+}
+
+} // namespace
+
+class TestShardedCommands : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    // Every tensor torch loads from every intact shard, with its dtype, shape, shard and recorded
+    // device; tensors of a broken shard are the only ones allowed to differ.
+    void infoListsWhatTorchLoads_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<int>("exitCode");
+        for (const char* name : {"bin_cpu", "bin_cuda", "safetensors"})
+            QTest::newRow(name) << QString::fromLatin1(name) << 0;
+        for (const char* name : {"broken_missing_shard", "broken_lfs_pointer", "broken_truncated"})
+            QTest::newRow(name) << QString::fromLatin1(name) << 2;
+        QTest::newRow("broken_index_ghost")
+            << QStringLiteral("broken_index_ghost") << 0; // info reads; check judges
+    }
+    void infoListsWhatTorchLoads()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(int, exitCode);
+        const JsonValue truth = readJsonFile(sharded(fixture + QStringLiteral(".expected.json")));
+        QVERIFY(truth.isObject());
+        const CommandResult result
+            = runInspect({QStringLiteral("info"), QStringLiteral("--json"), sharded(fixture)});
+        QVERIFY2(result.exitCode == exitCode, qPrintable(describe(result)));
+        const JsonValue ours = parse(result.out);
+        QCOMPARE(ours.member("layout").toString(), truth.member("layout").toString());
+        const std::string broken = truth.member("broken_shard").toString();
+        std::map<std::string, const JsonValue*> ourTensors;
+        for (const JsonValue& tensor : ours.member("tensors").items()) {
+            QVERIFY2(!ourTensors.count(tensor.member("name").toString()), "a tensor listed twice");
+            ourTensors[tensor.member("name").toString()] = &tensor;
+        }
+        std::size_t matched = 0;
+        for (const JsonValue& want : truth.member("tensors").items()) {
+            if (want.find("load_error"))
+                continue; // torch could not load that shard at all
+            const std::string name = want.member("name").toString();
+            const auto it = ourTensors.find(name);
+            QVERIFY2(it != ourTensors.end(), qPrintable(u"missing "_qs + QString::fromStdString(name)));
+            for (const char* field : {"dtype", "shape", "shard", "device"})
+                QVERIFY2(it->second->member(field) == want.member(field),
+                    qPrintable(QString::fromStdString(name) + u": "_qs + QString::fromLatin1(field) + u" "_qs
+                        + show(it->second->member(field)) + u", torch says "_qs + show(want.member(field))));
+            ourTensors.erase(it);
+            ++matched;
+        }
+        QVERIFY(matched >= 26);
+        // What is left over can only come from the broken shard (salvaged from a cut-off file).
+        for (const auto& [name, tensor] : ourTensors)
+            QVERIFY2(tensor->member("shard").toString() == broken,
+                qPrintable(u"not loaded by torch: "_qs + QString::fromStdString(name)));
+        // transformers loads the same weights, plus the tied lm_head that no shard holds.
+        if (truth.find("transformers")) {
+            std::set<std::string> loaded;
+            for (const JsonValue& tensor : truth.member("transformers").items())
+                loaded.insert(tensor.member("name").toString());
+            for (const JsonValue& tensor : ours.member("tensors").items())
+                QVERIFY(loaded.erase(tensor.member("name").toString()));
+            QCOMPARE(loaded, (std::set<std::string> {"lm_head.weight"}));
+        }
+    }
+
+    // An index, or any one shard, opens the whole set.
+    void indexAndShardOpenTheWholeSet()
+    {
+        const CommandResult folder = runInspect(
+            {QStringLiteral("info"), QStringLiteral("--json"), sharded(QStringLiteral("bin_cuda"))});
+        const CommandResult index = runInspect({QStringLiteral("info"), QStringLiteral("--json"),
+            sharded(QStringLiteral("bin_cuda/pytorch_model.bin.index.json"))});
+        const CommandResult shard = runInspect({QStringLiteral("info"), QStringLiteral("--json"),
+            sharded(QStringLiteral("bin_cuda/pytorch_model-00002-of-00003.bin"))});
+        QCOMPARE(folder.exitCode, 0);
+        QCOMPARE(index.exitCode, 0);
+        QCOMPARE(shard.exitCode, 0);
+        QCOMPARE(parse(index.out).member("tensors"), parse(folder.out).member("tensors"));
+        QCOMPARE(parse(shard.out).member("tensors"), parse(folder.out).member("tensors"));
+        QCOMPARE(parse(folder.out).member("tensors").size(), std::size_t(38));
+        // Totals per recorded device and per shard.
+        QVERIFY(parse(folder.out).member("bytes_by_device").find("cuda:1"));
+        QCOMPARE(parse(folder.out).member("shards").size(), std::size_t(3));
+        const CommandResult text = runInspect({QStringLiteral("info"), sharded(QStringLiteral("bin_cuda"))});
+        QVERIFY(text.out.contains("[pytorch_model-00003-of-00003.bin]"));
+        QVERIFY(text.out.contains("storages: cuda:0"));
+    }
+
+    // DCP: what DCP's own read_metadata says, entry by entry and chunk by chunk.
+    void dcpListsWhatItsMetadataSays()
+    {
+        const JsonValue truth = readJsonFile(sharded(QStringLiteral("dcp.expected.json")));
+        const CommandResult result
+            = runInspect({QStringLiteral("info"), QStringLiteral("--json"), sharded(QStringLiteral("dcp"))});
+        QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
+        const JsonValue ours = parse(result.out);
+        QCOMPARE(ours.member("format").toString(), std::string("dcp"));
+        QCOMPARE(ours.member("dcp").member("version"), truth.member("dcp").member("version"));
+        QCOMPARE(ours.member("dcp").member("records_device"), JsonValue(false));
+        const auto& want = truth.member("dcp").member("entries").items();
+        const auto& got = ours.member("dcp").member("entries").items();
+        QCOMPARE(got.size(), want.size());
+        std::size_t bytesEntries = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            QCOMPARE(got[i].member("fqn"), want[i].member("fqn"));
+            QCOMPARE(got[i].member("kind"), want[i].member("kind"));
+            if (want[i].member("kind").toString() == "bytes") {
+                ++bytesEntries;
+                QCOMPARE(got[i].member("chunks").at(0).member("file"), want[i].member("file"));
+                QCOMPARE(got[i].member("chunks").at(0).member("file_offset"), want[i].member("file_offset"));
+                QCOMPARE(got[i].member("chunks").at(0).member("length"), want[i].member("length"));
+                continue;
+            }
+            QCOMPARE(got[i].member("dtype"), want[i].member("dtype"));
+            QCOMPARE(got[i].member("size"), want[i].member("size"));
+            const auto& gotChunks = got[i].member("chunks").items();
+            const auto& wantChunks = want[i].member("chunks").items();
+            QCOMPARE(gotChunks.size(), wantChunks.size());
+            for (std::size_t c = 0; c < wantChunks.size(); ++c)
+                for (const char* field : {"offsets", "sizes", "file", "file_offset", "length"})
+                    QVERIFY2(gotChunks[c].member(field) == wantChunks[c].member(field),
+                        qPrintable(QString::fromStdString(want[i].member("fqn").toString()) + u": "_qs
+                            + QString::fromLatin1(field)));
+        }
+        QCOMPARE(bytesEntries, std::size_t(2));
+        QCOMPARE(ours.member("tensors").size(), want.size() - bytesEntries);
+        for (const JsonValue& tensor : ours.member("tensors").items())
+            QVERIFY(tensor.member("device").isNull()); // DCP records no device
+        bool said = false;
+        for (const JsonValue& finding : ours.member("findings").items())
+            said = said || finding.member("code").toString() == "dcp-records-no-device";
+        QVERIFY(said);
+        const CommandResult text = runInspect({QStringLiteral("info"), sharded(QStringLiteral("dcp"))});
+        QVERIFY(text.out.contains("<torch.distributed.checkpoint.metadata.BytesStorageMetadata>"));
+        // The .metadata file itself and a .distcp file open the same folder.
+        QCOMPARE(parse(runInspect({QStringLiteral("info"), QStringLiteral("--json"),
+                                      sharded(QStringLiteral("dcp/.metadata"))})
+                           .out)
+                     .member("tensors"),
+            ours.member("tensors"));
+    }
+
+    void checkNamesTheBrokenShard_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        for (const char* name : {"broken_missing_shard", "broken_lfs_pointer", "broken_truncated",
+                 "broken_index_ghost", "broken_dcp_truncated"})
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+    void checkNamesTheBrokenShard()
+    {
+        QFETCH(QString, fixture);
+        const JsonValue truth = readJsonFile(sharded(fixture + QStringLiteral(".expected.json")));
+        const CommandResult result
+            = runInspect({QStringLiteral("check"), QStringLiteral("--json"), sharded(fixture)});
+        QVERIFY2(result.exitCode == 2, qPrintable(describe(result)));
+        const JsonValue report = parse(result.out);
+        const JsonValue* finding = nullptr;
+        for (const JsonValue& candidate : report.member("findings").items())
+            if (candidate.member("code") == truth.member("finding"))
+                finding = &candidate;
+        QVERIFY2(finding,
+            qPrintable(u"no "_qs + QString::fromStdString(truth.member("finding").toString()) + u" in "_qs
+                + describe(result)));
+        QCOMPARE(finding->member("severity").toString(), std::string("error"));
+        QVERIFY2(finding->member("message").toString().find(truth.member("broken_shard").toString())
+                    != std::string::npos
+                || finding->member("record") == truth.member("broken_shard"),
+            qPrintable(show(*finding)));
+        for (const JsonValue& lost : truth.member("tensors_lost").items()) {
+            QVERIFY2(finding->member("message").toString().find(lost.toString()) != std::string::npos,
+                qPrintable(show(*finding)));
+            break; // the message names the first few; the first sorted one must be among them
+        }
+        QVERIFY(!finding->member("fix").toString().empty());
+        // The intact shards are still shown.
+        const JsonValue info
+            = parse(runInspect({QStringLiteral("info"), QStringLiteral("--json"), sharded(fixture)}).out);
+        QVERIFY(info.member("tensors").size() >= 26);
+    }
+
+    void intactSetsCheckClean()
+    {
+        QCOMPARE(runInspect({QStringLiteral("check"), sharded(QStringLiteral("bin_cpu"))}).exitCode, 0);
+        QCOMPARE(runInspect({QStringLiteral("check"), sharded(QStringLiteral("safetensors"))}).exitCode, 0);
+        QCOMPARE(runInspect({QStringLiteral("check"), sharded(QStringLiteral("dcp"))}).exitCode, 0);
+        // Recorded on two GPUs: torch.load fails on this machine unless it has them; the shards
+        // differing in devices is said, as information.
+        const CommandResult cuda
+            = runInspect({QStringLiteral("check"), QStringLiteral("--json"), QStringLiteral("--target"),
+                QStringLiteral("cuda:0=8GiB,cuda:1=8GiB,cpu=16GiB"), sharded(QStringLiteral("bin_cuda"))});
+        QVERIFY2(cuda.exitCode == 0, qPrintable(describe(cuda)));
+        QVERIFY(cuda.out.contains("shard-devices-differ"));
+    }
+
+    // A remapped .bin folder: torch sees exactly the planned tags on every shard, every storage's
+    // bytes are the input's, and from_pretrained loads it when planned to the CPU.
+    void remappedFolderLoadsWithTorchAndTransformers_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QStringList>("rules");
+        QTest::addColumn<bool>("fromPretrained");
+        QTest::newRow("cuda:0/cuda:1 -> cpu")
+            << QStringLiteral("bin_cuda") << QStringList {QStringLiteral("--map"), QStringLiteral("*=cpu")}
+            << true;
+        QTest::newRow("cpu -> mixed")
+            << QStringLiteral("bin_cpu")
+            << QStringList {QStringLiteral("--module"), QStringLiteral("model.layers.2=cuda:1"),
+                   QStringLiteral("--tensor"), QStringLiteral("model.norm.weight=cuda:0")}
+            << false;
+    }
+    void remappedFolderLoadsWithTorchAndTransformers()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(QStringList, rules);
+        QFETCH(bool, fromPretrained);
+        if (QStringLiteral(CKPT_MODERN_PYTHON).isEmpty())
+            QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
+        QTemporaryDir work;
+        const QString out = work.filePath(QStringLiteral("remapped"));
+        const CommandResult result = runInspect(QStringList {QStringLiteral("remap"), sharded(fixture),
+                                                    QStringLiteral("-o"), out, QStringLiteral("--json")}
+            + rules);
+        QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
+        const JsonValue report = parse(result.out);
+        QCOMPARE(report.member("rewritten"), JsonValue(true));
+        QCOMPARE(report.member("shards").size(), std::size_t(3));
+        for (const JsonValue& shard : report.member("shards").items())
+            QCOMPARE(shard.member("verified"), JsonValue(true));
+        // Nothing temporary is left beside the target.
+        QCOMPARE(QDir(work.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+            QStringList {QStringLiteral("remapped")});
+
+        // The planned tag of every tensor, as the rules say it.
+        JsonValue expected = JsonValue::emptyObject();
+        const JsonValue info
+            = parse(runInspect({QStringLiteral("info"), QStringLiteral("--json"), sharded(fixture)}).out);
+        for (const JsonValue& tensor : info.member("tensors").items()) {
+            const std::string name = tensor.member("name").toString();
+            std::string tag = "cpu";
+            if (fromPretrained)
+                tag = "cpu";
+            else if (name.starts_with("model.layers.2."))
+                tag = "cuda:1";
+            else if (name == "model.norm.weight")
+                tag = "cuda:0";
+            expected.insert(name, tag);
+        }
+        QFile expectedFile(work.filePath(QStringLiteral("expected.json")));
+        QVERIFY(expectedFile.open(QIODevice::WriteOnly));
+        expectedFile.write(QByteArray::fromStdString(expected.toJson()));
+        expectedFile.close();
+        QStringList arguments {QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/verify_sharded.py"),
+            sharded(fixture), out, expectedFile.fileName()};
+        if (fromPretrained)
+            arguments << QStringLiteral("--from-pretrained");
+        const PythonResult verdict = runModernPython(arguments);
+        QVERIFY2(verdict.exitCode == 0, verdict.err.right(3000).constData());
+        const JsonValue judged = parse(verdict.out.trimmed().split('\n').last());
+        QVERIFY2(judged.member("ok").toBool(), qPrintable(show(judged.member("problems"))));
+        QCOMPARE(judged.member("tags").size(), std::size_t(38));
+    }
+
+    void remapRefusesBrokenSetsAndItsInput()
+    {
+        QTemporaryDir work;
+        const CommandResult broken = runInspect(
+            {QStringLiteral("remap"), sharded(QStringLiteral("broken_missing_shard")), QStringLiteral("-o"),
+                work.filePath(QStringLiteral("out")), QStringLiteral("--map"), QStringLiteral("*=cpu")});
+        QCOMPARE(broken.exitCode, 2);
+        QVERIFY2(broken.err.contains("pytorch_model-00002-of-00003.bin"), broken.err.constData());
+        QVERIFY(!QFileInfo::exists(work.filePath(QStringLiteral("out"))));
+        const CommandResult self
+            = runInspect({QStringLiteral("remap"), sharded(QStringLiteral("bin_cpu")), QStringLiteral("-o"),
+                sharded(QStringLiteral("bin_cpu")), QStringLiteral("--map"), QStringLiteral("*=cpu")});
+        QCOMPARE(self.exitCode, 2);
+        QCOMPARE(QDir(sharded(QStringLiteral("bin_cpu"))).entryList(QDir::Files).size(), 5);
+    }
+
+    // Safetensors and DCP record no device: the plan is exported, nothing rewritten, and the
+    // exported device_map loads with from_pretrained.
+    void safetensorsExportDeviceMap()
+    {
+        QTemporaryDir work;
+        const QString out = work.filePath(QStringLiteral("plan"));
+        const CommandResult result = runInspect(
+            {QStringLiteral("remap"), sharded(QStringLiteral("safetensors")), QStringLiteral("-o"), out,
+                QStringLiteral("--map"), QStringLiteral("*=cpu"), QStringLiteral("--json")});
+        QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
+        const JsonValue report = parse(result.out);
+        QCOMPARE(report.member("rewritten"), JsonValue(false));
+        QVERIFY(report.member("why").toString().find("record no device") != std::string::npos);
+        const JsonValue exported = readJsonFile(out + QStringLiteral("/device_map.json"));
+        QCOMPARE(exported.member("device_map").member("model.layers.0").toString(), std::string("cpu"));
+        QVERIFY(exported.member("max_memory").find("cpu"));
+        const CommandResult gpu = runInspect({QStringLiteral("remap"), sharded(QStringLiteral("safetensors")),
+            QStringLiteral("-o"), work.filePath(QStringLiteral("gpu")), QStringLiteral("--module"),
+            QStringLiteral("model.layers.3=cuda:1")});
+        QCOMPARE(gpu.exitCode, 0);
+        QVERIFY(readJsonFile(work.filePath(QStringLiteral("gpu/device_map.json")))
+                    .member("device_map")
+                    .member("model.layers.3")
+                    .isInteger());
+        const CommandResult dcpResult
+            = runInspect({QStringLiteral("remap"), sharded(QStringLiteral("dcp")), QStringLiteral("-o"),
+                work.filePath(QStringLiteral("dcp")), QStringLiteral("--map"), QStringLiteral("*=cpu")});
+        QCOMPARE(dcpResult.exitCode, 0);
+        QVERIFY(dcpResult.out.contains("records no device"));
+        QVERIFY(QFileInfo::exists(work.filePath(QStringLiteral("dcp/device_map.json"))));
+
+        if (QStringLiteral(CKPT_MODERN_PYTHON).isEmpty())
+            QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
+        const PythonResult loaded = runModernPython({QStringLiteral("-c"),
+            QStringLiteral("import json, sys, transformers\n"
+                           "e = json.load(open(sys.argv[2]))\n"
+                           "mm = {int(k) if k.isdigit() else k: v for k, v in e['max_memory'].items()}\n"
+                           "m = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1], "
+                           "device_map=e['device_map'], max_memory=mm)\n"
+                           "print(sorted({str(p.device) for p in m.parameters()}))\n"),
+            sharded(QStringLiteral("safetensors")), out + QStringLiteral("/device_map.json")});
+        QVERIFY2(loaded.exitCode == 0, loaded.err.right(3000).constData());
+        QVERIFY2(loaded.out.contains("['cpu']"), loaded.out.constData());
+    }
+
+    void planAcrossShardsSavesAFolder()
+    {
+        QTemporaryDir work;
+        const QString out = work.filePath(QStringLiteral("planned"));
+        const CommandResult result = runInspect(
+            {QStringLiteral("plan"), sharded(QStringLiteral("bin_cuda")), QStringLiteral("--target"),
+                QStringLiteral("cpu=1GiB"), QStringLiteral("--json"), QStringLiteral("--save"), out});
+        QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
+        const JsonValue plan = parse(result.out);
+        std::uint64_t planned = 0;
+        for (const JsonValue& line : plan.member("ledger").items())
+            planned += line.member("planned_bytes").toUInt64().value_or(0);
+        QCOMPARE(planned, std::uint64_t(583'936)); // every storage of the three shards, once
+        const JsonValue info = parse(runInspect({QStringLiteral("info"), QStringLiteral("--json"), out}).out);
+        QCOMPARE(info.member("tensors").size(), std::size_t(38));
+        for (const JsonValue& tensor : info.member("tensors").items())
+            QCOMPARE(tensor.member("device").toString(), std::string("cpu"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestShardedCommands)
+#include "tst_sharded.moc"
