@@ -376,6 +376,78 @@ private Q_SLOTS:
         QVERIFY2(loaded.out.contains("['cpu']"), loaded.out.constData());
     }
 
+    // The reference: accelerate's infer_auto_device_map for the same model and the same max_memory,
+    // printed beside ours with every difference explained.
+    void planBesideAccelerate_data()
+    {
+        QTest::addColumn<qint64>("perGpu");
+        QTest::newRow("ample: everything on cuda:0") << qint64(10'000'000);
+        QTest::newRow("300 kB per GPU") << qint64(300'000);
+        QTest::newRow("200 kB per GPU") << qint64(200'000);
+    }
+    void planBesideAccelerate()
+    {
+        QFETCH(qint64, perGpu);
+        if (QStringLiteral(CKPT_MODERN_PYTHON).isEmpty())
+            QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
+        const QString folder = sharded(QStringLiteral("bin_cpu"));
+        const QString gpu = QString::number(perGpu);
+        const PythonResult reference
+            = runModernPython({QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/accelerate_device_map.py"),
+                folder, u"{\"0\": "_qs + gpu + u", \"1\": "_qs + gpu + u", \"cpu\": 1000000000}"_qs});
+        QVERIFY2(reference.exitCode == 0, reference.err.right(3000).constData());
+        const JsonValue theirs = parse(reference.out.trimmed().split('\n').last()).member("device_map");
+        auto ours = [&](qint64 firstGpu) {
+            const CommandResult result
+                = runInspect({QStringLiteral("plan"), folder, QStringLiteral("--target"),
+                    u"cuda:0="_qs + QString::number(firstGpu) + u",cuda:1="_qs + gpu + u",cpu=1000000000"_qs,
+                    QStringLiteral("--strategy"), QStringLiteral("sequential"), QStringLiteral("--context"),
+                    QStringLiteral("0"), QStringLiteral("--headroom"), QStringLiteral("0"),
+                    QStringLiteral("--export"), QStringLiteral("device-map")});
+            return parse(result.out);
+        };
+        // accelerate's answer for a block: its own entry or the nearest enclosing one ("" = all).
+        auto accelerateDevice = [&](std::string name) -> JsonValue {
+            while (true) {
+                if (const JsonValue* device = theirs.find(name))
+                    return *device;
+                if (name.empty())
+                    return {};
+                const std::size_t dot = name.rfind('.');
+                name = dot == std::string::npos ? std::string() : name.substr(0, dot);
+            }
+        };
+        const JsonValue same = ours(perGpu);
+        QVERIFY(same.isObject() && same.size() == 6);
+        // The largest block (a LlamaDecoderLayer): accelerate keeps that much free on its main GPU
+        // (cuda:0) so that layers offloaded to the CPU can be brought in one at a time.
+        const std::int64_t largestBlock = 139'776;
+        const JsonValue reserved = ours(std::max<qint64>(perGpu - largestBlock, 0));
+        QString table = u"\nblock               ours   accelerate   ours with accelerate's reservation\n"_qs;
+        for (const JsonMember& block : same.members()) {
+            const JsonValue reference = accelerateDevice(block.key);
+            QString why;
+            if (!(block.value == reference))
+                why = u"  <- differs: accelerate reserves the largest layer ("_qs
+                    + QString::number(largestBlock)
+                    + u" B) on cuda:0 for offloading; we reserve the CUDA context and headroom instead (0 here)"_qs;
+            table += QString::fromStdString(block.key).leftJustified(20) + show(block.value).leftJustified(7)
+                + show(reference).leftJustified(13) + show(reserved.member(block.key)) + why + u"\n"_qs;
+            // With the same reservation, the answers are the same, block by block.
+            QVERIFY2(reserved.member(block.key) == reference, qPrintable(table));
+        }
+        // Tied weights: accelerate places lm_head with the embedding it is tied to; no shard holds
+        // lm_head (save_pretrained drops tied copies), so ours has no entry and from_pretrained ties it
+        // to model.embed_tokens wherever that goes. model.rotary_emb holds no weights in the checkpoint.
+        if (theirs.find("lm_head")) {
+            QCOMPARE(theirs.member("lm_head"), accelerateDevice("model.embed_tokens"));
+            table += u"lm_head             -      "_qs + show(theirs.member("lm_head"))
+                + u"  tied to model.embed_tokens: in no shard, tied again by from_pretrained\n"_qs;
+        }
+        QVERIFY(!same.find("lm_head"));
+        qInfo("%s", qPrintable(table));
+    }
+
     void planAcrossShardsSavesAFolder()
     {
         QTemporaryDir work;
