@@ -183,6 +183,8 @@ void readShardsInParallel(std::vector<ShardFile>& shards, const ReadOptions& opt
 // Why a shard cannot be used, in words, or "" when it can.
 std::string shardProblem(const ShardFile& shard)
 {
+    if (!shard.problem.empty())
+        return shard.problem;
     if (!shard.present)
         return "missing";
     if (!shard.checkpoint)
@@ -316,7 +318,12 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
         shard.name = name;
         shard.path = (fs::path(input.folder) / name).string();
         shard.listedInIndex = !input.indexPath.empty();
-        shard.present = isFile(shard.path);
+        // An index names files beside it; a name that leaves the folder is not followed.
+        const bool outside = name.empty() || name.find('/') != std::string::npos
+            || name.find('\\') != std::string::npos || name == "." || name == "..";
+        shard.present = !outside && isFile(shard.path);
+        if (outside)
+            shard.problem = "the index names a file outside its folder; it is not opened";
         set->shards.push_back(std::move(shard));
     }
     readShardsInParallel(set->shards, options);
@@ -332,7 +339,9 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
             continue;
         Finding finding(Severity::Error, shard.present ? "shard-unreadable" : "shard-missing",
             shard.present ? shard.name + " is not a usable shard: " + shard.problem
-                          : shard.name + " is listed by the index but is not in " + input.folder,
+                : shard.problem == "missing"
+                ? shard.name + " is listed by the index but is not in " + input.folder
+                : shard.name + ": " + shard.problem,
             shard.name);
         merged.findings.push_back(std::move(finding));
     }

@@ -83,19 +83,20 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
     for (const ShardFile& shard : set.shards) {
         if (!shard.problem.empty()) {
             const auto& lost = promised[shard.name];
-            Finding finding
-                = makeFinding(Severity::Error, shard.present ? "shard-unreadable" : "shard-missing",
-                    shard.name
-                        + (shard.present ? " is not a usable shard (" + shard.problem + ")" : " is missing")
-                        + ": " + std::to_string(lost.size())
-                        + " tensor(s) the index places there cannot be loaded: " + listNames(lost),
-                    shard.name,
-                    "from_pretrained opens every shard the index lists; with this one "
-                        + std::string(shard.present ? "unreadable" : "missing")
-                        + " it stops with an error, and these weights would be missing from the model",
-                    shard.present
-                        ? "replace " + shard.name + " with the real file (git lfs pull, or download it again)"
-                        : "download " + shard.name + " into " + set.folder + " (it is listed by the index)");
+            Finding finding = makeFinding(Severity::Error,
+                shard.problem != "missing" ? "shard-unreadable" : "shard-missing",
+                shard.name
+                    + (shard.problem != "missing" ? " is not a usable shard (" + shard.problem + ")"
+                                                  : std::string(" is missing"))
+                    + ": " + std::to_string(lost.size())
+                    + " tensor(s) the index places there cannot be loaded: " + listNames(lost),
+                shard.name,
+                "from_pretrained opens every shard the index lists; with this one "
+                    + std::string(shard.present ? "unreadable" : "missing")
+                    + " it stops with an error, and these weights would be missing from the model",
+                shard.present
+                    ? "replace " + shard.name + " with the real file (git lfs pull, or download it again)"
+                    : "download " + shard.name + " into " + set.folder + " (it is listed by the index)");
             for (const std::string& name : lost)
                 if (const std::int32_t t = tensorIndexByName(tensorsByName, name); t >= 0)
                     finding.tensors.push_back(static_cast<std::uint32_t>(t));

@@ -233,6 +233,57 @@ private Q_SLOTS:
         QVERIFY(info.member("tensors").size() >= 26);
     }
 
+    // Hostile inputs: an index that names a file outside its folder is not followed; a .metadata
+    // whose pickle would run os.system is read symbolically and refused, and nothing runs.
+    void hostileIndexAndMetadata()
+    {
+        QTemporaryDir work;
+        const QString folder = work.filePath(QStringLiteral("model"));
+        QVERIFY(QDir().mkpath(folder));
+        for (const QString& name : QDir(sharded(QStringLiteral("bin_cpu"))).entryList(QDir::Files))
+            QVERIFY(QFile::copy(sharded(QStringLiteral("bin_cpu/")) + name, folder + u'/' + name));
+        QVERIFY(QFile::copy(sharded(QStringLiteral("bin_cpu/pytorch_model-00002-of-00003.bin")),
+            work.filePath(QStringLiteral("outside.bin"))));
+        QFile index(folder + QStringLiteral("/pytorch_model.bin.index.json"));
+        QVERIFY(index.open(QIODevice::ReadOnly));
+        QByteArray text = index.readAll();
+        index.close();
+        text.replace("\"pytorch_model-00002-of-00003.bin\"", "\"../outside.bin\"");
+        QVERIFY(index.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        index.write(text);
+        index.close();
+        const CommandResult result = runInspect({QStringLiteral("check"), QStringLiteral("--json"), folder});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.out.contains("outside its folder"), result.out.left(3000).constData());
+        const JsonValue info
+            = parse(runInspect({QStringLiteral("info"), QStringLiteral("--json"), folder}).out);
+        for (const JsonValue& tensor : info.member("tensors").items())
+            QVERIFY(tensor.member("shard").toString() != "../outside.bin");
+        QCOMPARE(info.member("tensors").size(), std::size_t(26)); // the two intact shards
+
+        if (QStringLiteral(CKPT_LEGACY_PYTHON).isEmpty()
+            || !QFileInfo::exists(QStringLiteral(CKPT_LEGACY_PYTHON)))
+            QSKIP("no python to write the hostile pickle with");
+        const QString dcp = work.filePath(QStringLiteral("dcp"));
+        QVERIFY(QDir().mkpath(dcp));
+        const QString marker = work.filePath(QStringLiteral("marker"));
+        QProcess python; // writes the payload only; nothing here ever unpickles it
+        python.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"),
+                QStringLiteral("import os, pickle, sys\n"
+                               "class Evil:\n"
+                               "    def __reduce__(self):\n"
+                               "        return (os.system, ('touch ' + sys.argv[2],))\n"
+                               "open(sys.argv[1], 'wb').write(pickle.dumps(Evil()))\n"),
+                dcp + QStringLiteral("/.metadata"), marker});
+        QVERIFY(python.waitForFinished(60000));
+        QCOMPARE(python.exitCode(), 0);
+        const CommandResult hostile = runInspect({QStringLiteral("info"), QStringLiteral("--json"), dcp});
+        QCOMPARE(hostile.exitCode, 3);
+        QVERIFY2(hostile.out.contains("posix.system"), hostile.out.left(2000).constData());
+        QVERIFY(!QFileInfo::exists(marker));
+    }
+
     void intactSetsCheckClean()
     {
         QCOMPARE(runInspect({QStringLiteral("check"), sharded(QStringLiteral("bin_cpu"))}).exitCode, 0);
