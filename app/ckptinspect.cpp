@@ -34,8 +34,7 @@ const char* kUsage = R"(usage: ckpt-inspect COMMAND [options]
 Opens PyTorch checkpoints without running any of their pickle code.
 
 commands:
-  info FILE [--json]   (FILE may be a folder, an index JSON, a DCP folder or one shard: all
-                       files open as one checkpoint, each tensor naming its shard) the tree of tensors with dtype, shape, size and the device each
+  info FILE [--json]   the tree of tensors with dtype, shape, size and the device each
                        storage was recorded on; totals per device; findings
   remap FILE -o OUT [--map FROM=TO]... [--tensor NAME=DEV]... [--module PREFIX=DEV]...
         [--json] [--no-verify]
@@ -67,6 +66,11 @@ commands:
 
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
 such as mps or xpu:0 are taken as devices with that capacity).
+
+FILE may also be a folder of shards, an index (*.index.json), one shard, or a DCP folder
+(.metadata): all files open as one checkpoint, each tensor naming its shard. remap and plan
+--save then write OUT as a new folder of .bin shards; safetensors and DCP record no device, so
+OUT receives device_map.json and load_with_device_map.py instead.
 
 exit status: 0 read, 1 read with warnings, 2 read with errors, 3 could not read
 )";
