@@ -245,6 +245,30 @@ private Q_SLOTS:
         QVERIFY(QFileInfo::exists(folder + QStringLiteral("/load_with_device_map.py")));
     }
 
+    void dcpFolderOpensAndExportsItsPlan()
+    {
+        ckpt::MainWindow window;
+        window.setSuppressModalDialogs(true);
+        useDescribedMachine(window);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(dropFolderAndWait(window, sharded(QStringLiteral("dcp"))));
+        const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+        QCOMPARE(checkpoint.format, ckpt::CheckpointFormat::Distributed);
+        QCOMPARE(checkpoint.tensors.size(), std::size_t(39));
+        QVERIFY(findPath(window.treeModel(), QStringLiteral("model.model.layers.3")).isValid());
+        QVERIFY(findPath(window.treeModel(), QStringLiteral("step"))
+                    .isValid()); // a BytesStorageMetadata placeholder
+        QTemporaryDir out;
+        QSignalSpy finished(&window, &ckpt::MainWindow::saveFinished);
+        window.saveRemappedCopyTo(out.filePath(QStringLiteral("plan")));
+        QCOMPARE(finished.count(), 1);
+        QVERIFY(finished.first().at(0).toBool());
+        QVERIFY2(finished.first().at(1).toString().contains(QStringLiteral("records no device")),
+            qPrintable(finished.first().at(1).toString()));
+        QVERIFY(QFileInfo::exists(out.filePath(QStringLiteral("plan/device_map.json"))));
+    }
+
     void screenshot()
     {
         ckpt::MainWindow window;
