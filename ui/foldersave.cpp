@@ -1,5 +1,6 @@
 #include "foldersave.h"
 
+#include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 #include "core/plan/devicemap.h"
@@ -56,8 +57,8 @@ Expected<std::string> exportFolderPlan(const Checkpoint& checkpoint, const Place
     std::string python = "# Written by Checkpoint Inspector. " + *why + "\n";
     python += checkpoint.shardSet->layout == ShardLayout::Distributed
         ? "# Build the model, move each module to the device below, then\n"
-          "# torch.distributed.checkpoint.load(model.state_dict(), checkpoint_id='"
-            + checkpoint.shardSet->folder + "').\n"
+          "# torch.distributed.checkpoint.load(model.state_dict(), checkpoint_id="
+            + pythonStringLiteral(checkpoint.shardSet->folder) + ").\n"
         : std::string("from transformers import AutoModelForCausalLM\n");
     python += exported.python(checkpoint.shardSet->folder);
     const QDir folder(QString::fromStdString(outputFolder));

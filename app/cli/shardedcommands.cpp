@@ -1,5 +1,7 @@
 #include "app/cli/shardedcommands.h"
 
+#include "core/base/escaping.h"
+#include "core/base/pythonliteral.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -44,7 +46,8 @@ int exportOnly(const Checkpoint& checkpoint, const PlacementPlan& plan, const Ma
     }
     fs::create_directories(outputFolder, error);
     if (error) {
-        err << "ckpt-inspect: cannot create " << outputFolder << ": " << error.message() << "\n";
+        err << "ckpt-inspect: cannot create " << printableText(outputFolder) << ": " << error.message()
+            << "\n";
         return 2;
     }
     const std::string mapPath = (fs::path(outputFolder) / "device_map.json").string();
@@ -55,17 +58,17 @@ int exportOnly(const Checkpoint& checkpoint, const PlacementPlan& plan, const Ma
         python
             += "# DCP loads into a state_dict whose tensors are already placed: build the model, move each\n"
                "# module to the device below, then torch.distributed.checkpoint.load(model.state_dict(), "
-               "checkpoint_id='"
-            + checkpoint.shardSet->folder + "').\n";
+               "checkpoint_id="
+            + pythonStringLiteral(checkpoint.shardSet->folder) + ").\n";
     else
         python += "from transformers import AutoModelForCausalLM\n";
     python += exported.python(checkpoint.shardSet->folder);
     if (auto problem = writeWholeFile(mapPath, exported.json())) {
-        err << "ckpt-inspect: " << problem->message << "\n";
+        err << "ckpt-inspect: " << printableText(problem->message) << "\n";
         return 2;
     }
     if (auto problem = writeWholeFile(pythonPath, python)) {
-        err << "ckpt-inspect: " << problem->message << "\n";
+        err << "ckpt-inspect: " << printableText(problem->message) << "\n";
         return 2;
     }
     if (json) {
@@ -81,8 +84,8 @@ int exportOnly(const Checkpoint& checkpoint, const PlacementPlan& plan, const Ma
         out << writer.takeText() << "\n";
     } else {
         out << "nothing rewritten: " << why << "\n"
-            << "exported " << mapPath << " and " << pythonPath << ":\n\n"
-            << python;
+            << "exported " << printableText(mapPath) << " and " << printableText(pythonPath) << ":\n\n"
+            << printableText(python);
     }
     return 0;
 }
@@ -98,7 +101,7 @@ int saveShardedPlan(const Checkpoint& checkpoint, const PlacementPlan& plan, con
             checkpoint, plan, machine, outputFolder, *whyFolderCannotBeRemapped(checkpoint), json, out, err);
     auto result = writeRemappedFolder(checkpoint, plan, outputFolder, {{}, verify});
     if (!result) {
-        err << "ckpt-inspect: " << result.error().message << "\n";
+        err << "ckpt-inspect: " << printableText(result.error().message) << "\n";
         return 2;
     }
     if (json) {
@@ -143,10 +146,10 @@ int saveShardedPlan(const Checkpoint& checkpoint, const PlacementPlan& plan, con
         out << writer.takeText() << "\n";
     } else {
         for (const RemapResult& shard : result->shards)
-            out << shard.outputPath << ": " << shard.summary() << "\n";
+            out << printableText(shard.outputPath) << ": " << printableText(shard.summary()) << "\n";
         for (const std::string& left : result->filesLeftOut)
-            out << "left out " << left << "\n";
-        out << result->outputFolder << ": " << result->summary() << "\n";
+            out << "left out " << printableText(left) << "\n";
+        out << printableText(result->outputFolder) << ": " << printableText(result->summary()) << "\n";
     }
     return 0;
 }

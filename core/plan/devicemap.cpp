@@ -1,5 +1,6 @@
 #include "core/plan/devicemap.h"
 
+#include "core/base/pythonliteral.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -30,7 +31,7 @@ bool isOrdinal(const std::string& value)
 
 std::string pythonLiteral(const std::string& value)
 {
-    return isOrdinal(value) ? value : "'" + value + "'";
+    return isOrdinal(value) ? value : pythonStringLiteral(value);
 }
 
 } // namespace
@@ -97,13 +98,13 @@ std::string DeviceMapExport::python(const std::string& folder) const
 {
     std::string out = "device_map = {\n";
     for (const auto& [name, device] : deviceMap)
-        out += "    '" + name + "': " + pythonLiteral(device) + ",\n";
+        out += "    " + pythonStringLiteral(name) + ": " + pythonLiteral(device) + ",\n";
     out += "}\nmax_memory = {";
     for (std::size_t i = 0; i < maxMemory.size(); ++i)
         out += (i ? ", " : "") + pythonLiteral(maxMemory[i].first) + ": "
             + std::to_string(maxMemory[i].second);
-    out += "}\nmodel = AutoModelForCausalLM.from_pretrained('" + folder
-        + "', device_map=device_map, max_memory=max_memory)\n";
+    out += "}\nmodel = AutoModelForCausalLM.from_pretrained(" + pythonStringLiteral(folder)
+        + ", device_map=device_map, max_memory=max_memory)\n";
     return out;
 }
 
