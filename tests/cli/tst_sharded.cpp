@@ -505,6 +505,41 @@ private Q_SLOTS:
         qInfo("%s", qPrintable(table));
     }
 
+    // Tensor names come from the file: the exported Python must parse and name them exactly.
+    void exportedPythonSurvivesHostileNames()
+    {
+        if (QStringLiteral(CKPT_MODERN_PYTHON).isEmpty())
+            QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
+        QTemporaryDir work;
+        const QString folder = work.filePath(QStringLiteral("model"));
+        QVERIFY(QDir().mkpath(folder));
+        const PythonResult written = runModernPython({QStringLiteral("-c"),
+            QStringLiteral("import sys, torch\n"
+                           "from safetensors.torch import save_file\n"
+                           "save_file({\"a');import os;os.system('touch x')#.w\": torch.zeros(2),\n"
+                           "           \"b\\nprint(1)\\x1b[2J.w\": torch.ones(2)}, sys.argv[1] + "
+                           "'/model.safetensors')\n"),
+            folder});
+        QVERIFY2(written.exitCode == 0, written.err.right(2000).constData());
+        const QString out = work.filePath(QStringLiteral("plan"));
+        const CommandResult result = runInspect({QStringLiteral("remap"), folder, QStringLiteral("-o"), out,
+            QStringLiteral("--map"), QStringLiteral("*=cpu")});
+        QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
+        QVERIFY(!result.out.contains("\x1b[2J")); // nothing reaches the terminal raw
+        const PythonResult parsed = runModernPython({QStringLiteral("-c"),
+            QStringLiteral("import ast, sys\n"
+                           "tree = ast.parse(open(sys.argv[1]).read())\n"
+                           "d = next(n.value for n in tree.body if isinstance(n, ast.Assign) and "
+                           "n.targets[0].id == 'device_map')\n"
+                           "print(sorted(ast.literal_eval(d)))\n"),
+            out + QStringLiteral("/load_with_device_map.py")});
+        QVERIFY2(parsed.exitCode == 0, parsed.err.right(2000).constData());
+        // Python's repr of the parsed keys: exactly the names' block prefixes, quotes and escapes intact.
+        QVERIFY2(parsed.out.contains("\"a');import os;os.system('touch x')#\""), parsed.out.constData());
+        QVERIFY2(parsed.out.contains("'b\\nprint(1)\\x1b'"), parsed.out.constData());
+        QVERIFY(!QFileInfo::exists(QStringLiteral("x")));
+    }
+
     void planAcrossShardsSavesAFolder()
     {
         QTemporaryDir work;
