@@ -13,6 +13,7 @@
 #include "devicepanel.h"
 #include "findingspanel.h"
 #include "memorychartwidget.h"
+#include "safetybanner.h"
 #include "targetdialog.h"
 #include "tensorfilterproxymodel.h"
 #include "tensortreemodel.h"
@@ -219,6 +220,8 @@ void MainWindow::createWidgets()
     auto* treeLayout = new QVBoxLayout(treeSide);
     treeLayout->setContentsMargins(0, 0, 0, 0);
     treeLayout->setSpacing(4);
+    m_safetyBanner = new SafetyBanner(treeSide);
+    treeLayout->addWidget(m_safetyBanner);
     treeLayout->addWidget(m_filterEdit);
     treeLayout->addWidget(m_treeView, 1);
     // The colour legend of the tree: one swatch per device of the target and of the file.
@@ -674,7 +677,11 @@ void MainWindow::finishOpening(quint64 generation, std::shared_ptr<Checkpoint> c
                                        : errors.join(QLatin1Char('\n'));
         else if (!errors.isEmpty())
             message += QLatin1Char('\n') + errors.join(QLatin1Char('\n'));
-        const QString text = tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message);
+        QString text = tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message);
+        // A plain pickle is rated like a checkpoint: say first whether it would run code.
+        if (const SafetyVerdict safety = ratePickleSafety(*checkpoint);
+            safety.rating != PickleSafety::NoPickle)
+            text = tr("Safety: %1\n\n").arg(fromStd(safety.headline)) + text;
         m_currentFile = m_document ? m_document->filePath() : QString();
         m_currentFileLabel->setText(QDir::toNativeSeparators(m_currentFile));
         if (!m_document)
@@ -746,6 +753,7 @@ void MainWindow::showDocument(std::shared_ptr<Checkpoint> checkpoint)
     updateStatusSummary();
     updateActions();
     m_findingsPanel->clear();
+    m_safetyBanner->setChecking();
     startTriage();
 }
 
@@ -771,6 +779,7 @@ void MainWindow::startTriage()
             m_triageRunning = false;
             const std::shared_ptr<TriageReport> report = watcher->result();
             m_findingsPanel->setReport(*report, checkpoint, targetName);
+            m_safetyBanner->setVerdict(report->safety);
             if (m_treeModel)
                 m_treeModel->setFindings(report->findings);
             Q_EMIT triageFinished();

@@ -34,6 +34,7 @@ class CheckpointDocument;
 class DetailsPane;
 class DevicePanel;
 class FindingsPanel;
+class SafetyBanner;
 class MemoryChartWidget;
 class TensorFilterProxyModel;
 class TensorTreeModel;
@@ -83,6 +84,7 @@ public:
     DevicePanel* devicePanel() const { return m_devicePanel; }
     DetailsPane* detailsPane() const { return m_detailsPane; }
     FindingsPanel* findingsPanel() const { return m_findingsPanel; }
+    SafetyBanner* safetyBanner() const { return m_safetyBanner; }
     QDockWidget* findingsDock() const { return m_findingsDock; }
     bool isTriageRunning() const { return m_triageRunning; }
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
@@ -186,6 +188,7 @@ private:
     QUndoView* m_undoView = nullptr;
     QDockWidget* m_findingsDock = nullptr;
     FindingsPanel* m_findingsPanel = nullptr;
+    SafetyBanner* m_safetyBanner = nullptr; // the safety verdict, above the tree
     QUndoGroup* m_undoGroup = nullptr;
     QLabel* m_currentFileLabel = nullptr;
     QLabel* m_summaryLabel = nullptr;

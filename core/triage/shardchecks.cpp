@@ -398,6 +398,44 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
 
 } // namespace
 
+SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
+{
+    SafetyVerdict combined;
+    combined.headline = "no pickle: nothing in these files would be unpickled";
+    auto merge = [&](const std::string& name, SafetyVerdict verdict) {
+        for (UnsafeCallable& callable : verdict.unsafe) {
+            callable.where = name + ": " + callable.where;
+            combined.unsafe.push_back(std::move(callable));
+        }
+        for (const std::string& problem : verdict.cannotVerify)
+            combined.cannotVerify.push_back(name + ": " + problem);
+        for (AllowlistCandidate& candidate : verdict.allowlist)
+            if (std::none_of(combined.allowlist.begin(), combined.allowlist.end(),
+                    [&](const AllowlistCandidate& known) { return known.name == candidate.name; }))
+                combined.allowlist.push_back(std::move(candidate));
+        for (const std::string& pickle : verdict.pickles)
+            combined.pickles.push_back(name + ": " + pickle);
+        for (const std::string& note : verdict.notes)
+            combined.notes.push_back(name + ": " + note);
+        if (static_cast<int>(verdict.rating) > static_cast<int>(combined.rating)) {
+            combined.rating = verdict.rating;
+            combined.headline = name + ": " + verdict.headline;
+            combined.addSafeGlobals113 = verdict.addSafeGlobals113;
+            combined.addSafeGlobals2 = verdict.addSafeGlobals2;
+        }
+    };
+    const ShardSet& set = *checkpoint.shardSet;
+    if (set.layout == ShardLayout::Distributed) {
+        if (auto file = MappedFile::open(set.indexPath))
+            merge(".metadata", ratePickleSafety((*file)->bytes()));
+        return combined;
+    }
+    for (const ShardFile& shard : set.shards)
+        if (shard.checkpoint && shard.checkpoint->file)
+            merge(shard.name, ratePickleSafety(shard.checkpoint->file->bytes()));
+    return combined;
+}
+
 std::vector<Finding> checkShards(const Checkpoint& checkpoint)
 {
     std::vector<Finding> findings;

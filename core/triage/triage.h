@@ -3,6 +3,7 @@
 #include "core/base/expected.h"
 #include "core/base/finding.h"
 #include "core/devices/deviceinventory.h"
+#include "core/triage/pickleverdict.h"
 
 #include <cstdint>
 #include <map>
@@ -96,7 +97,10 @@ struct TriageReport {
     std::vector<Finding> findings; // every check's findings, most severe first
     std::vector<LoadSimulation> loadSimulations; // one per torch generation
     WeightsOnlyVerdict weightsOnly;
-    int exitCode() const; // 0 clean, 1 warnings, 2 errors (3 "could not read" is decided by the caller)
+    SafetyVerdict safety; // every pickle a loader could run, rated allowlist-first (pickleverdict.h)
+    // 0 clean, 1 warnings, 2 errors, 4 dangerous or cannot verify (before all others: loading it may
+    // run code); 3 "could not read" is decided by the caller.
+    int exitCode() const;
 };
 
 // The load simulation alone (also used by the desktop app when the target or map_location changes).
@@ -114,6 +118,9 @@ std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
 // against the shards, tensors in two shards, total_size, odd dtypes or devices per shard, each
 // shard's own integrity, and for DCP that every chunk's bytes exist and the chunks tile each tensor.
 std::vector<Finding> checkShards(const Checkpoint& checkpoint);
+// The pickle safety verdict of a checkpoint of several files: every usable shard (and DCP's
+// .metadata) rated on its own bytes; the worst rating, with every shard's findings named by shard.
+SafetyVerdict rateShardSafety(const Checkpoint& checkpoint);
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
 
 } // namespace ckpt
