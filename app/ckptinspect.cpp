@@ -1,4 +1,5 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
+#include "app/cli/shardedcommands.h"
 #include "cli/commands.h"
 #include "core/base/escaping.h"
 #include "core/devices/deviceinventory.h"
@@ -7,6 +8,7 @@
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/checkpointjson.h"
+#include "core/model/shardset.h"
 #include "core/plan/autoplacement.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
@@ -160,6 +162,11 @@ commands:
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
 such as mps or xpu:0 are taken as devices with that capacity).
 
+FILE may also be a folder of shards, an index (*.index.json), one shard, or a DCP folder
+(.metadata): all files open as one checkpoint, each tensor naming its shard. remap and plan
+--save then write OUT as a new folder of .bin shards; safetensors and DCP record no device, so
+OUT receives device_map.json and load_with_device_map.py instead.
+
 Every command that reads a file first rates every pickle in it (never run): known inert,
 needs allowlisting, or dangerous (cannot verify; treat as dangerous).
 
@@ -276,7 +283,8 @@ int runInfo(const std::vector<std::string>& args)
         return 64;
     }
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
-    const ckpt::SafetyVerdict safety = ckpt::ratePickleSafety(checkpoint);
+    const ckpt::SafetyVerdict safety = checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
+                                                           : ckpt::ratePickleSafety(checkpoint);
     if (json) {
         // The rating leads the document, as it leads the text.
         std::string text = ckpt::checkpointToJson(checkpoint, true);
@@ -447,9 +455,13 @@ int runRemap(const std::vector<std::string>& args)
     }
 
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
-    const ckpt::SafetyVerdict safety = ckpt::ratePickleSafety(checkpoint);
-    if (safety.dangerous() && !printMapLocation) {
-        if (!allowDangerous) {
+    const ckpt::SafetyVerdict safety = checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
+                                                           : ckpt::ratePickleSafety(checkpoint);
+    // Safetensors and DCP folders only export a device_map: no pickle is copied.
+    const bool exportOnly
+        = checkpoint.shardSet && checkpoint.shardSet->layout != ckpt::ShardLayout::HuggingFaceBin;
+    if (safety.dangerous() && !printMapLocation && !exportOnly) {
+        if (!allowDangerous || checkpoint.shardSet) { // a folder is never copied unchanged here
             std::cerr
                 << "ckpt-inspect remap: refusing to write a copy of " << shown(file) << ": "
                 << shown(safety.headline)
@@ -494,6 +506,15 @@ int runRemap(const std::vector<std::string>& args)
         return 0;
     }
 
+    if (checkpoint.shardSet) { // a folder of shards: a new folder, or the plan exported
+        if (!renames.empty()) {
+            std::cerr << "ckpt-inspect remap: --rename-global rewrites one file; it does not apply to a "
+                         "folder of shards yet (remap each shard file)\n";
+            return 64;
+        }
+        return ckpt::cli::saveShardedPlan(
+            checkpoint, plan, ckpt::detectThisMachine(), output, json, verify, std::cout, std::cerr);
+    }
     ckpt::RemapOptions remapOptions {{}, verify, renames};
     auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, remapOptions);
     if (!result) {
@@ -871,7 +892,11 @@ int runPlan(const std::vector<std::string>& args)
                 std::cout << "  " << shown(item) << "\n";
         }
     }
-    if (!save.empty()) {
+    if (!save.empty() && checkpoint.shardSet) {
+        if (const int status
+            = ckpt::cli::saveShardedPlan(checkpoint, plan, *machine, save, false, true, std::cerr, std::cerr))
+            return status;
+    } else if (!save.empty()) {
         auto result = ckpt::writeRemappedCopy(checkpoint, plan, save);
         if (!result) {
             std::cerr << "ckpt-inspect plan: " << shown(result.error().message) << "\n";
@@ -1063,7 +1088,8 @@ int runCheck(const std::vector<std::string>& args)
             valuesProblem = computed.error().message;
         }
     }
-    const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint || !checkpoint.file;
+    const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint
+        || (!checkpoint.file && !checkpoint.shardSet); // several files have no single map
     const int exitCode = report.safety.dangerous() ? 4 : unreadable ? 3 : report.exitCode();
     const std::string format = unreadable ? std::string(ckpt::containerKindName(checkpoint.container.kind))
                                           : std::string(ckpt::checkpointFormatName(checkpoint.format));

@@ -1,6 +1,7 @@
 #include "detailspane.h"
 
 #include "checkpointdocument.h"
+#include "core/model/shardset.h"
 #include "valueschartwidget.h"
 
 #ifdef CKPT_HAVE_TORCHBRIDGE
@@ -232,6 +233,13 @@ void DetailsPane::computeValues(std::optional<std::uint32_t> tensor)
                                              generation, current = m_valuesGeneration]() -> Result {
         const ValueProgress progress
             = [&](std::uint64_t, std::uint64_t) { return current->load() == generation; };
+        // A checkpoint of several files has no single map: the values come from the tensor's shard.
+        const ShardFile* shard = checkpoint->shardSet
+            ? checkpoint->shardSet->shardOfStorage(checkpoint->tensors[index].storage)
+            : nullptr;
+        if (shard && shard->checkpoint && shard->checkpoint->file && index >= shard->firstTensor)
+            return std::make_shared<Expected<TensorStatistics>>(computeTensorStatistics(
+                *shard->checkpoint, index - shard->firstTensor, StatisticsOptions {}, progress));
         return std::make_shared<Expected<TensorStatistics>>(
             computeTensorStatistics(*checkpoint, index, StatisticsOptions {}, progress));
     }));
@@ -308,6 +316,10 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
             html(storage.storageClass) + QStringLiteral(" (") + html(storage.dtype) + QLatin1Char(')'));
         out += row(tr("Storage size"), bytesText(storage.nbytes), kStorageTip);
         out += row(tr("Stored in"), html(storage.record));
+        if (const ShardFile* shard
+            = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr)
+            out += row(tr("Shard file"), html(shard->name),
+                tr("The file of the sharded checkpoint that holds this tensor's bytes."));
         if (storage.dataOffset)
             out += row(tr("Offset in file"),
                 tr("byte %1").arg(QString::fromStdString(formatThousands(*storage.dataOffset))));

@@ -1,6 +1,7 @@
 #include "mainwindow.h"
 
 #include "devicecolors.h"
+#include "foldersave.h"
 
 #include "appsettings.h"
 #include "checkpointdocument.h"
@@ -393,6 +394,17 @@ void MainWindow::createMenus()
     QMenu* fileMenu = menuBar()->addMenu(tr("&File"));
     fileMenu->setObjectName(QStringLiteral("fileMenu"));
     fileMenu->addAction(m_openAction);
+    // A folder of shards (Hugging Face index, DCP) opens as one checkpoint, as a drop of the folder does.
+    auto* openFolderAction = fileMenu->addAction(tr("Open &Folder…"));
+    openFolderAction->setObjectName(QStringLiteral("actionOpenFolder"));
+    openFolderAction->setStatusTip(
+        tr("Open a folder of shards (index, .bin, safetensors or DCP) as one checkpoint"));
+    connect(openFolderAction, &QAction::triggered, this, [this] {
+        const QString folder = QFileDialog::getExistingDirectory(this, tr("Open Checkpoint Folder"),
+            m_currentFile.isEmpty() ? QString() : QFileInfo(m_currentFile).absolutePath());
+        if (!folder.isEmpty())
+            openFile(folder);
+    });
     m_recentMenu = fileMenu->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
@@ -901,8 +913,9 @@ void MainWindow::chooseSaveTarget(std::function<void()> then)
         if (targets.size() == 1)
             suffix = fromStd(*targets.begin()).replace(QLatin1Char(':'), QLatin1Char('-'));
     }
-    const QString proposal
-        = input.dir().filePath(input.completeBaseName() + QLatin1Char('-') + suffix + QStringLiteral(".pt"));
+    const QString proposal = m_document->checkpoint().shardSet // a folder is saved as a new folder
+        ? input.dir().filePath(input.fileName() + QLatin1Char('-') + suffix)
+        : input.dir().filePath(input.completeBaseName() + QLatin1Char('-') + suffix + QStringLiteral(".pt"));
     const QString path = QFileDialog::getSaveFileName(this, tr("Save Remapped Copy"), proposal,
         tr("PyTorch checkpoints (*.pt *.pth *.bin *.ckpt);;All files (*)"));
     if (path.isEmpty())
@@ -918,6 +931,18 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
             = !m_document ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
         showError(tr("Cannot Save"), message);
         Q_EMIT saveFinished(false, message);
+        return;
+    }
+    // Safetensors and DCP shards record no device: the plan is exported, and the window says why.
+    if (folderSaveExportsOnly(m_document->checkpoint())) {
+        auto exported = exportFolderPlan(
+            m_document->checkpoint(), m_document->plan(), m_document->target(), path.toStdString());
+        const QString message = fromStd(exported ? *exported : exported.error().message);
+        if (exported)
+            showInformation(tr("Plan Exported, Nothing Rewritten"), message);
+        else
+            showError(tr("Plan Not Exported"), message);
+        Q_EMIT saveFinished(bool(exported), message);
         return;
     }
     const quint64 generation = ++m_saveGeneration;
@@ -958,6 +983,9 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
         RemapOptions options;
         options.progress
             = [job](std::uint64_t done, std::uint64_t total) { return job->progressCallback(done, total); };
+        if (checkpoint->shardSet) // a folder of .bin shards: a new folder, every shard verified
+            return std::make_shared<Expected<RemapResult>>(
+                writeRemappedFolderForWindow(*checkpoint, *plan, out, options));
         return std::make_shared<Expected<RemapResult>>(writeRemappedCopy(*checkpoint, *plan, out, options));
     }));
 }

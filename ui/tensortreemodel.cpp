@@ -1,6 +1,7 @@
 #include "tensortreemodel.h"
 
 #include "checkpointdocument.h"
+#include "core/model/shardset.h"
 #include "devicecolors.h"
 #include "findingsmodel.h"
 
@@ -604,6 +605,11 @@ QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
     case Qt::DisplayRole:
         return displayData(node, column);
     case Qt::ToolTipRole:
+        // A checkpoint of several files: each tensor row names its shard.
+        if (column == 0 && tensor >= 0 && checkpoint.shardSet)
+            if (const ShardFile* shard = checkpoint.shardSet->shardOfStorage(
+                    checkpoint.tensors[static_cast<std::size_t>(tensor)].storage))
+                return tr("In shard %1").arg(QString::fromStdString(shard->name));
         if (column == RecordedDeviceColumn && m_tensorCount[node] > 0) {
             const QString recorded = recordedText(node);
             return QString(

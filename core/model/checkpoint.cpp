@@ -21,6 +21,8 @@ const char* checkpointFormatName(CheckpointFormat format)
         return "torchscript";
     case CheckpointFormat::Safetensors:
         return "safetensors";
+    case CheckpointFormat::Distributed:
+        return "dcp";
     case CheckpointFormat::NotACheckpoint:
         return "not-a-checkpoint";
     }

@@ -17,6 +17,7 @@
 namespace ckpt {
 
 class MappedFile;
+struct ShardSet;
 
 enum class CheckpointFormat {
     TorchZip, // torch.save since 1.6
@@ -24,6 +25,7 @@ enum class CheckpointFormat {
     TorchTar, // PyTorch 0.1.x
     TorchScript, // torch.jit.save
     Safetensors,
+    Distributed, // torch.distributed.checkpoint folder (.metadata + .distcp): records no device
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
@@ -128,7 +130,10 @@ struct Checkpoint {
     CheckpointFormat format = CheckpointFormat::NotACheckpoint;
     std::string archivePrefix; // zip formats
     bool tarTensorsMember = false; // tar format: tensors come from the `tensors` member (not re-writable)
-    std::shared_ptr<const MappedFile> file;
+    std::shared_ptr<const MappedFile> file; // null for a checkpoint of several files (see shardSet)
+    // Set when this checkpoint is several files shown as one (HF shards, DCP; §7): the shards, the
+    // index and where each storage came from. Its storages and tensors are the union of the shards'.
+    std::shared_ptr<const ShardSet> shardSet;
 
     std::vector<StorageRecord> storages;
     std::vector<TensorEntry> tensors;

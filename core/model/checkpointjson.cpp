@@ -4,6 +4,7 @@
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
 
 #include <algorithm>
 #include <set>
@@ -83,6 +84,8 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
             json.value(*tensor.device);
         else
             json.null();
+        if (checkpoint.shardSet)
+            writeShardOf(json, checkpoint, tensor.storage);
         json.member("requires_grad", tensor.requiresGrad);
         json.member("is_parameter", tensor.isParameter);
         json.member("layout", std::string(tensorLayoutName(tensor.layout)));
@@ -114,9 +117,14 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
             json.null();
         json.member("bytes_complete", storage.bytesComplete());
         json.member("tensor_count", static_cast<std::uint64_t>(storage.tensors.size()));
+        if (checkpoint.shardSet)
+            writeShardOf(json, checkpoint, static_cast<std::int32_t>(&storage - checkpoint.storages.data()));
         json.endObject();
     }
     json.endArray();
+
+    if (checkpoint.shardSet)
+        writeShardSetJson(json, checkpoint);
 
     json.key("bytes_by_device").beginObject();
     for (const auto& [device, bytes] : checkpoint.bytesByDevice())
@@ -194,6 +202,9 @@ std::string checkpointToText(const Checkpoint& checkpoint)
                     line += " (shared by " + std::to_string(storage.tensors.size()) + ")";
             }
             line += "  @" + tensor.device.value_or("(no device)");
+            if (const ShardFile* shard
+                = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr)
+                line += "  [" + shard->name + "]";
             if (tensor.isParameter)
                 line += "  Parameter";
         } else if (node.kind == TreeNodeKind::Value || node.kind == TreeNodeKind::Alias) {
@@ -208,6 +219,14 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             stack.push_back({*it, item.depth + 1});
     }
 
+    if (checkpoint.shardSet) { // names from an index: printable like every other line
+        const std::string shards = shardSetText(checkpoint);
+        std::size_t start = 0;
+        for (std::size_t end = shards.find('\n'); end != std::string::npos; end = shards.find('\n', start)) {
+            addLine(std::string_view(shards).substr(start, end - start));
+            start = end + 1;
+        }
+    }
     addLine("");
     addLine("Bytes by recorded device (each storage once):");
     for (const auto& [device, bytes] : checkpoint.bytesByDevice()) {

@@ -3,6 +3,7 @@
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/safetensorsreader.h"
+#include "core/read/shardedreader.h"
 
 namespace ckpt {
 
@@ -32,6 +33,9 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
 
 Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
 {
+    // A folder, an index, DCP metadata or one listed shard: every file of the set, shown as one (§7).
+    if (auto sharded = resolveShardedInput(path))
+        return readShardedCheckpoint(*sharded, options);
     auto file = MappedFile::open(path);
     if (!file) {
         Checkpoint checkpoint;

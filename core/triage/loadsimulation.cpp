@@ -331,7 +331,8 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
     case CheckpointFormat::Safetensors:
         // torch 2.x routes a path ending in .safetensors to safetensors.torch.load_file; torch 1.13
         // unpickles it and fails on its first byte. Neither is a pickle question.
-        if (!old && checkpoint.path.ends_with(".safetensors")) {
+        // Shards of a safetensors index are each loaded that way by from_pretrained.
+        if (!old && (checkpoint.path.ends_with(".safetensors") || checkpoint.shardSet)) {
             if (mapLocation.kind == MapLocation::Kind::Dict)
                 fail("Loading safetensors file with dict map_location is not supported. Use a device string "
                      "or "
@@ -341,6 +342,10 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
         } else {
             fail("not a torch.load format: a safetensors file (load it with safetensors.torch.load_file)");
         }
+        return simulation;
+    case CheckpointFormat::Distributed:
+        fail("not a torch.load format: a torch.distributed.checkpoint folder (load it into a state_dict "
+             "with torch.distributed.checkpoint.load)");
         return simulation;
     case CheckpointFormat::NotACheckpoint:
         fail("not a checkpoint");

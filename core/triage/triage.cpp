@@ -3,6 +3,7 @@
 #include "core/triage/triage.h"
 
 #include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
 
 #include <algorithm>
 #include <set>
@@ -219,8 +220,28 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     report.findings.insert(
         report.findings.end(), std::make_move_iterator(moves.begin()), std::make_move_iterator(moves.end()));
 
+    if (checkpoint.shardSet) {
+        // The cross-shard checks say again, with the tensors concerned and a fix, what the reader
+        // noted about missing and unreadable shards.
+        std::erase_if(report.findings,
+            [](const Finding& f) { return f.code == "shard-missing" || f.code == "shard-unreadable"; });
+        std::vector<Finding> shardFindings = checkShards(checkpoint);
+        report.findings.insert(report.findings.end(), std::make_move_iterator(shardFindings.begin()),
+            std::make_move_iterator(shardFindings.end()));
+    }
     report.weightsOnly = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
-    report.safety = ratePickleSafety(checkpoint);
+    if (checkpoint.shardSet) // the verdict of the worst shard: from_pretrained loads every one
+        for (const ShardFile& shard : checkpoint.shardSet->shards)
+            if (shard.checkpoint && shard.problem.empty()) {
+                WeightsOnlyVerdict verdict
+                    = judgeWeightsOnly(*shard.checkpoint, TorchGeneration::Torch26Plus);
+                if (report.weightsOnly.rating == SafetyRating::NotApplicable
+                    || (verdict.rating != SafetyRating::NotApplicable
+                        && static_cast<int>(verdict.rating) > static_cast<int>(report.weightsOnly.rating)))
+                    report.weightsOnly = std::move(verdict);
+            }
+    // Several files: every shard's pickles (and DCP's .metadata) are rated; the worst one counts.
+    report.safety = checkpoint.shardSet ? rateShardSafety(checkpoint) : ratePickleSafety(checkpoint);
     // The headline rating never says less than the safety verdict: a hidden or nested pickle, a
     // stacked one or an unverifiable one makes the file dangerous whatever torch's unpickler says.
     if (report.safety.dangerous())
@@ -228,7 +249,12 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     else if (report.safety.rating == PickleSafety::NeedsAllowlist
         && report.weightsOnly.rating != SafetyRating::Dangerous)
         report.weightsOnly.rating = SafetyRating::NeedsAllowlist;
-    if (checkpoint.format != CheckpointFormat::NotACheckpoint) {
+    // DCP is not loaded by torch.load at all (torch.distributed.checkpoint.load fills a state_dict).
+    // Nor are safetensors shards: from_pretrained opens each with safetensors, on the device it is told.
+    const bool loadedByTorchLoad = checkpoint.format != CheckpointFormat::NotACheckpoint
+        && checkpoint.format != CheckpointFormat::Distributed
+        && !(checkpoint.shardSet && checkpoint.format == CheckpointFormat::Safetensors);
+    if (loadedByTorchLoad) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
             report.loadSimulations.push_back(

@@ -117,6 +117,13 @@ std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
 // Globals under a module path that another library version keeps elsewhere (numpy._core vs
 // numpy.core, pytorch_lightning vs lightning.pytorch), with the remap --rename-global that fixes it.
 std::vector<Finding> checkKnownGlobalMoves(const Checkpoint& checkpoint);
+// Checks across the files of a checkpoint of several files (Checkpoint::shardSet; §7): the index
+// against the shards, tensors in two shards, total_size, odd dtypes or devices per shard, each
+// shard's own integrity, and for DCP that every chunk's bytes exist and the chunks tile each tensor.
+std::vector<Finding> checkShards(const Checkpoint& checkpoint);
+// The pickle safety verdict of a checkpoint of several files: every usable shard (and DCP's
+// .metadata) rated on its own bytes; the worst rating, with every shard's findings named by shard.
+SafetyVerdict rateShardSafety(const Checkpoint& checkpoint);
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
 
 } // namespace ckpt

@@ -100,6 +100,9 @@ Status checkReadable(const Checkpoint& checkpoint)
         return makeError(
             "a safetensors file records no device, so there is nothing to remap: the device is chosen when "
             "it is loaded (safetensors' device argument)");
+    case CheckpointFormat::Distributed:
+        return makeError("a torch.distributed.checkpoint folder records no device (DCP saves CPU copies and "
+                         "places tensors when loading into a model's state_dict): there is nothing to remap");
     case CheckpointFormat::TorchTar:
         if (checkpoint.tarTensorsMember)
             return makeError(

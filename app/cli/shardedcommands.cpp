@@ -1,0 +1,157 @@
+#include "app/cli/shardedcommands.h"
+
+#include "core/base/escaping.h"
+#include "core/base/pythonliteral.h"
+#include "core/io/atomicoutputfile.h"
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
+#include "core/plan/devicemap.h"
+#include "core/plan/placementplan.h"
+#include "core/write/shardedwriter.h"
+
+#include <filesystem>
+#include <ostream>
+#include <unistd.h>
+
+namespace ckpt::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Status writeWholeFile(const std::string& path, const std::string& text)
+{
+    auto file = AtomicOutputFile::create(path, {}, text.size());
+    if (!file)
+        return file.error();
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write((*file)->fd(), text.data() + done, text.size() - done);
+        if (n <= 0)
+            return makeError("cannot write " + path);
+        done += static_cast<std::size_t>(n);
+    }
+    return (*file)->commit();
+}
+
+int exportOnly(const Checkpoint& checkpoint, const PlacementPlan& plan, const MachineInventory& machine,
+    const std::string& outputFolder, const std::string& why, bool json, std::ostream& out, std::ostream& err)
+{
+    const DeviceMapExport exported = exportDeviceMap(checkpoint, plan, &machine);
+    std::error_code error;
+    if (fs::exists(outputFolder, error) && fs::equivalent(outputFolder, checkpoint.shardSet->folder, error)) {
+        err << "ckpt-inspect: the output folder is the input folder; choose another\n";
+        return 2;
+    }
+    fs::create_directories(outputFolder, error);
+    if (error) {
+        err << "ckpt-inspect: cannot create " << printableText(outputFolder) << ": " << error.message()
+            << "\n";
+        return 2;
+    }
+    const std::string mapPath = (fs::path(outputFolder) / "device_map.json").string();
+    const std::string pythonPath = (fs::path(outputFolder) / "load_with_device_map.py").string();
+    const bool dcp = checkpoint.shardSet->layout == ShardLayout::Distributed;
+    std::string python = "# Written by ckpt-inspect. " + why + "\n";
+    if (dcp)
+        python
+            += "# DCP loads into a state_dict whose tensors are already placed: build the model, move each\n"
+               "# module to the device below, then torch.distributed.checkpoint.load(model.state_dict(), "
+               "checkpoint_id="
+            + pythonStringLiteral(checkpoint.shardSet->folder) + ").\n";
+    else
+        python += "from transformers import AutoModelForCausalLM\n";
+    python += exported.python(checkpoint.shardSet->folder);
+    if (auto problem = writeWholeFile(mapPath, exported.json())) {
+        err << "ckpt-inspect: " << printableText(problem->message) << "\n";
+        return 2;
+    }
+    if (auto problem = writeWholeFile(pythonPath, python)) {
+        err << "ckpt-inspect: " << printableText(problem->message) << "\n";
+        return 2;
+    }
+    if (json) {
+        JsonWriter writer(JsonStyle::Pretty);
+        writer.beginObject();
+        writer.member("input", checkpoint.shardSet->folder);
+        writer.member("output", outputFolder);
+        writer.member("layout", std::string(shardLayoutName(checkpoint.shardSet->layout)));
+        writer.member("rewritten", false);
+        writer.member("why", why);
+        writer.key("exported").beginArray().value(mapPath).value(pythonPath).endArray();
+        writer.key("device_map").value(*parseJson(exported.json())).endObject();
+        out << writer.takeText() << "\n";
+    } else {
+        out << "nothing rewritten: " << why << "\n"
+            << "exported " << printableText(mapPath) << " and " << printableText(pythonPath) << ":\n\n"
+            << printableText(python);
+    }
+    return 0;
+}
+
+} // namespace
+
+int saveShardedPlan(const Checkpoint& checkpoint, const PlacementPlan& plan, const MachineInventory& machine,
+    const std::string& outputFolder, bool json, bool verify, std::ostream& out, std::ostream& err)
+{
+    const ShardLayout layout = checkpoint.shardSet->layout;
+    if (layout != ShardLayout::HuggingFaceBin)
+        return exportOnly(
+            checkpoint, plan, machine, outputFolder, *whyFolderCannotBeRemapped(checkpoint), json, out, err);
+    auto result = writeRemappedFolder(checkpoint, plan, outputFolder, {{}, verify, {}});
+    if (!result) {
+        err << "ckpt-inspect: " << printableText(result.error().message) << "\n";
+        return 2;
+    }
+    if (json) {
+        JsonWriter writer(JsonStyle::Pretty);
+        writer.beginObject();
+        writer.member("input", checkpoint.shardSet->folder);
+        writer.member("output", result->outputFolder);
+        writer.member("layout", std::string(shardLayoutName(layout)));
+        writer.member("rewritten", true);
+        writer.key("shards").beginArray();
+        for (const RemapResult& shard : result->shards) {
+            writer.beginObject();
+            writer.member("output", shard.outputPath);
+            writer.member("verified", shard.verified);
+            writer.member("records_copied", shard.recordsCopied);
+            writer.member("records_rewritten", shard.recordsRewritten);
+            writer.key("storages").beginArray();
+            for (const RemappedStorage& storage : shard.storages) {
+                writer.beginObject();
+                writer.member("key", storage.key);
+                writer.key("recorded");
+                storage.recorded ? writer.value(*storage.recorded) : writer.null();
+                writer.key("planned");
+                storage.planned ? writer.value(*storage.planned) : writer.null();
+                writer.endObject();
+            }
+            writer.endArray();
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.key("files_copied").beginArray();
+        for (const std::string& name : result->filesCopied)
+            writer.value(name);
+        writer.endArray();
+        writer.key("files_left_out").beginArray();
+        for (const std::string& name : result->filesLeftOut)
+            writer.value(name);
+        writer.endArray();
+        writer.member("bytes_written", result->bytesWritten);
+        writer.member("summary", result->summary());
+        writer.endObject();
+        out << writer.takeText() << "\n";
+    } else {
+        for (const RemapResult& shard : result->shards)
+            out << printableText(shard.outputPath) << ": " << printableText(shard.summary()) << "\n";
+        for (const std::string& left : result->filesLeftOut)
+            out << "left out " << printableText(left) << "\n";
+        out << printableText(result->outputFolder) << ": " << printableText(result->summary()) << "\n";
+    }
+    return 0;
+}
+
+} // namespace ckpt::cli

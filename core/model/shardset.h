@@ -1,0 +1,93 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ckpt {
+
+struct Checkpoint;
+class JsonWriter;
+
+// How a checkpoint spread over several files was written (torch-format.md §7).
+enum class ShardLayout {
+    HuggingFaceBin, // pytorch_model-0000N-of-0000M.bin + pytorch_model.bin.index.json
+    HuggingFaceSafetensors, // model-0000N-of-0000M.safetensors + model.safetensors.index.json
+    Distributed, // torch.distributed.checkpoint: .metadata + __R_S.distcp
+};
+const char* shardLayoutName(ShardLayout layout); // "hf-bin-shards", "hf-safetensors-shards", "dcp"
+
+// One file of the set, as the index lists it (or as found in the folder).
+struct ShardFile {
+    std::string name; // as in the index ("pytorch_model-00001-of-00002.bin")
+    std::string path; // on disk
+    bool listedInIndex = false;
+    bool present = false; // the file exists
+    // The shard read on its own (null when it could not be opened). The merged checkpoint's
+    // storages [firstStorage, firstStorage + storageCount) are copies of this one's.
+    std::shared_ptr<const Checkpoint> checkpoint;
+    std::uint32_t firstStorage = 0;
+    std::uint32_t storageCount = 0;
+    std::uint32_t firstTensor = 0; // its tensors in the merged checkpoint start here
+    std::uint64_t fileSize = 0;
+    std::string problem; // why it is not usable ("missing", "a Git LFS pointer", ...), empty when fine
+};
+
+// One chunk of a DCP tensor: where it sits in the global tensor and where its bytes are.
+struct DcpChunk {
+    std::vector<std::int64_t> offsets;
+    std::vector<std::int64_t> sizes;
+    std::string file; // relative_path of its _StorageInfo ("__0_0.distcp"); empty when none recorded
+    std::uint64_t fileOffset = 0;
+    std::uint64_t length = 0;
+    bool located = false; // storage_data has an entry for it
+};
+
+// One entry of a DCP Metadata.state_dict_metadata.
+struct DcpEntry {
+    std::string fqn;
+    bool isBytes = false; // BytesStorageMetadata: a pickled non-tensor value
+    std::string dtype; // tensors: torch dtype name
+    std::vector<std::int64_t> size; // tensors: global size
+    std::vector<DcpChunk> chunks; // tensors: each chunk; bytes entries: one chunk (offsets empty)
+    std::vector<std::string> plannerPath; // planner_data: the nested-dict path of the fqn
+};
+
+struct DcpMetadata {
+    std::string version; // Metadata.version ("1.0.0"), empty when absent (older torch)
+    std::vector<DcpEntry> entries;
+    std::vector<std::string> modules; // storage_meta.modules, when recorded
+};
+
+// Everything about a checkpoint made of several files: the index, each file, and (DCP) the
+// metadata. Attached to the merged Checkpoint that shows all of them as one.
+struct ShardSet {
+    ShardLayout layout = ShardLayout::HuggingFaceBin;
+    std::string folder;
+    std::string indexPath; // the index JSON or .metadata that was read; empty when there was none
+    std::optional<std::uint64_t> indexTotalSize; // metadata.total_size
+    std::vector<std::pair<std::string, std::string>> weightMap; // tensor -> shard, in index order
+    std::vector<ShardFile> shards;
+    std::vector<std::int32_t> storageShard; // per merged storage: index into shards
+    std::vector<std::uint32_t> storageInShard; // per merged storage: index in that shard's storages
+    std::optional<DcpMetadata> dcp;
+
+    const ShardFile* shardOfStorage(std::int32_t storage) const
+    {
+        if (storage < 0 || static_cast<std::size_t>(storage) >= storageShard.size()
+            || storageShard[static_cast<std::size_t>(storage)] < 0)
+            return nullptr;
+        return &shards[static_cast<std::size_t>(storageShard[static_cast<std::size_t>(storage)])];
+    }
+};
+
+// The JSON and text forms (`info`): "shard" of a tensor or storage, then the set's own section
+// ("layout", "index", "shards" with bytes and devices per shard, and for DCP every entry's chunks).
+void writeShardOf(JsonWriter& json, const Checkpoint& checkpoint, std::int32_t storage);
+void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint);
+std::string shardSetText(const Checkpoint& checkpoint);
+
+} // namespace ckpt

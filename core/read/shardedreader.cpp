@@ -1,0 +1,356 @@
+// Hugging Face sharded checkpoints (torch-format.md §7.2) read as one checkpoint.
+#include "core/read/shardedreader.h"
+
+#include "core/base/textformat.h"
+#include "core/io/mappedfile.h"
+#include "core/json/json.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <thread>
+
+namespace ckpt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// transformers' and huggingface_hub's shard names: "<stem>-00001-of-00004.<ext>" (§7.2).
+const std::regex& shardNamePattern()
+{
+    static const std::regex pattern(R"(^(.*)-(\d{5})-of-(\d{5})\.(bin|safetensors)$)");
+    return pattern;
+}
+
+bool isDirectory(const std::string& path)
+{
+    std::error_code error;
+    return fs::is_directory(path, error);
+}
+
+bool isFile(const std::string& path)
+{
+    std::error_code error;
+    return fs::is_regular_file(path, error);
+}
+
+ShardLayout layoutOfIndex(const std::string& indexName)
+{
+    return indexName.find(".safetensors") != std::string::npos ? ShardLayout::HuggingFaceSafetensors
+                                                               : ShardLayout::HuggingFaceBin;
+}
+
+// Index files in a folder, the ones transformers looks for first, safetensors before .bin (as
+// from_pretrained prefers it).
+std::vector<std::string> indexFilesIn(const std::string& folder)
+{
+    std::vector<std::string> found;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(folder, error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.ends_with(".index.json") && entry.is_regular_file(error))
+            found.push_back(name);
+    }
+    auto rank = [](const std::string& name) {
+        if (name == "model.safetensors.index.json")
+            return 0;
+        if (name == "pytorch_model.bin.index.json")
+            return 1;
+        return name.find(".safetensors") != std::string::npos ? 2 : 3;
+    };
+    std::sort(found.begin(), found.end(), [&](const std::string& a, const std::string& b) {
+        return std::pair(rank(a), a) < std::pair(rank(b), b);
+    });
+    return found;
+}
+
+std::optional<JsonValue> readIndexJson(const std::string& path, std::string& problem)
+{
+    auto file = MappedFile::open(path);
+    if (!file) {
+        problem = file.error().message;
+        return std::nullopt;
+    }
+    const ByteView bytes = (*file)->bytes();
+    auto parsed = parseJson(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    if (!parsed) {
+        problem = "the index is not valid JSON: " + parsed.error().message;
+        return std::nullopt;
+    }
+    return *parsed;
+}
+
+// Does the index beside `file` list it as a shard? Then `file` opens as the whole set.
+std::optional<ShardedInput> indexListingShard(const std::string& file)
+{
+    const fs::path path(file);
+    const std::string name = path.filename().string();
+    if (!std::regex_match(name, shardNamePattern()))
+        return std::nullopt;
+    const std::string folder = path.parent_path().empty() ? "." : path.parent_path().string();
+    for (const std::string& indexName : indexFilesIn(folder)) {
+        std::string problem;
+        const auto index = readIndexJson((fs::path(folder) / indexName).string(), problem);
+        if (!index)
+            continue;
+        for (const JsonMember& member : index->member("weight_map").members())
+            if (member.value.toString() == name)
+                return ShardedInput {
+                    layoutOfIndex(indexName), folder, (fs::path(folder) / indexName).string(), {}};
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<ShardedInput> resolveShardedInput(const std::string& path)
+{
+    if (isDirectory(path)) {
+        std::string folder = path;
+        while (folder.size() > 1 && folder.ends_with('/'))
+            folder.pop_back();
+        if (isFile((fs::path(folder) / ".metadata").string()))
+            return ShardedInput {
+                ShardLayout::Distributed, folder, (fs::path(folder) / ".metadata").string(), {}};
+        const auto indexes = indexFilesIn(folder);
+        if (!indexes.empty())
+            return ShardedInput {
+                layoutOfIndex(indexes.front()), folder, (fs::path(folder) / indexes.front()).string(), {}};
+        // No index: shards named the transformers way, else the single-file names, else nothing
+        // (the caller explains).
+        ShardedInput input {ShardLayout::HuggingFaceBin, folder, {}, {}};
+        std::error_code error;
+        for (const auto& entry : fs::directory_iterator(folder, error)) {
+            const std::string name = entry.path().filename().string();
+            if (std::regex_match(name, shardNamePattern()))
+                input.shardNames.push_back(name);
+        }
+        if (input.shardNames.empty())
+            for (const char* single : {"model.safetensors", "pytorch_model.bin"})
+                if (isFile((fs::path(folder) / single).string()))
+                    input.shardNames.push_back(single);
+        std::sort(input.shardNames.begin(), input.shardNames.end());
+        if (!input.shardNames.empty() && input.shardNames.front().ends_with(".safetensors"))
+            input.layout = ShardLayout::HuggingFaceSafetensors;
+        return input;
+    }
+    const fs::path asPath(path);
+    const std::string name = asPath.filename().string();
+    const std::string parent = asPath.parent_path().empty() ? "." : asPath.parent_path().string();
+    if (name == ".metadata"
+        || (name.ends_with(".distcp") && isFile((fs::path(parent) / ".metadata").string())))
+        return ShardedInput {ShardLayout::Distributed, parent, (fs::path(parent) / ".metadata").string(), {}};
+    if (name.ends_with(".index.json"))
+        return ShardedInput {layoutOfIndex(name), parent, path, {}};
+    return indexListingShard(path);
+}
+
+namespace {
+
+// Opens every shard on its own, several at a time: each is a memory map plus its central
+// directory and pickle, so the work is small and independent.
+void readShardsInParallel(std::vector<ShardFile>& shards, const ReadOptions& options)
+{
+    std::atomic<std::size_t> next {0};
+    auto work = [&]() {
+        for (std::size_t i = next++; i < shards.size(); i = next++) {
+            ShardFile& shard = shards[i];
+            if (!shard.present)
+                continue;
+            // The mapped-file overload: the path one would see the index beside and open the set again.
+            auto file = MappedFile::open(shard.path);
+            if (!file) {
+                shard.problem = file.error().message;
+                continue;
+            }
+            shard.checkpoint = std::make_shared<const Checkpoint>(readCheckpoint(*file, options));
+            shard.fileSize = shard.checkpoint->fileSize;
+        }
+    };
+    const std::size_t threads = std::min<std::size_t>(
+        shards.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t)
+        pool.emplace_back(work);
+    work();
+    for (std::thread& thread : pool)
+        thread.join();
+}
+
+// Why a shard cannot be used, in words, or "" when it can.
+std::string shardProblem(const ShardFile& shard)
+{
+    if (!shard.problem.empty())
+        return shard.problem;
+    if (!shard.present)
+        return "missing";
+    if (!shard.checkpoint)
+        return shard.problem.empty() ? "could not be read" : shard.problem;
+    if (shard.checkpoint->format == CheckpointFormat::NotACheckpoint)
+        return shard.checkpoint->container.description;
+    return {};
+}
+
+// Copies each shard's storages and tensors into the merged checkpoint and builds the module tree
+// across shards from the dotted names.
+void mergeShards(Checkpoint& merged, ShardSet& set)
+{
+    for (std::size_t s = 0; s < set.shards.size(); ++s) {
+        ShardFile& shard = set.shards[s];
+        shard.problem = shardProblem(shard);
+        shard.firstStorage = static_cast<std::uint32_t>(merged.storages.size());
+        if (!shard.checkpoint)
+            continue;
+        if (!shard.problem.empty())
+            continue; // one finding says why (below); the shard's own "not a checkpoint" would repeat it
+        const Checkpoint& part = *shard.checkpoint;
+        for (const Finding& finding : part.findings) {
+            Finding copy = finding;
+            copy.message = shard.name + ": " + finding.message;
+            if (copy.record.empty())
+                copy.record = shard.name;
+            else
+                copy.record = shard.name + "/" + copy.record;
+            copy.tensors.clear();
+            merged.findings.push_back(std::move(copy));
+        }
+        const auto firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
+        shard.firstTensor = firstTensor;
+        for (std::size_t k = 0; k < part.storages.size(); ++k) {
+            StorageRecord storage = part.storages[k];
+            // Keys repeat across shards ("0" in every .bin); the merged key says which shard.
+            storage.key = shard.name + ":" + storage.key;
+            for (std::uint32_t& tensor : storage.tensors)
+                tensor += firstTensor;
+            // The pickle nodes belong to the shard's own graph; the writer uses the shard itself.
+            storage.firstPersistentId = kNoNode;
+            storage.persistentIdTuples.clear();
+            storage.plainKeyReferences.clear();
+            storage.tarClassNode = kNoNode;
+            merged.storageIndexByKey.emplace(storage.key, static_cast<std::uint32_t>(merged.storages.size()));
+            merged.storages.push_back(std::move(storage));
+            set.storageShard.push_back(static_cast<std::int32_t>(s));
+            set.storageInShard.push_back(static_cast<std::uint32_t>(k));
+        }
+        shard.storageCount = static_cast<std::uint32_t>(merged.storages.size()) - shard.firstStorage;
+        for (const TensorEntry& original : part.tensors) {
+            TensorEntry tensor = original;
+            if (tensor.storage >= 0)
+                tensor.storage += static_cast<std::int32_t>(shard.firstStorage);
+            tensor.node = kNoNode;
+            tensor.deviceArgumentTuple = kNoNode;
+            std::string leaf;
+            const std::uint32_t parent = merged.modulePathFor(0, tensor.name, leaf);
+            tensor.treeNode = merged.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
+            merged.tree[tensor.treeNode].tensor = static_cast<std::int32_t>(merged.tensors.size());
+            merged.tensors.push_back(std::move(tensor));
+        }
+        merged.fileSize += shard.fileSize;
+    }
+}
+
+CheckpointFormat formatOfShards(const ShardSet& set)
+{
+    for (const ShardFile& shard : set.shards)
+        if (shard.checkpoint && shard.checkpoint->format != CheckpointFormat::NotACheckpoint)
+            return shard.checkpoint->format;
+    return set.layout == ShardLayout::HuggingFaceSafetensors ? CheckpointFormat::Safetensors
+                                                             : CheckpointFormat::TorchZip;
+}
+
+} // namespace
+
+Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& options)
+{
+    if (input.layout == ShardLayout::Distributed)
+        return readDistributedCheckpoint(input, options);
+
+    Checkpoint merged;
+    merged.path = input.folder;
+    merged.ensureRoot();
+    auto set = std::make_shared<ShardSet>();
+    set->layout = input.layout;
+    set->folder = input.folder;
+    set->indexPath = input.indexPath;
+
+    std::vector<std::string> names = input.shardNames;
+    if (!input.indexPath.empty()) {
+        std::string problem;
+        const auto index = readIndexJson(input.indexPath, problem);
+        if (!index) {
+            merged.container = {ContainerKind::JsonText, problem};
+            merged.addFinding(Severity::Error, "index-unreadable",
+                fs::path(input.indexPath).filename().string() + ": " + problem, input.indexPath);
+            merged.shardSet = set;
+            return merged;
+        }
+        if (auto total = index->member("metadata").member("total_size").toUInt64())
+            set->indexTotalSize = *total;
+        std::set<std::string> seen;
+        for (const JsonMember& member : index->member("weight_map").members()) {
+            const std::string& shardName = member.value.toString();
+            set->weightMap.emplace_back(member.key, shardName);
+            if (seen.insert(shardName).second)
+                names.push_back(shardName);
+        }
+        if (!index->find("weight_map"))
+            merged.addFinding(Severity::Error, "index-without-weight-map",
+                fs::path(input.indexPath).filename().string()
+                    + " has no \"weight_map\": it does not say which shard holds which tensor",
+                input.indexPath);
+        std::sort(names.begin(), names.end());
+    }
+    if (names.empty()) {
+        merged.format = CheckpointFormat::NotACheckpoint;
+        merged.container = {ContainerKind::Unknown,
+            "the folder holds no checkpoint: no index (*.index.json), no shards named *-0000N-of-0000M.bin "
+            "or "
+            ".safetensors, no model.safetensors or pytorch_model.bin, and no DCP .metadata"};
+        merged.addFinding(Severity::Error, "not-a-checkpoint", merged.container.description);
+        merged.shardSet = set;
+        return merged;
+    }
+    for (const std::string& name : names) {
+        ShardFile shard;
+        shard.name = name;
+        shard.path = (fs::path(input.folder) / name).string();
+        shard.listedInIndex = !input.indexPath.empty();
+        // An index names files beside it; a name that leaves the folder is not followed.
+        const bool outside = name.empty() || name.find('/') != std::string::npos
+            || name.find('\\') != std::string::npos || name == "." || name == "..";
+        shard.present = !outside && isFile(shard.path);
+        if (outside)
+            shard.problem = "the index names a file outside its folder; it is not opened";
+        set->shards.push_back(std::move(shard));
+    }
+    readShardsInParallel(set->shards, options);
+    mergeShards(merged, *set);
+    merged.format = formatOfShards(*set);
+    merged.container = {
+        merged.format == CheckpointFormat::Safetensors ? ContainerKind::Safetensors : ContainerKind::TorchZip,
+        std::to_string(set->shards.size()) + " shard(s) of " + shardLayoutName(set->layout)
+            + (input.indexPath.empty() ? std::string(" found without an index")
+                                       : " listed by " + fs::path(input.indexPath).filename().string())};
+    for (const ShardFile& shard : set->shards) {
+        if (shard.problem.empty())
+            continue;
+        Finding finding(Severity::Error, shard.present ? "shard-unreadable" : "shard-missing",
+            shard.present ? shard.name + " is not a usable shard: " + shard.problem
+                : shard.problem == "missing"
+                ? shard.name + " is listed by the index but is not in " + input.folder
+                : shard.name + ": " + shard.problem,
+            shard.name);
+        merged.findings.push_back(std::move(finding));
+    }
+    if (input.indexPath.empty() && names.size() > 1)
+        merged.addFinding(Severity::Warning, "shards-without-index",
+            "the folder holds " + std::to_string(names.size())
+                + " shard files but no index (*.index.json): from_pretrained cannot load them without it");
+    merged.shardSet = std::move(set);
+    return merged;
+}
+
+} // namespace ckpt

@@ -1,0 +1,453 @@
+// Checks across the files of one checkpoint (torch-format.md §7): each finding names the shard
+// and the tensors, and says what to do.
+#include "core/base/textformat.h"
+#include "core/io/mappedfile.h"
+#include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
+#include "core/triage/triage.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace ckpt {
+
+namespace {
+
+std::string listNames(const std::vector<std::string>& names, std::size_t most = 5)
+{
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < most; ++i)
+        out += (i ? ", " : "") + names[i];
+    if (names.size() > most)
+        out += " and " + std::to_string(names.size() - most) + " more";
+    return out;
+}
+
+Finding makeFinding(Severity severity, std::string code, std::string message, std::string shard,
+    std::string explanation, std::string fix)
+{
+    Finding finding(severity, std::move(code), std::move(message), std::move(shard));
+    finding.explanation = std::move(explanation);
+    finding.fix = std::move(fix);
+    return finding;
+}
+
+std::int32_t tensorIndexByName(
+    const std::unordered_map<std::string, std::vector<std::uint32_t>>& byName, const std::string& name)
+{
+    const auto it = byName.find(name);
+    return it == byName.end() ? -1 : static_cast<std::int32_t>(it->second.front());
+}
+
+// Each readable shard's own CRC and record checks (the merged view has no single zip to check).
+void checkEachShard(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    for (const ShardFile& shard : checkpoint.shardSet->shards) {
+        if (!shard.checkpoint || !shard.problem.empty())
+            continue;
+        std::vector<Finding> own = checkIntegrity(*shard.checkpoint);
+        // checkIntegrity starts with the shard's reader findings, which the merged checkpoint already
+        // carries; the rest are the checks that need the shard's own file.
+        for (std::size_t i = shard.checkpoint->findings.size(); i < own.size(); ++i) {
+            Finding finding = std::move(own[i]);
+            if (finding.code.starts_with("truncated") || finding.code == "file-truncated")
+                continue; // the merged checkpoint's truncation check covers it, across shards
+            finding.message = shard.name + ": " + finding.message;
+            finding.record = finding.record.empty() ? shard.name : shard.name + "/" + finding.record;
+            for (std::uint32_t& tensor : finding.tensors)
+                tensor += shard.firstTensor;
+            findings.push_back(std::move(finding));
+        }
+    }
+}
+
+void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    const ShardSet& set = *checkpoint.shardSet;
+    std::unordered_map<std::string, std::vector<std::uint32_t>> tensorsByName;
+    for (std::uint32_t i = 0; i < checkpoint.tensors.size(); ++i)
+        tensorsByName[checkpoint.tensors[i].name].push_back(i);
+    auto shardOfTensor = [&](std::uint32_t tensor) -> const ShardFile* {
+        return set.shardOfStorage(checkpoint.tensors[tensor].storage);
+    };
+    std::map<std::string, const ShardFile*> shardByName;
+    for (const ShardFile& shard : set.shards)
+        shardByName[shard.name] = &shard;
+
+    // Shards that cannot be used: name the tensors the index promised from them.
+    std::map<std::string, std::vector<std::string>> promised;
+    for (const auto& [tensor, shard] : set.weightMap)
+        promised[shard].push_back(tensor);
+    for (const ShardFile& shard : set.shards) {
+        if (!shard.problem.empty()) {
+            const auto& lost = promised[shard.name];
+            Finding finding = makeFinding(Severity::Error,
+                shard.problem != "missing" ? "shard-unreadable" : "shard-missing",
+                shard.name
+                    + (shard.problem != "missing" ? " is not a usable shard (" + shard.problem + ")"
+                                                  : std::string(" is missing"))
+                    + ": " + std::to_string(lost.size())
+                    + " tensor(s) the index places there cannot be loaded: " + listNames(lost),
+                shard.name,
+                "from_pretrained opens every shard the index lists; with this one "
+                    + std::string(shard.present ? "unreadable" : "missing")
+                    + " it stops with an error, and these weights would be missing from the model",
+                shard.present
+                    ? "replace " + shard.name + " with the real file (git lfs pull, or download it again)"
+                    : "download " + shard.name + " into " + set.folder + " (it is listed by the index)");
+            for (const std::string& name : lost)
+                if (const std::int32_t t = tensorIndexByName(tensorsByName, name); t >= 0)
+                    finding.tensors.push_back(static_cast<std::uint32_t>(t));
+            findings.push_back(std::move(finding));
+            continue;
+        }
+        // Readable but damaged (cut short, bad records): the tensors whose bytes are not all there.
+        if (shard.checkpoint && shard.checkpoint->hasErrors()) {
+            std::vector<std::string> incomplete;
+            std::vector<std::uint32_t> tensors;
+            for (std::uint32_t k = shard.firstStorage; k < shard.firstStorage + shard.storageCount; ++k)
+                if (!checkpoint.storages[k].bytesComplete() && checkpoint.storages[k].nbytes)
+                    for (std::uint32_t t : checkpoint.storages[k].tensors) {
+                        incomplete.push_back(checkpoint.tensors[t].name);
+                        tensors.push_back(t);
+                    }
+            Finding finding = makeFinding(Severity::Error, "shard-damaged",
+                shard.name + " is damaged (" + formatBytes(shard.fileSize) + " on disk): "
+                    + (incomplete.empty() ? std::string("its records are unreadable")
+                                          : std::to_string(incomplete.size())
+                                + " tensor(s) lack bytes: " + listNames(incomplete)),
+                shard.name,
+                "torch.load of this shard fails, so from_pretrained fails; the other shards are intact",
+                "download " + shard.name + " again (compare its size with the one the hub lists)");
+            finding.tensors = std::move(tensors);
+            findings.push_back(std::move(finding));
+        }
+    }
+
+    // The index against what the shards hold.
+    std::set<std::string> listed;
+    std::vector<std::string> absent;
+    std::string absentShard; // the shard the last absent tensor was promised in
+    for (const auto& [name, shardName] : set.weightMap) {
+        listed.insert(name);
+        const auto shard = shardByName.find(shardName);
+        if (shard == shardByName.end() || !shard->second->problem.empty())
+            continue; // said above
+        const auto found = tensorsByName.find(name);
+        if (found == tensorsByName.end()) {
+            absent.push_back(name + " (index: " + shardName + ")");
+            absentShard = shardName;
+            continue;
+        }
+        bool inNamedShard = false;
+        for (std::uint32_t t : found->second)
+            if (const ShardFile* holder = shardOfTensor(t); holder && holder->name == shardName)
+                inNamedShard = true;
+        if (!inNamedShard) {
+            const ShardFile* holder = shardOfTensor(found->second.front());
+            Finding finding = makeFinding(Severity::Error, "index-tensor-elsewhere",
+                name + ": the index places it in " + shardName + " but it is in "
+                    + (holder ? holder->name : "?"),
+                shardName,
+                "from_pretrained reads each tensor from the shard the index names, so it would not find this "
+                "one",
+                "regenerate the index from the shards (save_pretrained again), or correct its weight_map "
+                "entry");
+            finding.tensors = found->second;
+            findings.push_back(std::move(finding));
+        }
+    }
+    if (!absent.empty()) {
+        Finding finding = makeFinding(Severity::Error, "index-tensor-absent",
+            std::to_string(absent.size())
+                + " tensor(s) named by the index are in no shard: " + listNames(absent),
+            absentShard,
+            "the index promises weights that are not there: from_pretrained reports them missing and leaves "
+            "them "
+            "randomly initialised",
+            "check that the shards come from the same save as the index; remove the entries or save the "
+            "model again");
+        findings.push_back(std::move(finding));
+    }
+    // A tensor in two shards; a shard holding tensors the index does not list.
+    std::map<std::string, std::vector<std::string>> unlisted;
+    std::map<std::string, std::vector<std::uint32_t>> unlistedTensors;
+    for (const auto& [name, indices] : tensorsByName) {
+        std::set<std::string> shards;
+        for (std::uint32_t t : indices)
+            if (const ShardFile* shard = shardOfTensor(t))
+                shards.insert(shard->name);
+        if (shards.size() > 1) {
+            Finding finding = makeFinding(Severity::Warning, "tensor-in-two-shards",
+                name + " is in " + std::to_string(shards.size())
+                    + " shards: " + listNames(std::vector<std::string>(shards.begin(), shards.end())),
+                *shards.begin(), "whichever shard is loaded last wins; the copies may differ",
+                "keep it in the shard the index names and save the shards again");
+            finding.tensors = indices;
+            findings.push_back(std::move(finding));
+        }
+        if (!set.indexPath.empty() && !listed.count(name))
+            for (std::uint32_t t : indices)
+                if (const ShardFile* shard = shardOfTensor(t)) {
+                    unlisted[shard->name].push_back(name);
+                    unlistedTensors[shard->name].push_back(t);
+                }
+    }
+    for (auto& [shardName, names] : unlisted) {
+        std::sort(names.begin(), names.end());
+        Finding finding = makeFinding(Severity::Warning, "shard-tensor-unlisted",
+            shardName + " holds " + std::to_string(names.size())
+                + " tensor(s) the index does not list: " + listNames(names),
+            shardName,
+            "from_pretrained loads only what the index lists (these are ignored, or reported unexpected)",
+            "add them to the index's weight_map or save the model again");
+        finding.tensors = unlistedTensors[shardName];
+        findings.push_back(std::move(finding));
+    }
+
+    // metadata.total_size: transformers counts each tensor's bytes; huggingface_hub counts storages.
+    const bool allUsable = std::all_of(
+        set.shards.begin(), set.shards.end(), [](const ShardFile& s) { return s.problem.empty(); });
+    if (set.indexTotalSize && allUsable) {
+        std::uint64_t tensorBytes = 0;
+        for (const TensorEntry& tensor : checkpoint.tensors)
+            tensorBytes += tensor.nbytes();
+        const std::uint64_t storageBytes = checkpoint.totalStorageBytes();
+        if (*set.indexTotalSize != tensorBytes && *set.indexTotalSize != storageBytes)
+            findings.push_back(makeFinding(Severity::Warning, "index-total-size-mismatch",
+                "the index's metadata.total_size is " + formatThousands(*set.indexTotalSize)
+                    + " bytes but the shards hold " + formatThousands(tensorBytes) + " bytes of tensors ("
+                    + formatThousands(storageBytes) + " of storages)",
+                std::string(), "the index may belong to another save of the model, or shards were replaced",
+                "check that the shards and the index come from the same save_pretrained call"));
+    }
+
+    // Shards whose dtype or devices differ from the rest.
+    std::map<std::string, std::map<std::string, std::uint64_t>> dtypeBytesByShard, deviceBytesByShard;
+    std::map<std::string, std::uint64_t> dtypeTotal, deviceTotal;
+    for (const ShardFile& shard : set.shards)
+        for (std::uint32_t k = shard.firstStorage; k < shard.firstStorage + shard.storageCount; ++k) {
+            const StorageRecord& storage = checkpoint.storages[k];
+            const std::string dtype = checkpoint.tensors.empty() || storage.tensors.empty()
+                ? storage.dtype
+                : checkpoint.tensors[storage.tensors.front()].dtype;
+            dtypeBytesByShard[shard.name][dtype] += storage.nbytes;
+            dtypeTotal[dtype] += storage.nbytes;
+            if (storage.device) {
+                deviceBytesByShard[shard.name][*storage.device] += storage.nbytes;
+                deviceTotal[*storage.device] += storage.nbytes;
+            }
+        }
+    auto dominant = [](const std::map<std::string, std::uint64_t>& bytes) {
+        return std::max_element(bytes.begin(), bytes.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+        })->first;
+    };
+    if (dtypeTotal.size() > 1) {
+        const std::string common = dominant(dtypeTotal);
+        for (const auto& [shardName, bytes] : dtypeBytesByShard)
+            if (!bytes.empty() && dominant(bytes) != common)
+                findings.push_back(makeFinding(Severity::Warning, "shard-dtype-differs",
+                    shardName + " is mostly " + dominant(bytes) + " while the other shards are mostly "
+                        + common,
+                    shardName,
+                    "shards written by different saves (or a partly converted model) mix precisions",
+                    "check that every shard comes from the same save; convert with torch_dtype= when "
+                    "loading"));
+    }
+    if (deviceTotal.size() > 1) {
+        std::string perShard;
+        for (const auto& [shardName, bytes] : deviceBytesByShard) {
+            perShard += (perShard.empty() ? "" : "; ") + shardName + ":";
+            for (const auto& [device, count] : bytes)
+                perShard += " " + device;
+        }
+        findings.push_back(makeFinding(Severity::Info, "shard-devices-differ",
+            "the shards record different devices (" + perShard + ")", std::string(),
+            "the model was saved from several devices (a device_map); a plain torch.load of each shard "
+            "restores every "
+            "storage to its recorded device",
+            "plan the model for this machine and save a remapped folder (ckpt-inspect remap DIR -o OUT), or "
+            "load "
+            "with map_location / device_map"));
+    }
+}
+
+std::uint64_t volume(const std::vector<std::int64_t>& sizes)
+{
+    std::uint64_t total = 1;
+    for (std::int64_t size : sizes)
+        total *= static_cast<std::uint64_t>(std::max<std::int64_t>(size, 0));
+    return total;
+}
+
+bool boxesOverlap(const DcpChunk& a, const DcpChunk& b)
+{
+    if (a.offsets.size() != b.offsets.size())
+        return false;
+    for (std::size_t d = 0; d < a.offsets.size(); ++d)
+        if (a.offsets[d] + a.sizes[d] <= b.offsets[d] || b.offsets[d] + b.sizes[d] <= a.offsets[d])
+            return false;
+    return volume(a.sizes) && volume(b.sizes);
+}
+
+void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findings)
+{
+    const ShardSet& set = *checkpoint.shardSet;
+    std::map<std::string, std::shared_ptr<const MappedFile>> files;
+    for (const ShardFile& shard : set.shards)
+        if (shard.present)
+            if (auto file = MappedFile::open(shard.path))
+                files[shard.name] = *file;
+    std::map<std::string, std::vector<std::string>> missingByFile;
+    std::map<std::string, std::vector<std::uint32_t>> missingTensorsByFile;
+    std::vector<std::string> notTorchSave;
+    for (const DcpEntry& entry : set.dcp->entries) {
+        const auto tensorIt = checkpoint.storageIndexByKey.find(entry.fqn);
+        const std::int32_t tensor = (!entry.isBytes && tensorIt != checkpoint.storageIndexByKey.end())
+            ? static_cast<std::int32_t>(checkpoint.storages[tensorIt->second].tensors.front())
+            : -1;
+        for (const DcpChunk& chunk : entry.chunks) {
+            if (!chunk.located) {
+                Finding finding = makeFinding(Severity::Error, "dcp-chunk-unlocated",
+                    entry.fqn
+                        + ": a chunk has no storage_data entry in .metadata, so its bytes cannot be found",
+                    ".metadata", "DCP's load fails with a KeyError for this tensor",
+                    "the .metadata does not belong to these data files; use the folder as it was saved");
+                if (tensor >= 0)
+                    finding.tensors.push_back(static_cast<std::uint32_t>(tensor));
+                findings.push_back(std::move(finding));
+                continue;
+            }
+            const auto file = files.find(chunk.file);
+            const bool present
+                = file != files.end() && chunk.fileOffset + chunk.length <= file->second->size();
+            if (!present) {
+                missingByFile[chunk.file].push_back(entry.fqn);
+                if (tensor >= 0)
+                    missingTensorsByFile[chunk.file].push_back(static_cast<std::uint32_t>(tensor));
+                continue;
+            }
+            // Every chunk is a complete torch.save archive (§7.1): it starts with a zip local header.
+            const ByteView bytes = file->second->bytes();
+            if (chunk.length < 4 || bytes[chunk.fileOffset] != 'P' || bytes[chunk.fileOffset + 1] != 'K'
+                || bytes[chunk.fileOffset + 2] != 3 || bytes[chunk.fileOffset + 3] != 4)
+                notTorchSave.push_back(entry.fqn);
+        }
+        if (entry.isBytes)
+            continue;
+        // The chunks must tile the tensor: inside its bounds, no overlaps, no gaps.
+        std::string problem;
+        std::uint64_t covered = 0;
+        for (const DcpChunk& chunk : entry.chunks) {
+            covered += volume(chunk.sizes);
+            if (chunk.offsets.size() != entry.size.size() || chunk.sizes.size() != entry.size.size())
+                problem = "a chunk has " + std::to_string(chunk.offsets.size()) + " dimensions, the tensor "
+                    + std::to_string(entry.size.size());
+            else
+                for (std::size_t d = 0; d < entry.size.size(); ++d)
+                    if (chunk.offsets[d] < 0 || chunk.sizes[d] < 0
+                        || chunk.offsets[d] + chunk.sizes[d] > entry.size[d])
+                        problem = "a chunk runs past the tensor's size in dimension " + std::to_string(d);
+        }
+        if (problem.empty() && entry.chunks.size() <= 4096)
+            for (std::size_t i = 0; i < entry.chunks.size() && problem.empty(); ++i)
+                for (std::size_t j = i + 1; j < entry.chunks.size(); ++j)
+                    if (boxesOverlap(entry.chunks[i], entry.chunks[j])) {
+                        problem = "chunks " + std::to_string(i) + " and " + std::to_string(j) + " overlap";
+                        break;
+                    }
+        if (problem.empty() && covered != volume(entry.size))
+            problem = "the chunks cover " + formatThousands(covered) + " of "
+                + formatThousands(volume(entry.size)) + " elements (a gap)";
+        if (!problem.empty()) {
+            Finding finding = makeFinding(Severity::Error, "dcp-chunks-do-not-tile",
+                entry.fqn + ": " + problem, ".metadata",
+                "DCP loads a tensor by copying each chunk into place; overlaps or gaps leave it wrong or "
+                "incomplete",
+                "the metadata is inconsistent: save the checkpoint again");
+            if (tensor >= 0)
+                finding.tensors.push_back(static_cast<std::uint32_t>(tensor));
+            findings.push_back(std::move(finding));
+        }
+    }
+    for (auto& [fileName, names] : missingByFile) {
+        const bool exists = files.count(fileName) != 0;
+        Finding finding = makeFinding(Severity::Error, "dcp-chunk-missing",
+            fileName
+                + (exists ? " is too short (" + formatBytes(files[fileName]->size()) + ")" : " is missing")
+                + ": " + std::to_string(names.size()) + " chunk(s) lack their bytes: " + listNames(names),
+            fileName,
+            "torch.distributed.checkpoint.load reads each chunk at the offset .metadata records; these are "
+            "not there",
+            "copy " + fileName + " again from where the checkpoint was saved");
+        finding.tensors = std::move(missingTensorsByFile[fileName]);
+        findings.push_back(std::move(finding));
+    }
+    if (!notTorchSave.empty())
+        findings.push_back(makeFinding(Severity::Warning, "dcp-chunk-not-torch-save",
+            std::to_string(notTorchSave.size())
+                + " chunk(s) do not start with a torch.save archive: " + listNames(notTorchSave),
+            std::string(),
+            "each chunk of a DCP file is a torch.save archive; these bytes are something else (another "
+            "serialization format, or damage)",
+            "check the writer (SerializationFormat) or copy the data files again"));
+}
+
+} // namespace
+
+SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
+{
+    SafetyVerdict combined;
+    combined.headline = "no pickle: nothing in these files would be unpickled";
+    auto merge = [&](const std::string& name, SafetyVerdict verdict) {
+        for (UnsafeCallable& callable : verdict.unsafe) {
+            callable.where = name + ": " + callable.where;
+            combined.unsafe.push_back(std::move(callable));
+        }
+        for (const std::string& problem : verdict.cannotVerify)
+            combined.cannotVerify.push_back(name + ": " + problem);
+        for (AllowlistCandidate& candidate : verdict.allowlist)
+            if (std::none_of(combined.allowlist.begin(), combined.allowlist.end(),
+                    [&](const AllowlistCandidate& known) { return known.name == candidate.name; }))
+                combined.allowlist.push_back(std::move(candidate));
+        for (const std::string& pickle : verdict.pickles)
+            combined.pickles.push_back(name + ": " + pickle);
+        for (const std::string& note : verdict.notes)
+            combined.notes.push_back(name + ": " + note);
+        if (static_cast<int>(verdict.rating) > static_cast<int>(combined.rating)) {
+            combined.rating = verdict.rating;
+            combined.headline = name + ": " + verdict.headline;
+            combined.addSafeGlobals113 = verdict.addSafeGlobals113;
+            combined.addSafeGlobals2 = verdict.addSafeGlobals2;
+        }
+    };
+    const ShardSet& set = *checkpoint.shardSet;
+    if (set.layout == ShardLayout::Distributed) {
+        if (auto file = MappedFile::open(set.indexPath))
+            merge(".metadata", ratePickleSafety((*file)->bytes()));
+        return combined;
+    }
+    for (const ShardFile& shard : set.shards)
+        if (shard.checkpoint && shard.checkpoint->file)
+            merge(shard.name, ratePickleSafety(shard.checkpoint->file->bytes()));
+    return combined;
+}
+
+std::vector<Finding> checkShards(const Checkpoint& checkpoint)
+{
+    std::vector<Finding> findings;
+    if (!checkpoint.shardSet)
+        return findings;
+    if (checkpoint.shardSet->dcp)
+        checkDistributed(checkpoint, findings);
+    else {
+        checkHuggingFace(checkpoint, findings);
+        checkEachShard(checkpoint, findings);
+    }
+    return findings;
+}
+
+} // namespace ckpt
