@@ -56,4 +56,25 @@ void appendUtf8(std::string& out, std::uint32_t codePoint)
     }
 }
 
+std::string stripAnsiEscapes(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\x1b') {
+            out += text[i];
+            continue;
+        }
+        if (i + 1 < text.size() && text[i + 1] == '[') {
+            // Parameter and intermediate bytes (0x20-0x3F), then one final byte (0x40-0x7E).
+            std::size_t j = i + 2;
+            while (j < text.size() && static_cast<unsigned char>(text[j]) >= 0x20
+                && static_cast<unsigned char>(text[j]) <= 0x3F)
+                ++j;
+            i = j < text.size() ? j : text.size() - 1;
+        }
+    }
+    return out;
+}
+
 } // namespace ckpt

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace ckpt {
 
@@ -10,5 +11,8 @@ std::string formatThousands(std::uint64_t value);
 std::string formatBytes(std::uint64_t bytes);
 // Appends a Unicode code point (at most 0x10FFFF) as UTF-8.
 void appendUtf8(std::string& out, std::uint32_t codePoint);
+// `text` without terminal escape sequences (CSI "ESC [ ... final byte", and a lone ESC): torch's
+// weights-only message carries "\033[1m...\033[0m" for bold.
+std::string stripAnsiEscapes(std::string_view text);
 
 } // namespace ckpt

@@ -227,21 +227,29 @@ void checkCrcs(const Checkpoint& checkpoint,
 
 void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& findings)
 {
+    // Only the readers know whether a record ends where the file ends: a record that is complete
+    // but shorter than its storage (TorchScript's empty traced_inputs records, or an edited file)
+    // is a size question, reported as such, not a cut-off file.
     bool truncated = false;
-    for (const Finding& finding : checkpoint.findings)
+    std::set<std::string> metadataOnlyRecords;
+    for (const Finding& finding : checkpoint.findings) {
         if (isTruncationCode(finding.code))
             truncated = true;
+        if (finding.code == "metadata-only-storage")
+            metadataOnlyRecords.insert(finding.record);
+    }
     std::vector<std::uint32_t> complete, lost;
     std::uint64_t completeBytes = 0, lostBytes = 0;
     for (std::uint32_t i = 0; i < checkpoint.storages.size(); ++i) {
         const StorageRecord& storage = checkpoint.storages[i];
+        if (metadataOnlyRecords.count(storage.record))
+            continue; // never meant to hold bytes
         if (storage.bytesComplete() || storage.nbytes == 0) {
             complete.push_back(i);
             completeBytes += storage.nbytes;
         } else if (storage.availableBytes && *storage.availableBytes < storage.nbytes) {
             lost.push_back(i);
             lostBytes += storage.nbytes;
-            truncated = true;
         } else {
             lost.push_back(i); // compressed or missing: not salvageable from this file either
             lostBytes += storage.nbytes;

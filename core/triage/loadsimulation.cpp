@@ -3,6 +3,7 @@
 // on a CPU-only machine (tests/core/tst_loadsimulation.cpp runs both).
 
 #include "core/model/checkpoint.h"
+#include "core/triage/importrequirements.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>
@@ -284,7 +285,8 @@ constexpr std::string_view kUnsafe26
 } // namespace
 
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
-    const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly)
+    const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly,
+    const std::vector<std::string>& importableModules)
 {
     LoadSimulation simulation;
     simulation.generation = generation;
@@ -381,6 +383,24 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
                 fail(verdict.torchMessage);
                 return simulation;
             }
+        }
+    }
+    // weights_only=False: the unpickler imports each GLOBAL's module where it meets it; a missing
+    // one stops the load there, unless a storage failed to restore earlier in the stream.
+    if (!simulation.weightsOnly) {
+        for (const ImportRequirement& requirement : importRequirements(checkpoint, importableModules)) {
+            if (requirement.importable)
+                continue;
+            const bool importFirst = !firstFailing || requirement.record != firstFailingRecord
+                || requirement.offset < firstFailingOffset;
+            if (importFirst) {
+                fail(missingImportMessage(requirement, generation));
+                simulation.errorType = requirement.provider == ImportProvider::MainScript
+                    ? "AttributeError"
+                    : "ModuleNotFoundError";
+                return simulation;
+            }
+            break;
         }
     }
     if (firstFailing) {
