@@ -20,10 +20,11 @@ class Writer {
 public:
     Writer(const PickleGraph& graph,
         const std::map<std::pair<NodeId, std::uint32_t>, PickleReplacement>& items,
-        const std::map<NodeId, PickleReplacement>& nodes)
+        const std::map<NodeId, PickleReplacement>& nodes, bool appendsOnly)
         : m_graph(graph)
         , m_itemReplacements(items)
         , m_nodeReplacements(nodes)
+        , m_appendsOnly(appendsOnly)
     { }
 
     ByteBuffer run(NodeId root, int protocol)
@@ -228,7 +229,7 @@ private:
             const bool isSet = kind == NodeKind::Set;
             for (std::size_t start = 0; start < body->items.size(); start += kBatch) {
                 const std::size_t end = std::min(body->items.size(), start + kBatch);
-                if (!isSet && end - start == 1) {
+                if (!isSet && end - start == 1 && !m_appendsOnly) {
                     emit(body->items[start], depth + 1);
                     put8('a'); // APPEND
                     continue;
@@ -462,6 +463,7 @@ private:
     const PickleGraph& m_graph;
     const std::map<std::pair<NodeId, std::uint32_t>, PickleReplacement>& m_itemReplacements;
     const std::map<NodeId, PickleReplacement>& m_nodeReplacements;
+    bool m_appendsOnly = false;
     std::unordered_map<NodeId, std::uint32_t> m_references;
     std::unordered_map<NodeId, std::uint32_t> m_memo;
     std::unordered_set<NodeId> m_inProgress;
@@ -487,7 +489,7 @@ void PickleEmitter::replaceNode(NodeId node, PickleReplacement replacement)
 Expected<ByteBuffer> PickleEmitter::emit(NodeId root, int protocol) const
 {
     try {
-        return Writer(m_graph, m_itemReplacements, m_nodeReplacements).run(root, protocol);
+        return Writer(m_graph, m_itemReplacements, m_nodeReplacements, m_appendsOnly).run(root, protocol);
     } catch (const Failure& failure) {
         return makeError(failure.message);
     } catch (const std::bad_alloc&) {

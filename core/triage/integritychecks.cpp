@@ -115,6 +115,13 @@ void explainReaderFinding(const Checkpoint& checkpoint, Finding& finding)
     } else if (code == "cannot-open") {
         finding.explanation = "the file could not be opened for reading";
         finding.fix = "check the path and the permissions";
+    } else if (code == "python2-string-not-utf8") {
+        finding.explanation = "the file was written by Python 2, whose strings are bytes; torch.load "
+                              "decodes them as UTF-8 by default, and this one was written in another "
+                              "encoding (usually Latin-1)";
+        finding.fix = "pass encoding='latin1' to torch.load (every byte then decodes, and UTF-8 text "
+                      "becomes mojibake only in that string), or encoding='bytes' to keep the strings "
+                      "as bytes";
     } else if (isTruncationCode(code)) {
         finding.explanation = "the file ends before all of its bytes were written: an interrupted "
                               "download, copy or save, or a full disk";

@@ -159,6 +159,13 @@ void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
         for (std::uint32_t storage : storages)
             for (std::uint32_t tensor : checkpoint.storages[storage].tensors)
                 finding.tensors.push_back(tensor);
+        if (errorType == "UnicodeDecodeError") {
+            finding.explanation = "torch.load fails with " + names
+                + ": a Python 2 string in the file is not UTF-8, torch.load's default encoding";
+            finding.fix = "pass encoding='latin1' to torch.load";
+            report.findings.push_back(std::move(finding));
+            continue;
+        }
         if (!errorType.empty()) {
             // A module the unpickler must import is missing: no map_location helps.
             for (const ImportRequirement& requirement :

@@ -170,6 +170,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
 
     // 1. What changes in the pickles.
     PickleEmitter emitter(graph);
+    emitter.setAppendsOnly(checkpoint.format == CheckpointFormat::TorchScript);
     bool outsideDeviceChanged = false;
     std::set<std::uint32_t> sectionsToRewrite;
     for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {

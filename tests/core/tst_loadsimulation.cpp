@@ -223,6 +223,7 @@ void TestLoadSimulation::compareWith(const QString& python, TorchGeneration gene
         const bool modelled = truth.ok || truth.type == QLatin1String("RuntimeError")
             || truth.type == QLatin1String("UnpicklingError")
             || truth.type == QLatin1String("ModuleNotFoundError")
+            || truth.type == QLatin1String("UnicodeDecodeError")
             || (truth.type == QLatin1String("AttributeError")
                 && truth.error.contains(QLatin1String("'__main__'")))
             || (truth.type == QLatin1String("ValueError")
@@ -238,7 +239,9 @@ void TestLoadSimulation::compareWith(const QString& python, TorchGeneration gene
             = simulateLoad(it->second, *machine, row.mapLocation, generation, row.weightsOnly);
         ++compared;
         const QString simulated = QString::fromStdString(simulation.error);
-        if (simulation.loads != truth.ok || (!truth.ok && simulated != withoutScriptPath(truth.error)))
+        if (simulation.loads != truth.ok || (!truth.ok && simulated != withoutScriptPath(truth.error))
+            || (!truth.ok && !simulation.errorType.empty()
+                && QString::fromStdString(simulation.errorType) != truth.type))
             mismatches << QStringLiteral(
                 "%1 map_location=%2 weights_only=%3:\n  torch: %4 %5\n  simulated: %6 %7")
                               .arg(row.file.section(u'/', -2),
