@@ -1,4 +1,5 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
+#include "core/base/escaping.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -27,6 +28,72 @@
 #include <vector>
 
 namespace {
+
+// Text output shows what a checkpoint holds, and a checkpoint is untrusted: a tensor or global
+// named "\x1b[30A\x1b[J..." would move the cursor and hide the lines above it (issue 9). Every
+// value taken from a file or a message is printed through shown(); the JSON output escapes on
+// its own.
+std::string shown(std::string_view text)
+{
+    return ckpt::printableText(text);
+}
+
+// Multi-line text (a Python snippet, an add_safe_globals call): each line made printable, the
+// line breaks kept.
+std::string shownLines(std::string_view text)
+{
+    std::string out;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        out += shown(text.substr(start, end - start));
+        if (end < text.size())
+            out += '\n';
+        start = end + 1;
+    }
+    return out;
+}
+
+// The last line of defence for anything printed without shown(): a stream buffer in front of
+// stdout and stderr that writes C0 control characters other than line breaks and tabs, and DEL,
+// as visible escapes, so no escape sequence reaches the terminal whatever the code path.
+class TerminalSafeBuffer : public std::streambuf {
+public:
+    explicit TerminalSafeBuffer(std::streambuf* target)
+        : m_target(target)
+    { }
+
+protected:
+    int_type overflow(int_type c) override
+    {
+        if (traits_type::eq_int_type(c, traits_type::eof()))
+            return m_target->pubsync() == 0 ? traits_type::not_eof(c) : traits_type::eof();
+        return put(traits_type::to_char_type(c)) ? c : traits_type::eof();
+    }
+    std::streamsize xsputn(const char* data, std::streamsize count) override
+    {
+        for (std::streamsize i = 0; i < count; ++i)
+            if (!put(data[i]))
+                return i;
+        return count;
+    }
+    int sync() override { return m_target->pubsync(); }
+
+public:
+    std::streambuf* target() const { return m_target; }
+
+private:
+    bool put(char c)
+    {
+        const auto byte = static_cast<unsigned char>(c);
+        if ((byte >= 0x20 && byte != 0x7F) || byte == '\n' || byte == '\t')
+            return m_target->sputc(c) != traits_type::eof();
+        char escaped[8];
+        std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+        return m_target->sputn(escaped, 4) == 4;
+    }
+
+    std::streambuf* m_target;
+};
 
 const char* kUsage = R"(usage: ckpt-inspect COMMAND [options]
 
@@ -174,36 +241,37 @@ int runRemap(const std::vector<std::string>& args)
 
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
-        std::cerr << "ckpt-inspect remap: " << file << ": " << checkpoint.container.description << "\n";
+        std::cerr << "ckpt-inspect remap: " << shown(file) << ": " << shown(checkpoint.container.description)
+                  << "\n";
         return 2;
     }
     ckpt::PlacementPlan plan(checkpoint);
     for (const ckpt::PlacementRule& rule : rules) {
         const ckpt::PlacementChange change = plan.apply(rule);
         if (rule.kind != ckpt::PlacementRule::Kind::MapTag && change.tensorsNamed.empty()) {
-            std::cerr << "ckpt-inspect remap: " << rule.describe() << ": the checkpoint has no tensor "
+            std::cerr << "ckpt-inspect remap: " << shown(rule.describe()) << ": the checkpoint has no tensor "
                       << (rule.kind == ckpt::PlacementRule::Kind::MoveTensor ? "named '" : "under '")
-                      << rule.subject << "'\n";
+                      << shown(rule.subject) << "'\n";
             return 2;
         }
         for (const std::string& note : change.notes)
-            std::cerr << "note: " << rule.describe() << ": " << note << "\n";
+            std::cerr << "note: " << shown(rule.describe()) << ": " << shown(note) << "\n";
         if (!change.tensorsDraggedAlong.empty()) {
-            std::cerr << "note: " << rule.describe() << " also moves " << change.tensorsDraggedAlong.size()
-                      << " tensor(s) that share a storage with it:";
+            std::cerr << "note: " << shown(rule.describe()) << " also moves "
+                      << change.tensorsDraggedAlong.size() << " tensor(s) that share a storage with it:";
             for (std::size_t k = 0; k < change.tensorsDraggedAlong.size() && k < 5; ++k)
-                std::cerr << " " << checkpoint.tensors[change.tensorsDraggedAlong[k]].name;
+                std::cerr << " " << shown(checkpoint.tensors[change.tensorsDraggedAlong[k]].name);
             std::cerr << (change.tensorsDraggedAlong.size() > 5 ? " ...\n" : "\n");
         }
     }
     if (printMapLocation) {
-        std::cout << plan.asPython(file);
+        std::cout << shownLines(plan.asPython(file));
         return 0;
     }
 
     auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, {{}, verify});
     if (!result) {
-        std::cerr << "ckpt-inspect remap: " << result.error().message << "\n";
+        std::cerr << "ckpt-inspect remap: " << shown(result.error().message) << "\n";
         return 2;
     }
     if (json) {
@@ -233,7 +301,7 @@ int runRemap(const std::vector<std::string>& args)
         writer.endObject();
         std::cout << writer.takeText() << "\n";
     } else {
-        std::cout << output << ": " << result->summary() << "\n";
+        std::cout << shown(output) << ": " << shown(result->summary()) << "\n";
     }
     return 0;
 }
@@ -278,10 +346,10 @@ void writeDevices(ckpt::JsonWriter& writer, const ckpt::MachineInventory& machin
 
 void printMachine(const ckpt::MachineInventory& machine)
 {
-    std::cout << machine.name << (machine.described ? " (described)" : " (detected)") << "\n";
+    std::cout << shown(machine.name) << (machine.described ? " (described)" : " (detected)") << "\n";
     for (const ckpt::DeviceInfo& device : machine.devices) {
-        std::cout << "  " << std::left << std::setw(8) << device.tag << " " << std::setw(28) << device.name
-                  << " " << std::right << std::setw(10) << bytesText(device.totalBytes);
+        std::cout << "  " << std::left << std::setw(8) << shown(device.tag) << " " << std::setw(28)
+                  << shown(device.name) << " " << std::right << std::setw(10) << bytesText(device.totalBytes);
         if (device.freeBytes)
             std::cout << "  (" << bytesText(*device.freeBytes) << " free)";
         if (device.computeCapability)
@@ -290,7 +358,7 @@ void printMachine(const ckpt::MachineInventory& machine)
         std::cout << "\n";
     }
     for (const std::string& note : machine.notes)
-        std::cout << "  note: " << note << "\n";
+        std::cout << "  note: " << shown(note) << "\n";
 }
 
 int runDevices(const std::vector<std::string>& args)
@@ -324,7 +392,7 @@ int runTargets(const std::vector<std::string>& args)
     }
     if (args.empty() || args[0] == "list") {
         for (const auto& [name, spec] : profiles.profiles())
-            std::cout << name << ": " << spec << "\n";
+            std::cout << shown(name) << ": " << shown(spec) << "\n";
         return 0;
     }
     if (args[0] == "save" && args.size() == 3) {
@@ -453,12 +521,13 @@ int runPlan(const std::vector<std::string>& args)
     }
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
-        std::cerr << "ckpt-inspect plan: " << file << ": " << checkpoint.container.description << "\n";
+        std::cerr << "ckpt-inspect plan: " << shown(file) << ": " << shown(checkpoint.container.description)
+                  << "\n";
         return 2;
     }
     auto placement = ckpt::placeAutomatically(checkpoint, *machine, options);
     if (!placement) {
-        std::cerr << "ckpt-inspect plan: " << placement.error().message << "\n";
+        std::cerr << "ckpt-inspect plan: " << shown(placement.error().message) << "\n";
         return 2;
     }
     ckpt::PlacementPlan plan(checkpoint);
@@ -480,7 +549,7 @@ int runPlan(const std::vector<std::string>& args)
         writer.endObject();
         std::cout << writer.takeText() << "\n";
     } else if (exportKind == "map-location") {
-        std::cout << plan.asPython(file);
+        std::cout << shownLines(plan.asPython(file));
     } else if (json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
         writer.beginObject();
@@ -536,17 +605,17 @@ int runPlan(const std::vector<std::string>& args)
                                                : std::string(" (automatic depth)"))
                   << "\n";
         for (const std::string& line : placement->summary)
-            std::cout << "  " << line << "\n";
+            std::cout << "  " << shown(line) << "\n";
         std::cout << "\nPlacement:\n";
         for (const ckpt::PlacementGroup& group : placement->groups)
-            std::cout << "  " << group.reason << "\n";
+            std::cout << "  " << shown(group.reason) << "\n";
         std::cout << "\nMemory per device (each storage once):\n";
         std::cout << "  " << std::left << std::setw(10) << "device" << std::right << std::setw(12)
                   << "recorded" << std::setw(12) << "planned" << std::setw(14) << "CUDA context"
                   << std::setw(12) << "capacity" << std::setw(12) << "headroom"
                   << "\n";
         for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
-            std::cout << "  " << std::left << std::setw(10) << line.tag << std::right << std::setw(12)
+            std::cout << "  " << std::left << std::setw(10) << shown(line.tag) << std::right << std::setw(12)
                       << bytesText(line.recordedBytes) << std::setw(12) << bytesText(line.allocatedBytes)
                       << std::setw(14)
                       << (line.contextBytes ? bytesText(line.contextBytes) : std::string("-"))
@@ -567,16 +636,16 @@ int runPlan(const std::vector<std::string>& args)
         if (!placement->didNotFit.empty()) {
             std::cout << "\nDid not fit:\n";
             for (const std::string& item : placement->didNotFit)
-                std::cout << "  " << item << "\n";
+                std::cout << "  " << shown(item) << "\n";
         }
     }
     if (!save.empty()) {
         auto result = ckpt::writeRemappedCopy(checkpoint, plan, save);
         if (!result) {
-            std::cerr << "ckpt-inspect plan: " << result.error().message << "\n";
+            std::cerr << "ckpt-inspect plan: " << shown(result.error().message) << "\n";
             return 2;
         }
-        std::cerr << save << ": " << result->summary() << "\n";
+        std::cerr << shown(save) << ": " << shown(result->summary()) << "\n";
     }
     return placement->didNotFit.empty() ? 0 : 1;
 }
@@ -843,7 +912,7 @@ int runCheck(const std::vector<std::string>& args)
         return exitCode;
     }
 
-    std::cout << file << ": " << format << "\n";
+    std::cout << shown(file) << ": " << shown(format) << "\n";
     for (const ckpt::Severity severity :
         {ckpt::Severity::Error, ckpt::Severity::Warning, ckpt::Severity::Info}) {
         std::size_t count = 0;
@@ -859,37 +928,37 @@ int runCheck(const std::vector<std::string>& args)
         for (const ckpt::Finding& finding : report.findings) {
             if (finding.severity != severity)
                 continue;
-            std::cout << "  [" << finding.code << "] " << finding.message << "\n";
+            std::cout << "  [" << finding.code << "] " << shown(finding.message) << "\n";
             if (!finding.explanation.empty())
-                std::cout << "      why: " << finding.explanation << "\n";
+                std::cout << "      why: " << shown(finding.explanation) << "\n";
             if (!finding.fix.empty())
-                std::cout << "      fix: " << finding.fix << "\n";
+                std::cout << "      fix: " << shown(finding.fix) << "\n";
         }
     }
     if (report.findings.empty())
         std::cout << "\nNo findings.\n";
     if (!report.loadSimulations.empty()) {
         std::cout << "\nLoad simulation"
-                  << (options.target ? " on " + options.target->name : std::string(" on this machine"))
-                  << ", map_location=" << options.mapLocation.python() << ":\n";
+                  << (options.target ? " on " + shown(options.target->name) : std::string(" on this machine"))
+                  << ", map_location=" << shown(options.mapLocation.python()) << ":\n";
         for (const ckpt::LoadSimulation& simulation : report.loadSimulations) {
             std::cout << "  " << ckpt::torchGenerationName(simulation.generation)
                       << (simulation.weightsOnly ? " (weights_only=True)" : " (weights_only=False)") << ": "
                       << (simulation.loads ? "loads"
                                            : "fails: "
-                                     + (simulation.errorType.empty() ? std::string()
-                                                                     : simulation.errorType + ": ")
-                                     + simulation.error)
+                                     + shown((simulation.errorType.empty() ? std::string()
+                                                                           : simulation.errorType + ": ")
+                                         + simulation.error))
                       << "\n";
             const std::string common = commonOutcome(simulation);
             if (!common.empty())
-                std::cout << "    most storages: " << common << "\n";
+                std::cout << "    most storages: " << shown(common) << "\n";
             for (const ckpt::StorageLoadOutcome& outcome : simulation.storages) {
                 const std::string text
                     = outcome.landsOn ? "lands on " + *outcome.landsOn : "fails: " + outcome.error;
                 if (text != common && outcome.storage < checkpoint.storages.size())
-                    std::cout << "    storage " << checkpoint.storages[outcome.storage].key << ": " << text
-                              << "\n";
+                    std::cout << "    storage " << shown(checkpoint.storages[outcome.storage].key) << ": "
+                              << shown(text) << "\n";
             }
         }
     }
@@ -898,12 +967,12 @@ int runCheck(const std::vector<std::string>& args)
               << "): " << ckpt::safetyRatingName(verdict.rating) << "\n";
     for (const ckpt::GlobalClassification& global : verdict.globals)
         std::cout << "  " << std::left << std::setw(16) << ckpt::globalVerdictName(global.verdict)
-                  << std::right << " " << global.name
-                  << (global.reason.empty() ? std::string() : ": " + global.reason) << "\n";
+                  << std::right << " " << shown(global.name)
+                  << (global.reason.empty() ? std::string() : ": " + shown(global.reason)) << "\n";
     if (!verdict.addSafeGlobalsCall.empty())
-        std::cout << "  allow with: " << verdict.addSafeGlobalsCall << "\n";
+        std::cout << "  allow with: " << shownLines(verdict.addSafeGlobalsCall) << "\n";
     for (const std::string& chain : verdict.dangerousCallChains)
-        std::cout << "  would run: " << chain << "\n";
+        std::cout << "  would run: " << shown(chain) << "\n";
     if (values) {
         std::size_t computed = 0, nonFinite = 0;
         for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
@@ -918,12 +987,12 @@ int runCheck(const std::vector<std::string>& args)
                   << " hold NaN or infinities\n";
         for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
             if (tensor.find("error")) {
-                std::cout << "  " << tensor.member("name").toString() << ": "
-                          << tensor.member("error").toString() << "\n";
+                std::cout << "  " << shown(tensor.member("name").toString()) << ": "
+                          << shown(tensor.member("error").toString()) << "\n";
                 continue;
             }
-            std::cout << "  " << std::left << std::setw(40) << tensor.member("name").toString() << std::right
-                      << " min " << tensor.member("min").toDouble() << "  max "
+            std::cout << "  " << std::left << std::setw(40) << shown(tensor.member("name").toString())
+                      << std::right << " min " << tensor.member("min").toDouble() << "  max "
                       << tensor.member("max").toDouble() << "  mean " << tensor.member("mean").toDouble()
                       << "  std " << tensor.member("std").toDouble()
                       << (tensor.member("nan").toUInt64().value_or(0)
@@ -932,7 +1001,7 @@ int runCheck(const std::vector<std::string>& args)
                       << "\n";
         }
     } else if (options.values) {
-        std::cout << "\nValues: " << valuesProblem << "\n";
+        std::cout << "\nValues: " << shown(valuesProblem) << "\n";
     }
     return exitCode;
 }
@@ -941,6 +1010,21 @@ int runCheck(const std::vector<std::string>& args)
 
 int main(int argc, char** argv)
 {
+    TerminalSafeBuffer safeOut(std::cout.rdbuf());
+    TerminalSafeBuffer safeErr(std::cerr.rdbuf());
+    std::cout.rdbuf(&safeOut);
+    std::cerr.rdbuf(&safeErr);
+    struct RestoreStreams {
+        std::streambuf* out;
+        std::streambuf* err;
+        ~RestoreStreams()
+        {
+            std::cout.flush();
+            std::cerr.flush();
+            std::cout.rdbuf(out);
+            std::cerr.rdbuf(err);
+        }
+    } restore {safeOut.target(), safeErr.target()};
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
         std::cout << kUsage;

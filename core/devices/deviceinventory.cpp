@@ -1206,7 +1206,7 @@ Status TargetProfiles::save() const
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return makeError("cannot write " + (*output)->temporaryPath() + ": " + std::strerror(errno));
+            return makeError("cannot write " + m_path + ": " + std::strerror(errno));
         written += static_cast<std::size_t>(n);
     }
     if (Status committed = (*output)->commit())

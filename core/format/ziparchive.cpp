@@ -1,4 +1,6 @@
 #include "core/format/ziparchive.h"
+
+#include "core/base/checkedarithmetic.h"
 #include "core/base/textformat.h"
 
 #include "core/format/inflate.h"
@@ -517,11 +519,12 @@ private:
                     + std::to_string(entry.method) + "; using the central directory",
                 entry.name, at);
 
-        const std::uint64_t dataEnd = entry.dataOffset + entry.compressedSize;
-        if (entry.dataOffset > m_size || dataEnd > m_size || dataEnd < entry.dataOffset) {
+        const std::optional<std::uint64_t> dataEnd = checkedAdd(entry.dataOffset, entry.compressedSize);
+        if (entry.dataOffset > m_size || !dataEnd || *dataEnd > m_size) {
             entry.payloadComplete = false;
             addFinding(Severity::Error, "record-truncated",
-                "record " + displayName(entry.name) + " ends at byte " + formatThousands(dataEnd)
+                "record " + displayName(entry.name) + " ends at byte "
+                    + (dataEnd ? formatThousands(*dataEnd) : std::string("2^64 or beyond"))
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
                 entry.name, entry.dataOffset);
         }

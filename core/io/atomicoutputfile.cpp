@@ -10,7 +10,10 @@
 #include <fstream>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <random>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -73,10 +76,64 @@ std::string errnoText(int error)
     return std::strerror(error);
 }
 
+// ".<stem>.XXXXXX.partial", the name of a named temporary file for a target whose name starts with
+// `stem` (names are cut to fit NAME_MAX).
+std::string partialStem(const std::string& targetName)
+{
+    std::string stem = targetName;
+    const std::size_t fixedLength = 1 + 1 + 6 + std::strlen(kPartialSuffix);
+    if (stem.size() + fixedLength > kMaxNameLength)
+        stem.resize(kMaxNameLength - fixedLength);
+    return stem;
+}
+
+bool isPartialNameFor(const std::string& name, const std::string& stem)
+{
+    const std::string prefix = "." + stem + ".";
+    const std::size_t suffixLength = std::strlen(kPartialSuffix);
+    return name.size() == prefix.size() + 6 + suffixLength && name.starts_with(prefix)
+        && name.ends_with(kPartialSuffix);
+}
+
+// A writer holds an exclusive flock on its ".partial" file for as long as it lives; the lock dies
+// with the process, however it ends. A leftover whose lock can be taken belongs to nobody. (A
+// writer between creating its file and locking it, a few instructions, could lose its file here;
+// its commit then fails with a message, and neither the target nor the input is touched.)
+void removeStalePartialFiles(const std::string& folder, const std::string& stem)
+{
+    DIR* directory = ::opendir(folder.c_str());
+    if (!directory)
+        return;
+    while (const dirent* entry = ::readdir(directory)) {
+        const std::string name = entry->d_name;
+        if (!isPartialNameFor(name, stem))
+            continue;
+        const std::string path = joinPath(folder, name);
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+            continue;
+        struct stat info { };
+        if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0)
+            ::unlink(path.c_str());
+        ::close(fd);
+    }
+    ::closedir(directory);
+}
+
+std::string randomLetters(std::size_t count)
+{
+    static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::random_device source;
+    std::string text;
+    for (std::size_t i = 0; i < count; ++i)
+        text += letters[source() % (sizeof letters - 1)];
+    return text;
+}
+
 } // namespace
 
-Expected<std::unique_ptr<AtomicOutputFile>> AtomicOutputFile::create(
-    const std::string& targetPath, const std::string& inputPath, std::uint64_t expectedSize)
+Expected<std::unique_ptr<AtomicOutputFile>> AtomicOutputFile::create(const std::string& targetPath,
+    const std::string& inputPath, std::uint64_t expectedSize, TemporaryFileKind preferred)
 {
     if (targetPath.empty())
         return makeError("no output path given");
@@ -141,23 +198,40 @@ Expected<std::unique_ptr<AtomicOutputFile>> AtomicOutputFile::create(
         }
     }
 
+    const std::string stem = partialStem(target.name);
+    removeStalePartialFiles(target.folder, stem);
+
+    std::unique_ptr<AtomicOutputFile> file(new AtomicOutputFile);
+    file->m_targetPath = targetPath;
+
+    // An unnamed file needs /proc/self/fd to be read back by path and to be linked at commit
+    // without CAP_DAC_READ_SEARCH.
+    if (preferred == TemporaryFileKind::Unnamed && ::access("/proc/self/fd", X_OK) == 0) {
+        const int fd = ::open(target.folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            file->m_fd = fd;
+            file->m_unnamed = true;
+            file->m_temporaryPath = "/proc/self/fd/" + std::to_string(fd);
+            if (::fchmod(fd, defaultFileMode()) != 0)
+                return makeError("cannot set the permissions of the file being written in " + target.folder
+                    + ": " + errnoText(errno));
+            return file;
+        }
+        // EOPNOTSUPP, EISDIR or EINVAL: no O_TMPFILE here; any other cause shows up below.
+    }
+
     // ".<name>.XXXXXX.partial" beside the target: hidden, recognisable, on the same file system
-    // so rename() can replace the target atomically.
-    std::string stem = target.name;
-    const std::size_t fixedLength = 1 + 1 + 6 + std::strlen(kPartialSuffix);
-    if (stem.size() + fixedLength > kMaxNameLength)
-        stem.resize(kMaxNameLength - fixedLength);
+    // so rename() can replace the target atomically; locked while this process lives.
     std::string pattern = joinPath(target.folder, "." + stem + ".XXXXXX" + kPartialSuffix);
     std::vector<char> buffer(pattern.begin(), pattern.end());
     buffer.push_back('\0');
     const int fd = ::mkostemps(buffer.data(), static_cast<int>(std::strlen(kPartialSuffix)), O_CLOEXEC);
     if (fd < 0)
         return makeError("cannot create a temporary file in " + target.folder + ": " + errnoText(errno));
-
-    std::unique_ptr<AtomicOutputFile> file(new AtomicOutputFile);
     file->m_fd = fd;
     file->m_temporaryPath = buffer.data();
-    file->m_targetPath = targetPath;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+        return makeError("cannot lock " + file->m_temporaryPath + ": " + errnoText(errno));
     if (::fchmod(fd, defaultFileMode()) != 0)
         return makeError("cannot set the permissions of " + file->m_temporaryPath + ": " + errnoText(errno));
     return file;
@@ -167,8 +241,37 @@ AtomicOutputFile::~AtomicOutputFile()
 {
     if (m_fd >= 0)
         ::close(m_fd);
-    if (!m_committed && !m_temporaryPath.empty())
+    if (!m_committed && !m_unnamed && !m_temporaryPath.empty())
         ::unlink(m_temporaryPath.c_str());
+}
+
+// linkat() never replaces a name: a new target gets the file directly; an existing one is
+// replaced by linking to a fresh ".partial" name and renaming that over it. A kill between the
+// two system calls leaves that name, unlocked, and the next create() in the folder removes it.
+Status AtomicOutputFile::linkUnnamedFile()
+{
+    if (::linkat(AT_FDCWD, m_temporaryPath.c_str(), AT_FDCWD, m_targetPath.c_str(), AT_SYMLINK_FOLLOW) == 0)
+        return std::nullopt;
+    if (errno != EEXIST)
+        return makeError("cannot give the written file the name " + m_targetPath + ": " + errnoText(errno));
+    const SplitPath target = splitPath(m_targetPath);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const std::string staging = joinPath(
+            target.folder, "." + partialStem(target.name) + "." + randomLetters(6) + kPartialSuffix);
+        if (::linkat(AT_FDCWD, m_temporaryPath.c_str(), AT_FDCWD, staging.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+            if (errno == EEXIST)
+                continue;
+            return makeError(
+                "cannot give the written file a name in " + target.folder + ": " + errnoText(errno));
+        }
+        if (::rename(staging.c_str(), m_targetPath.c_str()) != 0) {
+            const int error = errno;
+            ::unlink(staging.c_str());
+            return makeError("cannot rename the written file to " + m_targetPath + ": " + errnoText(error));
+        }
+        return std::nullopt;
+    }
+    return makeError("cannot find a free temporary name in " + target.folder);
 }
 
 Status AtomicOutputFile::commit()
@@ -184,11 +287,15 @@ Status AtomicOutputFile::commit()
         const int error = errno;
         return makeError("cannot flush " + m_temporaryPath + " to disk: " + errnoText(error));
     }
+    if (m_unnamed) {
+        if (Status status = linkUnnamedFile())
+            return status;
+    }
     const int fd = m_fd;
     m_fd = -1;
     if (::close(fd) != 0 && errno != EINTR)
         return makeError("cannot close " + m_temporaryPath + ": " + errnoText(errno));
-    if (::rename(m_temporaryPath.c_str(), m_targetPath.c_str()) != 0)
+    if (!m_unnamed && ::rename(m_temporaryPath.c_str(), m_targetPath.c_str()) != 0)
         return makeError(
             "cannot rename " + m_temporaryPath + " to " + m_targetPath + ": " + errnoText(errno));
     m_committed = true;

@@ -1,5 +1,7 @@
 #include "core/model/checkpoint.h"
 
+#include "core/base/checkedarithmetic.h"
+
 #include "core/model/dtype.h"
 
 #include <cstdio>
@@ -87,7 +89,12 @@ std::uint64_t TensorEntry::nbytes() const
         elements *= size;
     }
     const auto info = dtypeByName(dtype);
-    return info ? info->bytesFor(elements) : elements;
+    if (!info)
+        return elements;
+    // DTypeInfo::bytesFor would wrap for a hostile shape; round and multiply without wrapping.
+    if (info->valuesPerByte > 1)
+        return elements / info->valuesPerByte + (elements % info->valuesPerByte != 0);
+    return saturatingMultiply(elements, info->elementSize);
 }
 
 std::map<std::string, std::uint64_t> Checkpoint::bytesByDevice() const
@@ -102,7 +109,7 @@ std::uint64_t Checkpoint::totalStorageBytes() const
 {
     std::uint64_t total = 0;
     for (const StorageRecord& storage : storages)
-        total += storage.nbytes;
+        total = saturatingAdd(total, storage.nbytes);
     return total;
 }
 

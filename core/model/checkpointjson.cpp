@@ -1,5 +1,7 @@
 #include "core/model/checkpointjson.h"
 
+#include "core/base/escaping.h"
+
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 
@@ -147,13 +149,21 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
 
 std::string checkpointToText(const Checkpoint& checkpoint)
 {
+    // Every line passes through printableText: names, classes, paths and messages come from the
+    // file, and an escape sequence in a tensor name must not move the cursor or hide the lines
+    // after it (issue 9). Only the line breaks added here reach the terminal as line breaks.
     std::string out;
-    out += checkpoint.path + "\n";
-    out += "  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
-        + checkpoint.container.description + ")\n";
-    out += "  " + formatThousands(checkpoint.tensors.size()) + " tensors in "
+    const auto addLine = [&out](std::string_view line) {
+        out += printableText(line);
+        out += '\n';
+    };
+    addLine(checkpoint.path);
+    addLine("  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
+        + checkpoint.container.description + ")");
+    addLine("  " + formatThousands(checkpoint.tensors.size()) + " tensors in "
         + formatThousands(checkpoint.storages.size()) + " storages, "
-        + formatBytes(checkpoint.totalStorageBytes()) + "\n\n";
+        + formatBytes(checkpoint.totalStorageBytes()));
+    addLine("");
 
     // The tree, indented; tensors with dtype, shape, size and recorded device.
     struct Item {
@@ -193,31 +203,34 @@ std::string checkpointToText(const Checkpoint& checkpoint)
         } else if (!node.className.empty()) {
             line += "  (" + node.className + ")";
         }
-        out += line + "\n";
+        addLine(line);
         for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
             stack.push_back({*it, item.depth + 1});
     }
 
-    out += "\nBytes by recorded device (each storage once):\n";
+    addLine("");
+    addLine("Bytes by recorded device (each storage once):");
     for (const auto& [device, bytes] : checkpoint.bytesByDevice()) {
         std::size_t count = 0;
         for (const StorageRecord& storage : checkpoint.storages)
             count += storage.device.value_or("(none)") == device ? 1 : 0;
-        out += "  " + device + ": " + formatBytes(bytes) + " in " + formatThousands(count) + " storages\n";
+        addLine("  " + device + ": " + formatBytes(bytes) + " in " + formatThousands(count) + " storages");
     }
     const auto globals = referencedGlobals(checkpoint);
     if (!globals.empty()) {
-        out += "\nGlobals referenced by the pickle (never imported or called):\n";
+        addLine("");
+        addLine("Globals referenced by the pickle (never imported or called):");
         for (const std::string& name : globals)
-            out += "  " + name + "\n";
+            addLine("  " + name);
     }
     if (!checkpoint.findings.empty()) {
-        out += "\nFindings:\n";
+        addLine("");
+        addLine("Findings:");
         for (const Finding& finding : checkpoint.findings) {
-            out += "  [" + std::string(severityName(finding.severity)) + "] " + finding.message;
+            std::string line = "  [" + std::string(severityName(finding.severity)) + "] " + finding.message;
             if (finding.offset)
-                out += " (byte " + formatThousands(*finding.offset) + ")";
-            out += "\n";
+                line += " (byte " + formatThousands(*finding.offset) + ")";
+            addLine(line);
         }
     }
     return out;

@@ -1,5 +1,8 @@
 #include "core/pickle/pickleemitter.h"
 
+#include "core/base/escaping.h"
+
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -9,7 +12,6 @@ namespace ckpt {
 
 namespace {
 
-constexpr int kMaxDepth = 20'000;
 constexpr std::size_t kBatch = 1000; // items per APPENDS/SETITEMS, as CPython's pickler batches
 
 struct Failure {
@@ -32,7 +34,7 @@ public:
         countReferences(root);
         put8(0x80);
         put8(static_cast<std::uint8_t>(protocol < 2 ? 2 : protocol));
-        emit(root, 0);
+        emit(root);
         put8('.');
         return std::move(m_out);
     }
@@ -181,7 +183,97 @@ private:
         return true;
     }
 
-    void writeReplacement(const PickleReplacement& replacement, int depth)
+    // ---- the work list ----
+    // Values nest as deep as the input's pickle did (the machine accepts 100,000 MARKs and far
+    // deeper tuple chains), so the writer keeps its own stack of pending steps instead of
+    // recursing: the C++ stack stays flat whatever the nesting (issue 9: 20,000 nested tuples
+    // overflowed a 2 MiB stack). Steps run last-in first-out; the bytes come out in the order the
+    // recursive writer produced them.
+    struct Step {
+        enum class Kind : std::uint8_t {
+            Value, // write node `id` (or fetch it from the memo)
+            TupleItem, // write item `index` of tuple `tuple` (`id`), honouring item replacements
+            Byte, // write `byte`
+            Memoize, // memoize `id` when it is referenced again
+            CloseTuple, // the tuple's closing opcode, then memoize it
+            CloseObject, // a Call/NewObject is built: memoize it, then its body
+            Body, // part of a container's body: stage `byte`, from position `index`
+            StorageTail, // the rest of a ('storage', cls, key, location, numel) replacement
+        };
+        Kind kind = Kind::Value;
+        std::uint8_t byte = 0;
+        std::uint32_t index = 0;
+        NodeId id = kNoNode;
+        NodeId tuple = kNoNode;
+        const PickleReplacement* replacement = nullptr;
+    };
+
+    void pushValue(NodeId id) { m_steps.push_back({Step::Kind::Value, 0, 0, id, kNoNode, nullptr}); }
+    void pushByte(std::uint8_t byte)
+    {
+        m_steps.push_back({Step::Kind::Byte, byte, 0, kNoNode, kNoNode, nullptr});
+    }
+    void pushStep(Step::Kind kind, NodeId id, std::uint8_t byte = 0, std::uint32_t index = 0)
+    {
+        m_steps.push_back({kind, byte, index, id, kNoNode, nullptr});
+    }
+    void pushTupleItem(NodeId tuple, std::uint32_t index)
+    {
+        m_steps.push_back({Step::Kind::TupleItem, 0, index, m_graph.tupleItem(tuple, index), tuple, nullptr});
+    }
+
+    void emit(NodeId root)
+    {
+        pushValue(root);
+        while (!m_steps.empty()) {
+            const Step step = m_steps.back();
+            m_steps.pop_back();
+            switch (step.kind) {
+            case Step::Kind::Value:
+                emitValue(step.id);
+                break;
+            case Step::Kind::TupleItem:
+                if (auto r = m_itemReplacements.find({step.tuple, step.index}); r != m_itemReplacements.end())
+                    writeReplacement(r->second);
+                else
+                    pushValue(step.id);
+                break;
+            case Step::Kind::Byte:
+                put8(step.byte);
+                break;
+            case Step::Kind::Memoize:
+                memoize(step.id);
+                break;
+            case Step::Kind::CloseTuple: {
+                const auto size = static_cast<std::uint32_t>(m_graph.tupleSize(step.id));
+                put8(size <= 3 ? static_cast<std::uint8_t>(0x85 + size - 1) : 't');
+                m_inProgress.erase(step.id);
+                // A tuple reached again through its own items was already memoized there.
+                if (!m_memo.count(step.id))
+                    memoize(step.id);
+                break;
+            }
+            case Step::Kind::CloseObject:
+                m_inProgress.erase(step.id);
+                memoize(step.id);
+                pushStep(Step::Kind::Body, step.id, 0, 0);
+                break;
+            case Step::Kind::Body:
+                continueBody(step.id, step.byte, step.index);
+                break;
+            case Step::Kind::StorageTail:
+                writeUnicode(step.replacement->key);
+                writeUnicode(step.replacement->text);
+                writeInt(step.replacement->number);
+                put8('t');
+                if (step.replacement->kind == PickleReplacement::Kind::StoragePersistentId)
+                    put8('Q');
+                break;
+            }
+        }
+    }
+
+    void writeReplacement(const PickleReplacement& replacement)
     {
         switch (replacement.kind) {
         case PickleReplacement::Kind::Text:
@@ -194,83 +286,114 @@ private:
             put8('R');
             break;
         case PickleReplacement::Kind::Node:
-            emit(replacement.node, depth + 1);
+            pushValue(replacement.node);
             break;
         case PickleReplacement::Kind::StoragePid:
         case PickleReplacement::Kind::StoragePersistentId:
             put8('(');
             writeUnicode("storage");
-            emit(replacement.node, depth + 1);
-            writeUnicode(replacement.key);
-            writeUnicode(replacement.text);
-            writeInt(replacement.number);
-            put8('t');
-            if (replacement.kind == PickleReplacement::Kind::StoragePersistentId)
-                put8('Q');
+            m_steps.push_back({Step::Kind::StorageTail, 0, 0, kNoNode, kNoNode, &replacement});
+            pushValue(replacement.node);
             break;
         }
     }
 
-    void emitChild(NodeId child, NodeId parentTuple, std::uint32_t index, int depth)
-    {
-        if (auto r = m_itemReplacements.find({parentTuple, index}); r != m_itemReplacements.end())
-            writeReplacement(r->second, depth);
-        else
-            emit(child, depth + 1);
-    }
-
-    void emitBody(NodeId id, int depth)
+    // Writes the next part of a container's body (stage 0: appended items, 1: dict items,
+    // 2: BUILD states), from `position` on, and schedules the part after it.
+    void continueBody(NodeId id, std::uint8_t stage, std::uint32_t position)
     {
         const ContainerBody* body = m_graph.bodyOf(id);
         if (!body)
             return;
-        const NodeKind kind = m_graph.kind(id);
-        if (!body->items.empty()) {
-            const bool isSet = kind == NodeKind::Set;
-            for (std::size_t start = 0; start < body->items.size(); start += kBatch) {
-                const std::size_t end = std::min(body->items.size(), start + kBatch);
-                if (!isSet && end - start == 1 && !m_appendsOnly) {
-                    emit(body->items[start], depth + 1);
-                    put8('a'); // APPEND
-                    continue;
-                }
-                put8('(');
-                for (std::size_t i = start; i < end; ++i)
-                    emit(body->items[i], depth + 1);
-                put8(isSet ? 0x90 : 'e'); // ADDITEMS / APPENDS
+        if (stage == 0) {
+            if (position >= body->items.size())
+                return pushStep(Step::Kind::Body, id, 1, 0);
+            const bool isSet = m_graph.kind(id) == NodeKind::Set;
+            const std::size_t end = std::min(body->items.size(), position + kBatch);
+            pushStep(Step::Kind::Body, id, 0, static_cast<std::uint32_t>(end));
+            if (!isSet && end - position == 1 && !m_appendsOnly) {
+                pushByte('a'); // APPEND
+                pushValue(body->items[position]);
+                return;
             }
+            put8('(');
+            pushByte(isSet ? 0x90 : 'e'); // ADDITEMS / APPENDS
+            for (std::size_t i = end; i-- > position;)
+                pushValue(body->items[i]);
+            return;
         }
-        if (!body->dictItems.empty()) {
-            for (std::size_t start = 0; start < body->dictItems.size(); start += 2 * kBatch) {
-                const std::size_t end = std::min(body->dictItems.size(), start + 2 * kBatch);
-                if (end - start == 2) {
-                    emit(body->dictItems[start], depth + 1);
-                    emit(body->dictItems[start + 1], depth + 1);
-                    put8('s'); // SETITEM
-                    continue;
-                }
+        if (stage == 1) {
+            if (position >= body->dictItems.size())
+                return pushStep(Step::Kind::Body, id, 2, 0);
+            const std::size_t end = std::min(body->dictItems.size(), position + 2 * kBatch);
+            pushStep(Step::Kind::Body, id, 1, static_cast<std::uint32_t>(end));
+            if (end - position == 2) {
+                pushByte('s'); // SETITEM
+            } else {
                 put8('(');
-                for (std::size_t i = start; i < end; ++i)
-                    emit(body->dictItems[i], depth + 1);
-                put8('u'); // SETITEMS
+                pushByte('u'); // SETITEMS
             }
+            for (std::size_t i = end; i-- > position;)
+                pushValue(body->dictItems[i]);
+            return;
         }
-        for (NodeId state : body->states) {
-            emit(state, depth + 1);
-            put8('b'); // BUILD
+        if (position < body->states.size()) {
+            pushStep(Step::Kind::Body, id, 2, position + 1);
+            pushByte('b'); // BUILD
+            pushValue(body->states[position]);
         }
     }
 
-    void emit(NodeId id, int depth)
+    // A GLOBAL names its module and attribute on two text lines. A name that holds a line break,
+    // any other control character or bytes that are not UTF-8 cannot be written that way without
+    // changing what the line means: "os\nsystem" as a module would read back as a different global
+    // (issue 9: a STACK_GLOBAL torch refuses became a posix.system call after a remap). Such names
+    // keep the STACK_GLOBAL form, whose strings carry any text; what no str can carry is refused.
+    void writeGlobal(std::string_view module, std::string_view name)
     {
-        if (depth > kMaxDepth)
-            throw Failure {"values nest more than " + std::to_string(kMaxDepth)
-                + " levels deep; the pickle cannot be rewritten"};
+        const auto fitsOnALine = [](std::string_view text) {
+            for (std::size_t i = 0; i < text.size();) {
+                const Utf8Step step = decodeUtf8At(text, i);
+                if (!step.valid || isControlCodePoint(step.codePoint))
+                    return false;
+                i += step.length;
+            }
+            return true;
+        };
+        if (fitsOnALine(module) && fitsOnALine(name)) {
+            put8('c');
+            putText(module);
+            put8('\n');
+            putText(name);
+            put8('\n');
+            return;
+        }
+        if (!isValidUtf8(module) || !isValidUtf8(name))
+            throw Failure {"the global " + printableText(module) + "." + printableText(name)
+                + " is not UTF-8 text, which no pickle opcode can write back unchanged"};
+        writeUnicode(module);
+        writeUnicode(name);
+        put8(0x93); // STACK_GLOBAL
+    }
+
+    void emitValue(NodeId id)
+    {
         if (fetch(id))
             return;
+        // A value with parts (a container, a call, a persistent id, a replacement) is written out
+        // at most once: later references fetch it from the memo, and one referenced once is
+        // reached once. A graph that makes the writer expand more has a cycle the memo cannot
+        // break (a frozenset inside its own list), which would grow the work list for ever.
+        // Scalars may be written any number of times (the pickler memoizes no ints).
+        const NodeKind kind = m_graph.kind(id);
+        const bool hasParts = kind == NodeKind::Tuple || kind == NodeKind::List || kind == NodeKind::Dict
+            || kind == NodeKind::Set || kind == NodeKind::FrozenSet || kind == NodeKind::PersistentId
+            || kind == NodeKind::Call || kind == NodeKind::NewObject || m_nodeReplacements.count(id);
+        if (hasParts && ++m_expansions > 2 * static_cast<std::uint64_t>(m_graph.size()) + 64)
+            throw Failure {"the pickle's values refer to themselves in a way that cannot be rewritten"};
         if (auto r = m_nodeReplacements.find(id); r != m_nodeReplacements.end()) {
-            writeReplacement(r->second, depth);
-            memoize(id);
+            pushStep(Step::Kind::Memoize, id);
+            writeReplacement(r->second);
             return;
         }
         const PickleNode& node = m_graph.node(id);
@@ -346,11 +469,7 @@ private:
             memoize(id);
             return;
         case NodeKind::Global:
-            put8('c');
-            putText(m_graph.module(id));
-            put8('\n');
-            putText(m_graph.name(id));
-            put8('\n');
+            writeGlobal(m_graph.module(id), m_graph.name(id));
             memoize(id);
             return;
         case NodeKind::Extension: {
@@ -373,54 +492,49 @@ private:
         case NodeKind::Tuple: {
             if (m_inProgress.count(id))
                 throw Failure {"a tuple contains itself; such a pickle cannot be rewritten"};
-            m_inProgress.insert(id);
-            const std::uint32_t size = static_cast<std::uint32_t>(m_graph.tupleSize(id));
+            const auto size = static_cast<std::uint32_t>(m_graph.tupleSize(id));
             if (size == 0) {
                 put8(')');
-            } else if (size <= 3) {
-                for (std::uint32_t i = 0; i < size; ++i)
-                    emitChild(m_graph.tupleItem(id, i), id, i, depth);
-                put8(static_cast<std::uint8_t>(0x85 + size - 1));
-            } else {
-                put8('(');
-                for (std::uint32_t i = 0; i < size; ++i)
-                    emitChild(m_graph.tupleItem(id, i), id, i, depth);
-                put8('t');
+                if (!m_memo.count(id))
+                    memoize(id);
+                return;
             }
-            m_inProgress.erase(id);
-            // A tuple reached again through its own items was already memoized there.
-            if (!m_memo.count(id))
-                memoize(id);
+            m_inProgress.insert(id);
+            if (size > 3)
+                put8('(');
+            pushStep(Step::Kind::CloseTuple, id);
+            for (std::uint32_t i = size; i-- > 0;)
+                pushTupleItem(id, i);
             return;
         }
         case NodeKind::List:
             put8(']');
             memoize(id);
-            emitBody(id, depth);
+            pushStep(Step::Kind::Body, id, 0, 0);
             return;
         case NodeKind::Dict:
             put8('}');
             memoize(id);
-            emitBody(id, depth);
+            pushStep(Step::Kind::Body, id, 0, 0);
             return;
         case NodeKind::Set:
             put8(0x8f);
             memoize(id);
-            emitBody(id, depth);
+            pushStep(Step::Kind::Body, id, 0, 0);
             return;
         case NodeKind::FrozenSet: {
             put8('(');
+            pushStep(Step::Kind::Memoize, id);
+            pushByte(0x91);
             if (const ContainerBody* body = m_graph.bodyOf(id))
-                for (NodeId item : body->items)
-                    emit(item, depth + 1);
-            put8(0x91);
-            memoize(id);
+                for (std::size_t i = body->items.size(); i-- > 0;)
+                    pushValue(body->items[i]);
             return;
         }
         case NodeKind::PersistentId:
-            emit(m_graph.persistentIdPayload(id), depth + 1);
-            put8('Q');
-            memoize(id);
+            pushStep(Step::Kind::Memoize, id);
+            pushByte('Q');
+            pushValue(m_graph.persistentIdPayload(id));
             return;
         case NodeKind::Call:
         case NodeKind::NewObject: {
@@ -430,31 +544,29 @@ private:
             m_inProgress.insert(id);
             const NodeId callee = m_graph.callee(id);
             const NodeId args = m_graph.arguments(id);
+            pushStep(Step::Kind::CloseObject, id);
             if (node.kind == NodeKind::NewObject && (node.flags & FlagFromInst)) {
                 put8('(');
-                emit(callee, depth + 1);
-                for (std::uint32_t i = 0; i < m_graph.tupleSize(args); ++i)
-                    emitChild(m_graph.tupleItem(args, i), args, i, depth);
-                put8('o'); // OBJ
-            } else {
-                emit(callee, depth + 1);
-                emit(args, depth + 1);
-                if (node.kind == NodeKind::Call) {
-                    put8('R');
-                } else if (node.flags & FlagNewObjectEx) {
-                    const ContainerBody* body = m_graph.bodyOf(id);
-                    if (body && body->keywordArgs != kNoNode)
-                        emit(body->keywordArgs, depth + 1);
-                    else
-                        put8('}');
-                    put8(0x92);
-                } else {
-                    put8(0x81);
-                }
+                pushByte('o'); // OBJ
+                for (auto i = static_cast<std::uint32_t>(m_graph.tupleSize(args)); i-- > 0;)
+                    pushTupleItem(args, i);
+                pushValue(callee);
+                return;
             }
-            m_inProgress.erase(id);
-            memoize(id);
-            emitBody(id, depth);
+            if (node.kind == NodeKind::Call) {
+                pushByte('R');
+            } else if (node.flags & FlagNewObjectEx) {
+                pushByte(0x92);
+                const ContainerBody* body = m_graph.bodyOf(id);
+                if (body && body->keywordArgs != kNoNode)
+                    pushValue(body->keywordArgs);
+                else
+                    pushByte('}');
+            } else {
+                pushByte(0x81);
+            }
+            pushValue(args);
+            pushValue(callee);
             return;
         }
         }
@@ -467,6 +579,8 @@ private:
     std::unordered_map<NodeId, std::uint32_t> m_references;
     std::unordered_map<NodeId, std::uint32_t> m_memo;
     std::unordered_set<NodeId> m_inProgress;
+    std::vector<Step> m_steps;
+    std::uint64_t m_expansions = 0;
     ByteBuffer m_out;
 };
 

@@ -200,7 +200,19 @@ private:
             value |= static_cast<T>(static_cast<T>(v[i]) << (8 * i));
         return value;
     }
+    // Lines of numbers and quoted strings: a trailing '\r' (a pickle that went through a text-mode
+    // copy) is dropped, as Python's int() and float() ignore it.
     std::string_view readLine(const char* what)
+    {
+        std::string_view line = readRawLine(what);
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        return line;
+    }
+    // Lines that name something (GLOBAL and INST): Python keeps every byte before the '\n'
+    // (readline()[:-1]), so "torch\r" is a different module from "torch" and must stay one here,
+    // or the verdict would judge, and the remap writer re-emit, a name the loader never sees.
+    std::string_view readRawLine(const char* what)
     {
         const std::uint8_t* begin = m_data.data() + m_pos;
         const void* nl = std::memchr(begin, '\n', m_data.size() - m_pos);
@@ -209,10 +221,7 @@ private:
                 + formatThousands(m_pos) + " (no end of line): the data is truncated"};
         const std::size_t length = static_cast<const std::uint8_t*>(nl) - begin;
         m_pos += length + 1;
-        std::string_view line(reinterpret_cast<const char*>(begin), length);
-        if (!line.empty() && line.back() == '\r')
-            line.remove_suffix(1);
-        return line;
+        return std::string_view(reinterpret_cast<const char*>(begin), length);
     }
 
     // ---- stack ----
@@ -670,8 +679,8 @@ private:
             return false;
         }
         case GLOBAL: {
-            std::string_view module = readLine("GLOBAL");
-            std::string_view name = readLine("GLOBAL");
+            std::string_view module = readRawLine("GLOBAL");
+            std::string_view name = readRawLine("GLOBAL");
             recordGlobal(module, name);
             checkNodeBudget();
             push(m_graph.addGlobal(module, name));
@@ -689,8 +698,8 @@ private:
             return false;
         }
         case INST: {
-            std::string module(readLine("INST"));
-            std::string name(readLine("INST"));
+            std::string module(readRawLine("INST"));
+            std::string name(readRawLine("INST"));
             recordGlobal(module, name);
             std::vector<NodeId> args = popMark("INST");
             checkNodeBudget();

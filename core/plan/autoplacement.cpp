@@ -1,5 +1,7 @@
 #include "core/plan/autoplacement.h"
 
+#include "core/base/checkedarithmetic.h"
+
 #include "core/devices/deviceinventory.h"
 #include "core/model/checkpoint.h"
 
@@ -126,7 +128,7 @@ Expected<AutoPlacement> placeAutomatically(
         PlacementGroup& group
             = result.groups[resultIndex.at(sets.find(static_cast<std::uint32_t>(storageGroup[s])))];
         group.storages.push_back(s);
-        group.bytes += checkpoint.storages[s].nbytes;
+        group.bytes = saturatingAdd(group.bytes, checkpoint.storages[s].nbytes);
     }
 
     // 2. Budgets: capacity less the CUDA context and the headroom.
@@ -145,19 +147,19 @@ Expected<AutoPlacement> placeAutomatically(
                 total > options.assumptions.headroomBytes ? total - options.assumptions.headroomBytes : 0, 0};
         } else if (!device.opaque) {
             const std::uint64_t reserve
-                = options.assumptions.cudaContextBytes + options.assumptions.headroomBytes;
+                = saturatingAdd(options.assumptions.cudaContextBytes, options.assumptions.headroomBytes);
             gpus.push_back({device.tag, total > reserve ? total - reserve : 0, 0});
         }
     }
     std::uint64_t total = 0, largest = 0;
     for (const PlacementGroup& group : result.groups) {
-        total += group.bytes;
+        total = saturatingAdd(total, group.bytes);
         largest = std::max(largest, group.bytes);
     }
     if (options.strategy == PlacementStrategy::Balanced && !gpus.empty()) {
         // accelerate's get_balanced_memory: an even share per GPU plus room for the largest
         // block, so that a block boundary never pushes a GPU over; the last GPU may fill up.
-        const std::uint64_t share = (total + gpus.size() - 1) / gpus.size() + largest;
+        const std::uint64_t share = saturatingAdd(total / gpus.size() + (total % gpus.size() != 0), largest);
         for (std::size_t i = 0; i + 1 < gpus.size(); ++i)
             gpus[i].capacity = std::min(gpus[i].capacity, share);
     }
@@ -185,7 +187,10 @@ Expected<AutoPlacement> placeAutomatically(
                 + std::to_string(group.prefixes.size() - 1) + " more sharing its storages)"
                                                            : group.prefixes.front();
         std::string skipped;
-        while (current < gpus.size() && gpus[current].used + group.bytes > gpus[current].capacity) {
+        // Saturating sums: a hostile storage claims up to 2^64 - 1 bytes, and a wrapped sum
+        // would "fit" it on any device.
+        while (current < gpus.size()
+            && saturatingAdd(gpus[current].used, group.bytes) > gpus[current].capacity) {
             // Sequential placement never goes back to an earlier GPU: blocks stay in order.
             skipped += gpus[current].tag + " has " + formatBytes(gpus[current].capacity - gpus[current].used)
                 + " left; ";
@@ -196,7 +201,7 @@ Expected<AutoPlacement> placeAutomatically(
             group.device = gpus[current].tag;
             group.reason = skipped + "fits on " + group.device + " ("
                 + formatBytes(gpus[current].capacity - gpus[current].used) + " left)";
-        } else if (cpu && cpu->used + group.bytes <= cpu->capacity) {
+        } else if (cpu && saturatingAdd(cpu->used, group.bytes) <= cpu->capacity) {
             cpu->used += group.bytes;
             group.device = "cpu";
             group.reason = skipped + (gpus.empty() ? "no GPU in the target; " : "no GPU has room left; ")

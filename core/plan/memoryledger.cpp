@@ -10,15 +10,19 @@ namespace ckpt {
 
 namespace {
 
-void addBytes(std::vector<std::pair<int, std::uint64_t>>& bytes, int device, std::int64_t delta)
+__extension__ typedef unsigned __int128 WideBytes;
+
+WideBytes& bytesOfDevice(std::vector<std::pair<int, WideBytes>>& bytes, int device)
 {
-    for (auto& [index, value] : bytes) {
-        if (index == device) {
-            value = static_cast<std::uint64_t>(static_cast<std::int64_t>(value) + delta);
-            return;
-        }
-    }
-    bytes.emplace_back(device, static_cast<std::uint64_t>(delta));
+    for (auto& [index, value] : bytes)
+        if (index == device)
+            return value;
+    return bytes.emplace_back(device, 0).second;
+}
+
+std::uint64_t saturated(WideBytes value)
+{
+    return value > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(value);
 }
 
 } // namespace
@@ -27,8 +31,12 @@ std::int64_t DeviceLedgerLine::headroom() const
 {
     if (!capacity)
         return 0;
-    return static_cast<std::int64_t>(*capacity) - static_cast<std::int64_t>(allocatedBytes)
-        - static_cast<std::int64_t>(contextBytes) - static_cast<std::int64_t>(reservedBytes);
+    // In 128 bits, then clamped: an allocation claimed by a hostile file must read as "far over
+    // capacity", never wrap round to plenty of room.
+    __extension__ typedef __int128 Wide;
+    const Wide room = static_cast<Wide>(*capacity) - static_cast<Wide>(allocatedBytes)
+        - static_cast<Wide>(contextBytes) - static_cast<Wide>(reservedBytes);
+    return room < INT64_MIN ? INT64_MIN : room > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(room);
 }
 
 MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& plan,
@@ -72,7 +80,7 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
         m_allocated[static_cast<std::size_t>(planned)] += allocationSize(storage.nbytes);
         ++m_count[static_cast<std::size_t>(planned)];
         for (std::uint32_t node : m_nodesOfStorage[s])
-            addBytes(m_nodeBytes[node], planned, static_cast<std::int64_t>(storage.nbytes));
+            bytesOfDevice(m_nodeBytes[node], planned) += storage.nbytes;
     }
 }
 
@@ -99,6 +107,8 @@ std::uint64_t MemoryLedger::allocationSize(std::uint64_t bytes) const
     constexpr std::uint64_t small = 512, large = 2ull << 20;
     if (bytes <= (1ull << 20))
         return (bytes + small - 1) / small * small;
+    if (bytes > UINT64_MAX - large)
+        return UINT64_MAX; // only a hostile size gets here; rounding up must not wrap to 0
     return (bytes + large - 1) / large * large;
 }
 
@@ -115,8 +125,8 @@ void MemoryLedger::move(std::uint32_t storage, int from, int to)
     m_allocated[static_cast<std::size_t>(to)] += allocated;
     ++m_count[static_cast<std::size_t>(to)];
     for (std::uint32_t node : m_nodesOfStorage[storage]) {
-        addBytes(m_nodeBytes[node], from, -static_cast<std::int64_t>(bytes));
-        addBytes(m_nodeBytes[node], to, static_cast<std::int64_t>(bytes));
+        bytesOfDevice(m_nodeBytes[node], from) -= bytes;
+        bytesOfDevice(m_nodeBytes[node], to) += bytes;
     }
     m_storageDevice[storage] = to;
 }
@@ -139,9 +149,9 @@ std::vector<DeviceLedgerLine> MemoryLedger::lines() const
     auto lineFor = [&](int index) {
         DeviceLedgerLine line;
         line.tag = m_tags[static_cast<std::size_t>(index)];
-        line.recordedBytes = m_recorded[static_cast<std::size_t>(index)];
-        line.plannedBytes = m_planned[static_cast<std::size_t>(index)];
-        line.allocatedBytes = m_allocated[static_cast<std::size_t>(index)];
+        line.recordedBytes = saturated(m_recorded[static_cast<std::size_t>(index)]);
+        line.plannedBytes = saturated(m_planned[static_cast<std::size_t>(index)]);
+        line.allocatedBytes = saturated(m_allocated[static_cast<std::size_t>(index)]);
         line.storageCount = m_count[static_cast<std::size_t>(index)];
         if (const DeviceInfo* device = m_machine.find(line.tag)) {
             line.inMachine = true;
@@ -169,7 +179,8 @@ std::uint64_t MemoryLedger::cpuStagingBytes() const
         if (m_tags[static_cast<std::size_t>(m_storageDevice[s])] != "cpu")
             largestMoved = std::max(largestMoved, m_checkpoint.storages[s].nbytes);
     auto cpu = m_tagIndex.find("cpu");
-    return largestMoved + (cpu == m_tagIndex.end() ? 0 : m_planned[static_cast<std::size_t>(cpu->second)]);
+    return saturated(WideBytes {largestMoved}
+        + (cpu == m_tagIndex.end() ? 0 : m_planned[static_cast<std::size_t>(cpu->second)]));
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> MemoryLedger::moduleBytes(std::uint32_t treeNode) const
@@ -179,7 +190,7 @@ std::vector<std::pair<std::string, std::uint64_t>> MemoryLedger::moduleBytes(std
         return bytes;
     for (const auto& [index, value] : m_nodeBytes[treeNode])
         if (value > 0)
-            bytes.emplace_back(m_tags[static_cast<std::size_t>(index)], value);
+            bytes.emplace_back(m_tags[static_cast<std::size_t>(index)], saturated(value));
     std::sort(bytes.begin(), bytes.end());
     return bytes;
 }

@@ -76,10 +76,15 @@ private:
 
     std::vector<std::string> m_tags; // interned device tags; index 0 is "(none)"
     std::unordered_map<std::string, int> m_tagIndex;
-    std::vector<std::uint64_t> m_planned, m_allocated, m_recorded, m_count;
+    // Totals are kept in 128 bits: a damaged or hostile file may claim storages of nearly 2^64
+    // bytes each, and a sum that wrapped would show a device as almost empty. Moves stay exact
+    // (subtracting what was added) and lines() reports at most 2^64 - 1.
+    __extension__ typedef unsigned __int128 WideBytes;
+    std::vector<WideBytes> m_planned, m_allocated, m_recorded;
+    std::vector<std::uint64_t> m_count;
     std::vector<int> m_storageDevice; // current device index of each storage
     // Per tree node, bytes by device index; per storage, the tree nodes that hold it.
-    std::vector<std::vector<std::pair<int, std::uint64_t>>> m_nodeBytes;
+    std::vector<std::vector<std::pair<int, WideBytes>>> m_nodeBytes;
     std::vector<std::vector<std::uint32_t>> m_nodesOfStorage;
 };
 

@@ -1,26 +1,12 @@
 #include "core/plan/placementplan.h"
 
+#include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 
 #include <algorithm>
 #include <set>
 
 namespace ckpt {
-
-namespace {
-
-std::string pythonString(const std::string& text)
-{
-    std::string out = "'";
-    for (char c : text) {
-        if (c == '\\' || c == '\'')
-            out += '\\';
-        out += c;
-    }
-    return out + "'";
-}
-
-} // namespace
 
 bool isPlausibleDeviceTag(const std::string& tag)
 {
@@ -235,13 +221,13 @@ std::string PlacementPlan::asPython(const std::string& checkpointPath) const
         std::string literal = "{";
         bool first = true;
         for (const auto& [from, to] : *mapping) {
-            literal += (first ? "" : ", ") + pythonString(from) + ": " + pythonString(to);
+            literal += (first ? "" : ", ") + pythonStringLiteral(from) + ": " + pythonStringLiteral(to);
             first = false;
         }
         literal += "}";
         return "# The plan is a pure tag-to-tag mapping: pass it as map_location.\n"
                "map_location = "
-            + literal + "\ncheckpoint = torch.load(" + pythonString(checkpointPath)
+            + literal + "\ncheckpoint = torch.load(" + pythonStringLiteral(checkpointPath)
             + ", map_location=map_location)\n";
     }
     // Per-tensor plans cannot be said with map_location (it sees a storage and its tag, never a
@@ -254,14 +240,14 @@ std::string PlacementPlan::asPython(const std::string& checkpointPath) const
         const auto planned = plannedDeviceOfTensor(t);
         if (!planned || *planned == "cpu")
             continue;
-        moves += "    " + pythonString(tensor.name) + ": " + pythonString(*planned) + ",\n";
+        moves += "    " + pythonStringLiteral(tensor.name) + ": " + pythonStringLiteral(*planned) + ",\n";
     }
     return "import torch\n\n"
            "# This plan places tensors one by one, which map_location cannot express: load on the\n"
            "# CPU, then move each tensor. Tensors that shared a storage (views, tied weights) become\n"
            "# separate copies after .to(); the remapped copy written by ckpt-inspect keeps them shared.\n"
            "checkpoint = torch.load("
-        + pythonString(checkpointPath)
+        + pythonStringLiteral(checkpointPath)
         + ", map_location='cpu')\n"
           "moves = {\n"
         + moves

@@ -1,5 +1,6 @@
 #include "core/read/checkpointbuilder.h"
 
+#include "core/base/checkedarithmetic.h"
 #include "core/model/dtype.h"
 
 #include <algorithm>
@@ -340,7 +341,17 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
             "storage " + key + " does not record its size as an integer: the persistent id is malformed");
     }
     storage.numel = numel < 0 ? 0 : static_cast<std::uint64_t>(numel);
-    storage.nbytes = storage.numel * elementSize;
+    if (auto nbytes = checkedMultiply<std::uint64_t>(storage.numel, elementSize)) {
+        storage.nbytes = *nbytes;
+    } else {
+        // A size that wrapped would "need 0 bytes" and pass every check (issue 9); it reads as
+        // the largest size instead, so nothing downstream thinks it fits.
+        storage.nbytes = UINT64_MAX;
+        m_checkpoint.addFinding(Severity::Error, "storage-size-overflow",
+            "storage " + key + " records " + formatThousands(storage.numel) + " elements of "
+                + std::to_string(elementSize)
+                + " bytes: its size in bytes overflows 64 bits, so the persistent id is damaged or hostile");
+    }
     if (locateStorageBytes)
         locateStorageBytes(storage);
     m_checkpoint.storages.push_back(std::move(storage));
@@ -424,10 +435,16 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     t.rebuildFunction = function;
     t.node = id;
 
+    // Both offsets come from the file: their sum saturates instead of overflowing (a signed
+    // overflow is undefined), and checkViews then reports the view.
+    auto offsetPlusView = [&](NodeId offsetNode, std::int64_t viewOffset) {
+        const std::int64_t offset = m_graph.isInt(offsetNode) ? m_graph.intValue(offsetNode) : 0;
+        return checkedAdd(offset, viewOffset).value_or(offset < 0 ? INT64_MIN : INT64_MAX);
+    };
     auto fillStrided = [&](bool hasRequiresGrad) {
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
-        t.storageOffset = (m_graph.isInt(arg(1)) ? m_graph.intValue(arg(1)) : 0) + viewOffset;
+        t.storageOffset = offsetPlusView(arg(1), viewOffset);
         t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
         t.stride = intList(arg(3));
         if (hasRequiresGrad)
@@ -447,7 +464,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     } else if (function == "torch._utils._rebuild_qtensor") {
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
-        t.storageOffset = (m_graph.isInt(arg(1)) ? m_graph.intValue(arg(1)) : 0) + viewOffset;
+        t.storageOffset = offsetPlusView(arg(1), viewOffset);
         t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
         t.stride = intList(arg(3));
         t.requiresGrad = boolArg(5);
@@ -1050,6 +1067,26 @@ bool CheckpointBuilder::expandInto(NodeId id, std::uint32_t treeNode, const std:
     return m_checkpoint.tensors.size() > tensorsBefore;
 }
 
+namespace {
+
+// torch prints an IntArrayRef as "[5, 3]".
+std::string intArrayText(const std::vector<std::int64_t>& values)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < values.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(values[i]);
+    return text + "]";
+}
+
+} // namespace
+
+std::string storageSizeOverflowMessage(
+    const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides)
+{
+    return "Storage size calculation overflowed with sizes=" + intArrayText(sizes)
+        + " and strides=" + intArrayText(strides);
+}
+
 void CheckpointBuilder::checkViews()
 {
     for (const TensorEntry& tensor : m_checkpoint.tensors) {
@@ -1065,29 +1102,49 @@ void CheckpointBuilder::checkViews()
                 storage.record);
             continue;
         }
-        bool empty = false;
-        std::int64_t last = *tensor.storageOffset;
-        bool negative = last < 0;
-        for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
-            if (tensor.shape[d] == 0)
-                empty = true;
-            if (tensor.shape[d] < 0 || (*tensor.stride)[d] < 0)
-                negative = true;
-            else if (tensor.shape[d] > 0)
-                last += (tensor.shape[d] - 1) * (*tensor.stride)[d];
-        }
+        bool negative = *tensor.storageOffset < 0;
+        for (std::size_t d = 0; d < tensor.shape.size(); ++d)
+            negative = negative || tensor.shape[d] < 0 || (*tensor.stride)[d] < 0;
         if (negative) {
             m_checkpoint.addFinding(Severity::Error, "negative-geometry",
                 "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record);
             continue;
         }
+        // torch's computeStorageNbytes (ATen EmptyTensor.cpp), step by step: one past the offset
+        // of the last element, every product and sum checked, an empty dimension ending the walk
+        // (torch returns 0 there, before looking at later dimensions), and a result above
+        // INT64_MAX counted as an overflow too. Unchecked, stride 2^62 over five elements wrapped
+        // to "needs 4 bytes" and the view was called fine.
+        std::optional<std::uint64_t> elements
+            = checkedAdd<std::uint64_t>(static_cast<std::uint64_t>(*tensor.storageOffset), 1);
+        bool empty = false;
+        for (std::size_t d = 0; d < tensor.shape.size() && !empty; ++d) {
+            if (tensor.shape[d] == 0) {
+                empty = true;
+                break;
+            }
+            const auto strided
+                = checkedMultiply<std::uint64_t>(static_cast<std::uint64_t>((*tensor.stride)[d]),
+                    static_cast<std::uint64_t>(tensor.shape[d] - 1));
+            elements = elements && strided ? checkedAdd(*elements, *strided) : std::nullopt;
+        }
         if (empty)
             continue;
-        const std::uint64_t neededBytes = info ? info->bytesFor(static_cast<std::uint64_t>(last) + 1)
-                                               : (static_cast<std::uint64_t>(last) + 1) * elementSize;
-        if (neededBytes > storage.nbytes) {
+        std::optional<std::uint64_t> neededBytes;
+        if (elements && info && info->valuesPerByte > 1)
+            neededBytes = *elements / info->valuesPerByte + (*elements % info->valuesPerByte != 0);
+        else if (elements)
+            neededBytes = checkedMultiply<std::uint64_t>(*elements, elementSize);
+        if (!neededBytes || *neededBytes > static_cast<std::uint64_t>(INT64_MAX)) {
+            m_checkpoint.addFinding(Severity::Error, "view-size-overflow",
+                "tensor '" + tensor.name + "' cannot be rebuilt: torch.load fails with \""
+                    + storageSizeOverflowMessage(tensor.shape, *tensor.stride) + "\"",
+                storage.record);
+            continue;
+        }
+        if (*neededBytes > storage.nbytes) {
             m_checkpoint.addFinding(Severity::Error, "view-out-of-bounds",
-                "tensor '" + tensor.name + "' views bytes up to " + formatThousands(neededBytes)
+                "tensor '" + tensor.name + "' views bytes up to " + formatThousands(*neededBytes)
                     + " of storage " + storage.key + ", which holds only " + formatThousands(storage.nbytes)
                     + " bytes: torch would read past the end of the storage",
                 storage.record);

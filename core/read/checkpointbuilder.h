@@ -10,6 +10,12 @@
 
 namespace ckpt {
 
+// torch's exact words when a tensor's geometry needs more bytes than 64 bits (or INT64_MAX) can
+// count: "Storage size calculation overflowed with sizes=[5] and strides=[4611686018427387904]"
+// (ATen's computeStorageNbytes, checked against torch 1.13 and 2.14).
+std::string storageSizeOverflowMessage(
+    const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides);
+
 // Turns the symbolic values of a pickle into the checkpoint model: storages from persistent ids,
 // tensors from every torch._utils._rebuild_* form (torch-format.md §2.3), and the tree a person
 // sees. Shared by all pickle-based formats; what differs between them (where a storage's bytes

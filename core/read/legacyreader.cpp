@@ -1,5 +1,6 @@
 // Reads the legacy stream format (torch-format.md §4.1, §4.2): magic number, protocol version,
 // sys_info, the main pickle, the sorted key list, then each storage as int64 count + raw bytes.
+#include "core/base/checkedarithmetic.h"
 #include "core/io/mappedfile.h"
 #include "core/model/dtype.h"
 #include "core/read/checkpointbuilder.h"
@@ -142,15 +143,19 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
             offset = bytes.size();
             continue;
         }
-        const std::uint64_t elementSize = storage.numel ? storage.nbytes / storage.numel
-            : dtypeByName(storage.dtype)                ? dtypeByName(storage.dtype)->elementSize
-                                                        : 1;
+        // From the dtype where it is known: nbytes / numel is wrong for a storage whose size
+        // overflowed (its nbytes saturates).
+        const auto dtype = dtypeByName(storage.dtype);
+        const std::uint64_t elementSize = dtype ? dtype->elementSize
+            : storage.numel                     ? storage.nbytes / storage.numel
+                                                : 1;
         if (*count != storage.numel) {
             checkpoint.addFinding(Severity::Error, "record-size-mismatch",
                 "storage " + storage.key + " holds " + formatThousands(*count)
                     + " elements in the file but the pickle says " + formatThousands(storage.numel)
                     + "; torch.load fails with \"storage has wrong byte size: expected "
-                    + std::to_string(storage.nbytes) + " got " + std::to_string(*count * elementSize) + "\"",
+                    + std::to_string(storage.nbytes) + " got "
+                    + std::to_string(saturatingMultiply(*count, elementSize)) + "\"",
                 storage.record, offset);
         }
         const std::uint64_t dataStart = offset + 8;

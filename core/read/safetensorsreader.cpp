@@ -1,5 +1,7 @@
 #include "core/read/safetensorsreader.h"
 
+#include "core/base/checkedarithmetic.h"
+
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -564,8 +566,8 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     if (torchDType && !overflow
         && !__builtin_mul_overflow(numel, std::uint64_t {torchDType->elementSize}, &nbytes)) {
         storage.nbytes = nbytes;
-        if (offsetsValid) {
-            storage.dataOffset = m_dataStart + *begin;
+        if (offsetsValid && checkedAdd(m_dataStart, *begin)) {
+            storage.dataOffset = *checkedAdd(m_dataStart, *begin);
             const std::uint64_t present
                 = *storage.dataOffset < m_fileSize ? m_fileSize - *storage.dataOffset : 0;
             storage.availableBytes = std::min(*end - *begin, present);

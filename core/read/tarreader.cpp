@@ -1,5 +1,6 @@
 // Reads the PyTorch 0.1.x tar layout (torch-format.md §4.3): members sys_info, pickle, tensors,
 // storages inside a POSIX tar.
+#include "core/base/checkedarithmetic.h"
 #include "core/io/mappedfile.h"
 #include "core/model/dtype.h"
 #include "core/read/checkpointbuilder.h"
@@ -136,13 +137,26 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             const std::uint64_t elementSize = info ? info->elementSize : 1;
             auto numel = readLittleEndian<std::uint64_t>(data, offset);
             storage.numel = numel.value_or(0);
-            storage.nbytes = storage.numel * elementSize;
+            // Checked like the zip format's sizes: a wrapped product would make a storage of
+            // 2^62 floats "need 0 bytes" and misplace every storage after it.
+            const std::optional<std::uint64_t> nbytes
+                = checkedMultiply<std::uint64_t>(storage.numel, elementSize);
+            if (!nbytes) {
+                checkpoint.addFinding(Severity::Error, "storage-size-overflow",
+                    "storage " + storage.key + " of the tar 'storages' member records "
+                        + formatThousands(storage.numel) + " elements of " + std::to_string(elementSize)
+                        + " bytes: its size in bytes overflows 64 bits, so the member is damaged or hostile",
+                    "storages", storages->offset + offset);
+                break;
+            }
+            storage.nbytes = *nbytes;
             storage.record = "tar member storages";
             storage.dataOffset = storages->offset + offset + 8;
             storage.availableBytes = offset + 8 <= data.size()
                 ? std::min<std::uint64_t>(storage.nbytes, data.size() - offset - 8)
                 : 0;
-            offset += 8 + storage.nbytes;
+            const std::optional<std::uint64_t> next = checkedAdd<std::uint64_t>(offset, 8);
+            offset = next ? checkedAdd(*next, storage.nbytes).value_or(UINT64_MAX) : UINT64_MAX;
             checkpoint.storages.push_back(storage);
             checkpoint.storageIndexByKey.emplace(
                 storage.key, static_cast<std::uint32_t>(checkpoint.storages.size() - 1));

@@ -98,7 +98,8 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 "record " + storage.record
                     + " holds no bytes: TorchScript saves traced example inputs as metadata only",
                 storage.record);
-        } else if (record->uncompressedSize != storage.nbytes) {
+        } else if (record->uncompressedSize != storage.nbytes && storage.nbytes != UINT64_MAX) {
+            // (UINT64_MAX: a size that overflowed, already reported as storage-size-overflow.)
             checkpoint.addFinding(
                 record->uncompressedSize < storage.nbytes ? Severity::Error : Severity::Warning,
                 "record-size-mismatch",

@@ -1,6 +1,7 @@
 // Integrity (CRC of every record, sizes, truncation and what can be salvaged, files that are not
 // checkpoints) and placement smells (mixed devices in one module, optimizer state away from its
 // parameters, TorchScript code that names a device), as findings with an explanation and a fix.
+#include "core/base/checkedarithmetic.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
@@ -253,13 +254,13 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
             continue; // never meant to hold bytes
         if (storage.bytesComplete() || storage.nbytes == 0) {
             complete.push_back(i);
-            completeBytes += storage.nbytes;
+            completeBytes = saturatingAdd(completeBytes, storage.nbytes);
         } else if (storage.availableBytes && *storage.availableBytes < storage.nbytes) {
             lost.push_back(i);
-            lostBytes += storage.nbytes;
+            lostBytes = saturatingAdd(lostBytes, storage.nbytes);
         } else {
             lost.push_back(i); // compressed or missing: not salvageable from this file either
-            lostBytes += storage.nbytes;
+            lostBytes = saturatingAdd(lostBytes, storage.nbytes);
         }
     }
     if (!truncated || checkpoint.storages.empty())

@@ -2,6 +2,7 @@
 // messages torch prints (torch-format.md §3). The texts were checked against torch 1.13 and 2.14
 // on a CPU-only machine (tests/core/tst_loadsimulation.cpp runs both).
 
+#include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/importrequirements.h"
 #include "core/triage/triage.h"
@@ -42,7 +43,7 @@ std::optional<std::string> unquoteDevice(std::string_view text)
 
 std::string quote(const std::string& text)
 {
-    return "'" + text + "'";
+    return pythonStringLiteral(text);
 }
 
 } // namespace

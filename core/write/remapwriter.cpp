@@ -1,11 +1,13 @@
 #include "core/write/remapwriter.h"
 
+#include "core/base/escaping.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/pickle/pickleemitter.h"
+#include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 
@@ -130,6 +132,28 @@ struct CrcCheck {
 
 } // namespace
 
+Status checkRewrittenGlobals(
+    const Checkpoint& input, const std::string& record, ByteView rewrittenPickle, bool torchDeviceWritten)
+{
+    std::set<std::pair<std::string, std::string>> named;
+    for (const PickleSection& section : input.pickles)
+        for (const GlobalReference& global : section.run.globals)
+            named.emplace(global.module, global.name);
+    if (torchDeviceWritten)
+        named.emplace("torch", "device");
+    PickleGraph graph;
+    const PickleRun run = PickleMachine().run(rewrittenPickle, graph);
+    if (!run.complete())
+        return makeError("refusing to write the copy: its rewritten " + printableText(record)
+            + " does not read back (" + printableText(run.error.value_or("incomplete")) + ")");
+    for (const GlobalReference& global : run.globals)
+        if (!named.count({global.module, global.name}))
+            return makeError("refusing to write the copy: its rewritten " + printableText(record)
+                + " would name the global " + printableText(global.module) + "." + printableText(global.name)
+                + ", which the input never names");
+    return std::nullopt;
+}
+
 std::string RemapResult::summary() const
 {
     std::map<std::pair<std::string, std::string>, std::size_t> moves;
@@ -172,6 +196,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     PickleEmitter emitter(graph);
     emitter.setAppendsOnly(checkpoint.format == CheckpointFormat::TorchScript);
     bool outsideDeviceChanged = false;
+    bool torchDeviceWritten = false; // a torch.device('<tag>') replacement names torch.device itself
     std::set<std::uint32_t> sectionsToRewrite;
     for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
         const StorageRecord& storage = checkpoint.storages[s];
@@ -245,6 +270,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         if (!planned || planned == tensor.device)
             continue;
         outsideDeviceChanged = true;
+        torchDeviceWritten = torchDeviceWritten || tensor.deviceArgumentIsTorchDevice;
         emitter.replaceItem(tensor.deviceArgumentTuple, tensor.deviceArgumentIndex,
             {tensor.deviceArgumentIsTorchDevice ? PickleReplacement::Kind::TorchDevice
                                                 : PickleReplacement::Kind::Text,
@@ -276,6 +302,11 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             return makeError("cannot rewrite " + pickle.record + ": " + bytes.error().message);
         rewrittenPickles.emplace(section, std::move(*bytes));
     }
+    // Before anything is written, let alone renamed: the copy names no global the input did not.
+    for (const auto& [section, bytes] : rewrittenPickles)
+        if (Status problem = checkRewrittenGlobals(checkpoint, checkpoint.pickles[section].record,
+                ByteView(bytes.data(), bytes.size()), torchDeviceWritten))
+            return *problem;
 
     // 2. The output file, next to the target.
     std::uint64_t expectedSize = checkpoint.fileSize;

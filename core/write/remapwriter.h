@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/base/bytes.h"
 #include "core/base/expected.h"
 #include "core/format/zipwriter.h"
 
@@ -37,6 +38,15 @@ struct RemapResult {
     // "moved 45 storages cuda:0 -> cpu, 48 cuda:1 -> cpu; 1.6 MiB written in 0.02 s; verified"
     std::string summary() const;
 };
+
+// The copy may name only globals the input named, byte for byte (plus torch.device where the
+// writer itself writes a torch.device tag): the writer changes device tags and nothing else, so a
+// new name means the emitter wrote something the input did not say (issue 9: a STACK_GLOBAL name
+// holding a newline came back as a GLOBAL line calling posix.system). `rewrittenPickle` is read
+// back by the same machine that read the input. writeRemappedCopy runs this on every pickle it
+// rewrites, whether or not verification is asked for, before the output is renamed.
+Status checkRewrittenGlobals(
+    const Checkpoint& input, const std::string& record, ByteView rewrittenPickle, bool torchDeviceWritten);
 
 // Writes a copy of `checkpoint` whose recorded devices are the plan's, and nothing else changed:
 // records in the input's order and names with torch.save's framing, storage records copied byte

@@ -119,9 +119,12 @@ private Q_SLOTS:
         QVERIFY(writeFile(input, "input bytes"));
         const QString target = dir.filePath(QStringLiteral("model.cpu.pt"));
 
-        auto created = AtomicOutputFile::create(target.toStdString(), input.toStdString(), 1024);
+        // The named fallback (file systems without O_TMPFILE); unnamedFileIsInvisible covers the default.
+        auto created = AtomicOutputFile::create(
+            target.toStdString(), input.toStdString(), 1024, TemporaryFileKind::LockedPartial);
         QVERIFY2(created, qPrintable(errorOf(created)));
         AtomicOutputFile& file = **created;
+        QCOMPARE(file.kind(), TemporaryFileKind::LockedPartial);
         QVERIFY(file.fd() >= 0);
         QCOMPARE(file.targetPath(), target.toStdString());
         const QString temporary = QString::fromStdString(file.temporaryPath());
@@ -407,6 +410,91 @@ private Q_SLOTS:
         QVERIFY(!(*created)->commit());
         QCOMPARE(static_cast<std::uint64_t>(QFileInfo(target).size()), writer.bytesWritten());
         QVERIFY(readAll(target).startsWith("PK\x03\x04"));
+    }
+
+    // Issue 9: a save killed with SIGKILL left its ".partial" file (as large as the output) for
+    // ever. The default is an unnamed file that only gets a name at commit.
+    void unnamedFileIsInvisible()
+    {
+        QTemporaryDir dir;
+        const QString target = dir.filePath(QStringLiteral("unnamed.pt"));
+        auto created = AtomicOutputFile::create(target.toStdString(), {}, 0);
+        QVERIFY2(created, qPrintable(errorOf(created)));
+        if ((*created)->kind() != TemporaryFileKind::Unnamed)
+            QSKIP("this file system has no O_TMPFILE; the named fallback is tested below");
+        QVERIFY(writeAll((*created)->fd(), "unnamed bytes"));
+        QVERIFY(folderContents(dir.path()).isEmpty());
+        // Readable by path before the commit (the remap writer verifies the copy that way).
+        QCOMPARE(readAll(QString::fromStdString((*created)->temporaryPath())), QByteArray("unnamed bytes"));
+        QVERIFY(!(*created)->commit());
+        QCOMPARE(readAll(target), QByteArray("unnamed bytes"));
+        QCOMPARE(folderContents(dir.path()), QStringList {QStringLiteral("unnamed.pt")});
+
+        // Over an existing target: replaced in one step, nothing else left.
+        auto again = AtomicOutputFile::create(target.toStdString(), {}, 0);
+        QVERIFY(again);
+        QVERIFY(writeAll((*again)->fd(), "second"));
+        QCOMPARE(readAll(target), QByteArray("unnamed bytes"));
+        QVERIFY(!(*again)->commit());
+        QCOMPARE(readAll(target), QByteArray("second"));
+        QCOMPARE(folderContents(dir.path()), QStringList {QStringLiteral("unnamed.pt")});
+    }
+
+    void killedWriterLeavesNothing_data()
+    {
+        QTest::addColumn<bool>("unnamed");
+        QTest::newRow("unnamed file") << true;
+        QTest::newRow("locked .partial fallback") << false;
+    }
+    void killedWriterLeavesNothing()
+    {
+        QFETCH(bool, unnamed);
+        QTemporaryDir dir;
+        const std::string target = dir.filePath(QStringLiteral("killed.pt")).toStdString();
+        const TemporaryFileKind kind
+            = unnamed ? TemporaryFileKind::Unnamed : TemporaryFileKind::LockedPartial;
+        // A writer that another process holds open, alive, for the whole test: its file must survive.
+        auto alive = AtomicOutputFile::create(target, {}, 0, TemporaryFileKind::LockedPartial);
+        QVERIFY(alive);
+        QVERIFY(writeAll((*alive)->fd(), "alive"));
+
+        const pid_t pid = ::fork();
+        QVERIFY(pid >= 0);
+        if (pid == 0) {
+            auto created = AtomicOutputFile::create(target, {}, 0, kind);
+            if (created) {
+                const QByteArray chunk(1 << 20, 'k');
+                for (int i = 0; i < 4; ++i)
+                    writeAll((*created)->fd(), chunk);
+            }
+            ::raise(SIGKILL); // no destructor, no cleanup: what the OOM killer does
+            ::_exit(3);
+        }
+        int wstatus = 0;
+        QCOMPARE(::waitpid(pid, &wstatus, 0), pid);
+        QVERIFY(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+
+        const QString aliveName = QFileInfo(QString::fromStdString((*alive)->temporaryPath())).fileName();
+        QStringList left = folderContents(dir.path());
+        left.removeAll(aliveName);
+        if (unnamed) {
+            // The kernel freed the killed writer's file: it never had a name.
+            QVERIFY2(left.isEmpty(), qPrintable(left.join(u' ')));
+        } else {
+            // The fallback leaves its file, unlocked now; the next writer in the folder removes it.
+            QCOMPARE(left.size(), 1);
+            QVERIFY(left.front().endsWith(QLatin1String(".partial")));
+            auto next = AtomicOutputFile::create(target, {}, 0, TemporaryFileKind::LockedPartial);
+            QVERIFY(next);
+            QStringList after = folderContents(dir.path());
+            after.removeAll(aliveName);
+            after.removeAll(QFileInfo(QString::fromStdString((*next)->temporaryPath())).fileName());
+            QVERIFY2(after.isEmpty(), qPrintable(after.join(u' ')));
+        }
+        // The live writer's file is untouched and still commits.
+        QVERIFY(folderContents(dir.path()).contains(aliveName));
+        QVERIFY(!(*alive)->commit());
+        QCOMPARE(readAll(QString::fromStdString(target)), QByteArray("alive"));
     }
 };
 

@@ -138,6 +138,148 @@ private Q_SLOTS:
             QCOMPARE(restored, before);
         }
     }
+
+    // Issue 9: the emitter recursed once per nesting level and overflowed a 2 MiB stack at about
+    // 20,000 nested tuples (before that it refused past 20,000 levels). Values nest as deep as
+    // the machine reads them; the writer must keep its own stack.
+    void deepNestingIsWrittenWithoutRecursion()
+    {
+        constexpr int kDepth = 250'000;
+        PickleGraph graph;
+        NodeId value = graph.addScalar(NodeKind::Int, 7);
+        const NodeId cls = graph.addGlobal("collections", "OrderedDict");
+        for (int level = 0; level < kDepth; ++level) {
+            switch (level % 4) {
+            case 0:
+                value = graph.addTuple(&value, 1);
+                break;
+            case 1: {
+                const NodeId list = graph.addContainer(NodeKind::List);
+                graph.ensureBody(list).items.push_back(value);
+                value = list;
+                break;
+            }
+            case 2: {
+                const NodeId dict = graph.addContainer(NodeKind::Dict);
+                const NodeId key = graph.addText(NodeKind::String, "k");
+                graph.ensureBody(dict).dictItems = {key, value};
+                value = dict;
+                break;
+            }
+            default: {
+                const NodeId args = graph.addTuple(&value, 1);
+                value = graph.addCall(NodeKind::Call, cls, args);
+                break;
+            }
+            }
+        }
+        const auto emitted = PickleEmitter(graph).emit(value, 2);
+        QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+
+        PickleGraph again;
+        const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+        QVERIFY2(rerun.complete(), rerun.error.value_or("").c_str());
+        // Walk back down (iteratively): the same kinds at every level, and the 7 at the bottom.
+        NodeId node = rerun.root;
+        for (int level = kDepth - 1; level >= 0; --level) {
+            switch (level % 4) {
+            case 0:
+                QCOMPARE(again.kind(node), NodeKind::Tuple);
+                node = again.tupleItem(node, 0);
+                break;
+            case 1:
+                QCOMPARE(again.kind(node), NodeKind::List);
+                node = again.bodyOf(node)->items.at(0);
+                break;
+            case 2:
+                QCOMPARE(again.kind(node), NodeKind::Dict);
+                node = again.bodyOf(node)->dictItems.at(1);
+                break;
+            default:
+                QCOMPARE(again.kind(node), NodeKind::Call);
+                QCOMPARE(again.calleeName(node), std::string("collections.OrderedDict"));
+                node = again.tupleItem(again.arguments(node), 0);
+                break;
+            }
+        }
+        QCOMPARE(again.kind(node), NodeKind::Int);
+        QCOMPARE(again.intValue(node), std::int64_t(7));
+    }
+
+    // Issue 9: a global name a text GLOBAL line cannot carry (a line break, any control
+    // character) is written as STACK_GLOBAL and reads back byte for byte; one that is not UTF-8
+    // cannot be written by any opcode and is refused. Plain names keep the GLOBAL line.
+    void globalNamesAreWrittenFaithfully_data()
+    {
+        QTest::addColumn<QByteArray>("module");
+        QTest::addColumn<QByteArray>("name");
+        QTest::addColumn<bool>("textLine");
+        QTest::newRow("plain") << QByteArray("torch") << QByteArray("device") << true;
+        QTest::newRow("non-ASCII letters") << QByteArray("caf\xc3\xa9") << QByteArray("Cr\xc3\xa8me") << true;
+        QTest::newRow("newline in the name")
+            << QByteArray("posix") << QByteArray("system\n(Vtouch /tmp/ckpt-inspector-hostile-marker\ntR0V")
+            << false;
+        QTest::newRow("newline in the module") << QByteArray("torch\nposix") << QByteArray("system") << false;
+        QTest::newRow("carriage return") << QByteArray("collections\r") << QByteArray("OrderedDict") << false;
+        QTest::newRow("escape") << QByteArray("os\x1b[8m") << QByteArray("system") << false;
+        QTest::newRow("NUL") << QByteArray("os\0", 3) << QByteArray("system") << false;
+    }
+    void globalNamesAreWrittenFaithfully()
+    {
+        QFETCH(QByteArray, module);
+        QFETCH(QByteArray, name);
+        QFETCH(bool, textLine);
+        PickleGraph graph;
+        const NodeId global = graph.addGlobal(module.toStdString(), name.toStdString());
+        const auto emitted = PickleEmitter(graph).emit(global, 2);
+        QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+        const std::string bytes(emitted->begin(), emitted->end());
+        QCOMPARE(bytes[2] == 'c', textLine);
+        PickleGraph again;
+        const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+        QVERIFY2(rerun.complete(), rerun.error.value_or("").c_str());
+        QCOMPARE(rerun.globals.size(), std::size_t(1));
+        QCOMPARE(QByteArray::fromStdString(rerun.globals[0].module), module);
+        QCOMPARE(QByteArray::fromStdString(rerun.globals[0].name), name);
+        QCOMPARE(rerun.opcodesSeen.test(0x93), !textLine);
+    }
+
+    void globalThatIsNotUtf8IsRefused()
+    {
+        PickleGraph graph;
+        const NodeId global = graph.addGlobal("collections\xff", "OrderedDict");
+        const auto emitted = PickleEmitter(graph).emit(global, 2);
+        QVERIFY(!emitted.hasValue());
+        QVERIFY2(
+            emitted.error().message.find("not UTF-8") != std::string::npos, emitted.error().message.c_str());
+        QVERIFY2(emitted.error().message.find("\\xff") != std::string::npos, emitted.error().message.c_str());
+    }
+
+    // Without recursion the writer must still stop on a cycle the memo cannot break (it would grow
+    // its work list for ever), and must not mistake a scalar referenced many times for one.
+    void cyclesStopAndSharedScalarsDoNot()
+    {
+        PickleGraph graph;
+        const NodeId frozen = graph.addContainer(NodeKind::FrozenSet);
+        const NodeId list = graph.addContainer(NodeKind::List);
+        graph.ensureBody(frozen).items.push_back(list);
+        graph.ensureBody(list).items.push_back(frozen);
+        const auto cyclic = PickleEmitter(graph).emit(frozen, 2);
+        QVERIFY(!cyclic.hasValue());
+        QVERIFY2(cyclic.error().message.find("refer to themselves") != std::string::npos,
+            cyclic.error().message.c_str());
+
+        PickleGraph shared;
+        const NodeId one = shared.addScalar(NodeKind::Int, 1);
+        const NodeId many = shared.addContainer(NodeKind::List);
+        shared.ensureBody(many).items.assign(100'000, one);
+        const auto emitted = PickleEmitter(shared).emit(many, 2);
+        QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+        PickleGraph again;
+        const PickleRun rerun = PickleMachine().run(ByteView(*emitted), again);
+        QVERIFY(rerun.complete());
+        QCOMPARE(again.bodyOf(rerun.root)->items.size(), std::size_t(100'000));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestPickleEmitter)

@@ -2,6 +2,7 @@
 // storage's other tensors along, later rules win, the plan exports as map_location when it can,
 // and a cancelled or refused write leaves nothing behind. Whether torch loads the result is
 // checked by tests/cli/tst_remap.cpp with real torch.
+#include "core/pickle/pickleemitter.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/write/remapwriter.h"
@@ -12,9 +13,26 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <set>
+
 using namespace ckpt;
 
 namespace {
+
+Checkpoint malformed(const char* name)
+{
+    // Built opcode by opcode by tests/data/malformed/make_hostile_names.py; never unpickled.
+    return readCheckpoint(std::string(CKPT_SOURCE_DIR "/tests/data/malformed/") + name);
+}
+
+std::set<std::pair<std::string, std::string>> globalsOf(const Checkpoint& checkpoint)
+{
+    std::set<std::pair<std::string, std::string>> names;
+    for (const PickleSection& section : checkpoint.pickles)
+        for (const GlobalReference& global : section.run.globals)
+            names.emplace(global.module, global.name);
+    return names;
+}
 
 Checkpoint fixture(const char* name)
 {
@@ -216,6 +234,110 @@ private Q_SLOTS:
         QVERIFY(QString::fromStdString(result.error().message).contains(QStringLiteral("input")));
         QVERIFY(original.open(QIODevice::ReadOnly));
         QVERIFY(original.readAll() == before);
+    }
+
+    // Issue 9: a STACK_GLOBAL whose name holds a newline was re-emitted as a text GLOBAL line,
+    // and the copy of a file torch refuses called posix.system, "verified".
+    void stackGlobalWithNewlineStaysAStackGlobal()
+    {
+        const Checkpoint input = malformed("stack_global_newline.pt");
+        QVERIFY(!input.hasErrors());
+        PlacementPlan plan(input);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "cuda:1=cpu"));
+        QTemporaryDir dir;
+        const QString output = dir.filePath(QStringLiteral("copy.pt"));
+        const auto result = writeRemappedCopy(input, plan, output.toStdString());
+        QVERIFY2(result.hasValue(), result.hasValue() ? "" : result.error().message.c_str());
+        QVERIFY(result->verified);
+        QCOMPARE(result->recordsRewritten, std::uint64_t(1));
+        const Checkpoint copy = readCheckpoint(output.toStdString());
+        QCOMPARE(copy.storages.at(0).device.value_or(""), std::string("cpu"));
+        QCOMPARE(globalsOf(copy), globalsOf(input));
+        QVERIFY(!globalsOf(copy).count({"posix", "system"}));
+        QFile file(output);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QVERIFY(!file.readAll().contains("cposix\nsystem\n"));
+        QVERIFY(!QFile::exists(QStringLiteral("/tmp/ckpt-inspector-hostile-marker")));
+    }
+
+    // The writer's own check: the copy names only globals the input named, byte for byte. Fed
+    // the data.pkl a writer that made the name a GLOBAL line wrote, it refuses and names the call.
+    void copyMayNameOnlyTheInputsGlobals()
+    {
+        const Checkpoint input = malformed("stack_global_newline.pt");
+        QFile naive(
+            QStringLiteral(CKPT_SOURCE_DIR "/tests/data/malformed/stack_global_newline.naive-copy.pkl"));
+        QVERIFY(naive.open(QIODevice::ReadOnly));
+        const QByteArray bytes = naive.readAll();
+        const ByteView view(
+            reinterpret_cast<const std::uint8_t*>(bytes.constData()), static_cast<std::size_t>(bytes.size()));
+        const Status refused = checkRewrittenGlobals(input, "stack_global_newline/data.pkl", view, false);
+        QVERIFY(refused);
+        QVERIFY2(refused->message.find("posix.system") != std::string::npos, refused->message.c_str());
+        QVERIFY2(refused->message.find("never names") != std::string::npos, refused->message.c_str());
+
+        // What the emitter writes now passes; so does torch.device only where the writer wrote it.
+        PickleEmitter emitter(input.graph);
+        const auto emitted = emitter.emit(input.pickles.front().run.root, input.pickles.front().run.protocol);
+        QVERIFY(emitted.hasValue());
+        QVERIFY(!checkRewrittenGlobals(input, "data.pkl", ByteView(*emitted), false));
+        const std::string device("\x80\x02"
+                                 "ctorch\ndevice\n"
+                                 "X\x03\x00\x00\x00"
+                                 "cpu\x85R.",
+            27);
+        const ByteView deviceView(reinterpret_cast<const std::uint8_t*>(device.data()), device.size());
+        QVERIFY(checkRewrittenGlobals(input, "data.pkl", deviceView, false));
+        QVERIFY(!checkRewrittenGlobals(input, "data.pkl", deviceView, true));
+    }
+
+    void globalWithCarriageReturnIsCopiedExactly()
+    {
+        const Checkpoint input = malformed("global_carriage_return.pt");
+        QVERIFY(globalsOf(input).count({"collections\r", "OrderedDict"}));
+        PlacementPlan plan(input);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "cuda:1=cpu"));
+        QTemporaryDir dir;
+        const QString output = dir.filePath(QStringLiteral("copy.pt"));
+        const auto result = writeRemappedCopy(input, plan, output.toStdString());
+        QVERIFY2(result.hasValue(), result.hasValue() ? "" : result.error().message.c_str());
+        QCOMPARE(globalsOf(readCheckpoint(output.toStdString())), globalsOf(input));
+    }
+
+    void globalThatIsNotUtf8IsNotRewritten()
+    {
+        const Checkpoint input = malformed("global_not_utf8.pt");
+        PlacementPlan plan(input);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "cuda:1=cpu"));
+        QTemporaryDir dir;
+        const QString output = dir.filePath(QStringLiteral("copy.pt"));
+        const auto result = writeRemappedCopy(input, plan, output.toStdString());
+        QVERIFY(!result.hasValue());
+        QVERIFY2(
+            result.error().message.find("not UTF-8") != std::string::npos, result.error().message.c_str());
+        QVERIFY(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).isEmpty());
+    }
+
+    // Issue 9: geometry whose byte size overflows was called fine and remapped, "verified".
+    void overflowingSizesAreNotCopied_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::newRow("stride 2^62") << QStringLiteral("stride_overflow.pt");
+        QTest::newRow("numel 2^62") << QStringLiteral("numel_overflow.pt");
+    }
+    void overflowingSizesAreNotCopied()
+    {
+        QFETCH(QString, file);
+        const Checkpoint input = malformed(file.toUtf8().constData());
+        QVERIFY(input.hasErrors());
+        PlacementPlan plan(input);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "*=cuda:0"));
+        QTemporaryDir dir;
+        const auto result
+            = writeRemappedCopy(input, plan, dir.filePath(QStringLiteral("copy.pt")).toStdString());
+        QVERIFY(!result.hasValue());
+        QVERIFY2(
+            result.error().message.find("overflow") != std::string::npos, result.error().message.c_str());
     }
 };
 
