@@ -7,11 +7,14 @@
 #include "core/plan/autoplacement.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
+#include "core/write/extractwriter.h"
 #include "core/write/remapwriter.h"
+#include "core/write/safetensorswriter.h"
 #include "detailspane.h"
 #include "devicepanel.h"
 #include "findingspanel.h"
 #include "memorychartwidget.h"
+#include "safetybanner.h"
 #include "targetdialog.h"
 #include "tensorfilterproxymodel.h"
 #include "tensortreemodel.h"
@@ -218,6 +221,8 @@ void MainWindow::createWidgets()
     auto* treeLayout = new QVBoxLayout(treeSide);
     treeLayout->setContentsMargins(0, 0, 0, 0);
     treeLayout->setSpacing(4);
+    m_safetyBanner = new SafetyBanner(treeSide);
+    treeLayout->addWidget(m_safetyBanner);
     treeLayout->addWidget(m_filterEdit);
     treeLayout->addWidget(m_treeView, 1);
     // The colour legend of the tree: one swatch per device of the target and of the file.
@@ -292,6 +297,13 @@ void MainWindow::createActions()
     m_saveAction->setStatusTip(
         tr("Write a copy whose recorded devices are the planned ones (never over the input)"));
     connect(m_saveAction, &QAction::triggered, this, [this] { chooseSaveTarget(); });
+
+    m_exportWeightsAction = new QAction(tr("E&xport Weights…"), this);
+    m_exportWeightsAction->setObjectName(QStringLiteral("actionExportWeights"));
+    m_exportWeightsAction->setStatusTip(
+        tr("A plain state_dict (.pt) that torch.load(weights_only=True) opens, or "
+           "safetensors, with nothing of the file executed"));
+    connect(m_exportWeightsAction, &QAction::triggered, this, &MainWindow::chooseExportWeightsTarget);
 
     m_exportMapLocationAction = new QAction(tr("Export Plan as &map_location…"), this);
     m_exportMapLocationAction->setObjectName(QStringLiteral("actionExportMapLocation"));
@@ -387,6 +399,7 @@ void MainWindow::createMenus()
     rebuildRecentMenu();
     fileMenu->addSeparator();
     fileMenu->addAction(m_saveAction);
+    fileMenu->addAction(m_exportWeightsAction);
     fileMenu->addAction(m_exportMapLocationAction);
     fileMenu->addAction(m_exportDeviceMapAction);
     fileMenu->addSeparator();
@@ -662,7 +675,11 @@ void MainWindow::finishOpening(quint64 generation, std::shared_ptr<Checkpoint> c
                                        : errors.join(QLatin1Char('\n'));
         else if (!errors.isEmpty())
             message += QLatin1Char('\n') + errors.join(QLatin1Char('\n'));
-        const QString text = tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message);
+        QString text = tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message);
+        // A plain pickle is rated like a checkpoint: say first whether it would run code.
+        if (const SafetyVerdict safety = ratePickleSafety(*checkpoint);
+            safety.rating != PickleSafety::NoPickle)
+            text = tr("Safety: %1\n\n").arg(fromStd(safety.headline)) + text;
         m_currentFile = m_document ? m_document->filePath() : QString();
         m_currentFileLabel->setText(QDir::toNativeSeparators(m_currentFile));
         if (!m_document)
@@ -734,6 +751,7 @@ void MainWindow::showDocument(std::shared_ptr<Checkpoint> checkpoint)
     updateStatusSummary();
     updateActions();
     m_findingsPanel->clear();
+    m_safetyBanner->setChecking();
     startTriage();
 }
 
@@ -759,6 +777,7 @@ void MainWindow::startTriage()
             m_triageRunning = false;
             const std::shared_ptr<TriageReport> report = watcher->result();
             m_findingsPanel->setReport(*report, checkpoint, targetName);
+            m_safetyBanner->setVerdict(report->safety);
             if (m_treeModel)
                 m_treeModel->setFindings(report->findings);
             Q_EMIT triageFinished();
@@ -934,6 +953,79 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
         options.progress
             = [job](std::uint64_t done, std::uint64_t total) { return job->progressCallback(done, total); };
         return std::make_shared<Expected<RemapResult>>(writeRemappedCopy(*checkpoint, *plan, out, options));
+    }));
+}
+
+void MainWindow::chooseExportWeightsTarget()
+{
+    if (!m_document)
+        return;
+    const QFileInfo input(m_document->filePath());
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Weights"),
+        input.dir().filePath(input.completeBaseName() + QStringLiteral("-weights.pt")),
+        tr("state_dict for torch.load(weights_only=True) (*.pt);;safetensors (*.safetensors);;All files "
+           "(*)"));
+    if (!path.isEmpty())
+        exportWeightsTo(path);
+}
+
+void MainWindow::exportWeightsTo(const QString& path)
+{
+    if (!m_document || isBusy()) {
+        const QString message
+            = !m_document ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
+        showError(tr("Cannot Export"), message);
+        Q_EMIT exportFinished(false, message);
+        return;
+    }
+    const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
+    const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
+    const auto job = startProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+    using Result = std::shared_ptr<Expected<std::string>>; // the summary
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, path] {
+        watcher->deleteLater();
+        stopProgress();
+        const Result result = watcher->result();
+        if (!*result) {
+            const QString message = fromStd(result->error().message);
+            showError(tr("Weights Not Exported"), message);
+            Q_EMIT exportFinished(false, message);
+            return;
+        }
+        const QString summary = fromStd(**result);
+        showTransientMessage(tr("Exported %1: %2").arg(QFileInfo(path).fileName(), summary));
+        showInformation(tr("Weights Exported"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), summary));
+        Q_EMIT exportFinished(true, summary);
+    });
+    watcher->setFuture(QtConcurrent::run([checkpoint, plan, out = path.toStdString(), job]() -> Result {
+        const auto progress
+            = [job](std::uint64_t done, std::uint64_t total) { return job->progressCallback(done, total); };
+        if (out.ends_with(".safetensors")) {
+            auto selection = selectStateDict(*checkpoint, {});
+            if (!selection)
+                return std::make_shared<Expected<std::string>>(selection.error());
+            std::vector<SafetensorsSource> sources;
+            for (const SelectedTensor& tensor : selection->tensors)
+                sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
+            SafetensorsOptions options;
+            options.progress = progress;
+            auto written = writeSafetensors(sources, out, options);
+            if (!written)
+                return std::make_shared<Expected<std::string>>(written.error());
+            return std::make_shared<Expected<std::string>>(written->summary());
+        }
+        ExtractOptions options;
+        options.progress = progress;
+        auto written = writeExtractedStateDict(*checkpoint, *plan, out, options);
+        if (!written)
+            return std::make_shared<Expected<std::string>>(written.error());
+        std::string summary = written->summary();
+        if (!written->globalsNotCarried.empty())
+            summary += "; classes left behind:";
+        for (const std::string& name : written->globalsNotCarried)
+            summary += " " + name;
+        return std::make_shared<Expected<std::string>>(summary);
     }));
 }
 
@@ -1272,6 +1364,7 @@ void MainWindow::updateActions()
     const bool open = m_document != nullptr;
     const bool idle = !isBusy();
     m_saveAction->setEnabled(open && idle);
+    m_exportWeightsAction->setEnabled(open && idle);
     m_exportMapLocationAction->setEnabled(open);
     m_exportDeviceMapAction->setEnabled(open);
     m_closeAction->setEnabled(open);

@@ -34,6 +34,7 @@ class CheckpointDocument;
 class DetailsPane;
 class DevicePanel;
 class FindingsPanel;
+class SafetyBanner;
 class MemoryChartWidget;
 class TensorFilterProxyModel;
 class TensorTreeModel;
@@ -66,6 +67,10 @@ public:
     // What File > Save remapped copy… does once the file dialog has a path: writes off the GUI
     // thread; saveFinished() follows.
     void saveRemappedCopyTo(const QString& path);
+    // What File > Export Weights… does once the file dialog has a path: a plain state_dict (.pt,
+    // storages on the plan's devices) or safetensors (.safetensors) of the open checkpoint's
+    // tensors, written off the GUI thread; exportFinished() follows.
+    void exportWeightsTo(const QString& path);
     // What File > Export plan… do once the file dialog has a path. False (and errorShown) on failure.
     bool exportMapLocationTo(const QString& path);
     bool exportDeviceMapTo(const QString& path);
@@ -83,6 +88,7 @@ public:
     DevicePanel* devicePanel() const { return m_devicePanel; }
     DetailsPane* detailsPane() const { return m_detailsPane; }
     FindingsPanel* findingsPanel() const { return m_findingsPanel; }
+    SafetyBanner* safetyBanner() const { return m_safetyBanner; }
     QDockWidget* findingsDock() const { return m_findingsDock; }
     bool isTriageRunning() const { return m_triageRunning; }
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
@@ -93,6 +99,7 @@ Q_SIGNALS:
     void openFailed(const QString& message); // nothing could be shown
     void errorShown(const QString& message);
     void saveFinished(bool ok, const QString& message);
+    void exportFinished(bool ok, const QString& message);
     // The Findings panel and the tree's badges show the triage of the open checkpoint against the
     // current target (after an open and after every change of target).
     void triageFinished();
@@ -120,6 +127,7 @@ private:
     bool maybeKeepChanges(std::function<void()> then);
 
     void chooseSaveTarget(std::function<void()> then = {});
+    void chooseExportWeightsTarget();
     void chooseMapLocationTarget();
     void chooseDeviceMapTarget();
 
@@ -186,6 +194,7 @@ private:
     QUndoView* m_undoView = nullptr;
     QDockWidget* m_findingsDock = nullptr;
     FindingsPanel* m_findingsPanel = nullptr;
+    SafetyBanner* m_safetyBanner = nullptr; // the safety verdict, above the tree
     QUndoGroup* m_undoGroup = nullptr;
     QLabel* m_currentFileLabel = nullptr;
     QLabel* m_summaryLabel = nullptr;
@@ -195,6 +204,7 @@ private:
     QAction* m_openAction = nullptr;
     QMenu* m_recentMenu = nullptr;
     QAction* m_saveAction = nullptr;
+    QAction* m_exportWeightsAction = nullptr;
     QAction* m_exportMapLocationAction = nullptr;
     QAction* m_exportDeviceMapAction = nullptr;
     QAction* m_closeAction = nullptr;

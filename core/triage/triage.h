@@ -3,6 +3,7 @@
 #include "core/base/expected.h"
 #include "core/base/finding.h"
 #include "core/devices/deviceinventory.h"
+#include "core/triage/pickleverdict.h"
 
 #include <cstdint>
 #include <map>
@@ -103,7 +104,10 @@ struct TriageReport {
     std::vector<Finding> findings; // every check's findings, most severe first
     std::vector<LoadSimulation> loadSimulations; // one per torch generation
     WeightsOnlyVerdict weightsOnly;
-    int exitCode() const; // 0 clean, 1 warnings, 2 errors (3 "could not read" is decided by the caller)
+    SafetyVerdict safety; // every pickle a loader could run, rated allowlist-first (pickleverdict.h)
+    // 0 clean, 1 warnings, 2 errors, 4 dangerous or cannot verify (before all others: loading it may
+    // run code); 3 "could not read" is decided by the caller.
+    int exitCode() const;
 };
 
 // The load simulation alone (also used by the desktop app when the target or map_location changes).
@@ -119,6 +123,9 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
 // device) and the two above, as findings.
 std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint);
 std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
+// Globals under a module path that another library version keeps elsewhere (numpy._core vs
+// numpy.core, pytorch_lightning vs lightning.pytorch), with the remap --rename-global that fixes it.
+std::vector<Finding> checkKnownGlobalMoves(const Checkpoint& checkpoint);
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
 
 } // namespace ckpt
