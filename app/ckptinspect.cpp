@@ -120,11 +120,14 @@ commands:
   remap FILE --print-map-location [--map ...] [--tensor ...] [--module ...]
                        prints the plan as a map_location dict, or as a Python snippet when
                        it cannot be said as one, instead of writing a copy
-  check FILE [--target SPEC|NAME] [--map-location ML] [--values] [--json]
+  check FILE [--target SPEC|NAME] [--map-location ML] [--importable MODULE]... [--values] [--json]
                        triage: integrity (CRC of every record, truncation and what can be
                        salvaged), placement smells, what torch.load would do on the target
                        (torch 1.13 and 2.6+) and the weights_only verdict; ML is none, cpu,
-                       cuda:1, cuda:1=cuda:0,... or a Python dict literal; --values adds
+                       cuda:1, cuda:1=cuda:0,... or a Python dict literal; --importable says
+                       a Python package (or __main__ for the saving script's classes) is
+                       importable where torch.load runs (the standard library, torch and
+                       numpy are assumed); --values adds
                        each tensor's NaN/Inf/zero counts, range, mean, std and histogram
                        (through libtorch); exit 0 clean, 1 warnings, 2 errors, 3 could not
                        read, 4 dangerous or cannot verify (loading it may run code)
@@ -1037,6 +1040,11 @@ int runCheck(const std::vector<std::string>& args)
             if (!v)
                 return 64;
             mapLocationText = *v;
+        } else if (arg == "--importable") {
+            auto v = value();
+            if (!v)
+                return 64;
+            options.importableModules.push_back(*v);
         } else if (arg == "--values") {
             options.values = true;
         } else if (arg == "--json") {
@@ -1114,6 +1122,8 @@ int runCheck(const std::vector<std::string>& args)
             writer.member("loads", simulation.loads);
             writer.key("error");
             simulation.error.empty() ? writer.null() : writer.value(simulation.error);
+            writer.key("error_type");
+            simulation.errorType.empty() ? writer.null() : writer.value(simulation.errorType);
             writer.key("storages").beginArray();
             for (const ckpt::StorageLoadOutcome& outcome : simulation.storages) {
                 writer.beginObject();
@@ -1197,7 +1207,12 @@ int runCheck(const std::vector<std::string>& args)
         for (const ckpt::LoadSimulation& simulation : report.loadSimulations) {
             std::cout << "  " << ckpt::torchGenerationName(simulation.generation)
                       << (simulation.weightsOnly ? " (weights_only=True)" : " (weights_only=False)") << ": "
-                      << (simulation.loads ? "loads" : "fails: " + shown(simulation.error)) << "\n";
+                      << (simulation.loads ? "loads"
+                                           : "fails: "
+                                     + shown((simulation.errorType.empty() ? std::string()
+                                                                           : simulation.errorType + ": ")
+                                         + simulation.error))
+                      << "\n";
             const std::string common = commonOutcome(simulation);
             if (!common.empty())
                 std::cout << "    most storages: " << shown(common) << "\n";

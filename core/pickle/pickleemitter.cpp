@@ -22,10 +22,11 @@ class Writer {
 public:
     Writer(const PickleGraph& graph,
         const std::map<std::pair<NodeId, std::uint32_t>, PickleReplacement>& items,
-        const std::map<NodeId, PickleReplacement>& nodes)
+        const std::map<NodeId, PickleReplacement>& nodes, bool appendsOnly)
         : m_graph(graph)
         , m_itemReplacements(items)
         , m_nodeReplacements(nodes)
+        , m_appendsOnly(appendsOnly)
     { }
 
     ByteBuffer run(NodeId root, int protocol)
@@ -317,7 +318,7 @@ private:
             const bool isSet = m_graph.kind(id) == NodeKind::Set;
             const std::size_t end = std::min(body->items.size(), position + kBatch);
             pushStep(Step::Kind::Body, id, 0, static_cast<std::uint32_t>(end));
-            if (!isSet && end - position == 1) {
+            if (!isSet && end - position == 1 && !m_appendsOnly) {
                 pushByte('a'); // APPEND
                 pushValue(body->items[position]);
                 return;
@@ -581,6 +582,7 @@ private:
     const PickleGraph& m_graph;
     const std::map<std::pair<NodeId, std::uint32_t>, PickleReplacement>& m_itemReplacements;
     const std::map<NodeId, PickleReplacement>& m_nodeReplacements;
+    bool m_appendsOnly = false;
     std::unordered_map<NodeId, std::uint32_t> m_references;
     std::unordered_map<NodeId, std::uint32_t> m_memo;
     std::unordered_set<NodeId> m_inProgress;
@@ -608,7 +610,7 @@ void PickleEmitter::replaceNode(NodeId node, PickleReplacement replacement)
 Expected<ByteBuffer> PickleEmitter::emit(NodeId root, int protocol) const
 {
     try {
-        return Writer(m_graph, m_itemReplacements, m_nodeReplacements).run(root, protocol);
+        return Writer(m_graph, m_itemReplacements, m_nodeReplacements, m_appendsOnly).run(root, protocol);
     } catch (const Failure& failure) {
         return makeError(failure.message);
     } catch (const std::bad_alloc&) {

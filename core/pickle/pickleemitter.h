@@ -44,10 +44,15 @@ public:
     // Replaces every occurrence of `node`.
     void replaceNode(NodeId node, PickleReplacement replacement);
 
+    // TorchScript's C++ unpickler knows APPENDS but not APPEND: write one-item lists as
+    // MARK item APPENDS too (as torch.jit.save's pickler does).
+    void setAppendsOnly(bool appendsOnly) { m_appendsOnly = appendsOnly; }
+
     // A complete pickle: PROTO max(2, protocol), the value, STOP.
     Expected<ByteBuffer> emit(NodeId root, int protocol) const;
 
 private:
+    bool m_appendsOnly = false;
     const PickleGraph& m_graph;
     std::map<std::pair<NodeId, std::uint32_t>, PickleReplacement> m_itemReplacements;
     std::map<NodeId, PickleReplacement> m_nodeReplacements;

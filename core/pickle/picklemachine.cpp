@@ -304,6 +304,12 @@ private:
     // ---- values ----
     void pushText(NodeKind kind, std::string_view text, std::uint8_t flags = FlagNone)
     {
+        if ((flags & FlagStringFromBytes) && !m_run.undecodableStringOffset) {
+            if (auto error = pythonUtf8DecodeError(text)) {
+                m_run.undecodableStringOffset = m_opcodeOffset;
+                m_run.undecodableStringError = std::move(*error);
+            }
+        }
         if (text.size() > 0xFFFFFFFFull)
             throw Failure {
                 "a string of " + formatThousands(text.size()) + " bytes is above the reader's limit"};

@@ -41,6 +41,10 @@ struct PickleRun {
     std::bitset<256> opcodesSeen; // for the weights_only verdict
     std::vector<GlobalReference> globals;
     std::vector<std::uint64_t> persistentIdOffsets; // offsets of BINPERSID/PERSID opcodes
+    // The first Python 2 string (STRING/BINSTRING/SHORT_BINSTRING) that is not UTF-8, which
+    // torch.load's default encoding='utf-8' refuses: its opcode's offset and Python's reason.
+    std::optional<std::uint64_t> undecodableStringOffset;
+    std::string undecodableStringError;
     // Set when the pickle could not be read to its STOP: what went wrong, where.
     std::optional<std::string> error;
     std::uint64_t errorOffset = 0;

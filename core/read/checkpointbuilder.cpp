@@ -829,6 +829,25 @@ bool CheckpointBuilder::expandObjectState(
             || (m_graph.kind(state) == NodeKind::Call && isDictClass(className(state)))) {
             attributeDicts.push_back(state);
         } else if (m_graph.kind(state) == NodeKind::Tuple) {
+            const std::vector<std::pair<std::string, NodeId>> parts = tupleStateParts(object, state);
+            if (!parts.empty()) {
+                // A TorchScript object whose __getstate__ is a tuple (quantized packed params,
+                // quantized convolutions, recurrent cell params): its tensors live in that tuple.
+                m_checkpoint.tree[treeNode].kind = TreeNodeKind::Module;
+                for (const auto& [dottedName, value] : parts) {
+                    std::string leaf;
+                    const std::uint32_t parent = m_checkpoint.modulePathFor(treeNode, dottedName, leaf);
+                    const std::size_t treeBefore = m_checkpoint.tree.size();
+                    if (!walkChild(value, parent, leaf, joinName(fullName, dottedName), depth)
+                        && m_checkpoint.tree.size() > treeBefore) {
+                        m_checkpoint.tree.resize(treeBefore);
+                        auto& children = m_checkpoint.tree[parent].children;
+                        if (!children.empty() && children.back() == treeBefore)
+                            children.pop_back();
+                    }
+                }
+                continue;
+            }
             for (NodeId part : m_graph.sequence(state))
                 if (m_graph.kind(part) == NodeKind::Dict)
                     attributeDicts.push_back(part);
@@ -883,6 +902,85 @@ bool CheckpointBuilder::expandObjectState(
     return m_checkpoint.tensors.size() > tensorsBefore;
 }
 
+std::vector<std::pair<std::string, NodeId>> CheckpointBuilder::tupleStateParts(
+    NodeId object, NodeId state) const
+{
+    const std::string cls = className(object);
+    if (!cls.starts_with("__torch__."))
+        return {};
+    const std::vector<NodeId> items = m_graph.sequence(state);
+    auto item = [&](std::size_t i) { return i < items.size() ? items[i] : kNoNode; };
+    std::vector<std::pair<std::string, NodeId>> parts;
+    auto add = [&](std::string name, NodeId value) {
+        if (value != kNoNode && m_graph.kind(value) != NodeKind::None)
+            parts.emplace_back(std::move(name), value);
+    };
+    auto addList = [&](NodeId list, const std::vector<std::string>& names, const std::string& fallback) {
+        // TorchScript pickles typed lists as torch.jit._pickle.build_tensorlist([...]) (and
+        // restore_type_tag([...], type)): the items are the call's first argument.
+        const std::string builder = m_graph.calleeName(list);
+        if (m_graph.kind(list) == NodeKind::Call
+            && (builder.starts_with("torch.jit._pickle.build_")
+                || builder == "torch.jit._pickle.restore_type_tag"))
+            list = m_graph.tupleItem(m_graph.arguments(list), 0);
+        const std::vector<NodeId> values = m_graph.sequence(list);
+        for (std::size_t i = 0; i < values.size(); ++i)
+            add(i < names.size() ? names[i] : fallback + "." + std::to_string(i), values[i]);
+    };
+    const std::string_view last = std::string_view(cls).substr(cls.rfind('.') + 1);
+
+    if (cls.starts_with("__torch__.torch.classes.")) {
+        // torch's C++ custom classes, named after what their __setstate__ rebuilds
+        // (aten/src/ATen/native/quantized/cpu/conv_serialization.h, fbgemm_utils.cpp,
+        // RNN.cpp CellParamsSerializationType).
+        if (last == "LinearPackedParamsBase") {
+            add("weight", item(0)); // (weight, bias)
+            add("bias", item(1));
+        } else if (last.starts_with("Conv") && last.ends_with("PackedParamsBase")) {
+            if (m_graph.kind(item(0)) == NodeKind::String) { // v2: ("2", [config, weight], [bias])
+                addList(item(1), {"config", "weight"}, "tensors");
+                addList(item(2), {"bias"}, "optional");
+            } else if (m_graph.kind(item(0)) == NodeKind::Int) { // v3: (3, [config ints], [weight, bias])
+                addList(item(2), {"weight", "bias"}, "tensors");
+            } else { // v1: (weight, bias, stride, padding, dilation, groups)
+                add("weight", item(0));
+                add("bias", item(1));
+            }
+        } else if (last == "CellParamsBase") {
+            // (type, tensors, doubles, longs, packed LinearPackedParamsBase objects)
+            const std::string_view type = m_graph.text(item(0));
+            std::vector<std::string> tensorNames;
+            if (type == "quantized_dynamic")
+                tensorNames = {"bias_ih", "bias_hh"};
+            else if (type == "quantized")
+                tensorNames = {"w_ih", "w_hh", "b_ih", "b_hh"};
+            addList(item(1), tensorNames, "tensors");
+            addList(item(4), {"w_ih", "w_hh"}, "packed");
+        } else {
+            for (std::size_t i = 0; i < items.size(); ++i)
+                add("(state)." + std::to_string(i), items[i]);
+        }
+        return parts;
+    }
+    // Quantized convolution modules pickle (in_channels, out_channels, kernel_size, stride,
+    // padding, dilation, transposed, output_padding, groups, padding_mode, weight, bias, scale,
+    // zero_point, training) (torch/ao/nn/quantized/modules/conv.py _ConvNd.__getstate__); on load
+    // __setstate__ packs weight and bias into the `_packed_params` attribute.
+    if (cls.find(".quantized.") != std::string::npos && items.size() >= 12
+        && m_graph.kind(item(9)) == NodeKind::String) {
+        add("_packed_params.weight", item(10));
+        add("_packed_params.bias", item(11));
+        return parts;
+    }
+    // Any other TorchScript tuple state: by position, unless it is the (dict, slots) form.
+    for (NodeId value : items)
+        if (m_graph.kind(value) == NodeKind::Dict)
+            return {};
+    for (std::size_t i = 0; i < items.size(); ++i)
+        add("(state)." + std::to_string(i), items[i]);
+    return parts;
+}
+
 bool CheckpointBuilder::expandInto(NodeId id, std::uint32_t treeNode, const std::string& fullName, int depth)
 {
     m_expanded.emplace(id, fullName);
@@ -909,14 +1007,18 @@ bool CheckpointBuilder::expandInto(NodeId id, std::uint32_t treeNode, const std:
         const std::string cls = className(id);
         const NodeId args = m_graph.arguments(id);
         if (isDictClass(cls)) {
-            // OrderedDict([(k, v), ...]) as a REDUCE argument, then SETITEMS.
+            // OrderedDict([(k, v), ...]) as a REDUCE argument, then SETITEMS. Python 2's
+            // OrderedDict.__reduce__ gives the pairs as [k, v] lists instead of tuples, and
+            // Python 2-era torch.save files hold exactly that.
             const NodeId initial = m_graph.tupleItem(args, 0);
             if (m_graph.kind(initial) == NodeKind::List || m_graph.kind(initial) == NodeKind::Tuple) {
                 std::vector<NodeId> pairs;
                 for (NodeId pair : m_graph.sequence(initial)) {
-                    if (m_graph.tupleSize(pair) == 2) {
-                        pairs.push_back(m_graph.tupleItem(pair, 0));
-                        pairs.push_back(m_graph.tupleItem(pair, 1));
+                    const std::vector<NodeId> keyValue = m_graph.sequence(pair);
+                    if (keyValue.size() == 2
+                        && (m_graph.kind(pair) == NodeKind::Tuple || m_graph.kind(pair) == NodeKind::List)) {
+                        pairs.push_back(keyValue[0]);
+                        pairs.push_back(keyValue[1]);
                     }
                 }
                 expandEntries(pairs, treeNode, fullName, depth, true);

@@ -60,6 +60,9 @@ private:
     bool expandEntries(const std::vector<NodeId>& keyValues, std::uint32_t treeNode,
         const std::string& fullName, int depth, bool splitDottedNames);
     bool expandObjectState(NodeId object, std::uint32_t treeNode, const std::string& fullName, int depth);
+    // Dotted names and values of the tensor-bearing parts of a TorchScript object's tuple state;
+    // empty when the state is not such a tuple.
+    std::vector<std::pair<std::string, NodeId>> tupleStateParts(NodeId object, NodeId state) const;
     bool isTensorCall(NodeId id) const;
     std::optional<TensorParts> buildTensor(NodeId id, int depth);
     std::int32_t storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements);

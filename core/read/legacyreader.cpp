@@ -80,6 +80,14 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         storage.record = "legacy storage " + storage.key;
         storage.availableBytes = 0;
     }
+    // Not damage: the bytes are intact and load with encoding='latin1' (the load simulation says
+    // what the default does).
+    if (section.run.undecodableStringOffset)
+        checkpoint.addFinding(Severity::Info, "python2-string-not-utf8",
+            "a Python 2 string in the main pickle is not UTF-8; torch.load fails with \"UnicodeDecodeError: "
+                + section.run.undecodableStringError
+                + "\" (it decodes Python 2 strings with encoding='utf-8' unless told otherwise)",
+            {}, offset + *section.run.undecodableStringOffset);
     const bool mainComplete = section.run.complete();
     if (section.run.error)
         checkpoint.addFinding(Severity::Error, "pickle-unreadable",

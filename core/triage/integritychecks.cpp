@@ -116,6 +116,13 @@ void explainReaderFinding(const Checkpoint& checkpoint, Finding& finding)
     } else if (code == "cannot-open") {
         finding.explanation = "the file could not be opened for reading";
         finding.fix = "check the path and the permissions";
+    } else if (code == "python2-string-not-utf8") {
+        finding.explanation = "the file was written by Python 2, whose strings are bytes; torch.load "
+                              "decodes them as UTF-8 by default, and this one was written in another "
+                              "encoding (usually Latin-1)";
+        finding.fix = "pass encoding='latin1' to torch.load (every byte then decodes, and UTF-8 text "
+                      "becomes mojibake only in that string), or encoding='bytes' to keep the strings "
+                      "as bytes";
     } else if (isTruncationCode(code)) {
         finding.explanation = "the file ends before all of its bytes were written: an interrupted "
                               "download, copy or save, or a full disk";
@@ -228,21 +235,29 @@ void checkCrcs(const Checkpoint& checkpoint,
 
 void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& findings)
 {
+    // Only the readers know whether a record ends where the file ends: a record that is complete
+    // but shorter than its storage (TorchScript's empty traced_inputs records, or an edited file)
+    // is a size question, reported as such, not a cut-off file.
     bool truncated = false;
-    for (const Finding& finding : checkpoint.findings)
+    std::set<std::string> metadataOnlyRecords;
+    for (const Finding& finding : checkpoint.findings) {
         if (isTruncationCode(finding.code))
             truncated = true;
+        if (finding.code == "metadata-only-storage")
+            metadataOnlyRecords.insert(finding.record);
+    }
     std::vector<std::uint32_t> complete, lost;
     std::uint64_t completeBytes = 0, lostBytes = 0;
     for (std::uint32_t i = 0; i < checkpoint.storages.size(); ++i) {
         const StorageRecord& storage = checkpoint.storages[i];
+        if (metadataOnlyRecords.count(storage.record))
+            continue; // never meant to hold bytes
         if (storage.bytesComplete() || storage.nbytes == 0) {
             complete.push_back(i);
             completeBytes = saturatingAdd(completeBytes, storage.nbytes);
         } else if (storage.availableBytes && *storage.availableBytes < storage.nbytes) {
             lost.push_back(i);
             lostBytes = saturatingAdd(lostBytes, storage.nbytes);
-            truncated = true;
         } else {
             lost.push_back(i); // compressed or missing: not salvageable from this file either
             lostBytes = saturatingAdd(lostBytes, storage.nbytes);

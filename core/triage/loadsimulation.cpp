@@ -4,6 +4,7 @@
 
 #include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
+#include "core/triage/importrequirements.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>
@@ -285,7 +286,8 @@ constexpr std::string_view kUnsafe26
 } // namespace
 
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
-    const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly)
+    const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly,
+    const std::vector<std::string>& importableModules)
 {
     LoadSimulation simulation;
     simulation.generation = generation;
@@ -374,6 +376,20 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
         break;
     }
 
+    // A Python 2 string that is not UTF-8 stops either unpickler where it stands (torch.load decodes
+    // them with encoding='utf-8' unless told otherwise), as a raw UnicodeDecodeError.
+    const PickleSection* undecodable = nullptr;
+    if (checkpoint.format != CheckpointFormat::TorchScript)
+        for (const PickleSection& section : checkpoint.pickles)
+            if (section.run.undecodableStringOffset) {
+                undecodable = &section;
+                break;
+            }
+    auto before = [&](const std::string& record, std::uint64_t offset) {
+        return !undecodable || record != undecodable->record
+            || offset < *undecodable->run.undecodableStringOffset;
+    };
+
     // The weights-only unpickler and the storage restores run interleaved in stream order: whichever
     // comes first is the error torch reports.
     if (simulation.weightsOnly
@@ -381,13 +397,38 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
             || checkpoint.format == CheckpointFormat::TorchLegacy)) {
         const auto verdict = judgeWeightsOnly(checkpoint, generation);
         if (verdict.firstRejectionOffset && !verdict.torchMessage.empty()) {
-            const bool rejectionFirst = !firstFailing || verdict.firstRejectionRecord != firstFailingRecord
-                || *verdict.firstRejectionOffset < firstFailingOffset;
+            const bool rejectionFirst = (!firstFailing || verdict.firstRejectionRecord != firstFailingRecord
+                                            || *verdict.firstRejectionOffset < firstFailingOffset)
+                && before(verdict.firstRejectionRecord, *verdict.firstRejectionOffset);
             if (rejectionFirst) {
                 fail(verdict.torchMessage);
                 return simulation;
             }
         }
+    }
+    // weights_only=False: the unpickler imports each GLOBAL's module where it meets it; a missing
+    // one stops the load there, unless a storage failed to restore earlier in the stream.
+    if (!simulation.weightsOnly) {
+        for (const ImportRequirement& requirement : importRequirements(checkpoint, importableModules)) {
+            if (requirement.importable)
+                continue;
+            const bool importFirst = (!firstFailing || requirement.record != firstFailingRecord
+                                         || requirement.offset < firstFailingOffset)
+                && before(requirement.record, requirement.offset);
+            if (importFirst) {
+                fail(missingImportMessage(requirement, generation));
+                simulation.errorType = requirement.provider == ImportProvider::MainScript
+                    ? "AttributeError"
+                    : "ModuleNotFoundError";
+                return simulation;
+            }
+            break;
+        }
+    }
+    if (undecodable && (!firstFailing || !before(firstFailingRecord, firstFailingOffset))) {
+        fail(undecodable->run.undecodableStringError);
+        simulation.errorType = "UnicodeDecodeError";
+        return simulation;
     }
     if (firstFailing) {
         const auto& message = simulation.storages[*firstFailing].error;

@@ -2,10 +2,13 @@
 // target machine (torch 1.13 and 2.6+), and whether weights_only=True accepts it, as findings.
 #include "core/triage/triage.h"
 
+#include "core/base/textformat.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
+#include "core/triage/importrequirements.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace ckpt {
@@ -14,6 +17,8 @@ namespace {
 
 std::string plainWordsForLoadError(const std::string& error)
 {
+    if (error.find("torch.cuda.device_count() is") != std::string::npos)
+        return "the file was saved on a GPU number the target does not have";
     if (error.find("torch.cuda.is_available() is False") != std::string::npos
         || error.find("CUDA") != std::string::npos)
         return "the file was saved with tensors on a GPU, and torch.load puts every tensor back on the "
@@ -42,7 +47,83 @@ std::string weightsOnlyGlobals(const WeightsOnlyVerdict& verdict, GlobalVerdict 
     return text;
 }
 
-void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options, TriageReport& report)
+// "cuda:3" -> 3; "cuda" -> 0; nullopt for other devices.
+std::optional<long> cudaIndex(const std::string& tag)
+{
+    if (tag == "cuda")
+        return 0;
+    if (!tag.starts_with("cuda:") || tag.size() == 5)
+        return std::nullopt;
+    long index = 0;
+    for (char c : tag.substr(5)) {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        index = index * 10 + (c - '0');
+    }
+    return index;
+}
+
+// When every storage that fails is recorded on a CUDA device the target lacks and the target has
+// GPUs, the fitting fix maps those devices onto its GPUs rather than onto the CPU.
+std::optional<MapLocation> gpuRemapFor(const Checkpoint& checkpoint, const std::set<std::uint32_t>& failing,
+    const MachineInventory& machine, std::string& words)
+{
+    const std::size_t gpus = machine.gpus().size();
+    if (gpus == 0 || failing.empty())
+        return std::nullopt;
+    MapLocation location;
+    location.kind = MapLocation::Kind::Dict;
+    for (std::uint32_t storage : failing) {
+        const auto& device = checkpoint.storages[storage].device;
+        const auto index = device ? cudaIndex(*device) : std::nullopt;
+        if (!index || *index < static_cast<long>(gpus))
+            return std::nullopt;
+        location.dict[*device] = "cuda:" + std::to_string(*index % static_cast<long>(gpus));
+    }
+    std::string pairs;
+    for (const auto& [from, to] : location.dict)
+        pairs += (pairs.empty() ? "" : ", ") + ("`" + from + "` to `" + to + "`");
+    words = "the target has " + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs") + "; map " + pairs;
+    return location;
+}
+
+void addImportFindings(const Checkpoint& checkpoint, const TriageOptions& options, TriageReport& report)
+{
+    // Which modules a weights_only=False load imports beyond the standard library and torch.
+    const auto requirements = importRequirements(checkpoint, options.importableModules);
+    std::string needed;
+    bool missing = false;
+    for (const ImportRequirement& requirement : requirements) {
+        if (requirement.provider == ImportProvider::StandardLibrary
+            || requirement.provider == ImportProvider::Torch)
+            continue;
+        std::string names;
+        for (const std::string& name : requirement.names)
+            names += (names.empty() ? "" : ", ") + name;
+        needed += (needed.empty() ? "" : "; ") + requirement.module + " ("
+            + importProviderName(requirement.provider) + ": " + names
+            + (requirement.importable ? "" : "; not known to be importable") + ")";
+        missing = missing || !requirement.importable;
+    }
+    if (needed.empty())
+        return;
+    Finding finding {missing ? Severity::Warning : Severity::Info, "imports-required",
+        "torch.load(weights_only=False) imports Python code to unpickle this file: " + needed};
+    finding.explanation = "the file pickles objects by class (a whole model, a config object), and the "
+                          "unpickler imports each class's module; where a module is missing, torch.load "
+                          "fails even though the tensors themselves are intact";
+    for (const ImportRequirement& requirement : requirements)
+        if (!requirement.importable) {
+            finding.fix = importFix(requirement);
+            break;
+        }
+    if (finding.fix.empty())
+        finding.fix = "run torch.load where these modules are importable";
+    report.findings.push_back(std::move(finding));
+}
+
+void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
+    const MachineInventory& machine, TriageReport& report)
 {
     // One finding per distinct failure; the same message from both generations is said once.
     std::vector<std::pair<std::string, std::vector<std::string>>> failures; // error, generations
@@ -62,7 +143,11 @@ void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
     }
     const std::string file = checkpoint.path.empty() ? std::string("FILE") : checkpoint.path;
     for (const auto& [error, generations] : failures) {
-        Finding finding {Severity::Error, "load-fails", error};
+        std::string errorType;
+        for (const LoadSimulation& simulation : report.loadSimulations)
+            if (simulation.error == error && !simulation.errorType.empty())
+                errorType = simulation.errorType;
+        Finding finding {Severity::Error, "load-fails", errorType.empty() ? error : errorType + ": " + error};
         std::string names;
         for (const std::string& generation : generations)
             names += (names.empty() ? "" : " and ") + generation;
@@ -75,6 +160,43 @@ void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
         for (std::uint32_t storage : storages)
             for (std::uint32_t tensor : checkpoint.storages[storage].tensors)
                 finding.tensors.push_back(tensor);
+        if (errorType == "UnicodeDecodeError") {
+            finding.explanation = "torch.load fails with " + names
+                + ": a Python 2 string in the file is not UTF-8, torch.load's default encoding";
+            finding.fix = "pass encoding='latin1' to torch.load";
+            report.findings.push_back(std::move(finding));
+            continue;
+        }
+        if (!errorType.empty()) {
+            // A module the unpickler must import is missing: no map_location helps.
+            for (const ImportRequirement& requirement :
+                importRequirements(checkpoint, options.importableModules)) {
+                if (requirement.importable)
+                    continue;
+                finding.explanation = "torch.load(weights_only=False) fails with " + names
+                    + ": the file pickles "
+                    + (requirement.names.empty() ? std::string("objects") : requirement.names.front())
+                    + " from " + requirement.module + " (" + importProviderName(requirement.provider)
+                    + "), and unpickling imports it";
+                finding.fix = importFix(requirement)
+                    + "; or, with the code importable once, re-save only the weights (model.state_dict())";
+                break;
+            }
+            report.findings.push_back(std::move(finding));
+            continue;
+        }
+        std::string gpuWords;
+        if (const auto remap = gpuRemapFor(checkpoint, storages, machine, gpuWords)) {
+            finding.explanation = "torch.load fails with " + names + ": " + gpuWords;
+            std::string mapArguments;
+            for (const auto& [from, to] : remap->dict)
+                mapArguments += " --map " + from + "=" + to;
+            finding.fix = "pass map_location=" + remap->python()
+                + " to torch.load, or write a copy that loads " + "there as is: `ckpt-inspect remap " + file
+                + " -o OUT" + mapArguments + "`";
+            report.findings.push_back(std::move(finding));
+            continue;
+        }
         finding.explanation = "torch.load fails with " + names + " (" + plainWordsForLoadError(error) + ")";
         MapLocation toCpu;
         toCpu.kind = MapLocation::Kind::Device;
@@ -257,12 +379,24 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     if (loadedByTorchLoad) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
-            report.loadSimulations.push_back(
-                simulateLoad(checkpoint, machine, options.mapLocation, generation));
-        addLoadFindings(checkpoint, options, report);
+            report.loadSimulations.push_back(simulateLoad(checkpoint, machine, options.mapLocation,
+                generation, std::nullopt, options.importableModules));
+        addLoadFindings(checkpoint, options, machine, report);
+        addImportFindings(checkpoint, options, report);
     }
     addSafetyFinding(report);
     addWeightsOnlyFinding(report);
+
+    // Messages copied from torch keep its terminal escapes (the weights-only hint is bold): fine
+    // in a console, garbage in JSON, a log file or the desktop app.
+    for (Finding& finding : report.findings) {
+        finding.message = stripAnsiEscapes(finding.message);
+        finding.explanation = stripAnsiEscapes(finding.explanation);
+        finding.fix = stripAnsiEscapes(finding.fix);
+    }
+    for (LoadSimulation& simulation : report.loadSimulations)
+        simulation.error = stripAnsiEscapes(simulation.error);
+    report.weightsOnly.torchMessage = stripAnsiEscapes(report.weightsOnly.torchMessage);
 
     std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
         return static_cast<int>(a.severity) > static_cast<int>(b.severity);

@@ -44,6 +44,9 @@ struct LoadSimulation {
     bool weightsOnly = true; // the default of that generation, or what the caller asked
     bool loads = false; // the whole torch.load call succeeds
     std::string error; // torch's exact message of the first failure (as torch prints it)
+    // The Python exception class of that failure when it is not torch's own RuntimeError or
+    // UnpicklingError: "ModuleNotFoundError", "AttributeError" (a class the unpickler must import).
+    std::string errorType;
     std::vector<StorageLoadOutcome> storages;
 };
 
@@ -90,6 +93,10 @@ struct WeightsOnlyVerdict {
 struct TriageOptions {
     std::optional<MachineInventory> target; // the machine torch.load would run on (default: this one)
     MapLocation mapLocation;
+    // Python modules (and their submodules) importable where torch.load runs, beyond the standard
+    // library, torch and numpy (`check --importable models`); "__main__" declares the saving
+    // script's classes defined.
+    std::vector<std::string> importableModules;
     bool values = false; // compute value statistics (through libtorch; see torchbridge)
 };
 
@@ -104,9 +111,11 @@ struct TriageReport {
 };
 
 // The load simulation alone (also used by the desktop app when the target or map_location changes).
+// With weights_only=False the unpickler also imports the module of every GLOBAL: those not in
+// `importableModules` (see TriageOptions) fail as Python would (importrequirements.h).
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
     const MapLocation& mapLocation, TorchGeneration generation,
-    std::optional<bool> weightsOnly = std::nullopt);
+    std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {});
 WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneration generation);
 
 // Integrity (CRC of every record, sizes, views, truncation and salvage), placement smells (mixed

@@ -236,6 +236,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
 
     // 1. What changes in the pickles.
     PickleEmitter emitter(graph);
+    emitter.setAppendsOnly(checkpoint.format == CheckpointFormat::TorchScript);
     bool outsideDeviceChanged = false;
     bool torchDeviceWritten = false; // a torch.device('<tag>') replacement names torch.device itself
     std::set<std::uint32_t> sectionsToRewrite;

@@ -191,6 +191,104 @@ private Q_SLOTS:
                 QCOMPARE(tensor.member("mean").toDouble(), 1.0);
         }
     }
+
+    // Files from the wild (issue 10), each fixture written by real torch or, for the Python 2
+    // stream, built as cPickle wrote it and loaded back by real torch (tests/fixtures/README.md).
+    void emptyTracedInputsRecordIsNotTruncation()
+    {
+        int exitCode = -1;
+        const JsonValue json
+            = checkJson(fixturesDir() + QStringLiteral("/torch-2/torchscript_traced.pt"), exitCode);
+        QVERIFY(json.isObject());
+        for (const JsonValue& finding : json.member("findings").items())
+            QVERIFY2(finding.member("code").toString() != "truncated-salvage",
+                finding.member("message").toString().c_str());
+        QVERIFY(exitCode != 2);
+    }
+
+    void quantizedTorchScriptRecordsAreAllUsed()
+    {
+        for (const auto* file : {"torch-1.13/torchscript_quantized_static.pt",
+                 "torch-2/torchscript_quantized_dynamic.pt", "torch-2/torchscript_quantized_lite.ptl"}) {
+            int exitCode = -1;
+            const JsonValue json = checkJson(fixturesDir() + u'/' + QLatin1String(file), exitCode);
+            QVERIFY2(json.isObject(), file);
+            for (const JsonValue& finding : json.member("findings").items())
+                QVERIFY2(finding.member("code").toString() != "record-unreferenced",
+                    finding.member("message").toString().c_str());
+        }
+    }
+
+    void pythonTwoLegacyStreamLoadsOnAGpuTarget()
+    {
+        // 5 tensors recorded on cuda:0, weights-only loadable: on a one-GPU target both torches load.
+        const CommandResult result = runInspect({QStringLiteral("check"), QStringLiteral("--json"),
+            QStringLiteral("--target"), QStringLiteral("cuda:0=24GiB,cpu=64GiB"),
+            fixturesDir() + QStringLiteral("/torch-1.13/py2_legacy_state_dict.pt")});
+        auto json = parseJson(std::string_view(result.out.constData(), std::size_t(result.out.size())));
+        QVERIFY2(json, result.out.constData());
+        for (const JsonValue& finding : json->member("findings").items())
+            QVERIFY2(finding.member("severity").toString() == "info",
+                finding.member("message").toString().c_str());
+        for (const JsonValue& simulation : json->member("load_simulation").items()) {
+            QVERIFY(simulation.member("loads").toBool());
+            QCOMPARE(simulation.member("storages").size(), std::size_t(5));
+        }
+    }
+
+    void wholeModelFromAUserPackageNeedsItImportable()
+    {
+        const QString file = fixturesDir() + QStringLiteral("/torch-2/user_package_module.pt");
+        auto run = [&](const QStringList& extra) {
+            const CommandResult result
+                = runInspect(QStringList {QStringLiteral("check"), QStringLiteral("--json"),
+                                 QStringLiteral("--target"), QStringLiteral("cpu=16GiB")}
+                    + extra + QStringList {file});
+            auto json = parseJson(std::string_view(result.out.constData(), std::size_t(result.out.size())));
+            return json ? *json : JsonValue();
+        };
+        const JsonValue missing = run({});
+        const JsonValue& torch113 = missing.member("load_simulation").items().front();
+        QCOMPARE(QString::fromStdString(torch113.member("torch").toString()), QStringLiteral("torch 1.13"));
+        QVERIFY(!torch113.member("loads").toBool());
+        QCOMPARE(QString::fromStdString(torch113.member("error_type").toString()),
+            QStringLiteral("ModuleNotFoundError"));
+        QCOMPARE(QString::fromStdString(torch113.member("error").toString()),
+            QStringLiteral("No module named 'models'"));
+        bool listed = false;
+        for (const JsonValue& finding : missing.member("findings").items())
+            if (finding.member("code").toString() == "imports-required") {
+                listed = finding.member("message").toString().find("models.yolo") != std::string::npos
+                    && finding.member("fix").toString().find("--importable models") != std::string::npos;
+            }
+        QVERIFY(listed);
+
+        const JsonValue importable = run({QStringLiteral("--importable"), QStringLiteral("models")});
+        QVERIFY(importable.member("load_simulation").items().front().member("loads").toBool());
+    }
+
+    void gpuTargetGetsAGpuMapLocation()
+    {
+        const CommandResult result = runInspect(
+            {QStringLiteral("check"), QStringLiteral("--target"), QStringLiteral("cuda:0=24GiB,cpu=64GiB"),
+                fixturesDir() + QStringLiteral("/torch-2/devices_cuda1.pt")});
+        const QString text = QString::fromUtf8(result.out);
+        QVERIFY2(text.contains(QStringLiteral("the target has 1 GPU; map `cuda:1` to `cuda:0`")),
+            qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("map_location={'cuda:1': 'cuda:0'}")), qPrintable(text));
+        QVERIFY2(!text.contains(QStringLiteral("no CUDA device")), qPrintable(text));
+    }
+
+    void messagesCopiedFromTorchCarryNoTerminalEscapes()
+    {
+        // torch 2.x's weights-only refusal of a whole model bolds a phrase with ESC [1m ... ESC [0m.
+        for (const QStringList& extra : {QStringList {QStringLiteral("--json")}, QStringList {}}) {
+            const CommandResult result = runInspect(QStringList {QStringLiteral("check")} + extra
+                + QStringList {fixturesDir() + QStringLiteral("/torch-2/user_package_module.pt")});
+            QVERIFY(result.out.contains("do those steps only if you trust the source"));
+            QVERIFY2(!result.out.contains('\x1b') && !result.out.contains("\\u001b"), result.out.constData());
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCheckCommand)

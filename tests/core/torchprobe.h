@@ -25,9 +25,10 @@ struct TorchProbeResult {
 };
 
 // `python` is a command line ("/usr/bin/python3", "/work/main/tests/tools/modern-python").
-// Empty on failure, with the reason in `why`.
-inline std::vector<TorchProbeResult> runTorchProbe(
-    const QString& python, const std::vector<TorchProbeJob>& jobs, QString& why)
+// Empty on failure, with the reason in `why`. `pythonPaths`, when given, holds per job a folder the
+// probe puts first on sys.path for that job (a user's package), or an empty string.
+inline std::vector<TorchProbeResult> runTorchProbe(const QString& python,
+    const std::vector<TorchProbeJob>& jobs, QString& why, const std::vector<QString>& pythonPaths = {})
 {
     QJsonArray array;
     for (const auto& job : jobs) {
@@ -38,6 +39,10 @@ inline std::vector<TorchProbeResult> runTorchProbe(
         object[QStringLiteral("weights_only")]
             = job.weightsOnly ? QJsonValue(*job.weightsOnly) : QJsonValue();
         object[QStringLiteral("trusted")] = job.trusted;
+        object[QStringLiteral("python_path")] = array.size() < static_cast<qsizetype>(pythonPaths.size())
+                && !pythonPaths[static_cast<std::size_t>(array.size())].isEmpty()
+            ? QJsonValue(pythonPaths[static_cast<std::size_t>(array.size())])
+            : QJsonValue();
         array.append(object);
     }
     QTemporaryFile jobsFile;

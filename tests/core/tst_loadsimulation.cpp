@@ -2,18 +2,23 @@
 // (default, True, False), loaded by torch 1.13 and by the modern torch on this CPU-only machine.
 // Outcome and the full message text (str() of the exception) must match. Rows where torch fails
 // for reasons outside the simulation's model are counted and skipped: AttributeError/TypeError/
-// NotImplementedError (a class saved from the fixture script's __main__ that the probe cannot
-// import, a fixture written by a newer torch than the one loading it, an operator missing for a
-// layout), and any other exception type the simulation never claims.
+// NotImplementedError (a fixture written by a newer torch than the one loading it, an operator
+// missing for a layout), and any other exception type the simulation never claims. A class the
+// unpickler cannot import is modelled: ModuleNotFoundError for a user's package that is not on the
+// path, AttributeError for a class saved from the fixture script's __main__ (Python 3.11 names the
+// running script there; the simulation says <your script>).
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
 #include "torchprobe.h"
 
 #include <QDir>
+#include <QRegularExpression>
 #include <QTest>
 
 using namespace ckpt;
+
+static QString withoutScriptPath(QString message);
 
 class TestLoadSimulation : public QObject {
     Q_OBJECT
@@ -29,7 +34,115 @@ private Q_SLOTS:
     {
         compareWith(QStringLiteral(CKPT_MODERN_PYTHON), TorchGeneration::Torch26Plus);
     }
+    void importsAgreeWithTorch113()
+    {
+        compareImports(QStringLiteral(CKPT_LEGACY_PYTHON), TorchGeneration::Torch113);
+    }
+    void importsAgreeWithModernTorch()
+    {
+        compareImports(QStringLiteral(CKPT_MODERN_PYTHON), TorchGeneration::Torch26Plus);
+    }
+    void gpuTargetGetsGpuRemap();
+
+private:
+    void compareImports(const QString& python, TorchGeneration generation);
 };
+
+// Python 3.11 says "Can't get attribute 'Net' on <module '__main__' from '/path/script.py'>"; the
+// simulation cannot know the user's script and says <your script>.
+static QString withoutScriptPath(QString message)
+{
+    static const QRegularExpression script(QStringLiteral("<module '__main__' from '[^']*'>"));
+    return message.replace(script, QStringLiteral("<module '__main__' from '<your script>'>"));
+}
+
+// A whole model whose class lives in a user's package (tests/fixtures/usercode/models) and one whose
+// classes live in the saving script's __main__, loaded with weights_only=False by real torch with
+// and without the package on the path, against the simulation with and without --importable.
+void TestLoadSimulation::compareImports(const QString& python, TorchGeneration generation)
+{
+    if (python.isEmpty())
+        QSKIP("no interpreter configured for this torch");
+    const auto machine = parseMachineSpec("cpu=16GiB");
+    QVERIFY(machine);
+    const QString usercode = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/usercode");
+    struct Row {
+        QString file;
+        bool onPath;
+    };
+    std::vector<Row> rows;
+    std::vector<TorchProbeJob> jobs;
+    std::vector<QString> pythonPaths;
+    for (const auto* directory : {"torch-1.13", "torch-2"})
+        for (const auto* name : {"user_package_module.pt", "whole_module.pt", "state_dict.pt"})
+            for (const bool onPath : {false, true}) {
+                const QString file = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/")
+                    + QLatin1String(directory) + u'/' + QLatin1String(name);
+                rows.push_back({file, onPath});
+                jobs.push_back({file, QString(), false, true});
+                pythonPaths.push_back(onPath ? usercode : QString());
+            }
+    QString why;
+    const auto results = runTorchProbe(python, jobs, why, pythonPaths);
+    if (!why.isEmpty())
+        QFAIL(qPrintable(why));
+    int failures = 0;
+    QStringList mismatches;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& truth = results[i];
+        if (!truth.ok && truth.type != QLatin1String("ModuleNotFoundError")
+            && truth.type != QLatin1String("AttributeError"))
+            continue; // e.g. a torch-2 fixture 1.13 cannot rebuild
+        const Checkpoint checkpoint = readCheckpoint(rows[i].file.toStdString());
+        const std::vector<std::string> importable
+            = rows[i].onPath ? std::vector<std::string> {"models"} : std::vector<std::string> {};
+        const auto simulation = simulateLoad(checkpoint, *machine, {}, generation, false, importable);
+        failures += truth.ok ? 0 : 1;
+        const QString simulated = QString::fromStdString(simulation.error);
+        if (simulation.loads != truth.ok
+            || (!truth.ok
+                && (simulated != withoutScriptPath(truth.error)
+                    || QString::fromStdString(simulation.errorType) != truth.type)))
+            mismatches << QStringLiteral("%1 (package on path: %2): torch %3 %4 | simulated %5 %6 %7")
+                              .arg(rows[i].file.section(u'/', -2), rows[i].onPath ? u"yes"_qs : u"no"_qs,
+                                  truth.ok ? u"loads"_qs : truth.type, truth.error,
+                                  simulation.loads ? u"loads"_qs : u"fails"_qs,
+                                  QString::fromStdString(simulation.errorType), simulated);
+    }
+    QVERIFY2(mismatches.isEmpty(), qPrintable(mismatches.join(u'\n')));
+    // Both kinds of failure really happened (a fixture set that lost them would pass vacuously).
+    QVERIFY2(failures >= 4, qPrintable(QStringLiteral("only %1 import failures seen").arg(failures)));
+}
+
+// A file recorded on cuda:3, checked for a target with one GPU: the fix maps cuda:3 onto that GPU.
+void TestLoadSimulation::gpuTargetGetsGpuRemap()
+{
+    const Checkpoint checkpoint = readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda1.pt");
+    QVERIFY(!checkpoint.storages.empty());
+    const auto oneGpu = parseMachineSpec("cuda:0=24GiB,cpu=64GiB");
+    QVERIFY(oneGpu);
+    TriageOptions options;
+    options.target = *oneGpu;
+    const TriageReport report = triage(checkpoint, options);
+    bool found = false;
+    for (const Finding& finding : report.findings) {
+        if (finding.code != "load-fails")
+            continue;
+        found = true;
+        QVERIFY2(
+            finding.explanation.find("the target has 1 GPU; map `cuda:1` to `cuda:0`") != std::string::npos,
+            finding.explanation.c_str());
+        QVERIFY2(
+            finding.fix.find("map_location={'cuda:1': 'cuda:0'}") != std::string::npos, finding.fix.c_str());
+        QVERIFY2(finding.fix.find("--map cuda:1=cuda:0") != std::string::npos, finding.fix.c_str());
+        QVERIFY(finding.explanation.find("no CUDA device") == std::string::npos);
+    }
+    QVERIFY(found);
+    // The map it proposes does load there.
+    const auto fixed = simulateLoad(
+        checkpoint, *oneGpu, *MapLocation::parse("{'cuda:1': 'cuda:0'}"), TorchGeneration::Torch26Plus);
+    QVERIFY(fixed.loads);
+}
 
 void TestLoadSimulation::parsesMapLocations()
 {
@@ -109,6 +222,10 @@ void TestLoadSimulation::compareWith(const QString& python, TorchGeneration gene
         const auto& truth = results[i];
         const bool modelled = truth.ok || truth.type == QLatin1String("RuntimeError")
             || truth.type == QLatin1String("UnpicklingError")
+            || truth.type == QLatin1String("ModuleNotFoundError")
+            || truth.type == QLatin1String("UnicodeDecodeError")
+            || (truth.type == QLatin1String("AttributeError")
+                && truth.error.contains(QLatin1String("'__main__'")))
             || (truth.type == QLatin1String("ValueError")
                 && truth.error.startsWith(QLatin1String("map_location should be")));
         if (!modelled) {
@@ -122,7 +239,9 @@ void TestLoadSimulation::compareWith(const QString& python, TorchGeneration gene
             = simulateLoad(it->second, *machine, row.mapLocation, generation, row.weightsOnly);
         ++compared;
         const QString simulated = QString::fromStdString(simulation.error);
-        if (simulation.loads != truth.ok || (!truth.ok && simulated != truth.error))
+        if (simulation.loads != truth.ok || (!truth.ok && simulated != withoutScriptPath(truth.error))
+            || (!truth.ok && !simulation.errorType.empty()
+                && QString::fromStdString(simulation.errorType) != truth.type))
             mismatches << QStringLiteral(
                 "%1 map_location=%2 weights_only=%3:\n  torch: %4 %5\n  simulated: %6 %7")
                               .arg(row.file.section(u'/', -2),

@@ -1,6 +1,7 @@
 // The symbolic pickle machine on its own: pickles written by CPython's pickler (protocols 0-5,
 // tests/data/pickle/make_pickle_samples.py) must read back to the same values Python loads, and
 // truncated, corrupt or hostile pickles must stop with a message, never crash or run anything.
+#include "core/base/textformat.h"
 #include "core/pickle/picklemachine.h"
 #include "pickledump.h"
 
@@ -197,6 +198,62 @@ private Q_SLOTS:
         QCOMPARE(run.globals.size(), std::size_t(1));
         QCOMPARE(run.globals[0].module, std::string("posix"));
         QCOMPARE(run.globals[0].offset, std::uint64_t(2));
+    }
+
+    void pythonTwoStringsThatAreNotUtf8AreFlagged()
+    {
+        // Python 2's cPickle, protocol 2: {'owner': 'caf\xe9!'} with a Latin-1 str (SHORT_BINSTRING),
+        // which torch.load's default encoding='utf-8' refuses. The expected reason is CPython's.
+        static const char raw[] = "\x80\x02}q\x01U\x05ownerq\x02U\x05"
+                                  "caf\xe9!q\x03s.";
+        const QByteArray pickle(raw, sizeof(raw) - 1);
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        QCOMPARE(run.undecodableStringOffset, std::optional<std::uint64_t>(14));
+        QCOMPARE(run.undecodableStringError,
+            std::string("'utf-8' codec can't decode byte 0xe9 in position 3: invalid continuation byte"));
+    }
+
+    void utf8DecodeErrorsSayWhatPythonSays_data()
+    {
+        // Messages printed by python3 for bytes.decode('utf-8') of each input.
+        QTest::addColumn<QByteArray>("bytes");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("valid") << QByteArray("caf\xc3\xa9") << QString();
+        QTest::newRow("end") << QByteArray("caf\xe9")
+                             << u"byte 0xe9 in position 3: unexpected end of data"_qs;
+        QTest::newRow("continuation")
+            << QByteArray("caf\xe9!") << u"byte 0xe9 in position 3: invalid continuation byte"_qs;
+        QTest::newRow("start") << QByteArray("\x80"
+                                             "abc")
+                               << u"byte 0x80 in position 0: invalid start byte"_qs;
+        QTest::newRow("two") << QByteArray("ab\xe2\x82")
+                             << u"bytes in position 2-3: unexpected end of data"_qs;
+        QTest::newRow("surrogate") << QByteArray("\xed\xa0\x80")
+                                   << u"byte 0xed in position 0: invalid continuation byte"_qs;
+        QTest::newRow("overlong") << QByteArray("\xc0\xaf")
+                                  << u"byte 0xc0 in position 0: invalid start byte"_qs;
+    }
+    void utf8DecodeErrorsSayWhatPythonSays()
+    {
+        QFETCH(QByteArray, bytes);
+        QFETCH(QString, error);
+        const auto got
+            = pythonUtf8DecodeError(std::string_view(bytes.constData(), std::size_t(bytes.size())));
+        if (error.isEmpty()) {
+            QVERIFY(!got);
+            return;
+        }
+        QVERIFY(got);
+        QCOMPARE(QString::fromStdString(*got), u"'utf-8' codec can't decode "_qs + error);
+    }
+
+    void terminalEscapesAreStripped()
+    {
+        QCOMPARE(stripAnsiEscapes("two options, \033[1mdo those steps only\033[0m. \n\t(1)"),
+            std::string("two options, do those steps only. \n\t(1)"));
+        QCOMPARE(stripAnsiEscapes("plain"), std::string("plain"));
     }
 
     // Issue 9: Python reads a GLOBAL line as every byte before its '\n' (readline()[:-1]), so

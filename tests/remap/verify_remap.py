@@ -1182,6 +1182,7 @@ class ValueComparer:
         self.expect = expect or {}
         self.pair = {}
         self.rpair = {}
+        self.keep_alive = []
         self.storage_pair = {}
         self.storage_rpair = {}
         self.failed = 0
@@ -1241,6 +1242,14 @@ class ValueComparer:
             return
         if isinstance(a, torch.jit.ScriptModule):
             a, b = a._c, b._c
+        if isinstance(a, torch._C.ScriptObject) and not isinstance(a, torch._C.ScriptModule):
+            # A TorchScript custom-class object (quantized packed params, LSTM cell params): equal
+            # when the states it gives back (its unpacked tensors) are; the pair of states is kept
+            # alive so that their ids are not reused during the walk.
+            state_a, state_b = a.__getstate__(), b.__getstate__()
+            self.keep_alive.append((state_a, state_b))
+            self.compare(state_a, state_b, path + "<state>")
+            return
         if isinstance(a, torch._C.ScriptModule):
             if self._shared(a, b, path):
                 return

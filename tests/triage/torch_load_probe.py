@@ -7,7 +7,9 @@ interpreter per test (importing torch is slow):
     torch_load_probe.py JOBS.json      (or "-" for stdin)
 
 JOBS.json is a list of {"path": str, "map_location": str|null, "weights_only": true|false|null,
-"trusted": bool}. map_location is the Python text MapLocation::python() writes ("'cpu'",
+"trusted": bool, "python_path": str|null}. python_path is put first on sys.path for that job only
+(a folder holding a user's package, to load whole-model pickles that import it); modules imported
+from it are forgotten afterwards. map_location is the Python text MapLocation::python() writes ("'cpu'",
 "{'cuda:1': 'cuda:0'}", "torch.device('cpu')"); it is evaluated with only `torch` in scope. A
 job that is not trusted (a corpus file: some are hostile on purpose) is refused unless it asks
 for weights_only=True explicitly, so that nothing outside the weights-only unpickler ever runs.
@@ -51,12 +53,22 @@ def probe(job):
         kwargs["map_location"] = eval(job["map_location"], {"torch": torch})  # our own text
     if weights_only is not None:
         kwargs["weights_only"] = weights_only
+    python_path = job.get("python_path")
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    if python_path:
+        sys.path.insert(0, python_path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             obj = torch.load(path, **kwargs)
     except BaseException as e:  # noqa: BLE001 - every failure is an answer here
         return {"ok": False, "type": type(e).__name__, "error": str(e)}
+    finally:
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - saved_modules:
+            if python_path and getattr(sys.modules[name], "__file__", "") and \
+                    str(sys.modules[name].__file__).startswith(python_path):
+                del sys.modules[name]
     out = set()
     try:
         if isinstance(obj, torch.nn.Module) or hasattr(obj, "state_dict"):
