@@ -241,8 +241,11 @@ HarnessResult runCheck(ByteView input)
         checkFindings(report.findings, "check", problems);
         collectMessages(report.findings, result.messages);
         const int exitCode = report.exitCode();
-        if (exitCode < 0 || exitCode > 2)
+        // 0 clean, 1 warnings, 2 errors, 4 dangerous or cannot verify (3 is the CLI's "could not read").
+        if (exitCode < 0 || exitCode > 4 || exitCode == 3)
             problems.push_back("check's exit code is out of range: " + std::to_string(exitCode));
+        if ((exitCode == 4) != report.safety.dangerous())
+            problems.push_back("check's exit code 4 and the safety rating disagree");
         for (const LoadSimulation& simulation : report.loadSimulations)
             if (!simulation.loads && simulation.error.empty()
                 && checkpoint.format != CheckpointFormat::NotACheckpoint)
