@@ -1,20 +1,20 @@
-#include "mainwindow.h"
+#include "ui/mainwindow.h"
 
-#include "devicecolors.h"
+#include "ui/widgets/devicecolors.h"
 
-#include "appsettings.h"
-#include "checkpointdocument.h"
 #include "core/plan/autoplacement.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
 #include "core/write/remapwriter.h"
-#include "detailspane.h"
-#include "devicepanel.h"
-#include "findingspanel.h"
-#include "memorychartwidget.h"
-#include "targetdialog.h"
-#include "tensorfilterproxymodel.h"
-#include "tensortreemodel.h"
+#include "ui/appsettings.h"
+#include "ui/dialogs/targetdialog.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/models/tensorfilterproxymodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/devicepanel.h"
+#include "ui/widgets/findingspanel.h"
+#include "ui/widgets/memorychartwidget.h"
 
 #include <QAction>
 #include <QActionGroup>

@@ -1,11 +1,11 @@
 // The app as a user runs it: open the demo, drag a module onto a device card through the real
 // views, undo and redo, save a remapped copy and load it back with real torch; open a broken file;
 // render the window for the README.
-#include "checkpointdocument.h"
-#include "detailspane.h"
-#include "devicepanel.h"
-#include "mainwindow.h"
-#include "tensortreemodel.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/mainwindow.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/devicepanel.h"
 
 #include <QAbstractItemView>
 #include <QAbstractProxyModel>

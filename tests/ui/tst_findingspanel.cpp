@@ -4,13 +4,13 @@
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
-#include "detailspane.h"
-#include "findingsmodel.h"
-#include "findingspanel.h"
-#include "mainwindow.h"
-#include "tensorfilterproxymodel.h"
-#include "tensortreemodel.h"
-#include "valueschartwidget.h"
+#include "ui/mainwindow.h"
+#include "ui/models/findingsmodel.h"
+#include "ui/models/tensorfilterproxymodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/findingspanel.h"
+#include "ui/widgets/valueschartwidget.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>

@@ -1,6 +1,6 @@
-#include "appsettings.h"
-#include "mainwindow.h"
-#include "targetdialog.h"
+#include "ui/appsettings.h"
+#include "ui/dialogs/targetdialog.h"
+#include "ui/mainwindow.h"
 
 #include <QAction>
 #include <QApplication>

@@ -1,4 +1,4 @@
-#include "findingsmodel.h"
+#include "ui/models/findingsmodel.h"
 
 #include "core/model/checkpoint.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "checkpointdocument.h"
+#include "ui/document/checkpointdocument.h"
 
 #include <QAbstractListModel>
 #include <QColor>

@@ -1,9 +1,9 @@
-#include "devicemodel.h"
+#include "ui/models/devicemodel.h"
 
 #include <QMimeData>
 #include <QPalette>
 
-#include "devicecolors.h"
+#include "ui/widgets/devicecolors.h"
 
 namespace ckpt {
 

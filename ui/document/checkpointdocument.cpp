@@ -1,4 +1,4 @@
-#include "checkpointdocument.h"
+#include "ui/document/checkpointdocument.h"
 
 #include <QUndoCommand>
 #include <QUndoStack>
@@ -162,29 +162,22 @@ std::vector<PlacementRule> CheckpointDocument::rulesFromMimeData(
     const QByteArray& data, const std::string& device)
 {
     std::vector<PlacementRule> rules;
-    for (const QByteArray& line : data.split('\n')) {
-        const qsizetype tab = line.indexOf('\t');
-        if (tab < 0)
-            continue;
-        const QByteArray kind = line.left(tab);
-        const std::string subject = line.mid(tab + 1).toStdString();
-        if (kind == "tensor")
-            rules.push_back({PlacementRule::Kind::MoveTensor, subject, device});
-        else if (kind == "module")
-            rules.push_back({PlacementRule::Kind::MoveModule, subject, device});
-    }
+    const auto items = decodePlacementMime(data);
+    if (!items)
+        return rules;
+    for (const PlacementMimeItem& item : *items)
+        rules.push_back({item.isModule ? PlacementRule::Kind::MoveModule : PlacementRule::Kind::MoveTensor,
+            item.name, device});
     return rules;
 }
 
 QByteArray CheckpointDocument::mimeDataFor(const std::vector<std::pair<bool, std::string>>& items)
 {
-    QByteArray data;
-    for (const auto& [isModule, name] : items) {
-        data += isModule ? "module\t" : "tensor\t";
-        data += QByteArray::fromStdString(name);
-        data += '\n';
-    }
-    return data;
+    std::vector<PlacementMimeItem> mimeItems;
+    mimeItems.reserve(items.size());
+    for (const auto& [isModule, name] : items)
+        mimeItems.push_back({isModule, name});
+    return encodePlacementMime(mimeItems);
 }
 
 } // namespace ckpt

@@ -4,6 +4,7 @@
 #include "core/model/checkpoint.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
+#include "ui/models/placementmime.h"
 
 #include <QObject>
 #include <QString>
@@ -16,10 +17,6 @@
 class QUndoStack;
 
 namespace ckpt {
-
-// The MIME type of tensors and modules dragged out of the tree: UTF-8 lines "tensor\t<name>" or
-// "module\t<dotted prefix>" (stable ids: names survive re-sorting and filtering).
-inline constexpr const char* kPlacementMimeType = "application/x-ckpt-inspector-placement";
 
 // What one user action did, for the status bar: "moved 3 storages to cuda:1; also moved
 // model.embed.weight (shares a storage with lm_head.weight)".
@@ -58,7 +55,8 @@ public:
 
     // Applies rules as one undoable step named `description` ("Move model.layers.3 to cuda:1").
     MoveReport move(const std::vector<PlacementRule>& rules, const QString& description);
-    // Parses kPlacementMimeType data into rules that put everything named onto `device`.
+    // Parses kPlacementMimeType data (ui/models/placementmime.h) into rules that put everything
+    // named onto `device`; no rule at all when the payload is malformed.
     static std::vector<PlacementRule> rulesFromMimeData(const QByteArray& data, const std::string& device);
     static QByteArray mimeDataFor(const std::vector<std::pair<bool /*isModule*/, std::string>>& items);
 

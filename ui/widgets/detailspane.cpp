@@ -1,7 +1,7 @@
-#include "detailspane.h"
+#include "ui/widgets/detailspane.h"
 
-#include "checkpointdocument.h"
-#include "valueschartwidget.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/widgets/valueschartwidget.h"
 
 #ifdef CKPT_HAVE_TORCHBRIDGE
 #include "tensorstatistics.h"

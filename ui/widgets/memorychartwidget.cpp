@@ -1,7 +1,7 @@
-#include "memorychartwidget.h"
+#include "ui/widgets/memorychartwidget.h"
 
-#include "devicemodel.h"
-#include "memorytablemodel.h"
+#include "ui/models/devicemodel.h"
+#include "ui/models/memorytablemodel.h"
 
 #include <QBarCategoryAxis>
 

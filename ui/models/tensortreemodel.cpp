@@ -1,8 +1,8 @@
-#include "tensortreemodel.h"
+#include "ui/models/tensortreemodel.h"
 
-#include "checkpointdocument.h"
-#include "devicecolors.h"
-#include "findingsmodel.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/models/findingsmodel.h"
+#include "ui/widgets/devicecolors.h"
 
 #include <QFont>
 #include <QGuiApplication>

@@ -1,6 +1,6 @@
-#include "memorytablemodel.h"
+#include "ui/models/memorytablemodel.h"
 
-#include "devicemodel.h"
+#include "ui/models/devicemodel.h"
 
 #include <algorithm>
 

@@ -4,6 +4,7 @@
 #include <QWidget>
 
 class QAbstractItemView;
+class QLabel;
 class QListView;
 
 namespace ckpt {
@@ -24,6 +25,9 @@ public:
     DeviceModel* model() const { return m_model; }
     QRect cardRect(const QString& tag) const; // in view()->viewport() coordinates; empty if absent
     void setDocument(CheckpointDocument* document); // nullptr: an empty panel
+    // "Detecting GPUs…" above the cards while this machine's GPUs are not known yet.
+    void setDetecting(bool detecting);
+    bool isDetecting() const;
 
 Q_SIGNALS:
     void moved(const QString& statusText); // after a drop, for the status bar
@@ -31,6 +35,7 @@ Q_SIGNALS:
 private:
     DeviceModel* m_model = nullptr;
     QListView* m_view = nullptr;
+    QLabel* m_detectingLabel = nullptr;
 };
 
 } // namespace ckpt

@@ -1,4 +1,4 @@
-#include "devicecolors.h"
+#include "ui/widgets/devicecolors.h"
 
 #include <array>
 

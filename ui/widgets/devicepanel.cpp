@@ -1,8 +1,9 @@
-#include "devicepanel.h"
+#include "ui/widgets/devicepanel.h"
 
-#include "devicecolors.h"
-#include "devicemodel.h"
+#include "ui/models/devicemodel.h"
+#include "ui/widgets/devicecolors.h"
 
+#include <QLabel>
 #include <QListView>
 #include <QPainter>
 #include <QPainterPath>
@@ -269,8 +270,17 @@ DevicePanel::DevicePanel(CheckpointDocument* document, QWidget* parent)
     m_view->setFrameShape(QFrame::NoFrame);
     m_view->viewport()->setAutoFillBackground(false);
 
+    // Shown while this machine's GPUs are being detected (a job: cuInit can take seconds).
+    m_detectingLabel = new QLabel(tr("Detecting GPUs…"), this);
+    m_detectingLabel->setObjectName(QStringLiteral("detectingGpusLabel"));
+    m_detectingLabel->setForegroundRole(QPalette::PlaceholderText);
+    m_detectingLabel->setContentsMargins(4, 2, 4, 2);
+    m_detectingLabel->hide();
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addWidget(m_detectingLabel);
     layout->addWidget(m_view);
 
     connect(m_model, &DeviceModel::moved, this, &DevicePanel::moved);
@@ -292,6 +302,16 @@ QRect DevicePanel::cardRect(const QString& tag) const
 void DevicePanel::setDocument(CheckpointDocument* document)
 {
     m_model->setDocument(document);
+}
+
+void DevicePanel::setDetecting(bool detecting)
+{
+    m_detectingLabel->setVisible(detecting);
+}
+
+bool DevicePanel::isDetecting() const
+{
+    return !m_detectingLabel->isHidden();
 }
 
 } // namespace ckpt

@@ -1,7 +1,7 @@
-#include "findingspanel.h"
+#include "ui/widgets/findingspanel.h"
 
 #include "core/model/checkpoint.h"
-#include "findingsmodel.h"
+#include "ui/models/findingsmodel.h"
 
 #include <QHeaderView>
 #include <QLabel>

@@ -1,4 +1,4 @@
-#include "targetdialog.h"
+#include "ui/dialogs/targetdialog.h"
 
 #include "core/model/checkpoint.h"
 

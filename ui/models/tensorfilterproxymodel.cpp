@@ -1,6 +1,6 @@
-#include "tensorfilterproxymodel.h"
+#include "ui/models/tensorfilterproxymodel.h"
 
-#include "tensortreemodel.h"
+#include "ui/models/tensortreemodel.h"
 
 namespace ckpt {
 
