@@ -1,26 +1,54 @@
 // ckpt-inspect-values: value statistics of every tensor of a checkpoint, through libtorch, as JSON.
 // `ckpt-inspect check --values` runs it as a separate process, so that the everyday command-line
 // tool does not load libtorch (hundreds of MiB, 0.4 s at every start) for the one option that needs it.
+// The desktop app runs it the same way with --tensor=INDEX, for the tensor selected in its tree.
 #include "core/json/json.h"
 #include "core/read/checkpointreader.h"
 #include "tensorstatistics.h"
 
+#include <charconv>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
 
 int main(int argc, char** argv)
 {
-    if (argc != 2) {
-        std::cerr << "usage: ckpt-inspect-values FILE\n";
+    // ckpt-inspect-values [--tensor=INDEX] FILE: every tensor, or only the one at INDEX.
+    std::optional<std::uint32_t> only;
+    const char* file = nullptr;
+    constexpr std::string_view kTensorOption = "--tensor=";
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg.substr(0, kTensorOption.size()) == kTensorOption) {
+            const std::string_view number = arg.substr(kTensorOption.size());
+            std::uint32_t index = 0;
+            const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), index);
+            if (error != std::errc() || end != number.data() + number.size() || number.empty()) {
+                std::cerr << "ckpt-inspect-values: --tensor needs a tensor index, not '" << number << "'\n";
+                return 64;
+            }
+            only = index;
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            file = nullptr;
+            break;
+        }
+    }
+    if (!file) {
+        std::cerr << "usage: ckpt-inspect-values [--tensor=INDEX] FILE\n";
         return 64;
     }
-    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(argv[1]);
+    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
     ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
     writer.beginObject();
-    writer.member("file", std::string(argv[1]));
+    writer.member("file", std::string(file));
     writer.key("tensors").beginArray();
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
         const ckpt::TensorEntry& tensor = checkpoint.tensors[t];
+        if (only && t != *only)
+            continue;
         if (tensor.storage < 0)
             continue; // composites and storage-less tensors: their parts are listed themselves
         const auto statistics = ckpt::computeTensorStatistics(checkpoint, t);
@@ -38,6 +66,8 @@ int main(int argc, char** argv)
         writer.member("posinf", statistics->positiveInfinityCount);
         writer.member("neginf", statistics->negativeInfinityCount);
         writer.member("zeros", statistics->zeroCount);
+        writer.member("finite", statistics->finiteCount);
+        writer.member("copied", statistics->copied);
         writer.member("min", statistics->min);
         writer.member("max", statistics->max);
         writer.member("mean", statistics->mean);

@@ -310,7 +310,14 @@ private Q_SLOTS:
         const QModelIndex embedIndex = window.treeModel()->indexForTensor(embed);
         auto* proxy = qobject_cast<QAbstractProxyModel*>(window.treeView()->model());
         QVERIFY(proxy);
+#ifdef CKPT_HAVE_TORCHBRIDGE
+        // The values come from a helper process now (the GUI never loads libtorch): wait for them.
+        QSignalSpy valuesShown(window.detailsPane(), &ckpt::DetailsPane::valuesShown);
         window.treeView()->setCurrentIndex(proxy->mapFromSource(embedIndex));
+        QVERIFY(valuesShown.wait(30000));
+#else
+        window.treeView()->setCurrentIndex(proxy->mapFromSource(embedIndex));
+#endif
         QTest::qWait(300);
 
         const QImage image = window.grab().toImage();

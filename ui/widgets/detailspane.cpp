@@ -3,12 +3,8 @@
 #include "ui/document/checkpointdocument.h"
 #include "ui/widgets/valueschartwidget.h"
 
-#ifdef CKPT_HAVE_TORCHBRIDGE
-#include "tensorstatistics.h"
-
-#include <QFutureWatcher>
-#include <QtConcurrent/QtConcurrentRun>
-#endif
+#include "ui/jobs/jobtracker.h"
+#include "ui/values/tensorvalues.h"
 
 #include <QEvent>
 #include <QLabel>
@@ -69,6 +65,7 @@ const QString kPlannedTip
 DetailsPane::DetailsPane(QWidget* parent)
     : QWidget(parent)
     , m_browser(new QTextBrowser(this))
+    , m_valuesJobs(new JobTracker(this))
 {
     setObjectName(QStringLiteral("detailsPane"));
     setAccessibleName(tr("Details of the selection"));
@@ -146,7 +143,6 @@ QString DetailsPane::valuesText() const
     return document.toPlainText();
 }
 
-#ifdef CKPT_HAVE_TORCHBRIDGE
 namespace {
 
 QString valueText(double value)
@@ -154,7 +150,7 @@ QString valueText(double value)
     return QString::number(value, 'g', 6);
 }
 
-QString statisticsHtml(const TensorStatistics& statistics)
+QString statisticsHtml(const TensorValues& statistics)
 {
     const auto count = [](std::uint64_t n) { return QString::fromStdString(formatThousands(n)); };
     const auto alarming = [&](std::uint64_t n) {
@@ -162,8 +158,8 @@ QString statisticsHtml(const TensorStatistics& statistics)
                      : count(n);
     };
     QStringList notes;
-    if (statistics.domain != ValueDomain::Real) // booleans, magnitudes |z|, int_repr
-        notes.append(QString::fromLatin1(valueDomainName(statistics.domain)).toHtmlEscaped());
+    if (!statistics.isRealDomain()) // booleans, magnitudes |z|, int_repr
+        notes.append(statistics.domain.toHtmlEscaped());
     if (statistics.copied)
         notes.append(QObject::tr("decoded in chunks"));
     QString out = QStringLiteral("<b>%1</b>").arg(QObject::tr("Values").toHtmlEscaped());
@@ -192,14 +188,18 @@ QString statisticsHtml(const TensorStatistics& statistics)
 }
 
 } // namespace
-#endif
+
+void DetailsPane::setValuesSource(std::shared_ptr<TensorValuesSource> source)
+{
+    m_valuesSource = std::move(source);
+    computeValues(m_valuesTensor);
+}
 
 void DetailsPane::computeValues(std::optional<std::uint32_t> tensor)
 {
-    const quint64 generation = ++*m_valuesGeneration;
     m_valuesTensor = tensor;
-#ifdef CKPT_HAVE_TORCHBRIDGE
-    if (!tensor || !m_document) {
+    m_valuesJobs->reset(); // a newer selection makes an older scan stale, and stops it
+    if (!tensor || !m_document || !m_valuesSource) {
         m_values->hide();
         m_valuesChart->clear();
         return;
@@ -208,37 +208,23 @@ void DetailsPane::computeValues(std::optional<std::uint32_t> tensor)
     m_valuesChart->clear();
     m_valuesLabel->setText(QStringLiteral("<b>%1</b> <i>%2</i>")
                                .arg(tr("Values").toHtmlEscaped(), tr("computing…").toHtmlEscaped()));
-    using Result = std::shared_ptr<Expected<TensorStatistics>>;
-    auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, index = *tensor] {
-        watcher->deleteLater();
-        if (generation != m_valuesGeneration->load())
-            return; // another tensor was selected meanwhile
-        const Result result = watcher->result();
-        if (!result || !*result) {
-            m_valuesLabel->setText(QStringLiteral("<b>%1</b> <span style=\"color:gray\">%2</span>")
-                                       .arg(tr("Values").toHtmlEscaped(),
-                                           result ? html(result->error().message) : tr("not computed")));
-            m_valuesChart->clear();
-        } else {
-            const TensorStatistics& statistics = result->value();
-            m_valuesLabel->setText(statisticsHtml(statistics));
-            m_valuesChart->setHistogram(
-                statistics.histogram.low, statistics.histogram.high, statistics.histogram.counts);
-        }
-        Q_EMIT valuesShown(index);
-    });
-    watcher->setFuture(QtConcurrent::run([checkpoint = m_document->sharedCheckpoint(), index = *tensor,
-                                             generation, current = m_valuesGeneration]() -> Result {
-        const ValueProgress progress
-            = [&](std::uint64_t, std::uint64_t) { return current->load() == generation; };
-        return std::make_shared<Expected<TensorStatistics>>(
-            computeTensorStatistics(*checkpoint, index, StatisticsOptions {}, progress));
-    }));
-#else
-    Q_UNUSED(generation);
-    m_values->hide();
-#endif
+    m_valuesJobs->start(
+        [source = m_valuesSource, path = m_document->checkpoint().path, index = *tensor](
+            JobProgress& progress) {
+            return source->compute(path, index, [&progress] { return !progress.cancelled.load(); });
+        },
+        [this, index = *tensor](const Expected<TensorValues>& result) {
+            if (!result) {
+                m_valuesLabel->setText(QStringLiteral("<b>%1</b> <span style=\"color:gray\">%2</span>")
+                                           .arg(tr("Values").toHtmlEscaped(), html(result.error().message)));
+                m_valuesChart->clear();
+            } else {
+                m_valuesLabel->setText(statisticsHtml(*result));
+                m_valuesChart->setHistogram(
+                    result->histogramLow, result->histogramHigh, result->histogramCounts);
+            }
+            Q_EMIT valuesShown(index);
+        });
 }
 
 QString DetailsPane::plainText() const

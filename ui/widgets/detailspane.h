@@ -3,7 +3,6 @@
 #include <QPointer>
 #include <QWidget>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +14,8 @@ class QUrl;
 namespace ckpt {
 
 class CheckpointDocument;
+class JobTracker;
+class TensorValuesSource;
 class ValuesChartWidget;
 
 // What the selected tree row is, in full: for a tensor its storage (key, bytes, offset, stride),
@@ -33,8 +34,11 @@ public:
     std::optional<std::uint32_t> treeNode() const { return m_treeNode; }
     // The text shown, as plain text (tests and accessibility).
     QString plainText() const;
-    // The Values section (statistics of the selected tensor's numbers, through libtorch), as plain
-    // text; empty when no tensor is selected or the app was built without libtorch.
+    // Where the Values section gets a tensor's statistics from (they need libtorch, which this
+    // process does not load); without a source there is no Values section.
+    void setValuesSource(std::shared_ptr<TensorValuesSource> source);
+    // The Values section (statistics of the selected tensor's numbers), as plain text; empty when
+    // no tensor is selected or there is no values source.
     QString valuesText() const;
     ValuesChartWidget* valuesChart() const { return m_valuesChart; }
 
@@ -58,12 +62,13 @@ private:
     std::optional<std::uint32_t> m_treeNode;
     QTextBrowser* m_browser = nullptr;
     // Values: computed off the GUI thread; a newer selection makes an older result stale (and
-    // cancels its scan at the next chunk).
+    // stops its scan).
     QWidget* m_values = nullptr;
     QLabel* m_valuesLabel = nullptr;
     ValuesChartWidget* m_valuesChart = nullptr;
     std::optional<std::uint32_t> m_valuesTensor;
-    std::shared_ptr<std::atomic<quint64>> m_valuesGeneration = std::make_shared<std::atomic<quint64>>(0);
+    std::shared_ptr<TensorValuesSource> m_valuesSource;
+    JobTracker* m_valuesJobs = nullptr;
 };
 
 } // namespace ckpt
