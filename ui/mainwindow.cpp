@@ -2,6 +2,7 @@
 
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
+#include "ui/dialogs/filedialogs.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
 #include "ui/jobs/jobprogressdialog.h"
@@ -14,6 +15,7 @@
 #include "ui/widgets/devicepanel.h"
 #include "ui/widgets/findingspanel.h"
 #include "ui/widgets/memorychartwidget.h"
+#include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/tensortreepanel.h"
 
 #include <QApplication>
@@ -22,7 +24,6 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenu>
@@ -36,8 +37,6 @@
 #include <QUndoGroup>
 #include <QUndoStack>
 #include <QUndoView>
-
-#include <set>
 
 namespace ckpt {
 
@@ -194,7 +193,11 @@ void MainWindow::createActions()
 {
     const ActionSpec table[] = {
         {"actionOpen", tr("&Open…"), QKeySequence(Qt::CTRL | Qt::Key_O),
-            tr("Open a PyTorch checkpoint without running its pickle code"), [this] { chooseFileToOpen(); }},
+            tr("Open a PyTorch checkpoint without running its pickle code"),
+            [this] {
+                if (const QString path = askCheckpointToOpen(this, m_currentFile); !path.isEmpty())
+                    openFile(path);
+            }},
         {"actionSaveRemapped", tr("&Save Remapped Copy…"), QKeySequence(Qt::CTRL | Qt::Key_S),
             tr("Write a copy whose recorded devices are the planned ones (never over the input)"),
             [this] { chooseSaveTarget(); }},
@@ -264,10 +267,8 @@ void MainWindow::createActions()
 
 void MainWindow::createMenus()
 {
-    m_recentMenu = new QMenu(tr("Open &Recent"), this);
-    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
-    connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
-    rebuildRecentMenu();
+    auto* recentMenu = new RecentFilesMenu(m_settings.get(), this);
+    connect(recentMenu, &RecentFilesMenu::fileChosen, this, &MainWindow::openFile);
 
     // The menus as a table: an action or submenu by object name, "-" for a separator.
     const std::pair<QString, std::vector<const char*>> menus[] = {
@@ -298,27 +299,6 @@ void MainWindow::createMenus()
                 qWarning("MainWindow: no action or menu named %s", item);
         }
     }
-}
-
-void MainWindow::rebuildRecentMenu()
-{
-    m_recentMenu->clear();
-    const QStringList files = m_settings->recentFiles();
-    int number = 1;
-    for (const QString& path : files) {
-        QAction* action = m_recentMenu->addAction(
-            QStringLiteral("&%1 %2").arg(number % 10).arg(QFileInfo(path).fileName()), this,
-            [this, path] { openFile(path); });
-        action->setToolTip(QDir::toNativeSeparators(path));
-        action->setStatusTip(QDir::toNativeSeparators(path));
-        ++number;
-    }
-    if (files.isEmpty())
-        m_recentMenu->addAction(tr("No recent files"))->setEnabled(false);
-    m_recentMenu->addSeparator();
-    QAction* clear = m_recentMenu->addAction(
-        tr("&Clear Recent Files"), this, [this] { m_settings->clearRecentFiles(); });
-    clear->setEnabled(!files.isEmpty());
 }
 
 void MainWindow::restoreSettings()
@@ -397,15 +377,6 @@ bool MainWindow::exportDeviceMapTo(const QString& path)
 }
 
 // --- Opening ---------------------------------------------------------------------------------
-
-void MainWindow::chooseFileToOpen()
-{
-    const QString startDir = m_currentFile.isEmpty() ? QString() : QFileInfo(m_currentFile).absolutePath();
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open Checkpoint"), startDir,
-        tr("PyTorch checkpoints (*.pt *.pth *.bin *.ckpt *.tar *.safetensors);;All files (*)"));
-    if (!path.isEmpty())
-        openFile(path);
-}
 
 void MainWindow::openDemoCheckpoint()
 {
@@ -519,22 +490,17 @@ bool MainWindow::maybeKeepChanges(std::function<void()> then)
         return true;
     if (m_suppressModalDialogs)
         return true; // tests: discard
-    QMessageBox box(QMessageBox::Warning, tr("Unsaved Placement"),
-        tr("The placement of %1 was changed but no remapped copy was saved.")
-            .arg(QFileInfo(current->filePath()).fileName()),
-        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
-    box.setInformativeText(tr("Save a remapped copy first?"));
-    box.setDefaultButton(QMessageBox::Save);
-    switch (box.exec()) {
-    case QMessageBox::Save:
+    switch (askAboutUnsavedPlacement(this, *current)) {
+    case UnsavedPlacementAnswer::Save:
         chooseSaveTarget(std::move(then));
         return false;
-    case QMessageBox::Discard:
+    case UnsavedPlacementAnswer::Discard:
         current->undoStack()->setClean(); // asked once is enough
         return true;
-    default:
-        return false;
+    case UnsavedPlacementAnswer::Cancel:
+        break;
     }
+    return false;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)
@@ -579,19 +545,7 @@ void MainWindow::chooseSaveTarget(std::function<void()> then)
     CheckpointDocument* current = document();
     if (!current)
         return;
-    const QFileInfo input(current->filePath());
-    QString suffix = QStringLiteral("remapped");
-    if (const auto mapping = current->plan().asTagMapping()) {
-        std::set<std::string> targets;
-        for (const auto& [from, to] : *mapping)
-            targets.insert(to);
-        if (targets.size() == 1)
-            suffix = fromStd(*targets.begin()).replace(QLatin1Char(':'), QLatin1Char('-'));
-    }
-    const QString proposal
-        = input.dir().filePath(input.completeBaseName() + QLatin1Char('-') + suffix + QStringLiteral(".pt"));
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save Remapped Copy"), proposal,
-        tr("PyTorch checkpoints (*.pt *.pth *.bin *.ckpt);;All files (*)"));
+    const QString path = askRemappedCopyPath(this, *current);
     if (path.isEmpty())
         return;
     m_afterSave = std::move(then);
@@ -633,14 +587,8 @@ void MainWindow::chooseExportTarget(bool deviceMap)
 {
     if (!document())
         return;
-    const QFileInfo input(document()->filePath());
-    const QString path = deviceMap
-        ? QFileDialog::getSaveFileName(this, tr("Export Plan as device_map"),
-            input.dir().filePath(input.completeBaseName() + QStringLiteral("-device_map.json")),
-            tr("JSON (*.json);;All files (*)"))
-        : QFileDialog::getSaveFileName(this, tr("Export Plan as map_location"),
-            input.dir().filePath(input.completeBaseName() + QStringLiteral("-load.py")),
-            tr("Python (*.py);;All files (*)"));
+    const QString path
+        = deviceMap ? askDeviceMapExportPath(this, *document()) : askMapLocationExportPath(this, *document());
     if (path.isEmpty())
         return;
     if (deviceMap && exportDeviceMapTo(path))

@@ -108,7 +108,6 @@ private:
     void restoreSettings();
     void saveSettings();
 
-    void chooseFileToOpen();
     void openDemoCheckpoint();
     void keepShownFile(); // after an open that did not replace the shown file
     void showOpenedFile(const QString& path, const QStringList& problems);
@@ -123,7 +122,6 @@ private:
     void chooseSaveTarget(std::function<void()> then = {});
     void chooseExportTarget(bool deviceMap);
 
-    void rebuildRecentMenu();
     void selectTensors(const std::vector<std::uint32_t>& tensors);
 
     void updateTitle();
@@ -160,7 +158,6 @@ private:
     QLabel* m_summaryLabel = nullptr;
 
     // Actions that change state (the rest live in the action table only).
-    QMenu* m_recentMenu = nullptr;
     QAction* m_saveAction = nullptr;
     QAction* m_exportMapLocationAction = nullptr;
     QAction* m_exportDeviceMapAction = nullptr;
