@@ -1,6 +1,8 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
 #include "core/base/escaping.h"
 #include "core/devices/deviceinventory.h"
+#include "core/io/atomicoutputfile.h"
+#include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/checkpointjson.h"
@@ -103,10 +105,12 @@ commands:
   info FILE [--json]   the tree of tensors with dtype, shape, size and the device each
                        storage was recorded on; totals per device; findings
   remap FILE -o OUT [--map FROM=TO]... [--tensor NAME=DEV]... [--module PREFIX=DEV]...
-        [--json] [--no-verify]
+        [--json] [--no-verify] [--allow-dangerous]
                        writes a copy whose storages are recorded on the planned devices, so
                        plain torch.load puts them there (FROM may be *; later rules win; a
-                       tensor moves with every tensor that shares its storage)
+                       tensor moves with every tensor that shares its storage); refuses a
+                       file rated dangerous (exit 4) unless --allow-dangerous, which copies
+                       it unchanged
   remap FILE --print-map-location [--map ...] [--tensor ...] [--module ...]
                        prints the plan as a map_location dict, or as a Python snippet when
                        it cannot be said as one, instead of writing a copy
@@ -116,7 +120,8 @@ commands:
                        (torch 1.13 and 2.6+) and the weights_only verdict; ML is none, cpu,
                        cuda:1, cuda:1=cuda:0,... or a Python dict literal; --values adds
                        each tensor's NaN/Inf/zero counts, range, mean, std and histogram
-                       (through libtorch); exit 0 clean, 1 warnings, 2 errors, 3 could not read
+                       (through libtorch); exit 0 clean, 1 warnings, 2 errors, 3 could not
+                       read, 4 dangerous or cannot verify (loading it may run code)
   devices [--json]     the devices of this machine: CUDA GPUs as torch numbers them (name,
                        compute capability, total and free memory) and the CPU's memory
   plan FILE [--target SPEC|NAME] [--strategy balanced|sequential] [--no-split-depth N]
@@ -133,8 +138,87 @@ commands:
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
 such as mps or xpu:0 are taken as devices with that capacity).
 
-exit status: 0 read, 1 read with warnings, 2 read with errors, 3 could not read
+Every command that reads a file first rates every pickle in it (never run): known inert,
+needs allowlisting, or dangerous (cannot verify; treat as dangerous).
+
+exit status: 0 read, 1 read with warnings, 2 read with errors, 3 could not read,
+4 (check, remap) dangerous or cannot verify
 )";
+
+// The safety verdict as text lines, for the top of `info` and `check`.
+std::string safetyText(const ckpt::SafetyVerdict& safety)
+{
+    std::string text = "safety: " + std::string(ckpt::pickleSafetyName(safety.rating)) + ": "
+        + shown(safety.headline) + "\n";
+    for (const ckpt::UnsafeCallable& callable : safety.unsafe)
+        text += std::string("  ") + (callable.knownDangerous ? "dangerous      " : "cannot verify  ")
+            + shown(callable.name) + ": " + shown(callable.reason) + " (" + shown(callable.where) + ")"
+            + (callable.call.empty() ? std::string() : "\n                 would run " + shown(callable.call))
+            + "\n";
+    for (const std::string& problem : safety.cannotVerify)
+        text += "  cannot verify  " + shown(problem) + "\n";
+    if (safety.rating != ckpt::PickleSafety::DangerousOrUnknown)
+        for (const ckpt::AllowlistCandidate& candidate : safety.allowlist)
+            text += "  vetted inert   " + shown(candidate.name) + ": " + shown(candidate.reason)
+                + (candidate.torch2Default ? "" : "; not on torch 2.x's default list")
+                + (candidate.torch113Default ? "" : "; not on torch 1.13's default list") + "\n";
+    for (const std::string& note : safety.notes)
+        text += "  note: " + shown(note) + "\n";
+    if (!safety.addSafeGlobals2.empty())
+        text += "  allow with (torch 2.x):\n    " + [&] {
+            std::string indented = shownLines(safety.addSafeGlobals2);
+            for (std::size_t at = 0; (at = indented.find('\n', at)) != std::string::npos; at += 5)
+                indented.replace(at, 1, "\n    ");
+            return indented;
+        }() + "\n";
+    return text;
+}
+
+void writeSafetyJson(ckpt::JsonWriter& writer, const ckpt::SafetyVerdict& safety)
+{
+    writer.beginObject();
+    writer.member("rating", std::string(ckpt::pickleSafetyName(safety.rating)));
+    writer.member("headline", safety.headline);
+    writer.key("unsafe").beginArray();
+    for (const ckpt::UnsafeCallable& callable : safety.unsafe) {
+        writer.beginObject();
+        writer.member("name", callable.name);
+        writer.member("known_dangerous", callable.knownDangerous);
+        writer.member("reason", callable.reason);
+        writer.member("where", callable.where);
+        writer.key("call");
+        callable.call.empty() ? writer.null() : writer.value(callable.call);
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.key("cannot_verify").beginArray();
+    for (const std::string& problem : safety.cannotVerify)
+        writer.value(problem);
+    writer.endArray();
+    writer.key("vetted_not_default").beginArray();
+    for (const ckpt::AllowlistCandidate& candidate : safety.allowlist) {
+        writer.beginObject();
+        writer.member("name", candidate.name);
+        writer.member("reason", candidate.reason);
+        writer.member("torch_1_13_default", candidate.torch113Default);
+        writer.member("torch_2_default", candidate.torch2Default);
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.key("add_safe_globals_torch2");
+    safety.addSafeGlobals2.empty() ? writer.null() : writer.value(safety.addSafeGlobals2);
+    writer.key("add_safe_globals_torch113");
+    safety.addSafeGlobals113.empty() ? writer.null() : writer.value(safety.addSafeGlobals113);
+    writer.key("pickles").beginArray();
+    for (const std::string& pickle : safety.pickles)
+        writer.value(pickle);
+    writer.endArray();
+    writer.key("notes").beginArray();
+    for (const std::string& note : safety.notes)
+        writer.value(note);
+    writer.endArray();
+    writer.endObject();
+}
 
 int exitCodeFor(const ckpt::Checkpoint& checkpoint)
 {
@@ -170,8 +254,98 @@ int runInfo(const std::vector<std::string>& args)
         return 64;
     }
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
-    std::cout << (json ? ckpt::checkpointToJson(checkpoint, true) : ckpt::checkpointToText(checkpoint));
+    const ckpt::SafetyVerdict safety = ckpt::ratePickleSafety(checkpoint);
+    if (json) {
+        // The rating leads the document, as it leads the text.
+        std::string text = ckpt::checkpointToJson(checkpoint, true);
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writeSafetyJson(writer, safety);
+        if (const auto brace = text.find('{'); brace != std::string::npos)
+            text.insert(brace + 1, "\n\"safety\": " + writer.takeText() + ",");
+        std::cout << text;
+    } else {
+        std::cout << safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
+    }
     return exitCodeFor(checkpoint);
+}
+
+// `remap --allow-dangerous` on a dangerous file: its bytes copied as they are (re-emitting a
+// pickle that runs code would only launder it), the copy rated again before the rename so that what
+// lands under OUT is exactly what was rated.
+int copyDangerousUnchanged(
+    const std::string& file, const std::string& output, const ckpt::SafetyVerdict& safety, bool json)
+{
+    auto input = ckpt::MappedFile::open(file);
+    if (!input) {
+        std::cerr << "ckpt-inspect remap: " << input.error().message << "\n";
+        return 2;
+    }
+    const ckpt::ByteView bytes = (*input)->bytes();
+    auto out = ckpt::AtomicOutputFile::create(output, file, bytes.size());
+    if (!out) {
+        std::cerr << "ckpt-inspect remap: " << out.error().message << "\n";
+        return 2;
+    }
+    for (std::uint64_t done = 0; done < bytes.size();) {
+        const ssize_t n
+            = ::pwrite((*out)->fd(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            std::cerr << "ckpt-inspect remap: writing " << output << ": " << std::strerror(errno) << "\n";
+            return 2;
+        }
+        done += static_cast<std::uint64_t>(n);
+    }
+    ckpt::ByteBuffer copy(bytes.size());
+    for (std::uint64_t done = 0; done < copy.size();) {
+        const ssize_t n
+            = ::pread((*out)->fd(), copy.data() + done, copy.size() - done, static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            std::cerr << "ckpt-inspect remap: reading back " << output << ": " << std::strerror(errno)
+                      << "\n";
+            return 2;
+        }
+        done += static_cast<std::uint64_t>(n);
+    }
+    const ckpt::SafetyVerdict copied = ckpt::ratePickleSafety(ckpt::ByteView(copy.data(), copy.size()));
+    auto names = [](const ckpt::SafetyVerdict& verdict) {
+        std::vector<std::string> list;
+        for (const ckpt::UnsafeCallable& callable : verdict.unsafe)
+            list.push_back(callable.name);
+        return list;
+    };
+    if (copied.rating != safety.rating || names(copied) != names(safety)
+        || !std::equal(copy.begin(), copy.end(), bytes.begin())) {
+        std::cerr << "ckpt-inspect remap: the copy does not rate as the input did (" << shown(copied.headline)
+                  << "); nothing written\n";
+        return 2;
+    }
+    if (auto problem = (*out)->commit()) {
+        std::cerr << "ckpt-inspect remap: " << problem->message << "\n";
+        return 2;
+    }
+    const std::string summary
+        = "copied unchanged, still DANGEROUS (--allow-dangerous): nothing was remapped; "
+        + shown(safety.headline);
+    if (json) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writer.beginObject();
+        writer.member("input", file);
+        writer.member("output", output);
+        writer.member("copied_unchanged", true);
+        writer.key("safety");
+        writeSafetyJson(writer, copied);
+        writer.member("summary", summary);
+        writer.endObject();
+        std::cout << writer.takeText() << "\n";
+    } else {
+        std::cout << shown(output) << ": " << summary << "\n";
+    }
+    std::cerr << "warning: " << output << " is a byte-for-byte copy of a file rated dangerous\n";
+    return 0;
 }
 
 int runRemap(const std::vector<std::string>& args)
@@ -181,6 +355,7 @@ int runRemap(const std::vector<std::string>& args)
     bool json = false;
     bool verify = true;
     bool printMapLocation = false;
+    bool allowDangerous = false;
     std::vector<ckpt::PlacementRule> rules;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
@@ -210,6 +385,8 @@ int runRemap(const std::vector<std::string>& args)
             verify = false;
         } else if (arg == "--print-map-location") {
             printMapLocation = true;
+        } else if (arg == "--allow-dangerous") {
+            allowDangerous = true;
         } else if (arg.starts_with("-")) {
             std::cerr << "ckpt-inspect remap: unknown option " << arg << "\n" << kUsage;
             return 64;
@@ -237,6 +414,17 @@ int runRemap(const std::vector<std::string>& args)
     }
 
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
+    const ckpt::SafetyVerdict safety = ckpt::ratePickleSafety(checkpoint);
+    if (safety.dangerous() && !printMapLocation) {
+        if (!allowDangerous) {
+            std::cerr
+                << "ckpt-inspect remap: refusing to write a copy of " << shown(file) << ": "
+                << shown(safety.headline)
+                << "\n(a copy would carry the same code; pass --allow-dangerous to copy it unchanged)\n";
+            return 4;
+        }
+        return copyDangerousUnchanged(file, output, safety, json);
+    }
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
         std::cerr << "ckpt-inspect remap: " << shown(file) << ": " << shown(checkpoint.container.description)
                   << "\n";
@@ -829,7 +1017,7 @@ int runCheck(const std::vector<std::string>& args)
         }
     }
     const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint || !checkpoint.file;
-    const int exitCode = unreadable ? 3 : report.exitCode();
+    const int exitCode = report.safety.dangerous() ? 4 : unreadable ? 3 : report.exitCode();
     const std::string format = unreadable ? std::string(ckpt::containerKindName(checkpoint.container.kind))
                                           : std::string(ckpt::checkpointFormatName(checkpoint.format));
 
@@ -839,6 +1027,8 @@ int runCheck(const std::vector<std::string>& args)
         writer.member("file", file);
         writer.member("format", format);
         writer.member("exit_code", exitCode);
+        writer.key("safety");
+        writeSafetyJson(writer, report.safety);
         writer.key("findings").beginArray();
         for (const ckpt::Finding& finding : report.findings)
             writeFindingJson(writer, checkpoint, finding);
@@ -902,7 +1092,7 @@ int runCheck(const std::vector<std::string>& args)
         return exitCode;
     }
 
-    std::cout << shown(file) << ": " << shown(format) << "\n";
+    std::cout << shown(file) << ": " << shown(format) << "\n" << safetyText(report.safety);
     for (const ckpt::Severity severity :
         {ckpt::Severity::Error, ckpt::Severity::Warning, ckpt::Severity::Info}) {
         std::size_t count = 0;

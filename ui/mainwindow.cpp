@@ -16,6 +16,7 @@
 #include "ui/widgets/findingspanel.h"
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/recentfilesmenu.h"
+#include "ui/widgets/safetybanner.h"
 #include "ui/widgets/tensortreepanel.h"
 
 #include <QApplication>
@@ -107,6 +108,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_documents, &DocumentController::triageFinished, this, [this](const auto& report) {
         m_findingsPanel->setReport(
             *report, document()->sharedCheckpoint(), fromStd(document()->target().name));
+        m_treePanel->safetyBanner()->setVerdict(report->safety);
         treeModel()->setFindings(report->findings);
         Q_EMIT triageFinished();
     });
@@ -346,6 +348,11 @@ TensorFilterProxyModel* MainWindow::filterModel() const
     return m_treePanel->filterModel();
 }
 
+SafetyBanner* MainWindow::safetyBanner() const
+{
+    return m_treePanel->safetyBanner();
+}
+
 TensorTreeModel* MainWindow::treeModel() const
 {
     return m_documents->treeModel();
@@ -458,6 +465,7 @@ void MainWindow::attachDocument(CheckpointDocument* current, CheckpointDocument*
     m_findingsPanel->clear();
     if (!current)
         return;
+    m_treePanel->safetyBanner()->setChecking();
     m_undoGroup->addStack(current->undoStack());
     m_undoGroup->setActiveStack(current->undoStack());
     connect(current->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitle);

@@ -29,6 +29,7 @@ class JobProgressDialog;
 class JobTracker;
 class MemoryChartWidget;
 class PlanActions;
+class SafetyBanner;
 class TensorFilterProxyModel;
 class TensorTreeModel;
 class TensorTreePanel;
@@ -81,6 +82,7 @@ public:
     DevicePanel* devicePanel() const { return m_devicePanel; }
     DetailsPane* detailsPane() const { return m_detailsPane; }
     FindingsPanel* findingsPanel() const { return m_findingsPanel; }
+    SafetyBanner* safetyBanner() const;
     QDockWidget* findingsDock() const { return m_findingsDock; }
     PlanActions* planActions() const { return m_planActions; }
     bool isTriageRunning() const;

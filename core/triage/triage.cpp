@@ -88,9 +88,56 @@ void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
     }
 }
 
+// The safety verdict as the first finding a person reads.
+void addSafetyFinding(TriageReport& report)
+{
+    const SafetyVerdict& safety = report.safety;
+    if (safety.rating == PickleSafety::NoPickle)
+        return;
+    Finding finding;
+    switch (safety.rating) {
+    case PickleSafety::DangerousOrUnknown: {
+        finding = Finding {Severity::Error, "unsafe-pickle", safety.headline};
+        std::string details;
+        for (const UnsafeCallable& callable : safety.unsafe)
+            details += (details.empty() ? "" : "; ") + callable.name + " (" + callable.reason + "; in "
+                + callable.where + (callable.call.empty() ? std::string() : "; would run " + callable.call)
+                + ")";
+        for (const std::string& problem : safety.cannotVerify)
+            details += (details.empty() ? "" : "; ") + problem;
+        finding.explanation = "torch.load(weights_only=False), pickle.load and any loader that falls back to "
+                              "them execute what the pickle says; only a vetted list of inert classes can be "
+                              "vouched for: "
+            + details;
+        finding.fix = "do not load it with weights_only=False or any unpickler unless you trust its origin; "
+                      "inspect it here (nothing is executed) and ask for a safetensors file or a plain "
+                      "state_dict";
+        break;
+    }
+    case PickleSafety::NeedsAllowlist:
+        finding = Finding {Severity::Warning, "needs-allowlisting", safety.headline};
+        finding.explanation = "every global is a vetted inert class, but torch.load(weights_only=True) "
+                              "refuses the ones its default allowlist lacks";
+        if (!safety.addSafeGlobals2.empty())
+            finding.fix = "call this before torch.load (torch 2.x):\n" + safety.addSafeGlobals2;
+        break;
+    case PickleSafety::KnownInert:
+        finding = Finding {Severity::Info, "known-inert", safety.headline};
+        if (!safety.addSafeGlobals113.empty())
+            finding.fix = "torch 1.13 needs:\n" + safety.addSafeGlobals113;
+        break;
+    case PickleSafety::NoPickle:
+        return;
+    }
+    report.findings.push_back(std::move(finding));
+}
+
 void addWeightsOnlyFinding(TriageReport& report)
 {
     const WeightsOnlyVerdict& verdict = report.weightsOnly;
+    // The safety finding already says it, with every pickle of the file behind it.
+    if (verdict.rating == SafetyRating::Dangerous && report.safety.dangerous())
+        return;
     const std::string generation = torchGenerationName(verdict.generation);
     Finding finding;
     switch (verdict.rating) {
@@ -149,6 +196,8 @@ void addWeightsOnlyFinding(TriageReport& report)
 
 int TriageReport::exitCode() const
 {
+    if (safety.dangerous())
+        return 4;
     int code = 0;
     for (const Finding& finding : findings) {
         if (finding.severity == Severity::Error)
@@ -168,6 +217,14 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
         std::make_move_iterator(smells.end()));
 
     report.weightsOnly = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
+    report.safety = ratePickleSafety(checkpoint);
+    // The headline rating never says less than the safety verdict: a hidden or nested pickle, a
+    // stacked one or an unverifiable one makes the file dangerous whatever torch's unpickler says.
+    if (report.safety.dangerous())
+        report.weightsOnly.rating = SafetyRating::Dangerous;
+    else if (report.safety.rating == PickleSafety::NeedsAllowlist
+        && report.weightsOnly.rating != SafetyRating::Dangerous)
+        report.weightsOnly.rating = SafetyRating::NeedsAllowlist;
     if (checkpoint.format != CheckpointFormat::NotACheckpoint) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
@@ -175,6 +232,7 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
                 simulateLoad(checkpoint, machine, options.mapLocation, generation));
         addLoadFindings(checkpoint, options, report);
     }
+    addSafetyFinding(report);
     addWeightsOnlyFinding(report);
 
     std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {

@@ -3,6 +3,7 @@
 #include "core/base/expected.h"
 #include "core/base/finding.h"
 #include "core/devices/deviceinventory.h"
+#include "core/triage/pickleverdict.h"
 
 #include <cstdint>
 #include <map>
@@ -96,7 +97,10 @@ struct TriageReport {
     std::vector<Finding> findings; // every check's findings, most severe first
     std::vector<LoadSimulation> loadSimulations; // one per torch generation
     WeightsOnlyVerdict weightsOnly;
-    int exitCode() const; // 0 clean, 1 warnings, 2 errors (3 "could not read" is decided by the caller)
+    SafetyVerdict safety; // every pickle a loader could run, rated allowlist-first (pickleverdict.h)
+    // 0 clean, 1 warnings, 2 errors, 4 dangerous or cannot verify (before all others: loading it may
+    // run code); 3 "could not read" is decided by the caller.
+    int exitCode() const;
 };
 
 // The load simulation alone (also used by the desktop app when the target or map_location changes).

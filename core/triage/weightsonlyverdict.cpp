@@ -8,6 +8,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/triage/picklecatalog.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>
@@ -51,255 +52,21 @@ const char* safetyRatingName(SafetyRating rating)
 
 namespace {
 
-// torch 1.13 `_get_allowed_globals()` (printed from the installed torch 1.13).
-const std::unordered_set<std::string_view>& allowedGlobals113()
-{
-    static const std::unordered_set<std::string_view> names = [] {
-        std::unordered_set<std::string_view> set {"collections.OrderedDict", "torch.nn.parameter.Parameter",
-            "torch.serialization._get_layout", "torch.Size", "torch.Tensor", "torch.complex32",
-            "torch.complex64", "torch.complex128", "torch.float16", "torch.float32", "torch.float64",
-            "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch._utils._rebuild_parameter",
-            "torch._utils._rebuild_tensor", "torch._utils._rebuild_tensor_v2",
-            "torch._utils._rebuild_sparse_tensor", "torch._utils._rebuild_meta_tensor_no_storage",
-            "torch._utils._rebuild_sparse_csr_tensor", "torch.storage.TypedStorage",
-            "torch.storage.UntypedStorage"};
-        return set;
-    }();
-    return names;
-}
-
-// torch 2.14 `_get_allowed_globals()` beyond the tensor/storage classes (printed from torch 2.14).
-const std::unordered_set<std::string_view>& allowedGlobals26()
-{
-    static const std::unordered_set<std::string_view> names {"_codecs.encode", "builtins.bytearray",
-        "builtins.complex", "builtins.set", "collections.Counter", "collections.OrderedDict",
-        "torch.nn.parameter.Parameter", "torch.serialization._get_layout", "torch.Size", "torch.Tensor",
-        "torch.device", "torch.storage.TypedStorage", "torch.storage.UntypedStorage",
-        "torch._tensor._rebuild_from_type_v2", "torch._utils._rebuild_device_tensor_from_cpu_tensor",
-        "torch._utils._rebuild_device_tensor_from_numpy", "torch._utils._rebuild_meta_tensor_no_storage",
-        "torch._utils._rebuild_nested_tensor", "torch._utils._rebuild_parameter",
-        "torch._utils._rebuild_parameter_with_state", "torch._utils._rebuild_qtensor",
-        "torch._utils._rebuild_sparse_tensor", "torch._utils._rebuild_tensor",
-        "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3",
-        "torch._utils._rebuild_wrapper_subclass", "torch.bcomplex32", "torch.bfloat16", "torch.bits16",
-        "torch.bits1x8", "torch.bits2x4", "torch.bits4x2", "torch.bits8", "torch.bool", "torch.complex128",
-        "torch.complex32", "torch.complex64", "torch.float16", "torch.float32", "torch.float4_e2m1fn_x2",
-        "torch.float64", "torch.float8_e4m3fn", "torch.float8_e4m3fnuz", "torch.float8_e5m2",
-        "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu", "torch.int1", "torch.int2", "torch.int3",
-        "torch.int4", "torch.int5", "torch.int6", "torch.int7", "torch.int8", "torch.int16", "torch.int32",
-        "torch.int64", "torch.per_channel_affine", "torch.per_channel_affine_float_qparams",
-        "torch.per_channel_symmetric", "torch.per_tensor_affine", "torch.per_tensor_symmetric",
-        "torch.qint32", "torch.qint8", "torch.quint2x4", "torch.quint4x2", "torch.quint8", "torch.uint1",
-        "torch.uint2", "torch.uint3", "torch.uint4", "torch.uint5", "torch.uint6", "torch.uint7",
-        "torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64"};
-    return names;
-}
-
-// The legacy tensor and storage classes both versions allow (torch._tensor_classes and
-// torch._storage_classes); 2.x maps the storage names to StorageType by name.
-bool isLegacyTensorOrStorageClass(std::string_view path, TorchGeneration generation)
-{
-    static const std::array<std::string_view, 9> tensorTypes {
-        "BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long"};
-    static const std::array<std::string_view, 17> storageTypes {"BFloat16", "Bool", "Byte", "Char",
-        "ComplexDouble", "ComplexFloat", "Double", "Float", "Half", "Int", "Long", "QInt32", "QInt8",
-        "QUInt2x4", "QUInt4x2", "QUInt8", "Short"};
-    auto rest = path;
-    bool cuda = false, sparse = false;
-    if (rest.starts_with("torch.cuda.sparse.")) {
-        cuda = sparse = true;
-        rest.remove_prefix(18);
-    } else if (rest.starts_with("torch.cuda.")) {
-        cuda = true;
-        rest.remove_prefix(11);
-    } else if (rest.starts_with("torch.sparse.")) {
-        sparse = true;
-        rest.remove_prefix(13);
-    } else if (rest.starts_with("torch.")) {
-        rest.remove_prefix(6);
-    } else {
-        return false;
-    }
-    (void)generation; // both lists are identical in 1.13 and 2.14
-    auto stripSuffix = [&](std::string_view suffix) {
-        if (!rest.ends_with(suffix))
-            return false;
-        rest.remove_suffix(suffix.size());
-        return true;
-    };
-    if (stripSuffix("Tensor")) {
-        if (rest == "Short")
-            return true;
-        return std::find(tensorTypes.begin(), tensorTypes.end(), rest) != tensorTypes.end()
-            && !(sparse && rest == "Bool");
-    }
-    if (!sparse && stripSuffix("Storage")) {
-        // torch.cuda has no quantized or ComplexDouble/Float... storages; be exact about it.
-        if (cuda && (rest.starts_with("Q")))
-            return false;
-        return std::find(storageTypes.begin(), storageTypes.end(), rest) != storageTypes.end();
-    }
-    return false;
-}
-
 bool isAllowed(std::string_view path, TorchGeneration generation)
 {
-    if (isLegacyTensorOrStorageClass(path, generation))
-        return true;
-    return generation == TorchGeneration::Torch113 ? allowedGlobals113().contains(path)
-                                                   : allowedGlobals26().contains(path);
+    return onTorchDefaultAllowlist(path, generation);
 }
 
-// Python 2 names as torch 2.x maps them before the allowlist check (torch/_utils.py IMPORT_MAPPING,
-// NAME_MAPPING, adapted from _compat_pickle). 1.13 does not map: `__builtin__.set` is rejected there.
 std::pair<std::string, std::string> mapPython2Name(std::string module, std::string name)
 {
-    static const std::map<std::pair<std::string_view, std::string_view>,
-        std::pair<std::string_view, std::string_view>>
-        names {{{"__builtin__", "xrange"}, {"builtins", "range"}},
-            {{"__builtin__", "reduce"}, {"functools", "reduce"}},
-            {{"__builtin__", "intern"}, {"sys", "intern"}}, {{"__builtin__", "unichr"}, {"builtins", "chr"}},
-            {{"__builtin__", "unicode"}, {"builtins", "str"}}, {{"__builtin__", "long"}, {"builtins", "int"}},
-            {{"__builtin__", "basestring"}, {"builtins", "str"}},
-            {{"itertools", "izip"}, {"builtins", "zip"}}, {{"itertools", "imap"}, {"builtins", "map"}},
-            {{"itertools", "ifilter"}, {"builtins", "filter"}},
-            {{"itertools", "ifilterfalse"}, {"itertools", "filterfalse"}},
-            {{"itertools", "izip_longest"}, {"itertools", "zip_longest"}},
-            {{"UserDict", "IterableUserDict"}, {"collections", "UserDict"}},
-            {{"UserDict", "UserDict"}, {"collections", "UserDict"}},
-            {{"UserList", "UserList"}, {"collections", "UserList"}},
-            {{"UserString", "UserString"}, {"collections", "UserString"}},
-            {{"exceptions", "StandardError"}, {"builtins", "Exception"}}};
-    static const std::map<std::string_view, std::string_view> modules {{"__builtin__", "builtins"},
-        {"copy_reg", "copyreg"}, {"Queue", "queue"}, {"repr", "reprlib"}, {"_abcoll", "collections.abc"},
-        {"UserDict", "collections"}, {"UserList", "collections"}, {"UserString", "collections"},
-        {"whichdb", "dbm"}, {"StringIO", "io"}, {"cStringIO", "io"}};
-    if (auto it = names.find({module, name}); it != names.end())
-        return {std::string(it->second.first), std::string(it->second.second)};
-    if (module == "exceptions") // every other exceptions.X is builtins.X
-        return {"builtins", name};
-    if (auto it = modules.find(module); it != modules.end())
-        return {std::string(it->second), name};
-    return {module, name};
+    return python3Name(std::move(module), std::move(name));
 }
 
-// Globals that run code or reach the system when called (or, for whole modules, whatever they
-// hold). Keyed by the Python 3 name; the reason is what a person needs to know.
-struct BlockedEntry {
-    std::string_view name; // "os" (a whole module) or "builtins.eval"
-    std::string_view reason;
-};
-constexpr std::array kBlocked {
-    BlockedEntry {"os", "runs shell commands and reaches the file system (os.system, os.popen, ...)"},
-    BlockedEntry {"posix", "the module behind os on Linux/macOS: posix.system runs a shell command"},
-    BlockedEntry {"nt", "the module behind os on Windows: nt.system runs a shell command"},
-    BlockedEntry {"sys", "interpreter internals: sys.modules, sys.settrace, ... give access to anything"},
-    BlockedEntry {"subprocess", "starts processes"},
-    BlockedEntry {"commands", "Python 2 shell commands"},
-    BlockedEntry {"popen2", "Python 2 process spawning"},
-    BlockedEntry {"pty", "pty.spawn starts processes"},
-    BlockedEntry {"runpy", "runs Python modules and files"},
-    BlockedEntry {"code", "code.InteractiveInterpreter runs source text"},
-    BlockedEntry {"codeop", "compiles source text"},
-    BlockedEntry {"timeit", "timeit.timeit executes its statement string"},
-    BlockedEntry {"cProfile", "cProfile.run executes its statement string"},
-    BlockedEntry {"profile", "profile.run executes its statement string"},
-    BlockedEntry {"pdb", "pdb.run executes its statement string"},
-    BlockedEntry {"bdb", "runs code under a debugger"},
-    BlockedEntry {"trace", "runs code under a tracer"},
-    BlockedEntry {"shutil", "copies, moves and deletes files"},
-    BlockedEntry {"tempfile", "creates files"},
-    BlockedEntry {"socket", "opens network connections"},
-    BlockedEntry {"ssl", "opens network connections"},
-    BlockedEntry {"http", "network access"},
-    BlockedEntry {"urllib", "network access"},
-    BlockedEntry {"urllib2", "network access"},
-    BlockedEntry {"requests", "network access"},
-    BlockedEntry {"ftplib", "network access"},
-    BlockedEntry {"smtplib", "network access"},
-    BlockedEntry {"telnetlib", "network access"},
-    BlockedEntry {"webbrowser", "opens URLs (starts a browser process)"},
-    BlockedEntry {"importlib", "imports arbitrary modules"},
-    BlockedEntry {"imp", "imports arbitrary modules"},
-    BlockedEntry {"zipimport", "imports code from archives"},
-    BlockedEntry {"pkgutil", "imports arbitrary modules"},
-    BlockedEntry {"ctypes", "calls native code and writes memory"},
-    BlockedEntry {"multiprocessing", "starts processes"},
-    BlockedEntry {"asyncio", "starts processes (create_subprocess_shell) and opens connections"},
-    BlockedEntry {"signal", "changes process signal handling"},
-    BlockedEntry {"pickle", "a nested unpickler: pickle.loads runs whatever its bytes say"},
-    BlockedEntry {"_pickle", "a nested unpickler: _pickle.loads runs whatever its bytes say"},
-    BlockedEntry {"cPickle", "a nested unpickler"},
-    BlockedEntry {"dill", "a nested unpickler that also rebuilds code objects"},
-    BlockedEntry {"cloudpickle", "a nested unpickler that also rebuilds code objects"},
-    BlockedEntry {"marshal", "marshal.loads rebuilds code objects"},
-    BlockedEntry {"shelve", "opens pickled databases"},
-    BlockedEntry {"joblib", "joblib.load unpickles files"},
-    BlockedEntry {"pip", "installs packages"},
-    BlockedEntry {"setuptools", "runs build scripts"},
-    BlockedEntry {"distutils", "runs build scripts and commands"},
-    BlockedEntry {"builtins.eval", "evaluates a Python expression given as text"},
-    BlockedEntry {"builtins.exec", "executes Python source given as text"},
-    BlockedEntry {"builtins.execfile", "executes a Python file"},
-    BlockedEntry {"builtins.compile", "compiles source text into code objects"},
-    BlockedEntry {
-        "builtins.getattr", "reaches any attribute of any object (e.g. os.system through a module)"},
-    BlockedEntry {"builtins.setattr", "overwrites attributes of modules and classes"},
-    BlockedEntry {"builtins.delattr", "deletes attributes of modules and classes"},
-    BlockedEntry {"builtins.__import__", "imports arbitrary modules"},
-    BlockedEntry {"builtins.open", "opens files for reading or writing"},
-    BlockedEntry {"builtins.file", "Python 2 open"},
-    BlockedEntry {"builtins.input", "reads from the terminal (and evaluates it in Python 2)"},
-    BlockedEntry {"builtins.breakpoint", "starts a debugger"},
-    BlockedEntry {"builtins.globals", "exposes the interpreter's global namespace"},
-    BlockedEntry {"builtins.vars", "exposes namespaces of modules"},
-    BlockedEntry {"builtins.type", "creates classes with arbitrary attributes"},
-    BlockedEntry {"functools.partial", "binds arguments to any callable, chaining calls"},
-    BlockedEntry {"functools.reduce", "calls any callable repeatedly"},
-    BlockedEntry {"operator.attrgetter", "reaches any attribute of any object"},
-    BlockedEntry {"operator.methodcaller", "calls any method of any object"},
-    BlockedEntry {"types.FunctionType", "builds functions from code objects"},
-    BlockedEntry {"types.CodeType", "builds code objects"},
-    BlockedEntry {"io.open", "opens files for reading or writing"},
-    BlockedEntry {"io.FileIO", "opens files for reading or writing"},
-    BlockedEntry {"pathlib.Path", "reaches the file system (write_text, unlink, ...)"},
-    BlockedEntry {"numpy.load", "numpy.load(allow_pickle=True) unpickles files"},
-    BlockedEntry {"numpy.testing._private.utils.runstring", "executes a source string"},
-    BlockedEntry {"torch.load", "a nested torch.load with weights_only=False runs pickles"},
-    BlockedEntry {"torch.hub.load", "downloads and runs code from GitHub"},
-    BlockedEntry {"torch.jit.load", "loads TorchScript code"},
-    BlockedEntry {"torch.serialization.load", "a nested torch.load runs pickles"},
-    BlockedEntry {"torch._C._jit_get_operation", "reaches native operators by name"},
-    BlockedEntry {"torch.ops", "reaches native operators by name"},
-};
-
-const BlockedEntry* blockedEntry(const std::string& module, const std::string& name)
+// A global the catalog knows to be dangerous, with the reason (the verdict is allowlist-first:
+// unknown names are "Unknown", which rates the file dangerous too).
+std::optional<std::string> blockedReason(const std::string& module, const std::string& name)
 {
-    const std::string path = module + "." + name;
-    for (const auto& entry : kBlocked) {
-        if (path == entry.name || module == entry.name)
-            return &entry;
-        // A whole-module entry covers its submodules (os.path, urllib.request, ...).
-        if (entry.name.find('.') == std::string_view::npos
-            && module.starts_with(std::string(entry.name) + "."))
-            return &entry;
-    }
-    return nullptr;
-}
-
-// Harmless names outside torch that torch still rejects by default.
-bool isKnownHarmless(const std::string& path)
-{
-    static const std::unordered_set<std::string_view> names {"builtins.dict", "builtins.list",
-        "builtins.tuple", "builtins.int", "builtins.float", "builtins.str", "builtins.bytes", "builtins.bool",
-        "builtins.slice", "builtins.range", "builtins.frozenset", "builtins.object", "builtins.set",
-        "builtins.complex", "builtins.bytearray", "collections.defaultdict", "collections.deque",
-        "collections.OrderedDict", "collections.Counter", "copyreg._reconstructor", "numpy.dtype",
-        "numpy.ndarray", "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
-        "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "datetime.datetime", "datetime.date",
-        "datetime.timedelta", "argparse.Namespace", "enum.Enum", "pathlib.PosixPath", "_codecs.encode",
-        "fractions.Fraction", "decimal.Decimal", "uuid.UUID"};
-    return names.contains(path);
+    return knownDanger(module + "." + name);
 }
 
 std::string repr(std::string_view text, std::size_t limit)
@@ -622,6 +389,7 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
     // Classify every GLOBAL of every pickle, once per name (first occurrence).
     std::set<std::string> seen;
     std::set<std::string> blockedNames;
+    std::set<std::string> unknownNames; // not vetted: the file cannot be rated loadable
     std::vector<std::string> rejectedNames; // in first-seen order, for add_safe_globals
     for (const auto& section : checkpoint.pickles) {
         for (const auto& global : section.run.globals) {
@@ -640,9 +408,10 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
             classification.name = written;
             classification.offset = global.offset;
             classification.record = section.record;
-            if (const auto* blocked = blockedEntry(module3, name3)) {
+            const auto inert = findInertGlobal(module3, name3);
+            if (const auto danger = blockedReason(module3, name3); danger && !inert) {
                 classification.verdict = GlobalVerdict::Blocked;
-                classification.reason = std::string(blocked->reason);
+                classification.reason = *danger;
                 if (path3 != written)
                     classification.reason += " (" + written + " is " + path3 + ")";
                 blockedNames.insert(written);
@@ -654,16 +423,18 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
                 classification.verdict = GlobalVerdict::NeedsAllowlist;
                 classification.reason
                     = "a TorchScript class type: loaded by torch.jit.load, not by the unpickler";
-            } else if (module == "torch" || module.starts_with("torch.") || isKnownHarmless(path3)) {
+            } else if (inert) {
                 classification.verdict = GlobalVerdict::NeedsAllowlist;
-                classification.reason = "harmless, but not on " + std::string(torchGenerationName(generation))
-                    + "'s default allowlist";
-                rejectedNames.push_back(path);
+                classification.reason = inert->reason + "; vetted inert, but not on "
+                    + std::string(torchGenerationName(generation)) + "'s default allowlist";
+                if (inert->offerAllowlist)
+                    rejectedNames.push_back(path);
             } else {
+                // Allowlist-first: a name the vetted catalog does not hold may run anything.
                 classification.verdict = GlobalVerdict::Unknown;
-                classification.reason = "a class from " + module
-                    + " the tool knows nothing about: allowlist it only if you trust that code";
-                rejectedNames.push_back(path);
+                classification.reason = "not on the vetted list of inert classes: cannot verify what "
+                    + written + " does; treat as dangerous";
+                unknownNames.insert(written);
             }
             verdict.globals.push_back(std::move(classification));
         }
@@ -692,7 +463,8 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
         const auto callee = graph.callee(id);
         if (graph.kind(callee) != NodeKind::Global)
             continue;
-        if (!blockedNames.contains(graph.qualifiedName(callee)))
+        if (!blockedNames.contains(graph.qualifiedName(callee))
+            && !unknownNames.contains(graph.qualifiedName(callee)))
             continue;
         if (verdict.dangerousCallChains.size() < 20)
             verdict.dangerousCallChains.push_back(summarise(graph, id, 0));
@@ -732,7 +504,8 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
 
     if (checkpoint.format == CheckpointFormat::TorchScript) {
         // torch.load hands TorchScript to torch.jit.load; 2.6+ refuses that with weights_only=True.
-        verdict.rating = blockedNames.empty() ? SafetyRating::NotApplicable : SafetyRating::Dangerous;
+        verdict.rating = blockedNames.empty() && unknownNames.empty() ? SafetyRating::NotApplicable
+                                                                      : SafetyRating::Dangerous;
         if (generation == TorchGeneration::Torch26Plus)
             verdict.torchMessage = "Cannot use ``weights_only=True`` with TorchScript archives passed to "
                                    "``torch.load``. "
@@ -746,7 +519,7 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
         verdict.firstRejectionOffset = 0;
     }
 
-    if (!blockedNames.empty()) {
+    if (!blockedNames.empty() || !unknownNames.empty()) {
         verdict.rating = SafetyRating::Dangerous;
     } else if (verdict.torchMessage.empty() && verdict.rejectedOpcodes.empty() && rejectedNames.empty()) {
         verdict.rating = SafetyRating::LoadsWithWeightsOnly;

@@ -1,6 +1,6 @@
-// `ckpt-inspect check`: exit codes (0 clean, 1 warnings, 2 errors, 3 could not read), torch's own
-// message and a fix for a file this CPU machine cannot load, the hostile pickle rated dangerous,
-// and a verdict plus a valid JSON document for every corpus file. The real binary runs.
+// `ckpt-inspect check`: exit codes (0 clean, 1 warnings, 2 errors, 3 could not read, 4 dangerous), torch's
+// own message and a fix for a file this CPU machine cannot load, the hostile pickle rated dangerous, and a
+// verdict plus a valid JSON document for every corpus file. The real binary runs.
 #include "core/json/json.h"
 #include "core/triage/triage.h"
 #include "fixturecomparison.h"
@@ -93,7 +93,9 @@ private Q_SLOTS:
         const JsonValue json
             = checkJson(QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/os_system.pt"), exitCode);
         QVERIFY(json.isObject());
-        QCOMPARE(exitCode, 2);
+        // Dangerous wins over every other status (issue 9): a script can gate on it.
+        QCOMPARE(exitCode, 4);
+        QCOMPARE(json.member("safety").member("rating").toString(), std::string("dangerous"));
         const JsonValue& verdict = json.member("weights_only");
         QCOMPARE(QString::fromStdString(verdict.member("rating").toString()),
             QString::fromLatin1(safetyRatingName(SafetyRating::Dangerous)));
@@ -140,7 +142,9 @@ private Q_SLOTS:
             const JsonValue json = checkJson(dir.filePath(name), exitCode);
             QVERIFY2(json.isObject(), qPrintable(name));
             QVERIFY2(
-                exitCode >= 0 && exitCode <= 3, qPrintable(name + u": exit "_qs + QString::number(exitCode)));
+                exitCode >= 0 && exitCode <= 4, qPrintable(name + u": exit "_qs + QString::number(exitCode)));
+            QVERIFY2(json.member("safety").member("rating").isString(), qPrintable(name));
+            QCOMPARE(exitCode == 4, json.member("safety").member("rating").toString() == "dangerous");
             QCOMPARE(json.member("exit_code").toInt64().value_or(-1), std::int64_t(exitCode));
             QVERIFY2(json.member("weights_only").member("rating").isString(), qPrintable(name));
             QVERIFY(json.member("findings").isArray());

@@ -200,6 +200,7 @@ struct TensorRow {
 struct InfoReport {
     int exitCode = -1;
     QString format;
+    QString safety; // the safety rating ("known-inert", "dangerous", ...)
     QList<TensorRow> tensors;
     QList<QPair<QString, QString>> storages; // key, recorded device ("" for none)
 };
@@ -211,6 +212,8 @@ InfoReport readInfo(const QString& checkpoint)
     report.exitCode = run.exitCode;
     const QJsonObject info = parseObject(run.out);
     report.format = info.value(QStringLiteral("format")).toString();
+    report.safety
+        = info.value(QStringLiteral("safety")).toObject().value(QStringLiteral("rating")).toString();
     const QJsonArray tensors = info.value(QStringLiteral("tensors")).toArray();
     for (const QJsonValue& value : tensors) {
         const QJsonObject t = value.toObject();
@@ -492,6 +495,24 @@ private Q_SLOTS:
         QVERIFY2(info.exitCode == 0 || info.exitCode == 1,
             qPrintable(QStringLiteral("info exit %1").arg(info.exitCode)));
         QVERIFY2(isAcceptedFormat(info.format), qPrintable(info.format));
+        if (info.safety == QStringLiteral("dangerous")) {
+            // Issue 9: a file rated dangerous or unverifiable (e.g. a whole model whose __main__
+            // classes cannot be vetted) is refused, and --allow-dangerous copies it unchanged.
+            QTemporaryDir row(m_work.filePath(QStringLiteral("row-XXXXXX")));
+            const QString out = row.filePath(QStringLiteral("copy.pt"));
+            const Run refused = runInspector({QStringLiteral("remap"), checkpoint, QStringLiteral("-o"), out,
+                QStringLiteral("--map"), QStringLiteral("*=cpu")});
+            QCOMPARE(refused.exitCode, 4);
+            QVERIFY(!QFile::exists(out));
+            const Run copied = runInspector({QStringLiteral("remap"), checkpoint, QStringLiteral("-o"), out,
+                QStringLiteral("--map"), QStringLiteral("*=cpu"), QStringLiteral("--allow-dangerous")});
+            QCOMPARE(copied.exitCode, 0);
+            QFile original(checkpoint), copy(out);
+            QVERIFY(original.open(QIODevice::ReadOnly) && copy.open(QIODevice::ReadOnly));
+            QVERIFY(original.readAll() == copy.readAll());
+            qInfo("rated dangerous: refused, and copied unchanged with --allow-dangerous");
+            return;
+        }
 
         QList<RemapCase> cases {
             {QStringLiteral("to-cpu"),

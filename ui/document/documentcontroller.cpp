@@ -1,6 +1,7 @@
 #include "ui/document/documentcontroller.h"
 
 #include "core/read/checkpointreader.h"
+#include "core/triage/pickleverdict.h"
 #include "core/triage/triage.h"
 #include "core/write/remapwriter.h"
 #include "ui/document/checkpointdocument.h"
@@ -95,7 +96,12 @@ void DocumentController::openFile(const QString& path)
                                                : errors.join(QLatin1Char('\n'));
                 else if (!errors.isEmpty())
                     message += QLatin1Char('\n') + errors.join(QLatin1Char('\n'));
-                Q_EMIT openFailed(tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message));
+                QString text = tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message);
+                // A plain pickle is rated like a checkpoint: say first whether it would run code.
+                if (const SafetyVerdict safety = ratePickleSafety(checkpoint);
+                    safety.rating != PickleSafety::NoPickle)
+                    text = tr("Safety: %1\n\n").arg(fromStd(safety.headline)) + text;
+                Q_EMIT openFailed(text);
                 return;
             }
             replace(std::make_unique<CheckpointDocument>(result.checkpoint, m_target));

@@ -4,6 +4,7 @@
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/devicecolors.h"
+#include "ui/widgets/safetybanner.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -69,6 +70,8 @@ TensorTreePanel::TensorTreePanel(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(4);
+    m_safetyBanner = new SafetyBanner(this);
+    layout->addWidget(m_safetyBanner);
     layout->addWidget(m_filterEdit);
     layout->addWidget(m_view, 1);
     layout->addWidget(m_legendLabel);

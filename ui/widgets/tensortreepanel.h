@@ -15,11 +15,12 @@ class QTreeView;
 namespace ckpt {
 
 class CheckpointDocument;
+class SafetyBanner;
 class TensorFilterProxyModel;
 class TensorTreeModel;
 
-// The left side of the main window: the debounced filter field, the tensor tree (drag source of
-// the plan) and the colour legend of its devices, with the selections other parts ask for (one
+// The left side of the main window: the safety banner, the debounced filter field, the tensor tree (drag
+// source of the plan) and the colour legend of its devices, with the selections other parts ask for (one
 // tensor from a details link, many from a finding, every tensor sharing a storage).
 class TensorTreePanel : public QWidget {
     Q_OBJECT
@@ -29,6 +30,7 @@ public:
 
     QTreeView* view() const { return m_view; }
     TensorFilterProxyModel* filterModel() const { return m_filterModel; }
+    SafetyBanner* safetyBanner() const { return m_safetyBanner; } // the verdict, where a person looks first
 
     // Shows `model` over `document` (both null: nothing). The caller keeps both alive until the
     // next call.
@@ -56,6 +58,7 @@ private:
 
     QPointer<CheckpointDocument> m_document;
     QPointer<TensorTreeModel> m_model;
+    SafetyBanner* m_safetyBanner = nullptr;
     QLineEdit* m_filterEdit = nullptr;
     QTimer* m_filterTimer = nullptr;
     QTreeView* m_view = nullptr;

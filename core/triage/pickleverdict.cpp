@@ -1,0 +1,1321 @@
+// The safety verdict over every pickle a loader could run (pickleverdict.h). It does not trust the
+// checkpoint reader's view of the file, because scanner bypasses live exactly where a reader and a
+// loader disagree (hostile-techniques.md §A): it walks the raw bytes itself — every zip member
+// found by the central directory or by a local header, whatever its name, flags, CRC or
+// compression; every stacked pickle of a stream and anything after a STOP; gzip/bz2/xz/zstd/7z/tar
+// wrappers, unpacked with libarchive; and bytes handed to nested loaders (pickle.loads,
+// torch.storage._load_from_bytes) — and runs each pickle through the symbolic machine, which never
+// imports or calls anything.
+#include "core/triage/pickleverdict.h"
+
+#include "core/base/textformat.h"
+#include "core/io/mappedfile.h"
+#include "core/model/checkpoint.h"
+#include "core/pickle/picklegraph.h"
+#include "core/pickle/picklemachine.h"
+#include "core/triage/picklecatalog.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <zlib.h>
+
+namespace ckpt {
+
+const char* pickleSafetyName(PickleSafety safety)
+{
+    switch (safety) {
+    case PickleSafety::NoPickle:
+        return "no-pickle";
+    case PickleSafety::KnownInert:
+        return "known-inert";
+    case PickleSafety::NeedsAllowlist:
+        return "needs-allowlisting";
+    case PickleSafety::DangerousOrUnknown:
+        return "dangerous";
+    }
+    return "dangerous";
+}
+
+namespace {
+
+bool isIdentifierPath(std::string_view text)
+{
+    if (text.empty() || text.size() > 512)
+        return false;
+    bool start = true;
+    for (char c : text) {
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        const bool digit = c >= '0' && c <= '9';
+        if (c == '.') {
+            if (start)
+                return false;
+            start = true;
+            continue;
+        }
+        if (!(letter || (digit && !start)))
+            return false;
+        start = false;
+    }
+    return !start;
+}
+
+std::string repr(std::string_view text, std::size_t limit, bool bytes = false)
+{
+    std::string out = "'";
+    std::size_t count = 0;
+    for (unsigned char c : text) {
+        if (count++ >= limit) {
+            out += "...";
+            break;
+        }
+        if (c == '\'' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) {
+            static const char* hex = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out + "'";
+}
+
+// One pass over the opcodes without a stack (like pickletools.genops): names the globals in parts
+// of a pickle the machine did not reach, and checks that FRAME lengths agree with the opcodes in
+// them (a frame that ends inside an opcode makes loaders disagree on where opcodes start).
+struct OpcodeScan {
+    struct Name {
+        std::string module, name;
+        std::uint64_t offset = 0;
+    };
+    std::vector<Name> names;
+    std::vector<std::string> frameProblems;
+    std::uint64_t end = 0; // one past STOP, or where reading stopped
+    bool reachedStop = false;
+};
+
+OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
+{
+    OpcodeScan scan;
+    std::uint64_t pos = from;
+    bool inFrame = false;
+    std::uint64_t frameEnd = 0;
+    std::uint64_t frameStart = 0;
+    std::vector<std::string> recent; // the last strings pushed, for STACK_GLOBAL
+    std::map<std::string, std::string> memo; // memo key -> string
+    bool lastWasString = false;
+    std::size_t memoCounter = 0;
+    auto line = [&](std::string& out) {
+        const void* nl = std::memchr(data.data() + pos, '\n', data.size() - pos);
+        if (!nl)
+            return false;
+        const auto length
+            = static_cast<std::size_t>(static_cast<const std::uint8_t*>(nl) - (data.data() + pos));
+        out.assign(reinterpret_cast<const char*>(data.data()) + pos, length);
+        if (!out.empty() && out.back() == '\r')
+            out.pop_back();
+        pos += length + 1;
+        return true;
+    };
+    auto skip = [&](std::uint64_t n) {
+        if (n > data.size() - pos)
+            return false;
+        pos += n;
+        return true;
+    };
+    auto le = [&](int bytes, std::uint64_t& value) {
+        if (static_cast<std::uint64_t>(bytes) > data.size() - pos)
+            return false;
+        value = 0;
+        for (int i = 0; i < bytes; ++i)
+            value |= static_cast<std::uint64_t>(data[pos + i]) << (8 * i);
+        pos += bytes;
+        return true;
+    };
+    auto pushString = [&](std::string text) {
+        recent.push_back(std::move(text));
+        if (recent.size() > 2)
+            recent.erase(recent.begin());
+        lastWasString = true;
+    };
+    while (pos < data.size()) {
+        const std::uint64_t at = pos;
+        const std::uint8_t op = data[pos++];
+        const bool wasString = lastWasString;
+        lastWasString = false;
+        std::string a, b;
+        std::uint64_t n = 0;
+        bool ok = true;
+        switch (op) {
+        case '(':
+        case '.':
+        case '0':
+        case '1':
+        case '2':
+        case 'N':
+        case 'Q':
+        case 'R':
+        case 'a':
+        case 'b':
+        case 'd':
+        case '}':
+        case 'e':
+        case 'l':
+        case ']':
+        case 'o':
+        case 's':
+        case 't':
+        case ')':
+        case 'u':
+        case 0x81:
+        case 0x85:
+        case 0x86:
+        case 0x87:
+        case 0x88:
+        case 0x89:
+        case 0x8f:
+        case 0x90:
+        case 0x91:
+        case 0x92:
+        case 0x97:
+        case 0x98:
+            break;
+        case 0x93: // STACK_GLOBAL
+            if (recent.size() == 2)
+                scan.names.push_back({recent[0], recent[1], at});
+            recent.clear();
+            break;
+        case 0x94: // MEMOIZE
+            if (wasString && !recent.empty())
+                memo[std::to_string(memoCounter)] = recent.back();
+            ++memoCounter;
+            lastWasString = wasString;
+            break;
+        case 'K':
+        case 0x80:
+        case 0x82:
+            ok = skip(1);
+            break;
+        case 'h':
+        case 'j': { // BINGET, LONG_BINGET
+            ok = le(op == 'h' ? 1 : 4, n);
+            if (auto it = memo.find(std::to_string(n)); ok && it != memo.end())
+                pushString(it->second);
+            break;
+        }
+        case 'q':
+        case 'r': // BINPUT, LONG_BINPUT
+            ok = le(op == 'q' ? 1 : 4, n);
+            if (ok && wasString && !recent.empty())
+                memo[std::to_string(n)] = recent.back();
+            lastWasString = wasString;
+            break;
+        case 'M':
+        case 0x83:
+            ok = skip(2);
+            break;
+        case 'J':
+        case 0x84:
+            ok = skip(4);
+            break;
+        case 'G':
+            ok = skip(8);
+            break;
+        case 0x95: { // FRAME
+            ok = le(8, n);
+            if (!ok)
+                break;
+            if (inFrame && at < frameEnd)
+                scan.frameProblems.push_back("a FRAME at byte " + formatThousands(at)
+                    + " begins inside the frame that starts at byte " + formatThousands(frameStart));
+            if (n > data.size() - pos)
+                scan.frameProblems.push_back("the FRAME at byte " + formatThousands(at) + " says "
+                    + formatThousands(n) + " bytes follow, but only " + formatThousands(data.size() - pos)
+                    + " do");
+            frameStart = at;
+            inFrame = true;
+            frameEnd = pos + std::min<std::uint64_t>(n, data.size() - pos);
+            break;
+        }
+        case 'F':
+        case 'I':
+        case 'L':
+        case 'P':
+            ok = line(a);
+            break;
+        case 'S':
+        case 'V':
+            ok = line(a);
+            if (ok) {
+                if (op == 'S' && a.size() >= 2 && (a.front() == '\'' || a.front() == '"'))
+                    a = a.substr(1, a.size() - 2);
+                pushString(a);
+            }
+            break;
+        case 'g': // GET
+            ok = line(a);
+            if (auto it = memo.find(a); ok && it != memo.end())
+                pushString(it->second);
+            break;
+        case 'p': // PUT
+            ok = line(a);
+            if (ok && wasString && !recent.empty())
+                memo[a] = recent.back();
+            lastWasString = wasString;
+            break;
+        case 'c':
+        case 'i': // GLOBAL, INST
+            ok = line(a) && line(b);
+            if (ok)
+                scan.names.push_back({a, b, at});
+            break;
+        case 'U':
+        case 'C':
+        case 0x8c:
+        case 0x8a: { // 1-byte length
+            ok = le(1, n) && n <= data.size() - pos;
+            if (ok && (op == 'U' || op == 0x8c))
+                pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, n));
+            ok = ok && skip(n);
+            break;
+        }
+        case 'T':
+        case 'X':
+        case 'B':
+        case 0x8b: { // 4-byte length
+            ok = le(4, n) && n <= data.size() - pos;
+            if (ok && (op == 'T' || op == 'X'))
+                pushString(std::string(
+                    reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
+            ok = ok && skip(n);
+            break;
+        }
+        case 0x8d:
+        case 0x8e:
+        case 0x96: { // 8-byte length
+            ok = le(8, n) && n <= data.size() - pos;
+            if (ok && op == 0x8d)
+                pushString(std::string(
+                    reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
+            ok = ok && skip(n);
+            break;
+        }
+        default:
+            ok = false;
+        }
+        if (!ok) {
+            scan.end = at;
+            return scan;
+        }
+        if (inFrame && at < frameEnd && pos > frameEnd)
+            scan.frameProblems.push_back("the FRAME at byte " + formatThousands(frameStart) + " ends at byte "
+                + formatThousands(frameEnd) + ", inside the opcode at byte " + formatThousands(at)
+                + " (which runs to byte " + formatThousands(pos) + "): loaders disagree on what follows");
+        if (inFrame && pos >= frameEnd && op != 0x95)
+            inFrame = false;
+        if (op == '.' && stopAtStop) {
+            scan.reachedStop = true;
+            scan.end = pos;
+            return scan;
+        }
+    }
+    scan.end = pos;
+    return scan;
+}
+
+// Raw deflate with a growing buffer and a hard cap (the recorded sizes of a hostile member lie).
+std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, std::string& why)
+{
+    z_stream stream {};
+    if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) {
+        why = "zlib could not start";
+        return std::nullopt;
+    }
+    ByteBuffer out;
+    std::uint64_t inputDone = 0;
+    int status = Z_OK;
+    std::uint8_t buffer[65536];
+    while (status != Z_STREAM_END) {
+        if (stream.avail_in == 0 && inputDone < compressed.size()) {
+            const auto chunk = std::min<std::uint64_t>(compressed.size() - inputDone, 1u << 30);
+            stream.next_in = const_cast<Bytef*>(compressed.data() + inputDone);
+            stream.avail_in = static_cast<uInt>(chunk);
+            inputDone += chunk;
+        }
+        stream.next_out = buffer;
+        stream.avail_out = sizeof buffer;
+        status = inflate(&stream, Z_NO_FLUSH);
+        out.insert(out.end(), buffer, buffer + (sizeof buffer - stream.avail_out));
+        if (out.size() > cap) {
+            why = "it inflates to more than the " + formatBytes(cap) + " the scanner unpacks";
+            inflateEnd(&stream);
+            return std::nullopt;
+        }
+        if (status == Z_STREAM_END)
+            break;
+        if (status != Z_OK
+            && !(status == Z_BUF_ERROR && stream.avail_in == 0 && inputDone < compressed.size())) {
+            if (status == Z_BUF_ERROR && stream.avail_in == 0 && inputDone >= compressed.size()) {
+                why = "the deflate data is cut off";
+            } else {
+                why = std::string("the deflate data is corrupt (") + (stream.msg ? stream.msg : "zlib error")
+                    + ")";
+            }
+            inflateEnd(&stream);
+            return std::nullopt;
+        }
+    }
+    inflateEnd(&stream);
+    return out;
+}
+
+struct ZipMember {
+    std::string name; // central directory name when there is one
+    std::string localName;
+    std::uint16_t flags = 0;
+    std::uint16_t method = 0;
+    std::uint64_t compressedSize = 0;
+    std::uint64_t uncompressedSize = 0;
+    std::uint64_t localOffset = 0;
+    std::uint64_t dataOffset = 0;
+    bool sizeKnown = false;
+    bool inCentral = false;
+};
+
+std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
+{
+    std::uint64_t value = 0;
+    if (offset > bytes.size() || bytes.size() - offset < static_cast<std::uint64_t>(size))
+        return 0;
+    for (int i = 0; i < size; ++i)
+        value |= static_cast<std::uint64_t>(bytes[offset + i]) << (8 * i);
+    return value;
+}
+
+bool signatureAt(ByteView bytes, std::uint64_t offset, std::uint8_t third, std::uint8_t fourth)
+{
+    // Offsets come from the file: compare without adding, so a huge one cannot wrap around.
+    return offset <= bytes.size() && bytes.size() - offset >= 4 && bytes[offset] == 'P'
+        && bytes[offset + 1] == 'K' && bytes[offset + 2] == third && bytes[offset + 3] == fourth;
+}
+
+std::optional<std::uint64_t> findEndOfCentralDirectory(ByteView bytes)
+{
+    if (bytes.size() < 22)
+        return std::nullopt;
+    const std::uint64_t lowest = bytes.size() > 22 + 65535 ? bytes.size() - 22 - 65535 : 0;
+    for (std::uint64_t at = bytes.size() - 22 + 1; at-- > lowest;)
+        if (signatureAt(bytes, at, 5, 6))
+            return at;
+    return std::nullopt;
+}
+
+class Scanner {
+public:
+    Scanner(SafetyVerdict& verdict, const SafetyScanLimits& limits)
+        : m_verdict(verdict)
+        , m_limits(limits)
+    { }
+
+    void scanFile(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel);
+
+private:
+    void scanZip(ByteView bytes, const std::string& label, int depth);
+    bool unpackWrapper(ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet);
+    void scanStream(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel);
+    void rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
+        const std::string& label, std::uint64_t base, int depth);
+    void rateGlobal(const std::string& module, const std::string& name, const std::string& where);
+    void addUnsafe(UnsafeCallable callable);
+    std::string resolveValue(const PickleGraph& graph, NodeId id, int depth) const;
+    std::string calledName(const PickleGraph& graph, NodeId call) const;
+    std::optional<std::string> bytesArgument(const PickleGraph& graph, NodeId value, int depth) const;
+    std::string summarise(const PickleGraph& graph, NodeId id, int depth) const;
+    void cannotVerify(std::string text) { m_verdict.cannotVerify.push_back(std::move(text)); }
+    bool spend(std::uint64_t bytes)
+    {
+        m_unpacked += bytes;
+        return m_unpacked <= m_limits.maxUnpackedBytes;
+    }
+
+    SafetyVerdict& m_verdict;
+    const SafetyScanLimits& m_limits;
+    std::uint64_t m_unpacked = 0;
+    std::vector<ByteBuffer> m_buffers; // unpacked bytes stay alive while their pickles are rated
+};
+
+void Scanner::addUnsafe(UnsafeCallable callable)
+{
+    for (UnsafeCallable& known : m_verdict.unsafe)
+        if (known.name == callable.name) {
+            if (known.call.empty())
+                known.call = callable.call;
+            return;
+        }
+    m_verdict.unsafe.push_back(std::move(callable));
+}
+
+void Scanner::rateGlobal(
+    const std::string& writtenModule, const std::string& writtenName, const std::string& where)
+{
+    const auto [module, name] = python3Name(writtenModule, writtenName);
+    const std::string path = module + "." + name;
+    if (const auto inert = findInertGlobal(module, name)) {
+        if (inert->torch113Default && inert->torch2Default)
+            return;
+        for (const AllowlistCandidate& known : m_verdict.allowlist)
+            if (known.name == path)
+                return;
+        m_verdict.allowlist.push_back(
+            {path, inert->reason, inert->torch113Default, inert->torch2Default, inert->offerAllowlist});
+        return;
+    }
+    UnsafeCallable callable;
+    callable.name = path;
+    const auto danger = knownDanger(path);
+    callable.knownDangerous = danger.has_value();
+    callable.reason = danger
+        ? *danger
+        : "not on the vetted list of inert classes: cannot verify what it does; treat as dangerous";
+    const std::string written = writtenModule + "." + writtenName;
+    if (written != path)
+        callable.reason += " (written " + written + ")";
+    if (name.find('.') != std::string::npos)
+        callable.reason += " (a dotted name: '" + name + "' is looked up attribute by attribute from module "
+            + module + ")";
+    callable.where = where;
+    addUnsafe(std::move(callable));
+}
+
+// The value a node stands for, as a dotted Python name, when it can be told statically: a GLOBAL,
+// __import__('os'), getattr(x, 'system'), pkgutil.resolve_name('os:system'), attrgetter chains.
+std::string Scanner::resolveValue(const PickleGraph& graph, NodeId id, int depth) const
+{
+    if (depth > 16)
+        return {};
+    const NodeKind kind = graph.kind(id);
+    if (kind == NodeKind::Global) {
+        const auto [module, name] = python3Name(std::string(graph.module(id)), std::string(graph.name(id)));
+        return module + "." + name;
+    }
+    if (kind != NodeKind::Call)
+        return {};
+    const NodeId args = graph.arguments(id);
+    auto stringArg = [&](std::size_t index) -> std::optional<std::string> {
+        if (graph.kind(args) != NodeKind::Tuple || graph.tupleSize(args) <= index)
+            return std::nullopt;
+        const NodeId item = graph.tupleItem(args, index);
+        if (!graph.isString(item))
+            return std::nullopt;
+        return std::string(graph.text(item));
+    };
+    const std::string callee = resolveValue(graph, graph.callee(id), depth + 1);
+    if (callee == "builtins.getattr") {
+        const auto attribute = stringArg(1);
+        const std::string base = graph.kind(args) == NodeKind::Tuple && graph.tupleSize(args) >= 2
+            ? resolveValue(graph, graph.tupleItem(args, 0), depth + 1)
+            : std::string();
+        if (attribute && !base.empty())
+            return base + "." + *attribute;
+        return {};
+    }
+    if (callee == "builtins.__import__" || callee == "importlib.import_module") {
+        if (auto module = stringArg(0))
+            return *module;
+        return {};
+    }
+    if (callee == "pkgutil.resolve_name" || callee == "pydoc.locate") {
+        if (auto target = stringArg(0)) {
+            std::replace(target->begin(), target->end(), ':', '.');
+            return *target;
+        }
+        return {};
+    }
+    // attrgetter('a.b')(x): x.a.b
+    const NodeId inner = graph.callee(id);
+    if (graph.kind(inner) == NodeKind::Call) {
+        const std::string maker = resolveValue(graph, graph.callee(inner), depth + 1);
+        if (maker == "operator.attrgetter" || maker == "_operator.attrgetter") {
+            const NodeId makerArgs = graph.arguments(inner);
+            if (graph.kind(makerArgs) == NodeKind::Tuple && graph.tupleSize(makerArgs) >= 1
+                && graph.isString(graph.tupleItem(makerArgs, 0)) && graph.kind(args) == NodeKind::Tuple
+                && graph.tupleSize(args) >= 1) {
+                const std::string base = resolveValue(graph, graph.tupleItem(args, 0), depth + 1);
+                if (!base.empty())
+                    return base + "." + std::string(graph.text(graph.tupleItem(makerArgs, 0)));
+            }
+        }
+    }
+    return {};
+}
+
+// What a Call node calls, by name: its callee resolved, or for methodcaller('m', ...)(x), x.m.
+std::string Scanner::calledName(const PickleGraph& graph, NodeId call) const
+{
+    const NodeId callee = graph.callee(call);
+    if (graph.kind(callee) == NodeKind::Call) {
+        const std::string maker = resolveValue(graph, graph.callee(callee), 0);
+        if (maker == "operator.methodcaller" || maker == "_operator.methodcaller") {
+            const NodeId makerArgs = graph.arguments(callee);
+            const NodeId args = graph.arguments(call);
+            if (graph.kind(makerArgs) == NodeKind::Tuple && graph.tupleSize(makerArgs) >= 1
+                && graph.isString(graph.tupleItem(makerArgs, 0)) && graph.kind(args) == NodeKind::Tuple
+                && graph.tupleSize(args) >= 1) {
+                const std::string base = resolveValue(graph, graph.tupleItem(args, 0), 0);
+                if (!base.empty())
+                    return base + "." + std::string(graph.text(graph.tupleItem(makerArgs, 0)));
+            }
+        }
+    }
+    return resolveValue(graph, callee, 0);
+}
+
+// The bytes a nested loader is given: b'...', io.BytesIO(b'...'), _codecs.encode('...', 'latin1').
+std::optional<std::string> Scanner::bytesArgument(const PickleGraph& graph, NodeId value, int depth) const
+{
+    if (depth > 8)
+        return std::nullopt;
+    const NodeKind kind = graph.kind(value);
+    if (kind == NodeKind::Bytes || kind == NodeKind::ByteArray)
+        return std::string(graph.text(value));
+    if (kind == NodeKind::String) {
+        // A Python 2 str or a latin-1 text: back to the bytes it stands for.
+        const std::string_view utf8 = graph.text(value);
+        std::string out;
+        for (std::size_t i = 0; i < utf8.size(); ++i) {
+            const auto c = static_cast<unsigned char>(utf8[i]);
+            if (c < 0x80) {
+                out += static_cast<char>(c);
+            } else if ((c & 0xE0) == 0xC0 && i + 1 < utf8.size()) {
+                out += static_cast<char>(
+                    ((c & 0x1F) << 6) | (static_cast<unsigned char>(utf8[i + 1]) & 0x3F));
+                ++i;
+            } else {
+                out += static_cast<char>(c);
+            }
+        }
+        return out;
+    }
+    if (kind != NodeKind::Call)
+        return std::nullopt;
+    const std::string callee = resolveValue(graph, graph.callee(value), 0);
+    const NodeId args = graph.arguments(value);
+    if (graph.kind(args) != NodeKind::Tuple || graph.tupleSize(args) < 1)
+        return std::nullopt;
+    if (callee == "io.BytesIO" || callee == "_io.BytesIO" || callee == "_codecs.encode"
+        || callee == "builtins.bytes" || callee == "builtins.bytearray")
+        return bytesArgument(graph, graph.tupleItem(args, 0), depth + 1);
+    return std::nullopt;
+}
+
+std::string Scanner::summarise(const PickleGraph& graph, NodeId id, int depth) const
+{
+    if (depth > 4)
+        return "...";
+    switch (graph.kind(id)) {
+    case NodeKind::None:
+        return "None";
+    case NodeKind::Bool:
+        return graph.intValue(id) ? "True" : "False";
+    case NodeKind::Int:
+        return std::to_string(graph.intValue(id));
+    case NodeKind::String:
+        return repr(graph.text(id), 120);
+    case NodeKind::Bytes:
+        return "b" + repr(graph.text(id), 40, true);
+    case NodeKind::Global:
+        return resolveValue(graph, id, 0);
+    case NodeKind::Extension:
+        return "<copyreg extension " + std::to_string(graph.node(id).value) + ">";
+    case NodeKind::Call:
+    case NodeKind::NewObject: {
+        std::string callee = graph.kind(id) == NodeKind::Call ? calledName(graph, id)
+                                                              : resolveValue(graph, graph.callee(id), 0);
+        if (callee.empty())
+            callee = summarise(graph, graph.callee(id), depth + 1);
+        std::string out = callee + "(";
+        NodeId args = graph.arguments(id);
+        std::size_t skip = 0;
+        if (const NodeId maker = graph.callee(id); graph.kind(maker) == NodeKind::Call) {
+            const std::string makerName = resolveValue(graph, graph.callee(maker), 0);
+            if (makerName == "operator.methodcaller" || makerName == "_operator.methodcaller") {
+                args = graph.arguments(maker); // methodcaller('m', *a)(x) calls x.m(*a)
+                skip = 1;
+            }
+        }
+        if (graph.kind(args) == NodeKind::Tuple) {
+            const auto items = graph.sequence(args);
+            for (std::size_t i = skip; i < items.size() && i < 4 + skip; ++i)
+                out += (i > skip ? ", " : "") + summarise(graph, items[i], depth + 1);
+            if (items.size() > 4 + skip)
+                out += ", ...";
+        } else {
+            out += "*" + summarise(graph, args, depth + 1);
+        }
+        return out + ")";
+    }
+    case NodeKind::Tuple:
+    case NodeKind::List: {
+        const auto items = graph.sequence(id);
+        std::string out = graph.kind(id) == NodeKind::Tuple ? "(" : "[";
+        for (std::size_t i = 0; i < items.size() && i < 4; ++i)
+            out += (i ? ", " : "") + summarise(graph, items[i], depth + 1);
+        if (items.size() > 4)
+            out += ", ...";
+        return out + (graph.kind(id) == NodeKind::Tuple ? ")" : "]");
+    }
+    case NodeKind::Dict:
+        return "{...}";
+    default:
+        return "<...>";
+    }
+}
+
+void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
+    const std::string& label, std::uint64_t base, int depth)
+{
+    m_verdict.pickles.push_back(label + " (bytes " + formatThousands(base) + "-"
+        + formatThousands(base + run.endOffset) + (run.complete() ? ")" : ", not read to its end)"));
+    for (const GlobalReference& global : run.globals)
+        rateGlobal(global.module, global.name, label + ", byte " + formatThousands(base + global.offset));
+    for (NodeId id = firstNode; id < graph.size(); ++id) {
+        const NodeKind kind = graph.kind(id);
+        if (kind == NodeKind::Extension) {
+            addUnsafe({"copyreg extension code " + std::to_string(graph.node(id).value),
+                "EXT1/EXT2/EXT4 fetch a callable from copyreg's extension registry of the loading process: "
+                "nothing in the file says what it is; cannot verify, treat as dangerous",
+                false, label, {}});
+            continue;
+        }
+        if (kind != NodeKind::Call && kind != NodeKind::NewObject)
+            continue;
+        const NodeId callee = graph.callee(id);
+        const std::string name
+            = kind == NodeKind::Call ? calledName(graph, id) : resolveValue(graph, callee, 0);
+        if (name.empty())
+            continue;
+        const bool reached = graph.kind(callee) != NodeKind::Global;
+        const auto dot = name.rfind('.');
+        const bool inert = !reached && dot != std::string::npos
+            && findInertGlobal(name.substr(0, dot), name.substr(dot + 1)).has_value();
+        if (reached) {
+            // Reached through getattr/attrgetter/resolve_name: rate the name it resolves to.
+            const auto splitAt = name.rfind('.');
+            if (splitAt == std::string::npos
+                || !findInertGlobal(name.substr(0, splitAt), name.substr(splitAt + 1))) {
+                const auto danger = knownDanger(name);
+                addUnsafe({name,
+                    (danger ? *danger : std::string("cannot verify; treat as dangerous"))
+                        + " (reached through a call chain, not named by a GLOBAL)",
+                    danger.has_value(), label, summarise(graph, id, 0)});
+            }
+        } else if (!inert) {
+            addUnsafe({name, {}, false, label, summarise(graph, id, 0)}); // merges into the GLOBAL's entry
+        }
+        if (kind == NodeKind::Call && isNestedPickleLoader(name)) {
+            const NodeId args = graph.arguments(id);
+            std::optional<std::string> inner;
+            if (graph.kind(args) == NodeKind::Tuple && graph.tupleSize(args) >= 1)
+                inner = bytesArgument(graph, graph.tupleItem(args, 0), 0);
+            if (!inner) {
+                if (name == "torch.storage._load_from_bytes")
+                    cannotVerify(label
+                        + ": torch.storage._load_from_bytes is given something other than "
+                          "literal bytes; what it would unpickle cannot be read");
+                continue;
+            }
+            const std::string innerLabel = label + " > bytes given to " + name;
+            if (depth + 1 > m_limits.maxNesting) {
+                cannotVerify(innerLabel + ": nested deeper than " + std::to_string(m_limits.maxNesting)
+                    + " levels, the scanner's limit");
+                continue;
+            }
+            m_buffers.emplace_back(inner->begin(), inner->end());
+            const ByteBuffer& buffer = m_buffers.back();
+            scanFile(ByteView(buffer.data(), buffer.size()), innerLabel, depth + 1, true, false);
+        }
+    }
+    (void)pickle;
+}
+
+void Scanner::scanStream(
+    ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel)
+{
+    PickleLimits limits;
+    PickleGraph graph;
+    const PickleMachine machine(limits);
+    std::uint64_t offset = 0;
+    int index = 0;
+    auto pickleLabel = [&](int i) {
+        return index == 0 && i == 0 ? label : label + " [pickle " + std::to_string(i + 1) + "]";
+    };
+    // 1. Stacked pickles, back to back, as repeated pickle.load calls (and torch's legacy format) read them.
+    while (offset < bytes.size()) {
+        const ByteView rest = bytes.subspan(offset);
+        // The stackless pass first: it costs no memory, so tensor bytes that merely start with an
+        // opcode are dismissed before the machine builds anything from them.
+        const OpcodeScan opcodes = scanOpcodes(rest, 0, true);
+        bool namedGlobal = false;
+        for (const auto& name : opcodes.names)
+            namedGlobal |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
+        const bool protoStart = rest.size() >= 2 && rest[0] == 0x80 && rest[1] <= 5;
+        const bool required = index == 0 && (mustBePickle || (topLevel && protoStart));
+        if (!required && !namedGlobal && !opcodes.reachedStop) {
+            if (index > 0)
+                break;
+            return;
+        }
+        const NodeId first = static_cast<NodeId>(graph.size());
+        PickleRun run = machine.run(rest, graph);
+        // Tensor bytes can start with an opcode: only a pickle that finishes, names a global or
+        // must be one (data.pkl, a top-level PROTO) counts.
+        const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2) || namedGlobal
+            || (index == 0 && (mustBePickle || (topLevel && protoStart)));
+        if (!looksLikePickle) {
+            if (index > 0)
+                break; // the stacked pickles end here: what follows is data (legacy storages) or junk
+            return; // not a pickle at all
+        }
+        const std::string name = pickleLabel(index);
+        if (index == 1 && m_verdict.pickles.size() && m_verdict.pickles.back().starts_with(label + " (")) {
+            // The first pickle was labelled with the bare label; say it is the first of several.
+            m_verdict.pickles.back().insert(label.size(), " [pickle 1]");
+        }
+        rateRun(graph, first, run, rest, name, offset, depth);
+        for (const std::string& problem : opcodes.frameProblems)
+            cannotVerify(name + ": " + problem);
+        if (!run.complete()) {
+            cannotVerify(name + ": not read to its end, so what it would do cannot be verified: "
+                + run.error.value_or("no STOP opcode") + " (at byte "
+                + formatThousands(offset + run.errorOffset) + ")");
+            // Name what the machine did not reach.
+            const OpcodeScan tail = scanOpcodes(rest, run.errorOffset, true);
+            for (const auto& global : tail.names)
+                if (global.offset >= run.errorOffset)
+                    rateGlobal(global.module, global.name,
+                        name + ", byte " + formatThousands(offset + global.offset));
+            offset += std::max<std::uint64_t>(1, std::max(run.endOffset, tail.end));
+            ++index;
+            break;
+        }
+        offset += run.endOffset;
+        ++index;
+    }
+    if (offset >= bytes.size())
+        return;
+    // 2. Anything after: a scanner that stops at junk misses a pickle behind it (a loader that skips
+    // or resyncs would run it). Only complete pickles that name globals count here, so tensor bytes
+    // that happen to look like an opcode are not taken for code.
+    const std::uint64_t end
+        = bytes.size() - offset > m_limits.maxTrailingScan ? offset + m_limits.maxTrailingScan : bytes.size();
+    if (end < bytes.size())
+        m_verdict.notes.push_back(label + ": " + formatThousands(bytes.size() - end)
+            + " bytes after the first " + formatBytes(m_limits.maxTrailingScan)
+            + " that follow its pickles were not searched for further pickles (no loader reads them)");
+    for (std::uint64_t at = offset; at < end;) {
+        const std::uint8_t op = bytes[at];
+        const bool candidate = (op == 0x80 && at + 1 < bytes.size() && bytes[at + 1] <= 5)
+            || (op == 'c' && at + 1 < bytes.size() && std::isalpha(bytes[at + 1]))
+            || (op == '(' && at + 1 < bytes.size() && (bytes[at + 1] == 'c' || bytes[at + 1] == 'i'));
+        if (!candidate) {
+            ++at;
+            continue;
+        }
+        const ByteView rest = bytes.subspan(at);
+        const OpcodeScan opcodes = scanOpcodes(rest, 0, true);
+        if (!opcodes.reachedStop || opcodes.names.empty()) {
+            ++at;
+            continue;
+        }
+        PickleGraph scratch;
+        const PickleRun run = machine.run(rest, scratch);
+        bool named = false;
+        for (const GlobalReference& global : run.globals)
+            named |= isIdentifierPath(global.module) && isIdentifierPath(global.name);
+        if (!run.complete() || !named) {
+            ++at;
+            continue;
+        }
+        const std::string name
+            = label + " [a pickle at byte " + formatThousands(at) + ", after the stream's end]";
+        rateRun(scratch, 0, run, rest, name, at, depth);
+        for (const std::string& problem : scanOpcodes(rest, 0, true).frameProblems)
+            cannotVerify(name + ": " + problem);
+        at += std::max<std::uint64_t>(1, run.endOffset);
+    }
+}
+
+void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
+{
+    const std::string label = givenLabel.empty() ? std::string("the archive") : givenLabel;
+    std::vector<ZipMember> members;
+    std::map<std::uint64_t, std::size_t> byLocalOffset;
+    std::int64_t shift = 0;
+    std::uint64_t centralStart = bytes.size(), centralEnd = bytes.size();
+    if (const auto eocd = findEndOfCentralDirectory(bytes)) {
+        std::uint64_t count = le(bytes, *eocd + 10, 2);
+        std::uint64_t size = le(bytes, *eocd + 12, 4);
+        std::uint64_t offset = le(bytes, *eocd + 16, 4);
+        std::uint64_t directoryEnd = *eocd;
+        // A ZIP64 end record (torch writes one) sits between the directory and this record.
+        if (*eocd >= 20 && signatureAt(bytes, *eocd - 20, 6, 7)) {
+            std::uint64_t record = le(bytes, *eocd - 20 + 8, 8);
+            if (!signatureAt(bytes, record, 6, 6) && *eocd >= 76)
+                record = *eocd - 20 - 56; // the usual place, when data was written before the archive
+            if (signatureAt(bytes, record, 6, 6)) {
+                count = le(bytes, record + 32, 8);
+                size = le(bytes, record + 40, 8);
+                offset = le(bytes, record + 48, 8);
+                directoryEnd = record;
+            }
+        }
+        if (size <= directoryEnd) {
+            centralStart = directoryEnd - size;
+            centralEnd = directoryEnd;
+            shift = static_cast<std::int64_t>(centralStart) - static_cast<std::int64_t>(offset);
+        }
+        std::uint64_t at = centralStart;
+        for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, 1, 2); ++i) {
+            ZipMember member;
+            member.inCentral = true;
+            member.flags = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
+            member.method = static_cast<std::uint16_t>(le(bytes, at + 10, 2));
+            member.compressedSize = le(bytes, at + 20, 4);
+            member.uncompressedSize = le(bytes, at + 24, 4);
+            const std::uint64_t nameLength = le(bytes, at + 28, 2), extraLength = le(bytes, at + 30, 2),
+                                commentLength = le(bytes, at + 32, 2);
+            std::uint64_t local = le(bytes, at + 42, 4);
+            if (auto name = subView(bytes, at + 46, nameLength))
+                member.name = std::string(asText(*name));
+            // ZIP64 extra field: the 0xFFFFFFFF fields, in this order.
+            for (std::uint64_t e = at + 46 + nameLength; e + 4 <= at + 46 + nameLength + extraLength;) {
+                const std::uint64_t id = le(bytes, e, 2), length = le(bytes, e + 2, 2);
+                if (id == 1) {
+                    std::uint64_t field = e + 4;
+                    if (member.uncompressedSize == 0xFFFFFFFF)
+                        member.uncompressedSize = le(bytes, field, 8), field += 8;
+                    if (member.compressedSize == 0xFFFFFFFF)
+                        member.compressedSize = le(bytes, field, 8), field += 8;
+                    if (local == 0xFFFFFFFF)
+                        local = le(bytes, field, 8);
+                }
+                e += 4 + length;
+            }
+            member.localOffset = static_cast<std::uint64_t>(static_cast<std::int64_t>(local) + shift);
+            member.sizeKnown = true;
+            byLocalOffset[member.localOffset] = members.size();
+            members.push_back(std::move(member));
+            at += 46 + nameLength + extraLength + commentLength;
+        }
+    }
+    // Local headers: those the central directory names, and any it does not (gaps, a missing
+    // directory): a reader that recovers entries from local headers would find them.
+    auto readLocal = [&](std::uint64_t at, ZipMember& member) {
+        if (!signatureAt(bytes, at, 3, 4))
+            return false;
+        const std::uint64_t nameLength = le(bytes, at + 26, 2), extraLength = le(bytes, at + 28, 2);
+        if (auto name = subView(bytes, at + 30, nameLength))
+            member.localName = std::string(asText(*name));
+        member.dataOffset = at + 30 + nameLength + extraLength;
+        if (!member.inCentral) {
+            member.name = member.localName;
+            member.flags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
+            member.method = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
+            member.compressedSize = le(bytes, at + 18, 4);
+            member.uncompressedSize = le(bytes, at + 22, 4);
+            member.sizeKnown = !(member.flags & 8) && member.compressedSize != 0xFFFFFFFF;
+        }
+        return true;
+    };
+    for (ZipMember& member : members)
+        if (!readLocal(member.localOffset, member))
+            cannotVerify(label + ": the central directory names member '" + member.name + "' at byte "
+                + formatThousands(member.localOffset) + ", where no local header is");
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;
+    for (const ZipMember& member : members)
+        if (member.dataOffset)
+            covered.push_back(
+                {member.localOffset, member.dataOffset + std::min(member.compressedSize, bytes.size())});
+    covered.push_back({centralStart, centralEnd});
+    std::sort(covered.begin(), covered.end());
+    std::uint64_t at = 0;
+    std::size_t next = 0;
+    while (at + 4 <= bytes.size()) {
+        while (next < covered.size() && covered[next].second <= at)
+            ++next;
+        if (next < covered.size() && covered[next].first <= at) {
+            at = covered[next].second;
+            continue;
+        }
+        const std::uint64_t limit = next < covered.size() ? covered[next].first : bytes.size();
+        const void* found = memmem(bytes.data() + at, limit - at, "PK\3\4", 4);
+        if (!found) {
+            at = limit;
+            continue;
+        }
+        const std::uint64_t header
+            = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
+        ZipMember member;
+        member.localOffset = header;
+        if (!byLocalOffset.contains(header) && readLocal(header, member)) {
+            byLocalOffset[header] = members.size();
+            members.push_back(member);
+            m_verdict.notes.push_back(label + ": member '" + member.name + "' at byte "
+                + formatThousands(header)
+                + " has a local header but no central directory entry; rated anyway");
+        }
+        at = header + 4;
+    }
+    std::uint64_t archiveStart = bytes.size();
+    for (const ZipMember& member : members)
+        archiveStart = std::min(archiveStart, member.localOffset);
+    if (archiveStart > 0) {
+        // torch.load decides "zip or legacy" from the first bytes: a file that does not start with
+        // a zip header is unpickled from byte 0 (and a stray end record proves nothing).
+        scanStream(bytes.subspan(0, static_cast<std::size_t>(archiveStart)),
+            members.empty() ? (givenLabel.empty() ? std::string("the file") : givenLabel)
+                            : label + " (bytes before the zip archive)",
+            depth, false, depth == 0);
+    }
+    // Duplicate names, name mismatches, several roots: notes; every member is rated anyway.
+    std::map<std::string, int> seen;
+    std::set<std::string> roots;
+    for (const ZipMember& member : members) {
+        if (member.inCentral && ++seen[member.name] == 2)
+            m_verdict.notes.push_back(label + ": two members are named '" + member.name
+                + "': Python's zipfile reads the last, torch's miniz the first; both are rated");
+        if (member.inCentral && !member.localName.empty() && member.localName != member.name)
+            m_verdict.notes.push_back(label + ": the member at byte " + formatThousands(member.localOffset)
+                + " is named '" + member.name + "' in the central directory but '" + member.localName
+                + "' in its local header; rated under both names");
+        if (member.flags & 1)
+            m_verdict.notes.push_back(label + ": member '" + member.name
+                + "' says it is encrypted; torch's miniz ignores that flag, so it is rated as plain data");
+        if (member.name.ends_with("data.pkl"))
+            roots.insert(member.name.substr(0, member.name.size() - 8));
+    }
+    if (roots.size() > 1) {
+        std::string list;
+        for (const std::string& root : roots)
+            list += (list.empty() ? "'" : ", '") + root + "'";
+        m_verdict.notes.push_back(label + ": " + std::to_string(roots.size())
+            + " archive roots hold a data.pkl (" + list
+            + "); torch reads the one under the first entry's prefix, '" + members.front().name
+            + "'; every one is rated");
+    }
+    for (const ZipMember& member : members) {
+        if (member.name.ends_with("/") && member.compressedSize == 0)
+            continue;
+        std::uint64_t length = member.compressedSize;
+        if (!member.sizeKnown || member.dataOffset + length > bytes.size()) {
+            // Size unknown (data descriptor without a directory) or cut off: up to the next header.
+            std::uint64_t stop = bytes.size();
+            if (const void* found = memmem(bytes.data() + std::min(member.dataOffset, bytes.size()),
+                    bytes.size() - std::min(member.dataOffset, bytes.size()), "PK", 2)) {
+                std::uint64_t candidate
+                    = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
+                while (candidate + 4 <= bytes.size()
+                    && !(signatureAt(bytes, candidate, 3, 4) || signatureAt(bytes, candidate, 1, 2)
+                        || signatureAt(bytes, candidate, 7, 8) || signatureAt(bytes, candidate, 5, 6))) {
+                    const void* again
+                        = memmem(bytes.data() + candidate + 1, bytes.size() - candidate - 1, "PK", 2);
+                    candidate = again
+                        ? static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(again) - bytes.data())
+                        : bytes.size();
+                }
+                stop = std::min<std::uint64_t>(candidate, bytes.size());
+            }
+            length = stop > member.dataOffset ? stop - member.dataOffset : 0;
+        }
+        const ByteView raw = bytes.subspan(std::min(member.dataOffset, bytes.size()),
+            std::min<std::uint64_t>(length, bytes.size() - std::min(member.dataOffset, bytes.size())));
+        const std::string memberLabel = (givenLabel.empty() ? std::string() : givenLabel + " > ")
+            + member.name
+            + (member.localName.size() && member.localName != member.name
+                    ? " (local header: " + member.localName + ")"
+                    : "");
+        const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");
+        if (member.method == 0) {
+            scanFile(raw, memberLabel, depth + 1, namedPickle, false);
+        } else if (member.method == 8) {
+            std::string why;
+            auto inflated = inflateCapped(
+                raw, m_limits.maxUnpackedBytes - std::min(m_unpacked, m_limits.maxUnpackedBytes), why);
+            if (!inflated || !spend(inflated->size())) {
+                if (namedPickle || !inflated)
+                    cannotVerify(memberLabel + ": its deflated bytes cannot be unpacked: "
+                        + (why.empty() ? std::string("above the scanner's limit") : why));
+                continue;
+            }
+            m_buffers.push_back(std::move(*inflated));
+            const ByteBuffer& buffer = m_buffers.back();
+            scanFile(ByteView(buffer.data(), buffer.size()), memberLabel, depth + 1, namedPickle, false);
+        } else if (!raw.empty()) {
+            cannotVerify(memberLabel + ": compression method " + std::to_string(member.method)
+                + ", which the scanner does not unpack (Python's zipfile may)");
+        }
+    }
+}
+
+// libarchive may have no message at all (a null pointer).
+std::string archiveError(archive* reader)
+{
+    const char* message = archive_error_string(reader);
+    return message ? message : "unknown error";
+}
+
+bool Scanner::unpackWrapper(
+    ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet)
+{
+    if (quiet) {
+        // Tensor bytes that happen to start like a wrapper: only a wrapper if it unpacks cleanly.
+        archive* probe = archive_read_new();
+        archive_read_support_filter_all(probe);
+        archive_read_support_format_all(probe);
+        archive_read_support_format_raw(probe);
+        archive_entry* entry = nullptr;
+        bool clean = archive_read_open_memory(probe, bytes.data(), bytes.size()) == ARCHIVE_OK;
+        while (clean) {
+            const int status = archive_read_next_header(probe, &entry);
+            if (status == ARCHIVE_EOF)
+                break;
+            if (status != ARCHIVE_OK || archive_read_data_skip(probe) != ARCHIVE_OK)
+                clean = false;
+        }
+        archive_read_free(probe);
+        if (!clean)
+            return false;
+    }
+    m_verdict.notes.push_back((label.empty() ? std::string("the file") : label) + " is " + wrapper
+        + "-compressed, not a checkpoint torch.load reads as it is; a script that unpacks it first runs "
+          "what is inside, so that is rated");
+    archive* reader = archive_read_new();
+    archive_read_support_filter_all(reader);
+    archive_read_support_format_all(reader);
+    archive_read_support_format_raw(reader);
+    if (archive_read_open_memory(reader, bytes.data(), bytes.size()) != ARCHIVE_OK) {
+        cannotVerify(label + ": the " + wrapper + " data cannot be opened: " + archiveError(reader));
+        archive_read_free(reader);
+        return false;
+    }
+    archive_entry* entry = nullptr;
+    int status;
+    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK) {
+        const char* path = archive_entry_pathname(entry);
+        const std::string name
+            = (label.empty() ? std::string() : label + " > ") + wrapper + ":" + (path ? path : "data");
+        if (archive_entry_filetype(entry) == AE_IFDIR)
+            continue;
+        ByteBuffer buffer;
+        char chunk[65536];
+        la_ssize_t got;
+        bool tooBig = false;
+        while ((got = archive_read_data(reader, chunk, sizeof chunk)) > 0) {
+            if (!spend(static_cast<std::uint64_t>(got))) {
+                tooBig = true;
+                break;
+            }
+            buffer.insert(buffer.end(), chunk, chunk + got);
+        }
+        if (tooBig) {
+            cannotVerify(name + ": unpacks to more than the " + formatBytes(m_limits.maxUnpackedBytes)
+                + " the scanner unpacks");
+            break;
+        }
+        if (got < 0) {
+            cannotVerify(name + ": the " + wrapper + " data is damaged: " + archiveError(reader));
+            break;
+        }
+        m_buffers.push_back(std::move(buffer));
+        const ByteBuffer& kept = m_buffers.back();
+        scanFile(ByteView(kept.data(), kept.size()), name, depth + 1, false, true);
+    }
+    if (status != ARCHIVE_EOF && status != ARCHIVE_OK)
+        cannotVerify(label + ": the " + wrapper + " data cannot be read to its end: " + archiveError(reader));
+    archive_read_free(reader);
+    return true;
+}
+
+void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel)
+{
+    if (bytes.empty()) {
+        if (mustBePickle)
+            cannotVerify(label + ": empty, where a pickle should be");
+        return;
+    }
+    if (depth > m_limits.maxNesting) {
+        cannotVerify(label + ": nested deeper than " + std::to_string(m_limits.maxNesting)
+            + " levels, the scanner's limit");
+        return;
+    }
+    auto starts = [&](std::initializer_list<std::uint8_t> magic) {
+        return bytes.size() >= magic.size() && std::equal(magic.begin(), magic.end(), bytes.begin());
+    };
+    const char* wrapper = nullptr;
+    if (starts({0x1f, 0x8b}))
+        wrapper = "gzip";
+    else if (starts({'B', 'Z', 'h'}))
+        wrapper = "bzip2";
+    else if (starts({0xfd, '7', 'z', 'X', 'Z', 0x00}))
+        wrapper = "xz";
+    else if (starts({0x28, 0xb5, 0x2f, 0xfd}))
+        wrapper = "zstd";
+    else if (starts({'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}))
+        wrapper = "7z";
+    else if (starts({0x04, 0x22, 0x4d, 0x18}))
+        wrapper = "lz4";
+    else if (bytes.size() > 262 && std::memcmp(bytes.data() + 257, "ustar", 5) == 0)
+        wrapper = "tar";
+    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle))
+        return;
+    if (topLevel && bytes.size() >= 10) {
+        // safetensors: u64 header length, then a JSON object; no pickle anywhere.
+        const std::uint64_t headerLength = le(bytes, 0, 8);
+        if (bytes[8] == '{' && headerLength >= 2 && headerLength <= bytes.size() - 8) {
+            std::uint64_t last = 8 + headerLength - 1;
+            while (last > 8 && bytes[last] == ' ')
+                --last;
+            if (bytes[last] == '}')
+                return;
+        }
+    }
+    if (starts({0x93, 'N', 'U', 'M', 'P', 'Y'}) && bytes.size() >= 10) {
+        // A .npy file: an object array (descr 'O') is a pickle after the header, which
+        // numpy.load(allow_pickle=True) unpickles.
+        const int major = bytes[6];
+        const std::uint64_t headerLength = major == 1 ? le(bytes, 8, 2) : le(bytes, 8, 4);
+        const std::uint64_t dataStart = (major == 1 ? 10 : 12) + headerLength;
+        if (dataStart <= bytes.size()) {
+            const std::string_view header = asText(bytes.subspan(0, dataStart));
+            const bool objects = header.find("'O'") != std::string_view::npos
+                || header.find("'|O'") != std::string_view::npos;
+            if (objects)
+                scanStream(bytes.subspan(dataStart),
+                    (label.empty() ? std::string("the file") : label) + " (NumPy object array)", depth, true,
+                    false);
+        }
+        return;
+    }
+    const bool zip = starts({'P', 'K', 3, 4}) || (topLevel && findEndOfCentralDirectory(bytes).has_value());
+    if (zip) {
+        scanZip(bytes, label, depth);
+        return;
+    }
+    scanStream(bytes, label.empty() ? std::string("the file") : label, depth, mustBePickle, topLevel);
+}
+
+std::string joinNames(const std::vector<std::string>& names, std::size_t limit)
+{
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < limit; ++i)
+        out += (i ? ", " : "") + names[i];
+    if (names.size() > limit)
+        out += ", and " + std::to_string(names.size() - limit) + " more";
+    return out;
+}
+
+std::string addSafeGlobalsCall(const std::vector<std::string>& paths)
+{
+    if (paths.empty())
+        return {};
+    std::string imports, list;
+    for (const std::string& path : paths) {
+        const auto dot = path.rfind('.');
+        imports += "from " + path.substr(0, dot) + " import " + path.substr(dot + 1) + "\n";
+        list += (list.empty() ? "" : ", ") + path.substr(dot + 1);
+    }
+    return "import torch\n" + imports + "torch.serialization.add_safe_globals([" + list + "])";
+}
+
+} // namespace
+
+SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
+{
+    SafetyVerdict verdict;
+    Scanner scanner(verdict, limits);
+    scanner.scanFile(bytes, {}, 0, false, true);
+
+    std::vector<std::string> dangerous, unknown;
+    for (const UnsafeCallable& callable : verdict.unsafe)
+        (callable.knownDangerous ? dangerous : unknown).push_back(callable.name);
+    bool torch2Lacks = false;
+    for (const AllowlistCandidate& candidate : verdict.allowlist)
+        torch2Lacks |= !candidate.torch2Default;
+
+    if (!verdict.unsafe.empty() || !verdict.cannotVerify.empty()) {
+        verdict.rating = PickleSafety::DangerousOrUnknown;
+        if (!dangerous.empty()) {
+            std::string call;
+            for (const UnsafeCallable& callable : verdict.unsafe)
+                if (callable.knownDangerous && !callable.call.empty()) {
+                    call = callable.call;
+                    break;
+                }
+            verdict.headline = "DANGEROUS: loading it with weights_only=False calls "
+                + joinNames(dangerous, 6)
+                + (call.empty() ? std::string()
+                                : ", e.g. " + (call.size() > 160 ? call.substr(0, 160) + "..." : call))
+                + (unknown.empty() ? std::string() : "; also unverifiable: " + joinNames(unknown, 4));
+        } else if (!unknown.empty()) {
+            verdict.headline = "CANNOT VERIFY; treat as dangerous: it calls " + joinNames(unknown, 6)
+                + ", not on the vetted list of inert classes"
+                + (verdict.cannotVerify.empty() ? std::string() : "; and " + verdict.cannotVerify.front());
+        } else {
+            verdict.headline = "CANNOT VERIFY; treat as dangerous: " + verdict.cannotVerify.front();
+        }
+    } else if (torch2Lacks) {
+        verdict.rating = PickleSafety::NeedsAllowlist;
+        std::vector<std::string> names;
+        for (const AllowlistCandidate& candidate : verdict.allowlist)
+            if (!candidate.torch2Default)
+                names.push_back(candidate.name);
+        verdict.headline
+            = "needs allowlisting: only vetted inert classes that torch's weights_only list lacks ("
+            + joinNames(names, 6) + ")";
+    } else if (!verdict.pickles.empty()) {
+        verdict.rating = PickleSafety::KnownInert;
+        verdict.headline
+            = "known inert: every global is a vetted inert class on torch's default weights_only "
+              "allowlist; loading it cannot run code";
+    } else {
+        verdict.rating = PickleSafety::NoPickle;
+        verdict.headline = "no pickle: nothing in it would be unpickled";
+    }
+    if (verdict.rating != PickleSafety::DangerousOrUnknown) {
+        std::vector<std::string> for113, for2;
+        for (const AllowlistCandidate& candidate : verdict.allowlist) {
+            if (!candidate.offerAllowlist)
+                continue;
+            if (!candidate.torch113Default)
+                for113.push_back(candidate.name);
+            if (!candidate.torch2Default)
+                for2.push_back(candidate.name);
+        }
+        verdict.addSafeGlobals113 = addSafeGlobalsCall(for113);
+        verdict.addSafeGlobals2 = addSafeGlobalsCall(for2);
+    }
+    return verdict;
+}
+
+SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint)
+{
+    if (!checkpoint.file) {
+        SafetyVerdict verdict;
+        verdict.headline = "no pickle: the file could not be read";
+        return verdict;
+    }
+    return ratePickleSafety(checkpoint.file->bytes());
+}
+
+} // namespace ckpt

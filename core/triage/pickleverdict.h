@@ -1,0 +1,71 @@
+#pragma once
+
+#include "core/base/bytes.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+struct Checkpoint;
+
+// The safety verdict: a static, allowlist-first analysis of every pickle a loader could run from a
+// file — whatever the reader made of it. Nothing is ever imported or called.
+//
+// Three ratings, never two: known inert (every global is a vetted inert class that torch's default
+// weights_only list holds), needs allowlisting (only vetted inert classes that torch's default list
+// lacks: the only case an add_safe_globals call is offered), and dangerous or unknown (anything
+// else, any pickle not read to its end: "cannot verify; treat as dangerous").
+enum class PickleSafety {
+    NoPickle, // safetensors, a PNG, an LFS pointer: nothing a loader would unpickle
+    KnownInert,
+    NeedsAllowlist,
+    DangerousOrUnknown,
+};
+const char* pickleSafetyName(
+    PickleSafety safety); // "no-pickle", "known-inert", "needs-allowlisting", "dangerous"
+
+// A callable the verdict cannot vouch for.
+struct UnsafeCallable {
+    std::string name; // "os.system", "pathlib.os.system", "copyreg extension code 1234"
+    std::string reason; // why it is dangerous, or why it cannot be verified
+    bool knownDangerous = false; // a known gadget (not merely unknown)
+    std::string where; // "archive/data.pkl, byte 42"
+    std::string call; // the call as it would run, when the pickle makes it: "os.system('touch x')"
+};
+
+// A vetted inert global torch's default weights_only list lacks.
+struct AllowlistCandidate {
+    std::string name; // "argparse.Namespace"
+    std::string reason;
+    bool torch113Default = false;
+    bool torch2Default = false;
+    bool offerAllowlist = true;
+};
+
+struct SafetyVerdict {
+    PickleSafety rating = PickleSafety::NoPickle;
+    std::string headline; // one line for the top of `info`, `check` and the app's banner
+    std::vector<UnsafeCallable> unsafe; // dangerous or unknown callables, in the order found
+    std::vector<std::string> cannotVerify; // pickles not read to their end, and why (which limit)
+    std::vector<AllowlistCandidate> allowlist; // vetted inert globals some torch default list lacks
+    std::vector<std::string> pickles; // every pickle rated: "archive/data.pkl (bytes 0-812)"
+    std::vector<std::string> notes; // wrappers, zip tricks (duplicate names, flags, name mismatches)
+    std::string addSafeGlobals113; // only vetted names; empty when torch 1.13 needs none
+    std::string addSafeGlobals2; // the same for torch 2.x
+    bool dangerous() const { return rating == PickleSafety::DangerousOrUnknown; }
+};
+
+struct SafetyScanLimits {
+    std::uint64_t maxUnpackedBytes = 2ull << 30; // gzip/bz2/xz/zstd/7z and deflated members, in all
+    int maxNesting = 6; // wrappers, archives and pickles inside pickles
+    std::uint64_t maxTrailingScan = 64ull << 20; // bytes after the last pickle searched for more
+};
+
+// Rates the whole file. `bytes` is the file as it is on disk.
+SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits = {});
+// The same for an opened checkpoint (its mapped file); NoPickle when the file is not at hand.
+SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint);
+
+} // namespace ckpt

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Generates the hostile files (make_hostile.py) and checks what ckpt-inspect says about each:
+
+- rated as the manifest says ("dangerous" for every hostile file), with `check` exiting 4;
+- every callable the manifest names appears among the verdict's unsafe callables;
+- no add_safe_globals call is offered for a dangerous file, and the calls offered for the others
+  name only vetted classes (never an unsafe or unknown global);
+- `info` puts the rating first (text: the first line; JSON: the first member);
+- `remap` refuses a dangerous file (exit 4, nothing written) and, with --allow-dangerous, copies it
+  byte for byte and says so;
+- no marker file ever appears (nothing ran).
+
+Nothing here unpickles anything.
+usage: check_hostile.py GENERATOR INSPECT OUTDIR
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+generator, inspect, out = sys.argv[1], sys.argv[2], sys.argv[3]
+for stale in glob.glob("/tmp/ckpt-hostile-marker-*"):
+    os.remove(stale)
+subprocess.run([sys.executable, generator, out], check=True)
+
+failures = []
+rows = []
+with open(os.path.join(out, "manifest.tsv")) as f:
+    next(f)
+    for line in f:
+        rows.append(line.rstrip("\n").split("\t"))
+
+
+def run(*args):
+    result = subprocess.run([inspect, *args], capture_output=True, timeout=300)
+    return result.returncode, result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace")
+
+
+techniques = set()
+dangerous_count = 0
+for name, technique, rating, callables in rows:
+    path = os.path.join(out, name)
+    code, stdout, stderr = run("check", "--json", path)
+    try:
+        report = json.loads(stdout)
+    except ValueError:
+        failures.append("%s: check --json printed no JSON (exit %d): %s" % (name, code, stderr[-300:]))
+        continue
+    safety = report["safety"]
+    unsafe = [entry["name"] for entry in safety["unsafe"]]
+    if safety["rating"] != rating:
+        failures.append("%s: rated %s, expected %s: %s" % (name, safety["rating"], rating, safety["headline"]))
+    if rating == "dangerous":
+        dangerous_count += 1
+        techniques.update(technique.split(","))
+        if code != 4 or report["exit_code"] != 4:
+            failures.append("%s: check exits %d, expected 4" % (name, code))
+        if safety["add_safe_globals_torch2"] or safety["add_safe_globals_torch113"]:
+            failures.append("%s: an add_safe_globals call is offered for a dangerous file" % name)
+        for finding in report["findings"]:
+            if "add_safe_globals" in finding.get("fix", "") and finding["code"] != "load-fails":
+                failures.append("%s: finding %s offers add_safe_globals" % (name, finding["code"]))
+    elif code == 4:
+        failures.append("%s: check exits 4 for a file rated %s" % (name, rating))
+    for expected in [c for c in callables.split(",") if c and c != "-"]:
+        if not any(expected in found for found in unsafe):
+            failures.append("%s: %s is not named (unsafe: %s)" % (name, expected, ", ".join(unsafe) or "none"))
+    if rating == "dangerous" and callables == "-" and not safety["cannot_verify"]:
+        failures.append("%s: rated dangerous without naming a callable or a reason it cannot be verified" % name)
+    offered = (safety["add_safe_globals_torch2"] or "") + (safety["add_safe_globals_torch113"] or "")
+    vetted = {entry["name"] for entry in safety["vetted_not_default"]}
+    for line in offered.splitlines():
+        if line.startswith("from "):
+            parts = line.split()
+            if parts[1] + "." + parts[3] not in vetted:
+                failures.append("%s: add_safe_globals offers %s.%s, which is not vetted" % (name, parts[1], parts[3]))
+    for found in unsafe:
+        if found.split(".")[-1] in offered:
+            failures.append("%s: the unsafe %s appears in an add_safe_globals call" % (name, found))
+
+    # info: the rating first.
+    code, stdout, stderr = run("info", path)
+    if not stdout.startswith("safety: " + rating):
+        failures.append("%s: info does not start with the rating: %r" % (name, stdout[:120]))
+    code, stdout, stderr = run("info", "--json", path)
+    try:
+        info = json.loads(stdout)
+        if list(info)[0] != "safety" or info["safety"]["rating"] != rating:
+            failures.append("%s: info --json does not lead with the rating" % name)
+    except ValueError:
+        failures.append("%s: info --json printed no JSON: %s" % (name, stderr[-200:]))
+
+    # remap: refused, or copied unchanged when told.
+    if rating == "dangerous":
+        target = os.path.join(out, "remapped-" + name)
+        for leftover in (target,):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu")
+        if code != 4 or os.path.exists(target) or "refusing" not in stderr:
+            failures.append("%s: remap did not refuse (exit %d): %s" % (name, code, stderr[-200:]))
+        code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu", "--allow-dangerous")
+        if code != 0 or not os.path.exists(target):
+            failures.append("%s: remap --allow-dangerous failed (exit %d): %s" % (name, code, stderr[-200:]))
+        else:
+            with open(path, "rb") as a, open(target, "rb") as b:
+                if a.read() != b.read():
+                    failures.append("%s: remap --allow-dangerous changed the bytes" % name)
+            if "copied unchanged" not in stdout:
+                failures.append("%s: remap --allow-dangerous does not say it copied unchanged" % name)
+            os.remove(target)
+
+# Cut short anywhere, no file crashes the reader or the verdict (a truncated gzip once did).
+truncated = os.path.join(out, "truncated.bin")
+for name, technique, rating, callables in rows:
+    with open(os.path.join(out, name), "rb") as f:
+        data = f.read()
+    for cut in sorted({1, 7, len(data) // 3, len(data) // 2, len(data) - 8, len(data) - 3, len(data) - 1}):
+        if cut <= 0 or cut >= len(data):
+            continue
+        with open(truncated, "wb") as f:
+            f.write(data[:cut])
+        code, stdout, stderr = run("check", "--json", truncated)
+        if code < 0 or code > 4:
+            failures.append("%s cut at byte %d: check exits %d: %s" % (name, cut, code, stderr[-200:]))
+os.remove(truncated)
+
+markers = glob.glob("/tmp/ckpt-hostile-marker-*")
+if markers:
+    failures.append("marker files appeared (something ran): %s" % ", ".join(markers))
+
+print("%d files, %d hostile (rated dangerous), techniques covered: %s" % (
+    len(rows), dangerous_count, ", ".join(sorted(techniques, key=int))))
+if failures:
+    print("%d failures:" % len(failures))
+    for failure in failures:
+        print("  " + failure)
+    sys.exit(1)
+print("all checks passed")
