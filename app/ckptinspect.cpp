@@ -1,4 +1,5 @@
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests.
+#include "cli/commands.h"
 #include "core/base/escaping.h"
 #include "core/devices/deviceinventory.h"
 #include "core/io/atomicoutputfile.h"
@@ -105,12 +106,14 @@ commands:
   info FILE [--json]   the tree of tensors with dtype, shape, size and the device each
                        storage was recorded on; totals per device; findings
   remap FILE -o OUT [--map FROM=TO]... [--tensor NAME=DEV]... [--module PREFIX=DEV]...
-        [--json] [--no-verify] [--allow-dangerous]
+        [--rename-global OLD=NEW]... [--json] [--no-verify] [--allow-dangerous]
                        writes a copy whose storages are recorded on the planned devices, so
                        plain torch.load puts them there (FROM may be *; later rules win; a
                        tensor moves with every tensor that shares its storage); refuses a
                        file rated dangerous (exit 4) unless --allow-dangerous, which copies
-                       it unchanged
+                       it unchanged; --rename-global names a class or function (module.name)
+                       or a module path under its new name in the copy, e.g.
+                       numpy._core.multiarray.scalar=numpy.core.multiarray.scalar
   remap FILE --print-map-location [--map ...] [--tensor ...] [--module ...]
                        prints the plan as a map_location dict, or as a Python snippet when
                        it cannot be said as one, instead of writing a copy
@@ -133,6 +136,24 @@ commands:
   targets [list | save NAME SPEC | remove NAME]
                        described machines saved by name, e.g.
                        save "lab box" cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB
+  extract FILE -o OUT.pt [--select PREFIX]... [--root PATH] [--map ...] [--tensor ...]
+        [--module ...] [--json]
+                       writes a plain state_dict (dotted name -> tensor) that
+                       torch.load(weights_only=True) opens, from any readable checkpoint
+                       (whole pickled modules, Lightning files, NumPy or argparse objects):
+                       storage bytes copied unchanged, nothing executed; says what was dropped
+  convert FILE|DIR -o OUT.safetensors|OUTDIR [--max-shard-size SIZE] [--select PREFIX]...
+                       safetensors ("format": "pt") from a torch checkpoint or a folder of
+                       them, one file or shards with model.safetensors.index.json; tensors
+                       that share a storage become separate copies, views contiguous copies
+  convert FILE.safetensors -o OUT.pt [--device DEV] [--map ...] [--tensor ...] [--module ...]
+                       back to a torch.save file whose storages are recorded on DEV (cpu)
+  diff A B [--json] [--no-values] [--threads N]
+                       what changed between two checkpoints (files or folders, any formats):
+                       tensors added, removed, renamed (same bytes), changed in dtype, shape,
+                       stride, recorded device or value (content hashes, in parallel), and
+                       for float tensors the largest absolute and relative difference;
+                       exit 0 identical, 1 different, 2 could not compare
   help                 this text
 
 SPEC describes a machine: cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB (also 2xcuda=80GiB; other tags
@@ -357,6 +378,7 @@ int runRemap(const std::vector<std::string>& args)
     bool printMapLocation = false;
     bool allowDangerous = false;
     std::vector<ckpt::PlacementRule> rules;
+    std::vector<ckpt::GlobalRename> renames;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         auto value = [&](const char* flag) -> std::optional<std::string> {
@@ -387,6 +409,16 @@ int runRemap(const std::vector<std::string>& args)
             printMapLocation = true;
         } else if (arg == "--allow-dangerous") {
             allowDangerous = true;
+        } else if (arg == "--rename-global") {
+            auto v = value("--rename-global");
+            if (!v)
+                return 64;
+            auto rename = ckpt::GlobalRename::parse(*v);
+            if (!rename) {
+                std::cerr << "ckpt-inspect remap: --rename-global " << rename.error().message << "\n";
+                return 64;
+            }
+            renames.push_back(*rename);
         } else if (arg.starts_with("-")) {
             std::cerr << "ckpt-inspect remap: unknown option " << arg << "\n" << kUsage;
             return 64;
@@ -423,6 +455,14 @@ int runRemap(const std::vector<std::string>& args)
                 << "\n(a copy would carry the same code; pass --allow-dangerous to copy it unchanged)\n";
             return 4;
         }
+        if (!renames.empty()) {
+            // The dangerous copy is byte for byte (its summary says the devices stay as recorded);
+            // a rename asked for would be silently dropped, so refuse instead.
+            std::cerr << "ckpt-inspect remap: " << shown(file)
+                      << " is rated dangerous; --allow-dangerous copies it unchanged, so --rename-global"
+                         " cannot apply to it\n";
+            return 64;
+        }
         return copyDangerousUnchanged(file, output, safety, json);
     }
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
@@ -454,7 +494,8 @@ int runRemap(const std::vector<std::string>& args)
         return 0;
     }
 
-    auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, {{}, verify});
+    ckpt::RemapOptions remapOptions {{}, verify, renames};
+    auto result = ckpt::writeRemappedCopy(checkpoint, plan, output, remapOptions);
     if (!result) {
         std::cerr << "ckpt-inspect remap: " << shown(result.error().message) << "\n";
         return 2;
@@ -477,6 +518,10 @@ int runRemap(const std::vector<std::string>& args)
             writer.endObject();
         }
         writer.endArray();
+        writer.key("globals_renamed").beginArray();
+        for (const std::string& renamed : result->globalsRenamed)
+            writer.value(renamed);
+        writer.endArray();
         writer.member("records_copied", result->recordsCopied);
         writer.member("records_rewritten", result->recordsRewritten);
         writer.member("bytes_written", result->bytesWritten);
@@ -487,6 +532,8 @@ int runRemap(const std::vector<std::string>& args)
         std::cout << writer.takeText() << "\n";
     } else {
         std::cout << shown(output) << ": " << shown(result->summary()) << "\n";
+        for (const std::string& renamed : result->globalsRenamed)
+            std::cout << "  renamed " << shown(renamed) << "\n";
     }
     return 0;
 }
@@ -1221,6 +1268,12 @@ int main(int argc, char** argv)
         return runTargets(args);
     if (command == "plan")
         return runPlan(args);
+    if (command == "extract")
+        return cli::runExtract(args);
+    if (command == "convert")
+        return cli::runConvert(args);
+    if (command == "diff")
+        return cli::runDiff(args);
     std::cerr << "ckpt-inspect: unknown command '" << command << "'\n" << kUsage;
     return 64;
 }

@@ -4,6 +4,7 @@
 // The desktop app runs it the same way with --tensor=INDEX, for the tensor selected in its tree.
 #include "core/json/json.h"
 #include "core/read/checkpointreader.h"
+#include "tensordiff.h"
 #include "tensorstatistics.h"
 
 #include <charconv>
@@ -11,9 +12,47 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+// `ckpt-inspect diff` asks for value differences: pairs "INDEX_A INDEX_B" on stdin (all read before
+// anything is computed, so the caller can write them all first), one JSON object out.
+int compareValues(const char* fileA, const char* fileB)
+{
+    const ckpt::Checkpoint a = ckpt::readCheckpoint(fileA);
+    const ckpt::Checkpoint b = ckpt::readCheckpoint(fileB);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+    for (std::uint32_t x, y; std::cin >> x >> y;)
+        pairs.emplace_back(x, y);
+    ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
+    writer.beginObject();
+    writer.key("pairs").beginArray();
+    for (const auto& [x, y] : pairs) {
+        writer.beginObject();
+        writer.member("a", x);
+        writer.member("b", y);
+        auto difference = x < a.tensors.size() && y < b.tensors.size()
+            ? ckpt::compareTensorValues(a, x, b, y)
+            : ckpt::Expected<ckpt::ValueDifference>(ckpt::makeError("no such tensor"));
+        if (!difference) {
+            writer.member("error", difference.error().message);
+        } else {
+            writer.member("count", difference->count);
+            writer.member("differing", difference->differing);
+            writer.member("max_abs", difference->maxAbsolute);
+            writer.member("max_rel", difference->maxRelative);
+        }
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.endObject();
+    std::cout << writer.takeText() << "\n";
+    return 0;
+}
 
 int main(int argc, char** argv)
 {
+    if (argc == 4 && std::string(argv[1]) == "--diff")
+        return compareValues(argv[2], argv[3]);
     // ckpt-inspect-values [--tensor=INDEX] FILE: every tensor, or only the one at INDEX.
     std::optional<std::uint32_t> only;
     const char* file = nullptr;
@@ -37,7 +76,9 @@ int main(int argc, char** argv)
         }
     }
     if (!file) {
-        std::cerr << "usage: ckpt-inspect-values [--tensor=INDEX] FILE\n";
+        std::cerr
+            << "usage: ckpt-inspect-values [--tensor=INDEX] FILE\n       ckpt-inspect-values --diff A B < "
+               "pairs\n";
         return 64;
     }
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);

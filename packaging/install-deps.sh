@@ -10,8 +10,8 @@ packages=(
     # Qt 6 (Widgets, Charts, Concurrent, Test). Qt6Gui's CMake package looks for the OpenGL headers;
     # Qt6Charts' needs Qt6OpenGLWidgets, which qt6-charts-dev does not pull in.
     qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev libgl-dev
-    # The core's libraries
-    zlib1g-dev
+    # The core's libraries: zlib (zip records, CRC) and xxHash (diff's content hashes)
+    zlib1g-dev libxxhash-dev
     # The safety verdict unpacks gzip/bzip2/xz/zstd/7z-wrapped pickles through libarchive
     libarchive-dev libbz2-dev liblzma-dev libzstd-dev
     # The libtorch target and the fixture generators (Debian 12's torch 1.13)

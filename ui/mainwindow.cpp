@@ -103,6 +103,17 @@ MainWindow::MainWindow(QWidget* parent)
         showTransientMessage(tr("Opening %1 cancelled").arg(name));
     });
     connect(m_documents, &DocumentController::saveFinished, this, &MainWindow::showSaveResult);
+    connect(m_documents, &DocumentController::exportFinished, this,
+        [this](bool ok, const QString& message, const QString& path) {
+            if (!ok) {
+                showError(tr("Weights Not Exported"), message);
+            } else {
+                showTransientMessage(tr("Exported %1: %2").arg(QFileInfo(path).fileName(), message));
+                showInformation(
+                    tr("Weights Exported"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
+            }
+            Q_EMIT exportFinished(ok, message);
+        });
     connect(m_documents, &DocumentController::triageStarted, this,
         [this] { m_findingsPanel->setChecking(true); });
     connect(m_documents, &DocumentController::triageFinished, this, [this](const auto& report) {
@@ -203,6 +214,15 @@ void MainWindow::createActions()
         {"actionSaveRemapped", tr("&Save Remapped Copy…"), QKeySequence(Qt::CTRL | Qt::Key_S),
             tr("Write a copy whose recorded devices are the planned ones (never over the input)"),
             [this] { chooseSaveTarget(); }},
+        {"actionExportWeights", tr("E&xport Weights…"), {},
+            tr("A plain state_dict (.pt) that torch.load(weights_only=True) opens, or "
+               "safetensors, with nothing of the file executed"),
+            [this] {
+                if (!document())
+                    return;
+                if (const QString path = askWeightsExportPath(this, *document()); !path.isEmpty())
+                    exportWeightsTo(path);
+            }},
         {"actionExportMapLocation", tr("Export Plan as &map_location…"), QKeySequence(Qt::CTRL | Qt::Key_E),
             tr("Python for torch.load that applies the plan to the original file"),
             [this] { chooseExportTarget(false); }},
@@ -241,6 +261,7 @@ void MainWindow::createActions()
     find("actionQuit")->setMenuRole(QAction::QuitRole);
     find("actionAbout")->setMenuRole(QAction::AboutRole);
     m_saveAction = find("actionSaveRemapped");
+    m_exportWeightsAction = find("actionExportWeights");
     m_exportMapLocationAction = find("actionExportMapLocation");
     m_exportDeviceMapAction = find("actionExportDeviceMap");
     m_closeAction = find("actionClose");
@@ -275,8 +296,8 @@ void MainWindow::createMenus()
     // The menus as a table: an action or submenu by object name, "-" for a separator.
     const std::pair<QString, std::vector<const char*>> menus[] = {
         {tr("&File"),
-            {"actionOpen", "recentMenu", "-", "actionSaveRemapped", "actionExportMapLocation",
-                "actionExportDeviceMap", "-", "actionClose", "actionQuit"}},
+            {"actionOpen", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
+                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionClose", "actionQuit"}},
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
             {"actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced", "actionAutoSequential",
@@ -574,6 +595,19 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
     showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
 }
 
+void MainWindow::exportWeightsTo(const QString& path)
+{
+    if (!document() || isBusy()) {
+        const QString message
+            = !document() ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
+        showError(tr("Cannot Export"), message);
+        Q_EMIT exportFinished(false, message);
+        return;
+    }
+    m_documents->exportWeights(path);
+    showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+}
+
 void MainWindow::showSaveResult(bool ok, const QString& message, const QString& outputPath)
 {
     std::function<void()> then = std::move(m_afterSave);
@@ -632,6 +666,7 @@ void MainWindow::updateActions()
 {
     const bool open = document() != nullptr;
     m_saveAction->setEnabled(open && !isBusy());
+    m_exportWeightsAction->setEnabled(open && !isBusy());
     m_exportMapLocationAction->setEnabled(open);
     m_exportDeviceMapAction->setEnabled(open);
     m_closeAction->setEnabled(open);

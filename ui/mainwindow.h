@@ -65,6 +65,10 @@ public:
     // What File > Save remapped copy… does once the file dialog has a path: writes off the GUI
     // thread; saveFinished() follows.
     void saveRemappedCopyTo(const QString& path);
+    // What File > Export Weights… does once the file dialog has a path: a plain state_dict (.pt,
+    // storages on the plan's devices) or safetensors (.safetensors) of the open checkpoint's
+    // tensors, written off the GUI thread; exportFinished() follows.
+    void exportWeightsTo(const QString& path);
     // What File > Export plan… do once the file dialog has a path. False (and errorShown) on failure.
     bool exportMapLocationTo(const QString& path);
     bool exportDeviceMapTo(const QString& path);
@@ -94,6 +98,7 @@ Q_SIGNALS:
     void openFailed(const QString& message); // nothing could be shown
     void errorShown(const QString& message);
     void saveFinished(bool ok, const QString& message);
+    void exportFinished(bool ok, const QString& message);
     // The Findings panel and the tree's badges show the triage of the open checkpoint against the
     // current target (after an open and after every change of target).
     void triageFinished();
@@ -161,6 +166,7 @@ private:
 
     // Actions that change state (the rest live in the action table only).
     QAction* m_saveAction = nullptr;
+    QAction* m_exportWeightsAction = nullptr;
     QAction* m_exportMapLocationAction = nullptr;
     QAction* m_exportDeviceMapAction = nullptr;
     QAction* m_closeAction = nullptr;

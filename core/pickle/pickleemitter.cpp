@@ -294,6 +294,13 @@ private:
             m_steps.push_back({Step::Kind::StorageTail, 0, 0, kNoNode, kNoNode, &replacement});
             pushValue(replacement.node);
             break;
+        case PickleReplacement::Kind::Global:
+            put8('c');
+            putText(replacement.text);
+            put8('\n');
+            putText(replacement.key);
+            put8('\n');
+            break;
         }
     }
 

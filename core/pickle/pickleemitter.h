@@ -18,6 +18,7 @@ struct PickleReplacement {
         Node, // another value of the graph (a legacy 'module' persistent id -> its class)
         StoragePid, // ('storage', <node>, '<key>', '<text>', <number>): a legacy persistent id in zip form
         StoragePersistentId, // the same tuple followed by BINPERSID: a tar-format storage reference
+        Global, // GLOBAL '<text>' '<key>': a class or function under another module path or name
     };
     Kind kind = Kind::Text;
     std::string text;

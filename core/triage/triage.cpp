@@ -215,6 +215,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     std::vector<Finding> smells = checkPlacementSmells(checkpoint);
     report.findings.insert(report.findings.end(), std::make_move_iterator(smells.begin()),
         std::make_move_iterator(smells.end()));
+    std::vector<Finding> moves = checkKnownGlobalMoves(checkpoint);
+    report.findings.insert(
+        report.findings.end(), std::make_move_iterator(moves.begin()), std::make_move_iterator(moves.end()));
 
     report.weightsOnly = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
     report.safety = ratePickleSafety(checkpoint);

@@ -114,6 +114,9 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
 // device) and the two above, as findings.
 std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint);
 std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
+// Globals under a module path that another library version keeps elsewhere (numpy._core vs
+// numpy.core, pytorch_lightning vs lightning.pytorch), with the remap --rename-global that fixes it.
+std::vector<Finding> checkKnownGlobalMoves(const Checkpoint& checkpoint);
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
 
 } // namespace ckpt

@@ -132,10 +132,10 @@ struct CrcCheck {
 
 } // namespace
 
-Status checkRewrittenGlobals(
-    const Checkpoint& input, const std::string& record, ByteView rewrittenPickle, bool torchDeviceWritten)
+Status checkRewrittenGlobals(const Checkpoint& input, const std::string& record, ByteView rewrittenPickle,
+    bool torchDeviceWritten, const std::set<std::pair<std::string, std::string>>& renamedTo)
 {
-    std::set<std::pair<std::string, std::string>> named;
+    std::set<std::pair<std::string, std::string>> named = renamedTo;
     for (const PickleSection& section : input.pickles)
         for (const GlobalReference& global : section.run.globals)
             named.emplace(global.module, global.name);
@@ -151,6 +151,42 @@ Status checkRewrittenGlobals(
             return makeError("refusing to write the copy: its rewritten " + printableText(record)
                 + " would name the global " + printableText(global.module) + "." + printableText(global.name)
                 + ", which the input never names");
+    return std::nullopt;
+}
+
+Expected<GlobalRename> GlobalRename::parse(const std::string& text)
+{
+    const auto equals = text.find('=');
+    if (equals == std::string::npos)
+        return makeError("expects OLD=NEW (e.g. numpy.core.multiarray.scalar=numpy._core.multiarray.scalar)");
+    GlobalRename rename {text.substr(0, equals), text.substr(equals + 1)};
+    auto valid = [](const std::string& path) {
+        if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
+            return false;
+        return std::all_of(path.begin(), path.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
+                || c == '.';
+        });
+    };
+    if (!valid(rename.from) || !valid(rename.to))
+        return makeError(
+            "'" + text + "': OLD and NEW must be dotted Python names (module.name or a module path)");
+    return rename;
+}
+
+std::optional<std::pair<std::string, std::string>> GlobalRename::apply(
+    const std::string& module, const std::string& name) const
+{
+    if (module + "." + name == from) {
+        const auto dot = to.find_last_of('.');
+        if (dot == std::string::npos)
+            return std::make_pair(std::string("builtins"), to);
+        return std::make_pair(to.substr(0, dot), to.substr(dot + 1));
+    }
+    if (module == from)
+        return std::make_pair(to, name);
+    if (module.size() > from.size() && module.starts_with(from) && module[from.size()] == '.')
+        return std::make_pair(to + module.substr(from.size()), name);
     return std::nullopt;
 }
 
@@ -173,6 +209,9 @@ std::string RemapResult::summary() const
     text += "; " + formatBytes(bytesWritten) + " written in " + seconds + " s ("
         + formatThousands(recordsCopied) + " records copied, " + formatThousands(recordsRewritten)
         + " rewritten)";
+    if (!globalsRenamed.empty())
+        text += "; " + formatThousands(globalsRenamed.size())
+            + (globalsRenamed.size() == 1 ? " global" : " globals") + " renamed";
     text += verified ? "; verified" : "; not verified";
     return text;
 }
@@ -275,6 +314,45 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                                                 : PickleReplacement::Kind::Text,
                 *planned, kNoNode, {}, 0});
     }
+    // Renamed globals: each GLOBAL/STACK_GLOBAL the renames apply to is written as GLOBAL under its
+    // new name; nothing else about the pickle changes.
+    std::set<std::string> renamedFrom;
+    std::set<std::pair<std::string, std::string>> renamedTo;
+    {
+        std::vector<bool> used(options.renameGlobals.size(), false);
+        std::map<std::string, std::size_t> counts;
+        for (NodeId id = 0; id < graph.size(); ++id) {
+            if (graph.kind(id) != NodeKind::Global)
+                continue;
+            const std::string module(graph.module(id));
+            const std::string name(graph.name(id));
+            for (std::size_t r = 0; r < options.renameGlobals.size(); ++r) {
+                auto renamed = options.renameGlobals[r].apply(module, name);
+                if (!renamed)
+                    continue;
+                used[r] = true;
+                emitter.replaceNode(
+                    id, {PickleReplacement::Kind::Global, renamed->first, kNoNode, renamed->second, 0});
+                ++counts[module + "." + name + " -> " + renamed->first + "." + renamed->second];
+                renamedFrom.insert(module + "." + name);
+                renamedTo.insert(*renamed);
+                break;
+            }
+        }
+        for (const auto& [text, count] : counts)
+            result.globalsRenamed.push_back(
+                text + (count > 1 ? " (" + std::to_string(count) + " places)" : ""));
+        for (std::size_t r = 0; r < used.size(); ++r)
+            if (!used[r])
+                result.renamesUnused.push_back(
+                    options.renameGlobals[r].from + "=" + options.renameGlobals[r].to);
+        // A rename that applies to nothing is most likely mistyped: say so before writing.
+        if (!result.renamesUnused.empty())
+            return makeError("the checkpoint names no global that " + result.renamesUnused.front()
+                + " applies to (a rename gives a global's full name, module.name, or a module path)");
+        if (!counts.empty())
+            outsideDeviceChanged = true; // every pickle is re-emitted
+    }
     if (legacy) {
         // Whole pickled modules: the legacy format replaced each nn.Module class by a
         // ('module', cls, source_file, source) persistent id; the zip format writes the class.
@@ -304,7 +382,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     // Before anything is written, let alone renamed: the copy names no global the input did not.
     for (const auto& [section, bytes] : rewrittenPickles)
         if (Status problem = checkRewrittenGlobals(checkpoint, checkpoint.pickles[section].record,
-                ByteView(bytes.data(), bytes.size()), torchDeviceWritten))
+                ByteView(bytes.data(), bytes.size()), torchDeviceWritten, renamedTo))
             return *problem;
 
     // 2. The output file, next to the target.
@@ -443,6 +521,16 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                 return makeError(
                     "the bytes of storage " + check.key + " differ in the written copy (CRC mismatch)");
         }
+        for (NodeId id = 0; id < written.graph.size(); ++id)
+            if (written.graph.kind(id) == NodeKind::Global
+                && renamedFrom.count(written.graph.qualifiedName(id)) && !options.renameGlobals.empty()) {
+                const std::string old = written.graph.qualifiedName(id);
+                bool alsoNew = false;
+                for (const std::string& renamed : result.globalsRenamed)
+                    alsoNew = alsoNew || renamed.find("-> " + old) != std::string::npos;
+                if (!alsoNew)
+                    return makeError("the written copy still names " + old);
+            }
         if (written.tensors.size() != checkpoint.tensors.size())
             return makeError("the written copy has " + std::to_string(written.tensors.size())
                 + " tensors instead of " + std::to_string(checkpoint.tensors.size()));

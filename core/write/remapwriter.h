@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ckpt {
@@ -14,9 +16,25 @@ namespace ckpt {
 struct Checkpoint;
 class PlacementPlan;
 
+// A class or function the copy names under another path: "numpy.core.multiarray.scalar" ->
+// "numpy._core.multiarray.scalar" (one global), or "models" -> "mypackage.models" (a module path:
+// every global in that module or below it).
+struct GlobalRename {
+    std::string from;
+    std::string to;
+    // Parses the command line's OLD=NEW.
+    static Expected<GlobalRename> parse(const std::string& text);
+    // The new (module, name) of a global, or nothing when the rename does not apply to it. A `from`
+    // equal to "module.name" renames that global (`to` split at its last dot); a `from` equal to the
+    // module or a dotted prefix of it replaces that prefix of the module path.
+    std::optional<std::pair<std::string, std::string>> apply(
+        const std::string& module, const std::string& name) const;
+};
+
 struct RemapOptions {
     WriteProgress progress; // may cancel
     bool verifyAfterWriting = true; // re-open the output, check tags and storage bytes (CRC)
+    std::vector<GlobalRename> renameGlobals; // applied in order; the first that applies wins
 };
 
 // What happened to one storage.
@@ -30,6 +48,9 @@ struct RemappedStorage {
 struct RemapResult {
     std::string outputPath;
     std::vector<RemappedStorage> storages;
+    std::vector<std::string>
+        globalsRenamed; // "numpy.core.multiarray.scalar -> numpy._core.multiarray.scalar"
+    std::vector<std::string> renamesUnused; // renames that matched no global of the file (OLD=NEW)
     std::uint64_t recordsCopied = 0; // byte for byte
     std::uint64_t recordsRewritten = 0; // pickles (and a fresh serialization id)
     std::uint64_t bytesWritten = 0;
@@ -44,9 +65,10 @@ struct RemapResult {
 // new name means the emitter wrote something the input did not say (issue 9: a STACK_GLOBAL name
 // holding a newline came back as a GLOBAL line calling posix.system). `rewrittenPickle` is read
 // back by the same machine that read the input. writeRemappedCopy runs this on every pickle it
-// rewrites, whether or not verification is asked for, before the output is renamed.
-Status checkRewrittenGlobals(
-    const Checkpoint& input, const std::string& record, ByteView rewrittenPickle, bool torchDeviceWritten);
+// rewrites, whether or not verification is asked for, before the output is renamed. Globals the
+// user renamed on purpose (--rename-global) are passed in `renamedTo`: only those names are new.
+Status checkRewrittenGlobals(const Checkpoint& input, const std::string& record, ByteView rewrittenPickle,
+    bool torchDeviceWritten, const std::set<std::pair<std::string, std::string>>& renamedTo = {});
 
 // Writes a copy of `checkpoint` whose recorded devices are the plan's, and nothing else changed:
 // records in the input's order and names with torch.save's framing, storage records copied byte

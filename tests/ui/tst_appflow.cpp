@@ -1,6 +1,7 @@
 // The app as a user runs it: open the demo, drag a module onto a device card through the real
 // views, undo and redo, save a remapped copy and load it back with real torch; open a broken file;
 // render the window for the README.
+#include "core/read/checkpointreader.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/mainwindow.h"
 #include "ui/models/tensortreemodel.h"
@@ -201,6 +202,23 @@ private Q_SLOTS:
         QVERIFY(refused.wait(60000));
         QVERIFY(!refused.first().at(0).toBool());
         QVERIFY(!refused.first().at(1).toString().isEmpty());
+
+        // File > Export Weights…: a state_dict with the plan's devices, and safetensors; both read back
+        // with every tensor (torch loads them in tests/cli/tst_extract and tst_convert).
+        for (const QString& name : {u"weights.pt"_qs, u"weights.safetensors"_qs}) {
+            QSignalSpy exported(&window, &ckpt::MainWindow::exportFinished);
+            window.exportWeightsTo(out.filePath(name));
+            QVERIFY(exported.wait(60000));
+            QVERIFY2(exported.first().at(0).toBool(), qPrintable(exported.first().at(1).toString()));
+            const ckpt::Checkpoint weights = ckpt::readCheckpoint(out.filePath(name).toStdString());
+            QVERIFY(!weights.hasErrors());
+            QVERIFY(!weights.tensors.empty());
+            if (name.endsWith(u".pt"_qs)) {
+                for (const ckpt::TensorEntry& tensor : weights.tensors)
+                    if (tensor.name == document->checkpoint().tensors[probe].name)
+                        QCOMPARE(tensor.device.value_or("?"), std::string("cpu"));
+            }
+        }
 
         // Exports.
         QVERIFY(window.exportMapLocationTo(out.filePath(QStringLiteral("load.py"))));

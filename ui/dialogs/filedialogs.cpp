@@ -35,6 +35,16 @@ QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document)
         QObject::tr("PyTorch checkpoints (*.pt *.pth *.bin *.ckpt);;All files (*)"));
 }
 
+QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document)
+{
+    const QFileInfo input(document.filePath());
+    return QFileDialog::getSaveFileName(parent, QObject::tr("Export Weights"),
+        input.dir().filePath(input.completeBaseName() + QStringLiteral("-weights.pt")),
+        QObject::tr(
+            "state_dict for torch.load(weights_only=True) (*.pt);;safetensors (*.safetensors);;All files "
+            "(*)"));
+}
+
 QString askMapLocationExportPath(QWidget* parent, const CheckpointDocument& document)
 {
     const QFileInfo input(document.filePath());

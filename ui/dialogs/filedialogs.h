@@ -15,6 +15,7 @@ QString askCheckpointToOpen(QWidget* parent, const QString& currentFile);
 // Proposes "<name>-<device>.pt" when the plan sends everything to one device, else
 // "<name>-remapped.pt", beside the input.
 QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document);
+QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document);
 QString askMapLocationExportPath(QWidget* parent, const CheckpointDocument& document);
 QString askDeviceMapExportPath(QWidget* parent, const CheckpointDocument& document);
 

@@ -3,7 +3,9 @@
 #include "core/read/checkpointreader.h"
 #include "core/triage/pickleverdict.h"
 #include "core/triage/triage.h"
+#include "core/write/extractwriter.h"
 #include "core/write/remapwriter.h"
+#include "core/write/safetensorswriter.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/tensortreemodel.h"
@@ -136,6 +138,50 @@ void DocumentController::saveRemappedCopy(const QString& path)
             if (m_document && m_document->undoStack()->index() == undoIndex)
                 m_document->undoStack()->setClean();
             Q_EMIT saveFinished(true, fromStd((*result)->summary()), fromStd((*result)->outputPath));
+        });
+}
+
+void DocumentController::exportWeights(const QString& path)
+{
+    if (!m_document)
+        return;
+    const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
+    const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
+    m_fileJobs->start(
+        [checkpoint, plan, out = path.toStdString()](JobProgress& job) -> Expected<std::string> {
+            const auto progress
+                = [&job](std::uint64_t done, std::uint64_t total) { return job.report(done, total); };
+            if (out.ends_with(".safetensors")) {
+                auto selection = selectStateDict(*checkpoint, {});
+                if (!selection)
+                    return selection.error();
+                std::vector<SafetensorsSource> sources;
+                for (const SelectedTensor& tensor : selection->tensors)
+                    sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
+                SafetensorsOptions options;
+                options.progress = progress;
+                auto written = writeSafetensors(sources, out, options);
+                if (!written)
+                    return written.error();
+                return written->summary();
+            }
+            ExtractOptions options;
+            options.progress = progress;
+            auto written = writeExtractedStateDict(*checkpoint, *plan, out, options);
+            if (!written)
+                return written.error();
+            std::string summary = written->summary();
+            if (!written->globalsNotCarried.empty())
+                summary += "; classes left behind:";
+            for (const std::string& name : written->globalsNotCarried)
+                summary += " " + name;
+            return summary;
+        },
+        [this, path](const Expected<std::string>& result) {
+            if (!result)
+                Q_EMIT exportFinished(false, fromStd(result.error().message), path);
+            else
+                Q_EMIT exportFinished(true, fromStd(*result), path);
         });
 }
 

@@ -41,6 +41,9 @@ public:
     void openFile(const QString& path);
     // Writes the remapped copy of the open document with its plan as it is now; saveFinished().
     void saveRemappedCopy(const QString& path);
+    // Writes the open document's tensors as a plain state_dict (.pt, storages on the plan's
+    // devices) or as safetensors (.safetensors); exportFinished().
+    void exportWeights(const QString& path);
     // Triage of the open document against its target, off the GUI thread; triageFinished().
     void startTriage();
     bool isTriageRunning() const;
@@ -56,6 +59,7 @@ Q_SIGNALS:
     void openFailed(const QString& message); // nothing of the file could be shown
     void openCancelled(const QString& fileName);
     void saveFinished(bool ok, const QString& message, const QString& outputPath);
+    void exportFinished(bool ok, const QString& message, const QString& outputPath);
     void triageStarted();
     void triageFinished(const std::shared_ptr<const TriageReport>& report);
 

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "core/base/bytes.h"
+#include "core/base/expected.h"
+
+#include <cstdint>
+#include <functional>
+
+namespace ckpt {
+
+struct Checkpoint;
+struct TensorEntry;
+
+// Where a dense tensor's values lie in its file.
+struct TensorByteLayout {
+    std::uint64_t elementSize = 0;
+    std::uint64_t numel = 0;
+    std::uint64_t nbytes = 0; // numel x element size: the bytes it shows
+    std::uint64_t fileOffset = 0; // of its first element
+    bool contiguous = false; // the values are one run of bytes from fileOffset, in C order
+    bool wholeStorage = false; // ... and that run is its whole storage
+};
+
+// Checks that a strided tensor with a storage lies inside its storage and its storage inside the
+// file, and says where its bytes are. Fails (with the tensor's name) for composite layouts,
+// unknown or sub-byte dtypes, negative strides and missing bytes.
+Expected<TensorByteLayout> tensorByteLayout(const Checkpoint& checkpoint, const TensorEntry& tensor);
+
+// Calls `sink` with the bytes the tensor shows, in C order: a contiguous tensor as slices of the
+// file's map (the OS pages them in as they are read), any other view gathered run by run into a
+// buffer of about 8 MiB. A sink's error stops the walk and is returned.
+Status forEachTensorByteChunk(
+    const Checkpoint& checkpoint, const TensorEntry& tensor, const std::function<Status(ByteView)>& sink);
+
+} // namespace ckpt

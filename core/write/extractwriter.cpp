@@ -1,0 +1,601 @@
+#include "core/write/extractwriter.h"
+
+#include "core/format/inflate.h"
+#include "core/format/ziparchive.h"
+#include "core/io/atomicoutputfile.h"
+#include "core/io/mappedfile.h"
+#include "core/model/checkpoint.h"
+#include "core/model/dtype.h"
+#include "core/pickle/pickleemitter.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace ckpt {
+
+namespace {
+
+class InputDescriptor {
+public:
+    explicit InputDescriptor(const std::string& path)
+        : m_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
+    { }
+    ~InputDescriptor()
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+    }
+    InputDescriptor(const InputDescriptor&) = delete;
+    InputDescriptor& operator=(const InputDescriptor&) = delete;
+    int fd() const { return m_fd; }
+
+private:
+    int m_fd;
+};
+
+// torch.save(obj, path) names the archive after the file: basename without its last extension.
+std::string archiveNameFor(const std::string& outputPath)
+{
+    std::string name = outputPath.substr(outputPath.find_last_of('/') + 1);
+    if (auto dot = name.find_last_of('.'); dot != std::string::npos && dot > 0)
+        name = name.substr(0, dot);
+    const bool ascii = std::all_of(
+        name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80 && c != '/'; });
+    if (name.empty() || !ascii)
+        return "archive";
+    return name;
+}
+
+bool underPrefix(const std::string& name, const std::string& prefix)
+{
+    return prefix.empty() || name == prefix
+        || (name.size() > prefix.size() && name.starts_with(prefix) && name[prefix.size()] == '.');
+}
+
+std::string relativeName(const std::string& name, const std::string& root)
+{
+    if (root.empty())
+        return name;
+    return name.size() > root.size() ? name.substr(root.size() + 1) : std::string();
+}
+
+bool holdsTensors(const Checkpoint& checkpoint, std::uint32_t treeNode)
+{
+    std::vector<std::uint32_t> stack {treeNode};
+    while (!stack.empty()) {
+        const TreeNode& node = checkpoint.tree[stack.back()];
+        stack.pop_back();
+        if (node.kind == TreeNodeKind::Tensor)
+            return true;
+        stack.insert(stack.end(), node.children.begin(), node.children.end());
+    }
+    return false;
+}
+
+// Why a tensor cannot be part of a plain state_dict written by this tool, or empty.
+std::string unwritableReason(const Checkpoint& checkpoint, const TensorEntry& tensor)
+{
+    if (tensor.layout != TensorLayout::Strided)
+        return std::string(tensorLayoutName(tensor.layout))
+            + " tensor (only strided tensors are written; their parts are listed on their own)";
+    if (!tensor.subclass.empty() && tensor.subclass != "torch.nn.parameter.Parameter")
+        return "tensor subclass " + tensor.subclass;
+    if (tensor.storage < 0)
+        return "tensor without a storage";
+    if (tensor.deviceRecordedOutsideStorage)
+        return "tensor whose device is recorded outside its storage";
+    if (!tensor.stride || !tensor.storageOffset)
+        return "tensor without stride or offset";
+    const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
+    if (!storage.bytesComplete())
+        return "its storage's bytes are not complete in the file";
+    if (!dtypeByName(tensor.dtype))
+        return "dtype '" + tensor.dtype + "' is unknown";
+    return {};
+}
+
+// Names a classes/function of the input that the output needs no more than it did; the ones the
+// output writes itself are left out.
+bool writtenByExtract(const std::string& module, const std::string& name)
+{
+    if (module == "collections" && name == "OrderedDict")
+        return true;
+    if (module == "torch._utils" && name.starts_with("_rebuild_tensor"))
+        return true;
+    if ((module == "torch" || module == "torch.storage") && name.ends_with("Storage"))
+        return true;
+    return module == "torch" && dtypeByName(name).has_value();
+}
+
+// The names a pickled nn.Module contributes to its state_dict(): its _parameters and _buffers
+// (without None entries and non-persistent buffers) and its _modules. Nothing when `object` does
+// not look like a module's pickle.
+std::optional<std::set<std::string>> moduleStateNames(const PickleGraph& graph, NodeId object)
+{
+    const ContainerBody* body = graph.bodyOf(object);
+    if (!body)
+        return std::nullopt;
+    std::set<std::string> names;
+    std::set<std::string> nonPersistent;
+    bool sawModuleDicts = false;
+    auto keysOf = [&](NodeId dict, bool skipNone) {
+        std::vector<std::string> keys;
+        if (const ContainerBody* entries = graph.bodyOf(dict))
+            for (std::size_t k = 0; k + 1 < entries->dictItems.size(); k += 2)
+                if (!skipNone || graph.kind(entries->dictItems[k + 1]) != NodeKind::None)
+                    keys.emplace_back(graph.text(entries->dictItems[k]));
+        return keys;
+    };
+    for (NodeId state : body->states) {
+        const ContainerBody* attributes = graph.bodyOf(state);
+        if (!attributes)
+            continue;
+        const auto& items = attributes->dictItems;
+        for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+            const std::string_view attribute = graph.text(items[i]);
+            const NodeId value = items[i + 1];
+            if (attribute == "_parameters" || attribute == "_buffers" || attribute == "_modules") {
+                sawModuleDicts = true;
+                for (std::string& key : keysOf(value, true))
+                    names.insert(std::move(key));
+            } else if (attribute == "_non_persistent_buffers_set") {
+                // set() pickles as builtins.set([...]) (protocol 2) or EMPTY_SET + ADDITEMS (4+).
+                NodeId set = value;
+                if (graph.kind(value) == NodeKind::Call)
+                    set = graph.tupleItem(graph.arguments(value), 0);
+                for (NodeId item : graph.sequence(set))
+                    nonPersistent.emplace(graph.text(item));
+                if (const ContainerBody* setBody = graph.bodyOf(set))
+                    for (NodeId item : setBody->items)
+                        nonPersistent.emplace(graph.text(item));
+            }
+        }
+    }
+    if (!sawModuleDicts)
+        return std::nullopt;
+    for (const std::string& name : nonPersistent)
+        names.erase(name);
+    return names;
+}
+
+struct PlannedStorage {
+    std::uint32_t input = 0;
+    std::string outputKey;
+    std::string device;
+    std::string writeDtype; // the dtype its persistent id names
+    bool untyped = false; // torch UntypedStorage + _rebuild_tensor_v3 (dtypes without a legacy class)
+    std::uint64_t numel = 0;
+};
+
+} // namespace
+
+std::pair<std::string, std::string> chooseStateRoot(const Checkpoint& checkpoint)
+{
+    if (checkpoint.tree.empty())
+        return {"", "the whole file"};
+    const TreeNode& top = checkpoint.tree[0];
+    if (top.kind == TreeNodeKind::Module)
+        return {"", "a whole pickled module: its state_dict names"};
+    for (const char* candidate : {"state_dict", "model_state_dict", "model", "module"}) {
+        for (std::uint32_t child : top.children) {
+            const TreeNode& node = checkpoint.tree[child];
+            if (node.name != candidate)
+                continue;
+            // A prefix of dotted state_dict names ("model.encoder.weight") is a state_dict already;
+            // only a real entry (a pickled value) is a part of a larger checkpoint.
+            if ((node.kind != TreeNodeKind::Dict && node.kind != TreeNodeKind::Module)
+                || node.node == kNoNode)
+                continue;
+            if (!holdsTensors(checkpoint, child))
+                continue;
+            return {node.name,
+                std::string("a training checkpoint: the tensors of its '") + candidate
+                    + "' entry (choose another with --root; --root '' takes the whole file)"};
+        }
+    }
+    return {"", "the whole file"};
+}
+
+std::string ExtractResult::summary() const
+{
+    std::set<std::uint32_t> inputStorages;
+    std::string text = "wrote " + formatThousands(tensors.size())
+        + (tensors.size() == 1 ? " tensor" : " tensors") + " (" + formatThousands(storagesWritten)
+        + " storages, " + formatBytes(bytesWritten) + ")";
+    text += root.empty() ? " from the whole file" : " from '" + root + "'";
+    text += "; dropped " + formatThousands(droppedTensors.size()) + " tensors, "
+        + formatThousands(droppedObjects.size()) + " other values";
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
+    text += std::string("; ") + seconds + " s";
+    text += verified ? "; verified" : "; not verified";
+    return text;
+}
+
+Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const ExtractOptions& options)
+{
+    if (checkpoint.format == CheckpointFormat::NotACheckpoint || !checkpoint.file)
+        return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
+    if (checkpoint.format == CheckpointFormat::TorchTar && checkpoint.tarTensorsMember)
+        return makeError("this 0.1.x tar file keeps its tensors in a 'tensors' member, whose layout is not "
+                         "supported for writing");
+    for (const PickleSection& section : checkpoint.pickles)
+        if (!section.run.complete())
+            return makeError("the pickle in " + section.record + " could not be read to its end ("
+                + section.run.error.value_or("incomplete")
+                + "); the names of its tensors are not all known, so no state_dict is written");
+
+    StateDictSelection result;
+    if (options.root) {
+        result.root = *options.root;
+        result.rootReason = "given";
+    } else {
+        std::tie(result.root, result.rootReason) = chooseStateRoot(checkpoint);
+    }
+    if (!result.root.empty()) {
+        bool found = false;
+        for (const TensorEntry& tensor : checkpoint.tensors)
+            found = found || underPrefix(tensor.name, result.root);
+        if (!found)
+            return makeError("the checkpoint has no tensor under '" + result.root + "'");
+    }
+
+    // 1. The tensors in tree order (the order state_dict() gives), with the second names of
+    // submodules reached twice.
+    struct Named {
+        std::string fullName;
+        std::uint32_t tensor;
+    };
+    std::vector<Named> named;
+    std::unordered_map<std::string, std::uint32_t> tensorByName;
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+        tensorByName.emplace(checkpoint.tensors[t].name, t);
+    std::vector<DroppedItem> excluded;
+    std::set<std::uint32_t> skipped; // tree nodes outside what state_dict() would give
+    if (!checkpoint.tree.empty()) {
+        std::vector<std::uint32_t> stack {0};
+        while (!stack.empty()) {
+            const std::uint32_t index = stack.back();
+            stack.pop_back();
+            const TreeNode& node = checkpoint.tree[index];
+            if (node.kind == TreeNodeKind::Module && node.node != kNoNode) {
+                // state_dict() leaves out a module's plain attributes and non-persistent buffers.
+                if (auto names = moduleStateNames(checkpoint.graph, node.node)) {
+                    for (std::uint32_t child : node.children) {
+                        if (names->count(checkpoint.tree[child].name))
+                            continue;
+                        std::vector<std::uint32_t> inner {child};
+                        while (!inner.empty()) {
+                            const TreeNode& leaf = checkpoint.tree[inner.back()];
+                            inner.pop_back();
+                            if (leaf.kind == TreeNodeKind::Tensor && leaf.tensor >= 0)
+                                excluded.push_back(
+                                    {checkpoint.tensors[static_cast<std::size_t>(leaf.tensor)].name,
+                                        "module attribute or non-persistent buffer, which state_dict() "
+                                        "leaves out"});
+                            inner.insert(inner.end(), leaf.children.begin(), leaf.children.end());
+                        }
+                        skipped.insert(child);
+                    }
+                }
+            }
+            if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
+                named.push_back({checkpoint.tensors[static_cast<std::size_t>(node.tensor)].name,
+                    static_cast<std::uint32_t>(node.tensor)});
+            } else if (node.kind == TreeNodeKind::Alias) {
+                const std::string prefix = "same object as ";
+                const std::string original
+                    = node.summary.starts_with(prefix) ? node.summary.substr(prefix.size()) : std::string();
+                const std::string aliasPath = checkpoint.treePath(index);
+                // The original was walked first (pickles memoize on first use), so its state_dict
+                // entries are known, in order, without the attributes state_dict() leaves out.
+                if (!original.empty() && original != "(root)") {
+                    const std::size_t count = named.size();
+                    for (std::size_t k = 0; k < count; ++k) {
+                        const std::string name = named[k].fullName;
+                        if (name.size() > original.size() && underPrefix(name, original))
+                            named.push_back({aliasPath + name.substr(original.size()), named[k].tensor});
+                    }
+                }
+            }
+            for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
+                if (!skipped.count(*it))
+                    stack.push_back(*it);
+        }
+    }
+    // Tensors that no tree node shows (none expected) are still considered, after the others.
+    {
+        std::vector<bool> seen(checkpoint.tensors.size(), false);
+        for (const Named& entry : named)
+            seen[entry.tensor] = true;
+        for (const DroppedItem& item : excluded)
+            if (auto it = tensorByName.find(item.path); it != tensorByName.end())
+                seen[it->second] = true;
+        for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
+            if (!seen[t] && !checkpoint.tensors[t].name.empty())
+                named.push_back({checkpoint.tensors[t].name, t});
+    }
+
+    // 2. Which are written.
+    std::vector<Named> kept;
+    std::set<std::string> keptNames;
+    result.droppedTensors = excluded;
+    for (const Named& entry : named) {
+        const TensorEntry& tensor = checkpoint.tensors[entry.tensor];
+        if (!underPrefix(entry.fullName, result.root) || entry.fullName == result.root) {
+            result.droppedTensors.push_back({entry.fullName,
+                entry.fullName == result.root ? "tensor at the root itself (it has no name in a state_dict)"
+                                              : "tensor outside the root '" + result.root + "'"});
+            continue;
+        }
+        const std::string name = relativeName(entry.fullName, result.root);
+        if (!options.select.empty()
+            && std::none_of(options.select.begin(), options.select.end(),
+                [&](const std::string& prefix) { return underPrefix(name, prefix); })) {
+            result.droppedTensors.push_back({entry.fullName, "not selected"});
+            continue;
+        }
+        if (std::string reason = unwritableReason(checkpoint, tensor); !reason.empty()) {
+            result.droppedTensors.push_back({entry.fullName, reason});
+            continue;
+        }
+        if (!keptNames.insert(name).second) {
+            result.droppedTensors.push_back({entry.fullName, "a second tensor named '" + name + "'"});
+            continue;
+        }
+        kept.push_back({name, entry.tensor});
+        result.tensors.push_back({name, entry.tensor});
+    }
+    if (checkpoint.tensors.empty())
+        return makeError("the checkpoint holds no tensor (" + std::to_string(checkpoint.tree.size())
+            + " values read); there is no state_dict to write");
+    if (kept.empty() && checkpoint.tensors.size() == 1 && checkpoint.tensors[0].name.empty())
+        return makeError(
+            "the checkpoint is a single tensor, not a dict of named tensors; a state_dict needs names");
+    if (kept.empty())
+        return makeError("no tensor to write: " + std::to_string(result.droppedTensors.size())
+            + " tensors were left out"
+            + (result.droppedTensors.empty()
+                    ? std::string()
+                    : " (" + result.droppedTensors[0].path + ": " + result.droppedTensors[0].what + ")"));
+
+    // What is not a tensor: values and objects, by their topmost path.
+    for (std::uint32_t index = 1; index < checkpoint.tree.size(); ++index) {
+        const TreeNode& node = checkpoint.tree[index];
+        if (node.kind != TreeNodeKind::Value && node.kind != TreeNodeKind::Placeholder)
+            continue;
+        // A safetensors header's __metadata__ describes the file, not the model.
+        if (checkpoint.format == CheckpointFormat::Safetensors
+            && checkpoint.treePath(index).starts_with("__metadata__"))
+            continue;
+        std::string what = node.className.empty() ? node.summary
+            : node.summary.empty() || node.summary == node.className
+            ? node.className
+            : node.className + " (" + node.summary + ")";
+        result.droppedObjects.push_back({checkpoint.treePath(index), what});
+    }
+    {
+        std::set<std::string> globals;
+        for (NodeId id = 0; id < checkpoint.graph.size(); ++id) {
+            if (checkpoint.graph.kind(id) != NodeKind::Global)
+                continue;
+            const std::string module(checkpoint.graph.module(id));
+            const std::string name(checkpoint.graph.name(id));
+            if (!writtenByExtract(module, name))
+                globals.insert(module + "." + name);
+        }
+        result.globalsNotCarried.assign(globals.begin(), globals.end());
+    }
+
+    return result;
+}
+
+Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, const PlacementPlan& plan,
+    const std::string& outputPath, const ExtractOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    auto selection = selectStateDict(checkpoint, options);
+    if (!selection)
+        return selection.error();
+    ExtractResult result;
+    result.outputPath = outputPath;
+    result.root = selection->root;
+    result.rootReason = selection->rootReason;
+    result.droppedTensors = std::move(selection->droppedTensors);
+    result.droppedObjects = std::move(selection->droppedObjects);
+    result.globalsNotCarried = std::move(selection->globalsNotCarried);
+    struct Named {
+        std::string fullName;
+        std::uint32_t tensor;
+    };
+    std::vector<Named> kept;
+    for (SelectedTensor& tensor : selection->tensors)
+        kept.push_back({std::move(tensor.name), tensor.tensor});
+
+    // 3. Storages in order of first use, each with the dtype its persistent id will name.
+    std::vector<PlannedStorage> storages;
+    std::unordered_map<std::uint32_t, std::uint32_t> outputStorageOf; // input storage -> index
+    for (const Named& entry : kept) {
+        const TensorEntry& tensor = checkpoint.tensors[entry.tensor];
+        const auto input = static_cast<std::uint32_t>(tensor.storage);
+        auto [it, inserted] = outputStorageOf.emplace(input, static_cast<std::uint32_t>(storages.size()));
+        if (inserted) {
+            PlannedStorage planned;
+            planned.input = input;
+            planned.outputKey = std::to_string(storages.size());
+            planned.device = plan.plannedDeviceOfStorage(input).value_or(
+                checkpoint.storages[input].device.value_or(options.defaultDevice));
+            planned.writeDtype = tensor.dtype;
+            storages.push_back(planned);
+        } else if (storages[it->second].writeDtype != tensor.dtype) {
+            // One storage viewed as two dtypes: only an untyped storage can say so.
+            storages[it->second].untyped = true;
+        }
+    }
+    for (PlannedStorage& planned : storages) {
+        const StorageRecord& storage = checkpoint.storages[planned.input];
+        const DTypeInfo info = *dtypeByName(planned.writeDtype);
+        if (info.legacyStorage.empty() || info.valuesPerByte != 1)
+            planned.untyped = true;
+        if (!planned.untyped && storage.nbytes % info.elementSize != 0)
+            planned.untyped = true;
+        planned.numel = planned.untyped ? storage.nbytes : storage.nbytes / info.elementSize;
+    }
+
+    // 4. The pickle: OrderedDict of name -> _rebuild_tensor_v2/_v3(persistent id, offset, size,
+    // stride, False, OrderedDict()[, dtype]), as torch.save writes a state_dict.
+    PickleGraph graph;
+    const NodeId orderedDict = graph.addGlobal("collections", "OrderedDict");
+    const NodeId emptyTuple = graph.addTuple(nullptr, 0);
+    const NodeId root = graph.addCall(NodeKind::Call, orderedDict, emptyTuple);
+    const NodeId rebuildV2 = graph.addGlobal("torch._utils", "_rebuild_tensor_v2");
+    const NodeId rebuildV3 = graph.addGlobal("torch._utils", "_rebuild_tensor_v3");
+    const NodeId storageText = graph.addText(NodeKind::String, "storage");
+    const NodeId falseNode = graph.addScalar(NodeKind::Bool, 0);
+    std::vector<NodeId> persistentIds;
+    for (const PlannedStorage& planned : storages) {
+        const NodeId cls = graph.addGlobal("torch",
+            planned.untyped ? std::string("UntypedStorage")
+                            : std::string(dtypeByName(planned.writeDtype)->legacyStorage));
+        const NodeId items[] = {storageText, cls, graph.addText(NodeKind::String, planned.outputKey),
+            graph.addText(NodeKind::String, planned.device),
+            graph.addScalar(NodeKind::Int, static_cast<std::int64_t>(planned.numel))};
+        persistentIds.push_back(graph.addPersistentId(graph.addTuple(items, 5)));
+    }
+    auto intTuple = [&](const std::vector<std::int64_t>& values) {
+        std::vector<NodeId> items;
+        for (std::int64_t value : values)
+            items.push_back(graph.addScalar(NodeKind::Int, value));
+        return graph.addTuple(items.data(), items.size());
+    };
+    for (const Named& entry : kept) {
+        const TensorEntry& tensor = checkpoint.tensors[entry.tensor];
+        const PlannedStorage& planned
+            = storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))];
+        const NodeId hooks = graph.addCall(NodeKind::Call, orderedDict, emptyTuple);
+        std::vector<NodeId> args {
+            persistentIds[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))],
+            graph.addScalar(NodeKind::Int, *tensor.storageOffset), intTuple(tensor.shape),
+            intTuple(*tensor.stride), falseNode, hooks};
+        if (planned.untyped)
+            args.push_back(graph.addGlobal("torch", tensor.dtype));
+        const NodeId call = graph.addCall(NodeKind::Call, planned.untyped ? rebuildV3 : rebuildV2,
+            graph.addTuple(args.data(), args.size()));
+        ContainerBody& body = graph.ensureBody(root);
+        body.dictItems.push_back(graph.addText(NodeKind::String, entry.fullName));
+        body.dictItems.push_back(call);
+        result.tensors.push_back({entry.fullName, entry.tensor, planned.outputKey, planned.device});
+    }
+    auto pickle = PickleEmitter(graph).emit(root, 2);
+    if (!pickle)
+        return makeError("cannot write the state_dict's pickle: " + pickle.error().message);
+
+    // 5. The archive, in torch.save's record order: data.pkl, byteorder, data/<key>..., version.
+    std::uint64_t expectedSize = pickle->size() + 4096;
+    for (const PlannedStorage& planned : storages)
+        expectedSize += checkpoint.storages[planned.input].nbytes + 256;
+    auto output = AtomicOutputFile::create(outputPath, checkpoint.path, expectedSize);
+    if (!output)
+        return output.error();
+    InputDescriptor input(checkpoint.path);
+    if (input.fd() < 0)
+        return makeError("cannot open " + checkpoint.path + " for reading: " + std::strerror(errno));
+    bool bigEndian = false;
+    for (const Finding& finding : checkpoint.findings)
+        bigEndian = bigEndian || finding.code == "big-endian";
+    const std::string prefix = archiveNameFor(outputPath) + "/";
+    const std::string byteorder = bigEndian ? "big" : "little";
+    const std::string version = "3\n";
+    TorchZipWriter writer(output->get()->fd(), 64, options.progress, expectedSize);
+    std::vector<std::uint32_t> writtenCrcs;
+    Status status = writer.addRecord(prefix + "data.pkl", *pickle);
+    if (!status)
+        status = writer.addRecord(prefix + "byteorder",
+            ByteView(reinterpret_cast<const std::uint8_t*>(byteorder.data()), byteorder.size()));
+    for (const PlannedStorage& planned : storages) {
+        if (status)
+            break;
+        const StorageRecord& storage = checkpoint.storages[planned.input];
+        status = writer.addRecordFromFile(prefix + "data/" + planned.outputKey, input.fd(),
+            *storage.dataOffset, storage.nbytes, std::nullopt);
+        if (!status)
+            writtenCrcs.push_back(writer.records().back().crc32);
+    }
+    if (!status)
+        status = writer.addRecord(prefix + "version",
+            ByteView(reinterpret_cast<const std::uint8_t*>(version.data()), version.size()));
+    if (!status)
+        status = writer.finish();
+    if (status)
+        return *status;
+    result.bytesWritten = writer.bytesWritten();
+    result.storagesWritten = storages.size();
+
+    // The bytes as the input's own CRC records them (zip inputs), so a copy that read the wrong
+    // range cannot pass.
+    if (checkpoint.format == CheckpointFormat::TorchZip
+        || checkpoint.format == CheckpointFormat::TorchScript) {
+        const ZipArchive zip = ZipArchive::open(checkpoint.file);
+        for (std::size_t s = 0; s < storages.size(); ++s) {
+            const StorageRecord& storage = checkpoint.storages[storages[s].input];
+            const ZipEntry* entry = zip.find(storage.record);
+            if (entry && entry->crc32 != 0 && entry->uncompressedSize == storage.nbytes
+                && entry->crc32 != writtenCrcs[s])
+                return makeError("the bytes of storage " + storage.key
+                    + " read differently from what the input's CRC records; nothing was written");
+        }
+    }
+
+    // 6. Read the copy back before it takes the target's name.
+    if (options.verifyAfterWriting) {
+        if (::fsync(output->get()->fd()) != 0)
+            return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
+        const Checkpoint written = readCheckpoint(output->get()->temporaryPath());
+        for (const Finding& finding : written.findings)
+            if (finding.severity == Severity::Error)
+                return makeError("the written state_dict does not read back cleanly: " + finding.message);
+        if (written.tensors.size() != result.tensors.size())
+            return makeError("the written state_dict has " + std::to_string(written.tensors.size())
+                + " tensors instead of " + std::to_string(result.tensors.size()));
+        for (std::size_t t = 0; t < written.tensors.size(); ++t) {
+            const TensorEntry& got = written.tensors[t];
+            const TensorEntry& want = checkpoint.tensors[result.tensors[t].tensor];
+            if (got.name != result.tensors[t].name || got.dtype != want.dtype || got.shape != want.shape
+                || got.stride != want.stride || got.storageOffset != want.storageOffset
+                || got.device != std::optional<std::string>(result.tensors[t].device))
+                return makeError(
+                    "tensor '" + result.tensors[t].name + "' reads back differently from the output");
+        }
+        for (std::size_t s = 0; s < storages.size(); ++s) {
+            auto it = written.storageIndexByKey.find(storages[s].outputKey);
+            if (it == written.storageIndexByKey.end())
+                return makeError("the output lacks storage " + storages[s].outputKey);
+            const StorageRecord& storage = written.storages[it->second];
+            if (!storage.dataOffset)
+                return makeError("the output lacks the bytes of storage " + storages[s].outputKey);
+            const auto crc = crc32OfFileRange(output->get()->fd(), *storage.dataOffset,
+                std::min(storage.nbytes, storage.availableBytes.value_or(0)));
+            if (!crc)
+                return crc.error();
+            if (*crc != writtenCrcs[s])
+                return makeError("the bytes of storage " + storages[s].outputKey + " differ in the output");
+        }
+        result.verified = true;
+    }
+    if (Status commitStatus = output->get()->commit())
+        return *commitStatus;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+} // namespace ckpt

@@ -1,0 +1,319 @@
+#include "core/write/safetensorswriter.h"
+
+#include "core/io/atomicoutputfile.h"
+#include "core/io/mappedfile.h"
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+#include "core/model/dtype.h"
+#include "core/read/checkpointreader.h"
+#include "core/read/tensorbytes.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ckpt {
+
+namespace {
+
+struct Planned {
+    const SafetensorsSource* source = nullptr;
+    const TensorEntry* tensor = nullptr;
+    const StorageRecord* storage = nullptr;
+    DTypeInfo dtype;
+    std::uint64_t numel = 0;
+    std::uint64_t nbytes = 0;
+    bool contiguousRange = false; // the view is one run of the storage's bytes
+    std::uint64_t shardOffset = 0; // within its shard's data section
+    std::size_t shard = 0;
+};
+
+Status forEachChunk(const Planned& planned, const std::function<Status(ByteView)>& sink)
+{
+    return forEachTensorByteChunk(*planned.source->checkpoint, *planned.tensor, sink);
+}
+
+Status writeAll(int fd, ByteView bytes)
+{
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return makeError(std::string("cannot write the output: ") + std::strerror(errno));
+        done += static_cast<std::size_t>(n);
+    }
+    return std::nullopt;
+}
+
+std::string shardName(std::size_t index, std::size_t count)
+{
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", index + 1, count);
+    return name;
+}
+
+} // namespace
+
+std::string SafetensorsResult::summary() const
+{
+    std::string text = "wrote " + formatThousands(tensorsWritten) + " tensors in "
+        + formatThousands(shards.size()) + (shards.size() == 1 ? " file" : " shards") + " ("
+        + formatBytes(bytesWritten) + ")";
+    if (!sharedWrittenAsCopies.empty())
+        text += "; " + formatThousands(sharedWrittenAsCopies.size())
+            + " tensors that shared a storage written as their own copies";
+    if (!viewsMadeContiguous.empty())
+        text += "; " + formatThousands(viewsMadeContiguous.size()) + " views written as contiguous copies";
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
+    text += std::string("; ") + seconds + " s";
+    text += verified ? "; verified" : "; not verified";
+    return text;
+}
+
+Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource>& tensors,
+    const std::string& outputPath, const SafetensorsOptions& options)
+{
+    const auto start = std::chrono::steady_clock::now();
+    if (tensors.empty())
+        return makeError("no tensor to write");
+    SafetensorsResult result;
+
+    // 1. Everything refusable is refused before a byte is written.
+    std::vector<Planned> planned;
+    std::vector<std::string> unnamedDtypes;
+    std::map<std::string, std::size_t> byName;
+    std::map<std::pair<const Checkpoint*, std::int32_t>, std::string> firstOfStorage;
+    for (const SafetensorsSource& source : tensors) {
+        const TensorEntry& tensor = source.checkpoint->tensors.at(source.tensor);
+        if (!byName.emplace(source.name, planned.size()).second)
+            return makeError("two tensors are named '" + source.name + "'; safetensors names must be unique");
+        if (tensor.layout != TensorLayout::Strided || tensor.storage < 0 || !tensor.stride
+            || !tensor.storageOffset)
+            return makeError("tensor '" + source.name + "' is " + tensorLayoutName(tensor.layout)
+                + " or has no storage of its own; safetensors holds only dense strided tensors");
+        const auto dtype = dtypeByName(tensor.dtype);
+        if (!dtype || dtype->safetensorsName.empty() || dtype->valuesPerByte != 1) {
+            unnamedDtypes.push_back(source.name + " (" + tensor.dtype + ")");
+            continue;
+        }
+        const StorageRecord& storage = source.checkpoint->storages[static_cast<std::size_t>(tensor.storage)];
+        if (!storage.bytesComplete())
+            return makeError("the bytes of tensor '" + source.name + "' are not complete in "
+                + source.checkpoint->path + "; nothing was written");
+        Planned p;
+        p.source = &source;
+        p.tensor = &tensor;
+        p.storage = &storage;
+        p.dtype = *dtype;
+        // The view must lie inside its storage: its largest element index, from shape and stride.
+        std::uint64_t numel = 1;
+        std::int64_t last = *tensor.storageOffset;
+        bool empty = false;
+        for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
+            if (tensor.shape[d] == 0)
+                empty = true;
+            numel *= static_cast<std::uint64_t>(std::max<std::int64_t>(tensor.shape[d], 0));
+            if ((*tensor.stride)[d] < 0)
+                return makeError("tensor '" + source.name + "' has a negative stride");
+            last += (std::max<std::int64_t>(tensor.shape[d], 1) - 1) * (*tensor.stride)[d];
+        }
+        p.numel = empty ? 0 : numel;
+        p.nbytes = p.numel * dtype->elementSize;
+        if (!empty && static_cast<std::uint64_t>(last + 1) * dtype->elementSize > storage.nbytes)
+            return makeError("tensor '" + source.name + "' reaches past the end of its storage");
+        // C-order strides (a dimension of size 1 may have any stride) make it one run of bytes.
+        bool contiguous = true;
+        std::int64_t expected = 1;
+        for (std::size_t d = tensor.shape.size(); d-- > 0;) {
+            if (tensor.shape[d] != 1 && (*tensor.stride)[d] != expected)
+                contiguous = false;
+            expected *= tensor.shape[d];
+        }
+        p.contiguousRange = contiguous || p.numel == 0;
+        const bool wholeStorage
+            = p.contiguousRange && *tensor.storageOffset == 0 && p.nbytes == storage.nbytes;
+        if (!wholeStorage)
+            result.viewsMadeContiguous.push_back(source.name);
+        auto [it, first]
+            = firstOfStorage.emplace(std::make_pair(source.checkpoint, tensor.storage), source.name);
+        if (!first)
+            result.sharedWrittenAsCopies.push_back(
+                source.name + " (shares a storage with " + it->second + ")");
+        planned.push_back(p);
+    }
+    if (!unnamedDtypes.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < unnamedDtypes.size() && i < 8; ++i)
+            list += (i ? ", " : "") + unnamedDtypes[i];
+        if (unnamedDtypes.size() > 8)
+            list += ", ...";
+        return makeError(std::to_string(unnamedDtypes.size())
+            + " tensors have a dtype safetensors has no name for: " + list
+            + " (safetensors names bool, integers up to 64 bits, float8/16/32/64, bfloat16 and complex64); "
+              "nothing was written; leave them out with --select");
+    }
+
+    // 2. Order (largest element first keeps every tensor aligned) and shards.
+    std::stable_sort(planned.begin(), planned.end(),
+        [](const Planned& a, const Planned& b) { return a.dtype.elementSize > b.dtype.elementSize; });
+    std::vector<std::uint64_t> shardBytes {0};
+    for (Planned& p : planned) {
+        if (options.maxShardBytes && shardBytes.back() > 0
+            && shardBytes.back() + p.nbytes > options.maxShardBytes)
+            shardBytes.push_back(0);
+        p.shard = shardBytes.size() - 1;
+        p.shardOffset = shardBytes.back();
+        shardBytes.back() += p.nbytes;
+    }
+    const bool folder = options.maxShardBytes != 0;
+    if (folder) {
+        if (::mkdir(outputPath.c_str(), 0777) != 0 && errno != EEXIST)
+            return makeError("cannot create the folder " + outputPath + ": " + std::strerror(errno));
+        struct stat info { };
+        if (::stat(outputPath.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+            return makeError(outputPath + " is not a folder; with --max-shard-size the output is a folder");
+    }
+    const std::string inputPath = tensors.front().checkpoint->path;
+    std::uint64_t totalBytes = 0;
+    for (std::uint64_t bytes : shardBytes)
+        totalBytes += bytes;
+    std::uint64_t done = 0;
+
+    for (std::size_t shard = 0; shard < shardBytes.size(); ++shard) {
+        SafetensorsShard written;
+        written.path = !folder       ? outputPath
+            : shardBytes.size() == 1 ? outputPath + "/model.safetensors"
+                                     : outputPath + "/" + shardName(shard, shardBytes.size());
+        JsonWriter header(JsonStyle::Compact);
+        header.beginObject();
+        header.key("__metadata__").beginObject().member("format", "pt").endObject();
+        std::vector<const Planned*> inShard;
+        for (const Planned& p : planned) {
+            if (p.shard != shard)
+                continue;
+            inShard.push_back(&p);
+            header.key(p.source->name).beginObject();
+            header.member("dtype", std::string(p.dtype.safetensorsName));
+            header.key("shape").beginArray();
+            for (std::int64_t size : p.tensor->shape)
+                header.value(size);
+            header.endArray();
+            header.key("data_offsets")
+                .beginArray()
+                .value(p.shardOffset)
+                .value(p.shardOffset + p.nbytes)
+                .endArray();
+            header.endObject();
+            written.names.push_back(p.source->name);
+        }
+        header.endObject();
+        std::string text = header.takeText();
+        // The data starts 8-byte aligned, as the safetensors library pads its header with spaces.
+        while (text.size() % 8)
+            text += ' ';
+        written.tensorBytes = shardBytes[shard];
+
+        auto output = AtomicOutputFile::create(written.path, inputPath, 8 + text.size() + shardBytes[shard]);
+        if (!output)
+            return output.error();
+        std::uint8_t length[8];
+        for (int i = 0; i < 8; ++i)
+            length[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(text.size()) >> (8 * i));
+        Status status = writeAll(output->get()->fd(), ByteView(length, 8));
+        if (!status)
+            status = writeAll(output->get()->fd(),
+                ByteView(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+        for (const Planned* p : inShard) {
+            if (status)
+                break;
+            status = forEachChunk(*p, [&](ByteView chunk) -> Status {
+                if (Status problem = writeAll(output->get()->fd(), chunk))
+                    return problem;
+                done += chunk.size();
+                if (options.progress && !options.progress(done, totalBytes))
+                    return makeError("cancelled");
+                return std::nullopt;
+            });
+        }
+        if (status)
+            return *status;
+
+        if (options.verifyAfterWriting) {
+            if (::fsync(output->get()->fd()) != 0)
+                return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
+            const Checkpoint back = readCheckpoint(output->get()->temporaryPath());
+            if (back.format != CheckpointFormat::Safetensors || back.hasErrors())
+                return makeError("the written safetensors file does not read back cleanly");
+            if (back.tensors.size() != inShard.size())
+                return makeError("the written safetensors file holds " + std::to_string(back.tensors.size())
+                    + " tensors instead of " + std::to_string(inShard.size()));
+            const ByteView bytes = back.file->bytes();
+            for (const Planned* p : inShard) {
+                auto it = back.storageIndexByKey.find(p->source->name);
+                if (it == back.storageIndexByKey.end())
+                    return makeError("the written file lacks tensor '" + p->source->name + "'");
+                const StorageRecord& storage = back.storages[it->second];
+                const TensorEntry& tensor = back.tensors[storage.tensors.at(0)];
+                if (tensor.dtype != p->tensor->dtype || tensor.shape != p->tensor->shape
+                    || !storage.dataOffset)
+                    return makeError("tensor '" + p->source->name + "' reads back differently");
+                std::uint64_t position = *storage.dataOffset;
+                Status compared = forEachChunk(*p, [&](ByteView chunk) -> Status {
+                    const auto there = subView(bytes, position, chunk.size());
+                    if (!there || std::memcmp(there->data(), chunk.data(), chunk.size()) != 0)
+                        return makeError(
+                            "the bytes of tensor '" + p->source->name + "' differ in the written file");
+                    position += chunk.size();
+                    return std::nullopt;
+                });
+                if (compared)
+                    return *compared;
+            }
+        }
+        if (Status commit = output->get()->commit())
+            return *commit;
+        result.bytesWritten += 8 + text.size() + shardBytes[shard];
+        result.tensorsWritten += inShard.size();
+        result.shards.push_back(std::move(written));
+    }
+    result.verified = options.verifyAfterWriting;
+
+    if (folder && result.shards.size() > 1) {
+        JsonWriter index(JsonStyle::Pretty);
+        index.beginObject();
+        index.key("metadata").beginObject().member("total_size", totalBytes).endObject();
+        index.key("weight_map").beginObject();
+        std::map<std::string, std::string> sorted; // transformers writes the map sorted by name
+        for (const SafetensorsShard& shard : result.shards)
+            for (const std::string& name : shard.names)
+                sorted[name] = shard.path.substr(shard.path.find_last_of('/') + 1);
+        for (const auto& [name, file] : sorted)
+            index.member(name, file);
+        index.endObject();
+        index.endObject();
+        const std::string text = index.takeText() + "\n";
+        result.indexPath = outputPath + "/model.safetensors.index.json";
+        auto output = AtomicOutputFile::create(result.indexPath, inputPath, text.size());
+        if (!output)
+            return output.error();
+        if (Status status = writeAll(output->get()->fd(),
+                ByteView(reinterpret_cast<const std::uint8_t*>(text.data()), text.size())))
+            return *status;
+        if (Status commit = output->get()->commit())
+            return *commit;
+        result.bytesWritten += text.size();
+    }
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+} // namespace ckpt
