@@ -1,3 +1,7 @@
+// About 700 lines, on purpose in one file: what is left here is the window's layout, its action and
+// menu tables, and its answers to the signals of the parts that do the work (ui/document's
+// controller for open, save, export and triage; ui/planactions for the Plan menu; ui/jobs; the
+// dialogs), so a reader sees the whole window in one place.
 #include "ui/mainwindow.h"
 
 #include "ui/actiontable.h"

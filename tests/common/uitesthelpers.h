@@ -1,16 +1,19 @@
 #pragma once
 
 // Helpers the ui suites had each written for themselves: writing a fixture with real torch at test
-// time, opening a document against a described target, finding tensors by name. Header-only so
+// time, opening a document against a described target or a file in the main window and waiting
+// for it, finding tensors by name. Header-only so
 // each suite stays one executable linking its library (tests/CMakeLists.txt).
 
 #include "core/devices/deviceinventory.h"
 #include "core/model/checkpoint.h"
 #include "core/read/checkpointreader.h"
 #include "ui/document/checkpointdocument.h"
+#include "ui/mainwindow.h"
 
 #include <QFileInfo>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QString>
 #include <QStringList>
 
@@ -54,6 +57,28 @@ inline std::optional<std::uint32_t> tensorIndexNamed(const Checkpoint& checkpoin
         if (checkpoint.tensors[t].name == name)
             return t;
     return std::nullopt;
+}
+
+// Opens `path` in `window` and waits until the tree shows it.
+inline bool openAndWait(MainWindow& window, const QString& path, int timeoutMs = 30000)
+{
+    QSignalSpy opened(&window, &MainWindow::checkpointOpened);
+    window.openFile(path);
+    return opened.wait(timeoutMs);
+}
+
+// Opens `path` in `window` and waits for the first triage of it (the findings, the safety banner).
+inline bool openAndTriage(MainWindow& window, const QString& path, int timeoutMs = 60000)
+{
+    QSignalSpy triaged(&window, &MainWindow::triageFinished);
+    QSignalSpy failed(&window, &MainWindow::openFailed);
+    window.openFile(path);
+    if (!triaged.wait(timeoutMs)) {
+        if (!failed.isEmpty())
+            qWarning("open failed: %s", qPrintable(failed.first().first().toString()));
+        return false;
+    }
+    return true;
 }
 
 } // namespace ckpt::testing

@@ -2,6 +2,7 @@
 // views, undo and redo, save a remapped copy and load it back with real torch; open a broken file;
 // render the window for the README.
 #include "core/read/checkpointreader.h"
+#include "tests/common/uitesthelpers.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/mainwindow.h"
 #include "ui/models/tensortreemodel.h"
@@ -63,18 +64,10 @@ QAction* findAction(const QMainWindow& window, const QString& name)
 
 std::uint32_t tensorNamed(const ckpt::Checkpoint& checkpoint, const std::string& name)
 {
-    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
-        if (checkpoint.tensors[t].name == name)
-            return t;
-    return UINT32_MAX;
+    return ckpt::testing::tensorIndexNamed(checkpoint, name).value_or(UINT32_MAX);
 }
 
-bool openAndWait(ckpt::MainWindow& window, const QString& path)
-{
-    QSignalSpy opened(&window, &ckpt::MainWindow::checkpointOpened);
-    window.openFile(path);
-    return opened.wait(30000);
-}
+using ckpt::testing::openAndWait;
 
 // Sends enter, move and drop to `target` at `pos`, as a drag from the tree would.
 bool dropOnto(QWidget* target, const QPoint& pos, const QMimeData* mime)

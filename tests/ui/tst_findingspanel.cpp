@@ -4,6 +4,7 @@
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
+#include "tests/common/uitesthelpers.h"
 #include "ui/mainwindow.h"
 #include "ui/models/findingsmodel.h"
 #include "ui/models/tensorfilterproxymodel.h"
@@ -44,19 +45,7 @@ MachineInventory cpuOnly()
     return *machine;
 }
 
-// Opens `path` in `window` and waits for the first triage of it.
-bool openAndTriage(MainWindow& window, const QString& path)
-{
-    QSignalSpy triaged(&window, &MainWindow::triageFinished);
-    QSignalSpy failed(&window, &MainWindow::openFailed);
-    window.openFile(path);
-    if (!triaged.wait(60000)) {
-        if (!failed.isEmpty())
-            qWarning("open failed: %s", qPrintable(failed.first().first().toString()));
-        return false;
-    }
-    return true;
-}
+using testing::openAndTriage;
 
 int findRow(const QAbstractItemModel* model, const QString& needle, int column)
 {

@@ -1,3 +1,6 @@
+// Over 600 lines for one reason: the tree model of a million-row checkpoint keeps its nodes in flat
+// arrays with per-node aggregates (bytes, device mix, findings) that every role reads, and that
+// bookkeeping belongs beside data() and the drag source that use it.
 #include "ui/models/tensortreemodel.h"
 
 #include "ui/document/checkpointdocument.h"
