@@ -20,6 +20,9 @@ packages=(
     debootstrap debian-archive-keyring ca-certificates xz-utils
     # The format check (the repository's .clang-format is written for clang-format 14)
     clang-format clang-format-14
+    # The fuzz harnesses (the `fuzz` preset): clang with libFuzzer and the sanitizer runtimes, and
+    # llvm-symbolizer so that a crash report names files and lines
+    clang-14 libclang-rt-14-dev llvm-14
     # A real window: Qt's xcb platform plugin and its libraries, a virtual X server, fonts that
     # the offscreen and xcb platforms can render with.
     qt6-qpa-plugins libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1

@@ -459,7 +459,11 @@ void MainWindow::showOpenedFile(const QString& path, const QStringList& problems
 {
     keepShownFile();
     if (centralWidget() != m_mainSplitter) {
-        takeCentralWidget()->hide();
+        // takeCentralWidget() leaves the widget without a parent: taken back as a hidden child, the
+        // empty-state label is deleted with the window instead of leaking (LeakSanitizer, asan preset).
+        QWidget* previous = takeCentralWidget();
+        previous->setParent(this);
+        previous->hide();
         setCentralWidget(m_mainSplitter);
         m_mainSplitter->show();
     }
@@ -504,7 +508,9 @@ void MainWindow::closeDocument()
         return;
     m_documents->close();
     if (centralWidget() != m_emptyStateLabel) {
-        takeCentralWidget()->hide();
+        QWidget* previous = takeCentralWidget(); // parentless now: kept as a hidden child (see showDocument)
+        previous->setParent(this);
+        previous->hide();
         setCentralWidget(m_emptyStateLabel);
         m_emptyStateLabel->show();
     }

@@ -123,7 +123,11 @@ private Q_SLOTS:
         const QString file = m_legacyFixtures + u"/whole_module.pt"_qs;
         const QString copy = m_dir.filePath(QStringLiteral("moved.pt"));
         const CommandResult remapped = runInspect({QStringLiteral("remap"), file, QStringLiteral("-o"), copy,
-            QStringLiteral("--rename-global"), QStringLiteral("rescue_models=mypackage.rescue_models")});
+            QStringLiteral("--rename-global"), QStringLiteral("rescue_models=mypackage.rescue_models"),
+            QStringLiteral("--allow-dangerous")});
+        // A whole pickled model names classes nobody can vet: it is rated dangerous, so the rename
+        // needs --allow-dangerous, and the copy says why it was carried.
+        QVERIFY2(remapped.err.contains("rated dangerous"), qPrintable(describe(remapped)));
         QVERIFY2(remapped.exitCode == 0, qPrintable(describe(remapped)));
         const std::set<std::string> globals = globalsOf(copy);
         QVERIFY(globals.count("mypackage.rescue_models.RescueNet")
@@ -141,9 +145,10 @@ private Q_SLOTS:
     void refusesRenamesThatApplyToNothing()
     {
         const QString copy = m_dir.filePath(QStringLiteral("never.pt"));
-        const CommandResult unused = runInspect(
-            {QStringLiteral("remap"), m_legacyFixtures + u"/whole_module.pt"_qs, QStringLiteral("-o"), copy,
-                QStringLiteral("--rename-global"), QStringLiteral("no_such.Thing=x.Y")});
+        const CommandResult unused
+            = runInspect({QStringLiteral("remap"), m_legacyFixtures + u"/whole_module.pt"_qs,
+                QStringLiteral("-o"), copy, QStringLiteral("--rename-global"),
+                QStringLiteral("no_such.Thing=x.Y"), QStringLiteral("--allow-dangerous")});
         QCOMPARE(unused.exitCode, 2);
         QVERIFY(unused.err.contains("no_such.Thing=x.Y"));
         QVERIFY(!QFileInfo::exists(copy));
