@@ -1,5 +1,5 @@
 // The desktop app: parses the command line and shows the main window; everything else lives in ui/.
-#include "mainwindow.h"
+#include "ui/mainwindow.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

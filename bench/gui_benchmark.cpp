@@ -2,11 +2,11 @@
 // for a 100,000-tensor checkpoint, and applying a drop of a 10,000-tensor module (the tree model,
 // the device cards and the memory chart all updated). Runs offscreen; prints figures.
 // usage: bench_gui FILE MODULE   (MODULE: a dotted prefix holding many tensors)
-#include "checkpointdocument.h"
-#include "devicemodel.h"
-#include "devicepanel.h"
-#include "mainwindow.h"
-#include "tensortreemodel.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/mainwindow.h"
+#include "ui/models/devicemodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/devicepanel.h"
 
 #include <QApplication>
 #include <QElapsedTimer>

@@ -1,12 +1,13 @@
 // The app as a user runs it: open the demo, drag a module onto a device card through the real
 // views, undo and redo, save a remapped copy and load it back with real torch; open a broken file;
 // render the window for the README.
-#include "checkpointdocument.h"
 #include "core/read/checkpointreader.h"
-#include "detailspane.h"
-#include "devicepanel.h"
-#include "mainwindow.h"
-#include "tensortreemodel.h"
+#include "tests/common/uitesthelpers.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/mainwindow.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/devicepanel.h"
 
 #include <QAbstractItemView>
 #include <QAbstractProxyModel>
@@ -63,18 +64,10 @@ QAction* findAction(const QMainWindow& window, const QString& name)
 
 std::uint32_t tensorNamed(const ckpt::Checkpoint& checkpoint, const std::string& name)
 {
-    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
-        if (checkpoint.tensors[t].name == name)
-            return t;
-    return UINT32_MAX;
+    return ckpt::testing::tensorIndexNamed(checkpoint, name).value_or(UINT32_MAX);
 }
 
-bool openAndWait(ckpt::MainWindow& window, const QString& path)
-{
-    QSignalSpy opened(&window, &ckpt::MainWindow::checkpointOpened);
-    window.openFile(path);
-    return opened.wait(30000);
-}
+using ckpt::testing::openAndWait;
 
 // Sends enter, move and drop to `target` at `pos`, as a drag from the tree would.
 bool dropOnto(QWidget* target, const QPoint& pos, const QMimeData* mime)
@@ -328,7 +321,14 @@ private Q_SLOTS:
         const QModelIndex embedIndex = window.treeModel()->indexForTensor(embed);
         auto* proxy = qobject_cast<QAbstractProxyModel*>(window.treeView()->model());
         QVERIFY(proxy);
+#ifdef CKPT_HAVE_TORCHBRIDGE
+        // The values come from a helper process now (the GUI never loads libtorch): wait for them.
+        QSignalSpy valuesShown(window.detailsPane(), &ckpt::DetailsPane::valuesShown);
         window.treeView()->setCurrentIndex(proxy->mapFromSource(embedIndex));
+        QVERIFY(valuesShown.wait(30000));
+#else
+        window.treeView()->setCurrentIndex(proxy->mapFromSource(embedIndex));
+#endif
         QTest::qWait(300);
 
         const QImage image = window.grab().toImage();

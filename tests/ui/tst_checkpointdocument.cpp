@@ -1,7 +1,7 @@
 // The document behind the app: one undoable step per move, and a report that says which tensors a
 // move dragged along because they share a storage with what was named.
-#include "checkpointdocument.h"
 #include "core/read/checkpointreader.h"
+#include "ui/document/checkpointdocument.h"
 
 #include <QTest>
 #include <QUndoStack>

@@ -1,11 +1,11 @@
 // The device panel, the memory chart and their models: drops through the real views, then undo
 // and redo; every model under QAbstractItemModelTester; renders to look at.
 
-#include "checkpointdocument.h"
-#include "devicemodel.h"
-#include "devicepanel.h"
-#include "memorychartwidget.h"
-#include "memorytablemodel.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/models/devicemodel.h"
+#include "ui/models/memorytablemodel.h"
+#include "ui/widgets/devicepanel.h"
+#include "ui/widgets/memorychartwidget.h"
 
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"

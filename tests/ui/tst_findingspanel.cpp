@@ -4,13 +4,14 @@
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
-#include "detailspane.h"
-#include "findingsmodel.h"
-#include "findingspanel.h"
-#include "mainwindow.h"
-#include "tensorfilterproxymodel.h"
-#include "tensortreemodel.h"
-#include "valueschartwidget.h"
+#include "tests/common/uitesthelpers.h"
+#include "ui/mainwindow.h"
+#include "ui/models/findingsmodel.h"
+#include "ui/models/tensorfilterproxymodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/findingspanel.h"
+#include "ui/widgets/valueschartwidget.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -44,19 +45,7 @@ MachineInventory cpuOnly()
     return *machine;
 }
 
-// Opens `path` in `window` and waits for the first triage of it.
-bool openAndTriage(MainWindow& window, const QString& path)
-{
-    QSignalSpy triaged(&window, &MainWindow::triageFinished);
-    QSignalSpy failed(&window, &MainWindow::openFailed);
-    window.openFile(path);
-    if (!triaged.wait(60000)) {
-        if (!failed.isEmpty())
-            qWarning("open failed: %s", qPrintable(failed.first().first().toString()));
-        return false;
-    }
-    return true;
-}
+using testing::openAndTriage;
 
 int findRow(const QAbstractItemModel* model, const QString& needle, int column)
 {

@@ -1,6 +1,8 @@
-#include "appsettings.h"
-#include "mainwindow.h"
-#include "targetdialog.h"
+#include "ui/appsettings.h"
+#include "ui/dialogs/targetdialog.h"
+#include "ui/mainwindow.h"
+#include "ui/planactions.h"
+#include "ui/widgets/devicepanel.h"
 
 #include <QAction>
 #include <QApplication>
@@ -120,6 +122,27 @@ private Q_SLOTS:
             QStringLiteral("actionAbout"), QStringLiteral("actionShowHistory")};
         if (alwaysEnabled.contains(action))
             QVERIFY(found->isEnabled());
+    }
+
+    // This machine's GPUs are detected in a job: the window is up before the driver has been asked
+    // (cuInit can take seconds), and the device cards say so until the answer arrives.
+    void detectsGpusOffTheStartupPath()
+    {
+        ckpt::AppSettings().setLastTargetProfile(QString());
+        ckpt::MainWindow window;
+        // The answer is delivered through the event loop, which has not run yet.
+        QVERIFY(window.planActions()->isDetecting());
+        QVERIFY(window.devicePanel()->isDetecting());
+        auto* label = window.devicePanel()->findChild<QLabel*>(QStringLiteral("detectingGpusLabel"));
+        QVERIFY(label);
+        QCOMPARE(label->text(), QStringLiteral("Detecting GPUs…"));
+        QCOMPARE(window.planActions()->target().name, std::string("this machine"));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.planActions()->isDetecting(), 30000);
+        QVERIFY(!window.devicePanel()->isDetecting());
+        const ckpt::MachineInventory& target = window.planActions()->target();
+        QVERIFY(!target.described);
+        QVERIFY(target.find("cpu"));
+        QCOMPARE(target.name, ckpt::detectThisMachine().name);
     }
 
     void recentFilesAreDeduplicatedAndTrimmed()

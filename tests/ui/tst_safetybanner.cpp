@@ -1,8 +1,9 @@
 // The safety banner above the tree: red and naming the callable for a hostile checkpoint, green for a
 // plain state_dict, and a render of each to look at (build/.../renders/safety-*.png).
 #include "core/devices/deviceinventory.h"
-#include "mainwindow.h"
-#include "safetybanner.h"
+#include "tests/common/uitesthelpers.h"
+#include "ui/mainwindow.h"
+#include "ui/widgets/safetybanner.h"
 
 #include <QDir>
 #include <QSignalSpy>
@@ -17,9 +18,7 @@ class TestSafetyBanner : public QObject {
 private:
     static bool openAndTriage(MainWindow& window, const QString& path)
     {
-        QSignalSpy triaged(&window, &MainWindow::triageFinished);
-        window.openFile(path);
-        return triaged.wait(60000);
+        return testing::openAndTriage(window, path);
     }
     static void render(MainWindow& window, const char* name)
     {

@@ -2,13 +2,13 @@
 // window, see one tree across shards (each tensor naming its shard), drag a block onto a device
 // card through the real viewport, save a new folder and judge it with real torch; a safetensors
 // folder exports its plan instead; render the window.
-#include "checkpointdocument.h"
 #include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
-#include "detailspane.h"
-#include "devicepanel.h"
-#include "mainwindow.h"
-#include "tensortreemodel.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/mainwindow.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/devicepanel.h"
 
 #include <QAction>
 #include <QApplication>
@@ -292,8 +292,11 @@ private Q_SLOTS:
         QSignalSpy valuesShown(window.detailsPane(), &ckpt::DetailsPane::valuesShown);
         window.detailsPane()->showTreeNode(checkpoint.tensors[norm].treeNode);
 #ifdef CKPT_HAVE_TORCHBRIDGE
-        // The values of a tensor come from its own shard's bytes.
+        // The values of a tensor come from its own shard's bytes: the helper process opens the
+        // folder and finds the shard (the last one, where the tensor has another index).
         QVERIFY(valuesShown.wait(30000));
+        const QString values = window.detailsPane()->valuesText();
+        QVERIFY2(values.contains(QStringLiteral("Mean")), qPrintable(values));
 #endif
         QTest::qWait(300);
         const QImage image = window.grab().toImage();

@@ -5,12 +5,12 @@
 // Regenerate the golden files after an intended change with CKPT_UPDATE_GOLDEN=1, then read the
 // diff before committing it.
 
-#include "checkpointdocument.h"
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"
-#include "devicecolors.h"
-#include "tensorfilterproxymodel.h"
-#include "tensortreemodel.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/models/tensorfilterproxymodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/devicecolors.h"
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>

@@ -1,0 +1,135 @@
+// The pieces the main window is built from: the job tracker drops stale results and delivers on
+// the GUI thread; the document controller's views let go of a document before it is destroyed;
+// the histogram model behaves under QAbstractItemModelTester.
+
+#include "tests/common/uitesthelpers.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/document/documentcontroller.h"
+#include "ui/jobs/jobtracker.h"
+#include "ui/models/histogramtablemodel.h"
+#include "ui/models/tensortreemodel.h"
+
+#include <QAbstractItemModelTester>
+#include <QPointer>
+#include <QSignalSpy>
+#include <QTest>
+#include <QThread>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+using namespace ckpt;
+
+class TestJobsAndModels : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void staleJobIsDropped()
+    {
+        JobTracker tracker;
+        std::atomic<bool> release {false};
+        std::vector<int> delivered;
+        QThread* deliveredOn = nullptr;
+        tracker.start(
+            [&release](JobProgress& progress) {
+                while (!release && !progress.cancelled)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                return 1;
+            },
+            [&](int value) { delivered.push_back(value); });
+        QVERIFY(tracker.isRunning());
+        const auto first = tracker.progress();
+        QSignalSpy finished(&tracker, &JobTracker::finished);
+        tracker.start([](JobProgress&) { return 2; },
+            [&](int value) {
+                delivered.push_back(value);
+                deliveredOn = QThread::currentThread();
+            });
+        QVERIFY(first->cancelled); // the superseded job is asked to stop
+        release = true;
+        QTRY_VERIFY(!tracker.isRunning());
+        QTest::qWait(50); // the first job's watcher finishes too, and must deliver nothing
+        QCOMPARE(delivered, std::vector<int> {2});
+        QCOMPARE(deliveredOn, QThread::currentThread());
+        QVERIFY(finished.count() >= 1);
+    }
+
+    void resetDropsTheRunningJob()
+    {
+        JobTracker tracker;
+        bool delivered = false;
+        tracker.start(
+            [](JobProgress& progress) { return progress.report(1, 2); }, [&](bool) { delivered = true; });
+        tracker.reset();
+        QVERIFY(!tracker.isRunning());
+        QTest::qWait(100);
+        QVERIFY(!delivered);
+    }
+
+    void cancelledJobStillDelivers()
+    {
+        JobTracker tracker;
+        std::atomic<bool> started {false};
+        bool sawCancel = false;
+        tracker.start(
+            [&started](JobProgress& progress) {
+                started = true;
+                while (progress.report(0, 1))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                return true;
+            },
+            [&](bool cancelled) { sawCancel = cancelled; });
+        QTRY_VERIFY(started);
+        tracker.cancel();
+        QTRY_VERIFY(sawCancel);
+    }
+
+    void viewsLetGoBeforeTheDocumentGoes()
+    {
+        DocumentController controller;
+        auto target = parseMachineSpec("cuda:0=4GiB,cpu=16GiB");
+        QVERIFY(target);
+        controller.setTarget(*target);
+        QSignalSpy opened(&controller, &DocumentController::opened);
+        controller.openFile(QStringLiteral(CKPT_SOURCE_DIR "/resources/demo/demo-checkpoint.pt"));
+        QVERIFY(opened.wait(30000));
+        QPointer<CheckpointDocument> first = controller.document();
+        QPointer<TensorTreeModel> firstModel = controller.treeModel();
+        QVERIFY(first && firstModel);
+        QCOMPARE(first->target().name, target->name);
+
+        bool previousAliveDuringSignal = false;
+        connect(&controller, &DocumentController::documentChanged, this,
+            [&](CheckpointDocument* current, CheckpointDocument* previous) {
+                previousAliveDuringSignal = !current && previous == first.data() && first && firstModel;
+            });
+        controller.close();
+        QVERIFY(previousAliveDuringSignal);
+        QVERIFY(!first); // destroyed right after, model first
+        QVERIFY(!firstModel);
+        QVERIFY(!controller.document());
+    }
+
+    void histogramModel()
+    {
+        HistogramTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(model.rowCount(), 0);
+        model.setHistogram(-1.0, 1.0, {1, 4, 2, 0});
+        QCOMPARE(model.rowCount(), 4);
+        QCOMPARE(model.columnCount(), int(HistogramTableModel::ColumnCount));
+        QCOMPARE(model.maximumCount(), std::uint64_t(4));
+        QCOMPARE(model.index(1, HistogramTableModel::CountColumn).data().toDouble(), 4.0);
+        QCOMPARE(model.index(1, HistogramTableModel::LowColumn).data().toDouble(), -0.5);
+        QCOMPARE(model.index(3, HistogramTableModel::HighColumn).data().toDouble(), 1.0);
+        // The last bin is closed, as torch.histc counts values equal to max.
+        QVERIFY(model.index(3, 0).data(Qt::ToolTipRole).toString().endsWith(QLatin1Char(']')));
+        QVERIFY(model.index(2, 0).data(Qt::ToolTipRole).toString().endsWith(QLatin1Char(')')));
+        model.setHistogram(0, 0, {});
+        QCOMPARE(model.rowCount(), 0);
+    }
+};
+
+QTEST_MAIN(TestJobsAndModels)
+#include "tst_jobsandmodels.moc"

@@ -1,0 +1,89 @@
+#include "ui/dialogs/filedialogs.h"
+
+#include "ui/document/checkpointdocument.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMessageBox>
+
+#include <set>
+
+namespace ckpt {
+
+QString askCheckpointToOpen(QWidget* parent, const QString& currentFile)
+{
+    const QString startDir = currentFile.isEmpty() ? QString() : QFileInfo(currentFile).absolutePath();
+    return QFileDialog::getOpenFileName(parent, QObject::tr("Open Checkpoint"), startDir,
+        QObject::tr("PyTorch checkpoints (*.pt *.pth *.bin *.ckpt *.tar *.safetensors);;All files (*)"));
+}
+
+QString askCheckpointFolderToOpen(QWidget* parent, const QString& currentFile)
+{
+    return QFileDialog::getExistingDirectory(parent, QObject::tr("Open Checkpoint Folder"),
+        currentFile.isEmpty() ? QString() : QFileInfo(currentFile).absolutePath());
+}
+
+QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document)
+{
+    const QFileInfo input(document.filePath());
+    QString suffix = QStringLiteral("remapped");
+    if (const auto mapping = document.plan().asTagMapping()) {
+        std::set<std::string> targets;
+        for (const auto& [from, to] : *mapping)
+            targets.insert(to);
+        if (targets.size() == 1)
+            suffix = QString::fromStdString(*targets.begin()).replace(QLatin1Char(':'), QLatin1Char('-'));
+    }
+    const QString proposal = document.checkpoint().shardSet // a folder is saved as a new folder
+        ? input.dir().filePath(input.fileName() + QLatin1Char('-') + suffix)
+        : input.dir().filePath(input.completeBaseName() + QLatin1Char('-') + suffix + QStringLiteral(".pt"));
+    return QFileDialog::getSaveFileName(parent, QObject::tr("Save Remapped Copy"), proposal,
+        QObject::tr("PyTorch checkpoints (*.pt *.pth *.bin *.ckpt);;All files (*)"));
+}
+
+QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document)
+{
+    const QFileInfo input(document.filePath());
+    return QFileDialog::getSaveFileName(parent, QObject::tr("Export Weights"),
+        input.dir().filePath(input.completeBaseName() + QStringLiteral("-weights.pt")),
+        QObject::tr(
+            "state_dict for torch.load(weights_only=True) (*.pt);;safetensors (*.safetensors);;All files "
+            "(*)"));
+}
+
+QString askMapLocationExportPath(QWidget* parent, const CheckpointDocument& document)
+{
+    const QFileInfo input(document.filePath());
+    return QFileDialog::getSaveFileName(parent, QObject::tr("Export Plan as map_location"),
+        input.dir().filePath(input.completeBaseName() + QStringLiteral("-load.py")),
+        QObject::tr("Python (*.py);;All files (*)"));
+}
+
+QString askDeviceMapExportPath(QWidget* parent, const CheckpointDocument& document)
+{
+    const QFileInfo input(document.filePath());
+    return QFileDialog::getSaveFileName(parent, QObject::tr("Export Plan as device_map"),
+        input.dir().filePath(input.completeBaseName() + QStringLiteral("-device_map.json")),
+        QObject::tr("JSON (*.json);;All files (*)"));
+}
+
+UnsavedPlacementAnswer askAboutUnsavedPlacement(QWidget* parent, const CheckpointDocument& document)
+{
+    QMessageBox box(QMessageBox::Warning, QObject::tr("Unsaved Placement"),
+        QObject::tr("The placement of %1 was changed but no remapped copy was saved.")
+            .arg(QFileInfo(document.filePath()).fileName()),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, parent);
+    box.setInformativeText(QObject::tr("Save a remapped copy first?"));
+    box.setDefaultButton(QMessageBox::Save);
+    switch (box.exec()) {
+    case QMessageBox::Save:
+        return UnsavedPlacementAnswer::Save;
+    case QMessageBox::Discard:
+        return UnsavedPlacementAnswer::Discard;
+    default:
+        return UnsavedPlacementAnswer::Cancel;
+    }
+}
+
+} // namespace ckpt

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <QString>
+
+class QWidget;
+
+namespace ckpt {
+
+class CheckpointDocument;
+
+// The File menu's questions, each a function that returns the answer (an empty path: cancelled),
+// so the main window keeps only what it does with the answer.
+
+QString askCheckpointToOpen(QWidget* parent, const QString& currentFile);
+// A folder of shards (Hugging Face index, DCP), opened as one checkpoint.
+QString askCheckpointFolderToOpen(QWidget* parent, const QString& currentFile);
+// Proposes "<name>-<device>.pt" when the plan sends everything to one device, else
+// "<name>-remapped.pt", beside the input; for a folder of shards, the folder "<name>-<device>".
+QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document);
+QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document);
+QString askMapLocationExportPath(QWidget* parent, const CheckpointDocument& document);
+QString askDeviceMapExportPath(QWidget* parent, const CheckpointDocument& document);
+
+enum class UnsavedPlacementAnswer { Save, Discard, Cancel };
+// The placement of `document` changed and no remapped copy was saved: save first, discard, or stay.
+UnsavedPlacementAnswer askAboutUnsavedPlacement(QWidget* parent, const CheckpointDocument& document);
+
+} // namespace ckpt

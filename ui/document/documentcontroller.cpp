@@ -1,0 +1,234 @@
+#include "ui/document/documentcontroller.h"
+
+#include "core/read/checkpointreader.h"
+#include "core/triage/pickleverdict.h"
+#include "core/triage/triage.h"
+#include "core/write/extractwriter.h"
+#include "core/write/remapwriter.h"
+#include "core/write/safetensorswriter.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/document/foldersave.h"
+#include "ui/jobs/jobtracker.h"
+#include "ui/models/tensortreemodel.h"
+
+#include <QFileInfo>
+#include <QUndoStack>
+
+namespace ckpt {
+
+namespace {
+
+QString fromStd(const std::string& text)
+{
+    return QString::fromStdString(text);
+}
+
+// What an open job hands back: the checkpoint as read, and whether Cancel was pressed meanwhile.
+struct ReadResult {
+    std::shared_ptr<Checkpoint> checkpoint;
+    bool cancelled = false;
+};
+
+} // namespace
+
+DocumentController::DocumentController(QObject* parent)
+    : QObject(parent)
+    , m_fileJobs(new JobTracker(this))
+    , m_triageJobs(new JobTracker(this))
+{ }
+
+DocumentController::~DocumentController()
+{
+    // Workers hold only shared data; a cancelled one ends at its next progress report.
+    m_fileJobs->cancel();
+    m_treeModel.reset();
+    m_document.reset();
+}
+
+void DocumentController::setTarget(const MachineInventory& target)
+{
+    m_target = target;
+    if (m_document)
+        m_document->setTarget(m_target);
+}
+
+bool DocumentController::isBusy() const
+{
+    return m_fileJobs->isRunning();
+}
+
+bool DocumentController::isTriageRunning() const
+{
+    return m_triageJobs->isRunning();
+}
+
+void DocumentController::openFile(const QString& path)
+{
+    m_fileJobs->start(
+        [file = path.toStdString()](JobProgress& progress) {
+            ReadOptions options;
+            options.pickleLimits.progress = [&progress](std::uint64_t done, std::uint64_t total) {
+                return progress.report(done, total);
+            };
+            ReadResult result {std::make_shared<Checkpoint>(readCheckpoint(file, options))};
+            result.cancelled = progress.cancelled;
+            return result;
+        },
+        [this](const ReadResult& result) {
+            const Checkpoint& checkpoint = *result.checkpoint;
+            const QString path = fromStd(checkpoint.path);
+            const QString name = QFileInfo(path).fileName();
+            if (result.cancelled) {
+                Q_EMIT openCancelled(name);
+                return;
+            }
+            QStringList errors;
+            for (const Finding& finding : checkpoint.findings) {
+                if (finding.severity == Severity::Error)
+                    errors.append(fromStd(finding.message));
+            }
+            if (errors.size() > 8) {
+                const qsizetype more = errors.size() - 8;
+                errors.resize(8);
+                errors.append(tr("… and %1 more").arg(more));
+            }
+            if (checkpoint.format == CheckpointFormat::NotACheckpoint || checkpoint.tree.empty()) {
+                QString message = fromStd(checkpoint.container.description);
+                if (message.isEmpty())
+                    message = errors.isEmpty() ? tr("The file holds no checkpoint this tool can read.")
+                                               : errors.join(QLatin1Char('\n'));
+                else if (!errors.isEmpty())
+                    message += QLatin1Char('\n') + errors.join(QLatin1Char('\n'));
+                QString text = tr("%1 could not be opened as a checkpoint:\n%2").arg(name, message);
+                // A plain pickle is rated like a checkpoint: say first whether it would run code.
+                if (const SafetyVerdict safety = ratePickleSafety(checkpoint);
+                    safety.rating != PickleSafety::NoPickle)
+                    text = tr("Safety: %1\n\n").arg(fromStd(safety.headline)) + text;
+                Q_EMIT openFailed(text);
+                return;
+            }
+            replace(std::make_unique<CheckpointDocument>(result.checkpoint, m_target));
+            startTriage();
+            Q_EMIT opened(path, errors);
+        });
+}
+
+void DocumentController::saveRemappedCopy(const QString& path)
+{
+    if (!m_document)
+        return;
+    // The worker gets its own copy of the plan: the user may keep dragging while it writes.
+    const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
+    const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
+    const int undoIndex = m_document->undoStack()->index();
+    m_fileJobs->start(
+        [checkpoint, plan, out = path.toStdString()](JobProgress& progress) {
+            RemapOptions options;
+            options.progress = [&progress](std::uint64_t done, std::uint64_t total) {
+                return progress.report(done, total);
+            };
+            if (checkpoint->shardSet) // a folder of .bin shards: a new folder, every shard verified
+                return std::make_shared<Expected<RemapResult>>(
+                    writeRemappedFolderForWindow(*checkpoint, *plan, out, options));
+            return std::make_shared<Expected<RemapResult>>(
+                writeRemappedCopy(*checkpoint, *plan, out, options));
+        },
+        [this, undoIndex](const std::shared_ptr<Expected<RemapResult>>& result) {
+            if (!*result) {
+                Q_EMIT saveFinished(false, fromStd(result->error().message), QString());
+                return;
+            }
+            // Clean only if nothing changed while writing: the copy has the plan as it was then.
+            if (m_document && m_document->undoStack()->index() == undoIndex)
+                m_document->undoStack()->setClean();
+            Q_EMIT saveFinished(true, fromStd((*result)->summary()), fromStd((*result)->outputPath));
+        });
+}
+
+void DocumentController::exportWeights(const QString& path)
+{
+    if (!m_document)
+        return;
+    const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
+    const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
+    m_fileJobs->start(
+        [checkpoint, plan, out = path.toStdString()](JobProgress& job) -> Expected<std::string> {
+            const auto progress
+                = [&job](std::uint64_t done, std::uint64_t total) { return job.report(done, total); };
+            if (out.ends_with(".safetensors")) {
+                auto selection = selectStateDict(*checkpoint, {});
+                if (!selection)
+                    return selection.error();
+                std::vector<SafetensorsSource> sources;
+                for (const SelectedTensor& tensor : selection->tensors)
+                    sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
+                SafetensorsOptions options;
+                options.progress = progress;
+                auto written = writeSafetensors(sources, out, options);
+                if (!written)
+                    return written.error();
+                return written->summary();
+            }
+            ExtractOptions options;
+            options.progress = progress;
+            auto written = writeExtractedStateDict(*checkpoint, *plan, out, options);
+            if (!written)
+                return written.error();
+            std::string summary = written->summary();
+            if (!written->globalsNotCarried.empty())
+                summary += "; classes left behind:";
+            for (const std::string& name : written->globalsNotCarried)
+                summary += " " + name;
+            return summary;
+        },
+        [this, path](const Expected<std::string>& result) {
+            if (!result)
+                Q_EMIT exportFinished(false, fromStd(result.error().message), path);
+            else
+                Q_EMIT exportFinished(true, fromStd(*result), path);
+        });
+}
+
+void DocumentController::startTriage()
+{
+    if (!m_document)
+        return;
+    TriageOptions options;
+    options.target = m_document->target();
+    // map_location=None: what a plain torch.load does; values are the details pane's business.
+    auto checkpoint = m_document->sharedCheckpoint();
+    m_triageJobs->start(
+        [checkpoint, options = std::move(options)](
+            JobProgress&) { return std::make_shared<const TriageReport>(triage(*checkpoint, options)); },
+        [this, checkpoint](const std::shared_ptr<const TriageReport>& report) {
+            if (m_document && m_document->sharedCheckpoint() == checkpoint)
+                Q_EMIT triageFinished(report);
+        });
+    Q_EMIT triageStarted();
+}
+
+void DocumentController::close()
+{
+    m_fileJobs->reset();
+    m_triageJobs->reset();
+    if (m_document)
+        replace(nullptr);
+}
+
+void DocumentController::replace(std::unique_ptr<CheckpointDocument> document)
+{
+    // The old pair stays alive until every view has moved on.
+    std::unique_ptr<TensorTreeModel> oldModel = std::move(m_treeModel);
+    std::unique_ptr<CheckpointDocument> oldDocument = std::move(m_document);
+    m_triageJobs->reset(); // a triage still running belongs to the old document
+    m_document = std::move(document);
+    if (m_document) {
+        m_treeModel = std::make_unique<TensorTreeModel>(m_document.get());
+        connect(m_document.get(), &CheckpointDocument::targetChanged, this, &DocumentController::startTriage);
+    }
+    Q_EMIT documentChanged(m_document.get(), oldDocument.get());
+    oldModel.reset();
+    oldDocument.reset();
+}
+
+} // namespace ckpt

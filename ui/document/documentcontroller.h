@@ -1,0 +1,77 @@
+#pragma once
+
+#include "core/devices/deviceinventory.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <memory>
+
+namespace ckpt {
+
+class CheckpointDocument;
+class JobTracker;
+class TensorTreeModel;
+struct Checkpoint;
+struct TriageReport;
+
+// The one owner of the open checkpoint and of the model it feeds (Tiled's DocumentManager, scaled
+// down), and the jobs that work on them: reading a file, writing the remapped copy, the triage.
+// Views never own the document: they learn of a new one through documentChanged(), which fires
+// while the old document still exists, so every view lets go of it before it is destroyed (the
+// tree model first, then the document it reads). No one else deletes a document.
+class DocumentController : public QObject {
+    Q_OBJECT
+
+public:
+    explicit DocumentController(QObject* parent = nullptr);
+    ~DocumentController() override;
+
+    CheckpointDocument* document() const { return m_document.get(); }
+    TensorTreeModel* treeModel() const { return m_treeModel.get(); }
+    // What new documents are planned against, and the open one too.
+    void setTarget(const MachineInventory& target);
+
+    // Reading and writing share one tracker: a new open makes a running save's result stale.
+    JobTracker* fileJobs() const { return m_fileJobs; }
+    bool isBusy() const;
+
+    // Reads `path` off the GUI thread; opened(), openFailed() or openCancelled() follow.
+    void openFile(const QString& path);
+    // Writes the remapped copy of the open document with its plan as it is now; saveFinished().
+    void saveRemappedCopy(const QString& path);
+    // Writes the open document's tensors as a plain state_dict (.pt, storages on the plan's
+    // devices) or as safetensors (.safetensors); exportFinished().
+    void exportWeights(const QString& path);
+    // Triage of the open document against its target, off the GUI thread; triageFinished().
+    void startTriage();
+    bool isTriageRunning() const;
+    // Closes the open document, dropping the result of any job still running for it.
+    void close();
+
+Q_SIGNALS:
+    // `current` is the new document (null after close()); `previous` is still alive during the
+    // signal and destroyed right after it.
+    void documentChanged(CheckpointDocument* current, CheckpointDocument* previous);
+    // The file is open; `problems` are the reader's errors (what is shown may be incomplete).
+    void opened(const QString& path, const QStringList& problems);
+    void openFailed(const QString& message); // nothing of the file could be shown
+    void openCancelled(const QString& fileName);
+    void saveFinished(bool ok, const QString& message, const QString& outputPath);
+    void exportFinished(bool ok, const QString& message, const QString& outputPath);
+    void triageStarted();
+    void triageFinished(const std::shared_ptr<const TriageReport>& report);
+
+private:
+    void replace(std::unique_ptr<CheckpointDocument> document);
+
+    MachineInventory m_target;
+    JobTracker* m_fileJobs = nullptr;
+    JobTracker* m_triageJobs = nullptr;
+    // Declared in this order so that the model, which reads the document, goes first.
+    std::unique_ptr<CheckpointDocument> m_document;
+    std::unique_ptr<TensorTreeModel> m_treeModel;
+};
+
+} // namespace ckpt

@@ -1,0 +1,259 @@
+#include "ui/models/devicemodel.h"
+
+#include <QMimeData>
+#include <QPalette>
+
+#include "ui/widgets/devicecolors.h"
+
+namespace ckpt {
+
+QColor overCapacityColor(const QPalette& palette)
+{
+    return palette.color(QPalette::Base).lightness() > 128 ? QColor(0xc6, 0x28, 0x28)
+                                                           : QColor(0xff, 0x6e, 0x6e);
+}
+
+QString formatByteSize(std::uint64_t bytes)
+{
+    return QString::fromStdString(formatBytes(bytes));
+}
+
+DeviceModel::DeviceModel(CheckpointDocument* document, QObject* parent)
+    : QAbstractListModel(parent)
+{
+    setDocument(document);
+}
+
+void DeviceModel::setDocument(CheckpointDocument* document)
+{
+    if (document == m_document)
+        return;
+    beginResetModel();
+    if (m_document)
+        disconnect(m_document, nullptr, this, nullptr);
+    m_document = document;
+    m_lines.clear();
+    m_lastMoveReport = {};
+    if (m_document) {
+        m_lines = m_document->ledger().lines();
+        connect(m_document, &CheckpointDocument::placementChanged, this, &DeviceModel::reload);
+        connect(m_document, &CheckpointDocument::targetChanged, this, &DeviceModel::resetRows);
+        connect(m_document, &QObject::destroyed, this, [this] {
+            beginResetModel();
+            m_lines.clear();
+            endResetModel();
+        });
+    }
+    endResetModel();
+}
+
+void DeviceModel::reload()
+{
+    std::vector<DeviceLedgerLine> lines = m_document->ledger().lines();
+    const bool sameDevices = lines.size() == m_lines.size()
+        && std::equal(lines.begin(), lines.end(), m_lines.begin(),
+            [](const DeviceLedgerLine& a, const DeviceLedgerLine& b) { return a.tag == b.tag; });
+    if (!sameDevices) {
+        // A move onto or off a device the target lacks adds or removes its row.
+        beginResetModel();
+        m_lines = std::move(lines);
+        endResetModel();
+        return;
+    }
+    m_lines = std::move(lines);
+    if (!m_lines.empty())
+        Q_EMIT dataChanged(index(0), index(rowCount() - 1));
+}
+
+void DeviceModel::resetRows()
+{
+    beginResetModel();
+    m_lines = m_document ? m_document->ledger().lines() : std::vector<DeviceLedgerLine> {};
+    endResetModel();
+}
+
+int DeviceModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_lines.size());
+}
+
+QVariant DeviceModel::data(const QModelIndex& index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const DeviceLedgerLine& line = m_lines[static_cast<std::size_t>(index.row())];
+    const QString tag = QString::fromStdString(line.tag);
+    switch (role) {
+    case Qt::DisplayRole:
+    case TagRole:
+        return tag;
+    case NameRole:
+        return QString::fromStdString(line.name);
+    case Qt::DecorationRole:
+        return deviceColor(tag);
+    case CapacityRole:
+        return line.capacity ? QVariant(qulonglong(*line.capacity)) : QVariant();
+    case PlannedBytesRole:
+        return qulonglong(line.plannedBytes);
+    case RecordedBytesRole:
+        return qulonglong(line.recordedBytes);
+    case ContextBytesRole:
+        return qulonglong(line.contextBytes);
+    case HeadroomRole:
+        return qlonglong(line.headroom());
+    case OverCapacityRole:
+        return line.overCapacity();
+    case InTargetRole:
+        return line.inMachine;
+    case StorageCountRole:
+        return qulonglong(line.storageCount);
+    case Qt::AccessibleTextRole: {
+        QString text
+            = tag + QStringLiteral(", ") + formatByteSize(line.plannedBytes) + QStringLiteral(" planned");
+        if (line.capacity)
+            text += QStringLiteral(" of ") + formatByteSize(*line.capacity);
+        if (line.overCapacity())
+            text += QStringLiteral(", over capacity");
+        return text;
+    }
+    case Qt::ToolTipRole: {
+        QString tip = QStringLiteral("<b>") + tag.toHtmlEscaped() + QStringLiteral("</b> ")
+            + QString::fromStdString(line.name).toHtmlEscaped() + QStringLiteral("<br>");
+        tip += QStringLiteral("Planned: %1 in %2 storages: what will land on this device when the saved copy "
+                              "is loaded.<br>")
+                   .arg(formatByteSize(line.plannedBytes))
+                   .arg(line.storageCount);
+        tip += QStringLiteral("Recorded: %1: what the file says now.<br>")
+                   .arg(formatByteSize(line.recordedBytes));
+        if (line.contextBytes)
+            tip += QStringLiteral("CUDA context: %1, assumed (torch's runtime takes it on every GPU it "
+                                  "touches).<br>")
+                       .arg(formatByteSize(line.contextBytes));
+        if (line.capacity)
+            tip += QStringLiteral("Capacity: %1; %2 %3.")
+                       .arg(formatByteSize(*line.capacity),
+                           formatByteSize(std::uint64_t(std::abs(line.headroom()))),
+                           line.overCapacity() ? QStringLiteral("too much") : QStringLiteral("left"));
+        else
+            tip += QStringLiteral("The target machine has no such device: its capacity is unknown.");
+        tip += QStringLiteral("<br><i>Drop tensors or modules here to plan them onto %1.</i>")
+                   .arg(tag.toHtmlEscaped());
+        return tip;
+    }
+    default:
+        return {};
+    }
+}
+
+QVariant DeviceModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (section == 0 && orientation == Qt::Horizontal && role == Qt::DisplayRole)
+        return tr("Device");
+    return {};
+}
+
+Qt::ItemFlags DeviceModel::flags(const QModelIndex& index) const
+{
+    if (!index.isValid())
+        return Qt::NoItemFlags;
+    return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDropEnabled | Qt::ItemNeverHasChildren;
+}
+
+QHash<int, QByteArray> DeviceModel::roleNames() const
+{
+    QHash<int, QByteArray> names = QAbstractListModel::roleNames();
+    names.insert(TagRole, "tag");
+    names.insert(NameRole, "name");
+    names.insert(CapacityRole, "capacity");
+    names.insert(PlannedBytesRole, "plannedBytes");
+    names.insert(RecordedBytesRole, "recordedBytes");
+    names.insert(ContextBytesRole, "contextBytes");
+    names.insert(HeadroomRole, "headroom");
+    names.insert(OverCapacityRole, "overCapacity");
+    names.insert(InTargetRole, "inTarget");
+    names.insert(StorageCountRole, "storageCount");
+    return names;
+}
+
+QStringList DeviceModel::mimeTypes() const
+{
+    return {QString::fromLatin1(kPlacementMimeType)};
+}
+
+Qt::DropActions DeviceModel::supportedDropActions() const
+{
+    // The tree offers its items as a copy or a move; either means "plan them onto this device".
+    return Qt::CopyAction | Qt::MoveAction | Qt::LinkAction;
+}
+
+int DeviceModel::dropRow(int row, const QModelIndex& parent) const
+{
+    if (parent.isValid())
+        return parent.row();
+    if (row >= 0 && row < rowCount())
+        return row;
+    return -1;
+}
+
+bool DeviceModel::canDropMimeData(
+    const QMimeData* data, Qt::DropAction action, int row, int column, const QModelIndex& parent) const
+{
+    Q_UNUSED(column);
+    if (!m_document || !data || action == Qt::IgnoreAction
+        || !data->hasFormat(QString::fromLatin1(kPlacementMimeType)))
+        return false;
+    return dropRow(row, parent) >= 0;
+}
+
+bool DeviceModel::dropMimeData(
+    const QMimeData* data, Qt::DropAction action, int row, int column, const QModelIndex& parent)
+{
+    if (!canDropMimeData(data, action, row, column, parent))
+        return false;
+    const std::optional<MoveReport> report = dropOnDevice(m_document, data, tagAt(dropRow(row, parent)));
+    if (!report)
+        return false;
+    m_lastMoveReport = *report;
+    Q_EMIT moved(report->text);
+    // The plan changed through the document; nothing for the view to remove from its source.
+    return true;
+}
+
+int DeviceModel::rowOfTag(const QString& tag) const
+{
+    const std::string wanted = tag.toStdString();
+    for (std::size_t i = 0; i < m_lines.size(); ++i)
+        if (m_lines[i].tag == wanted)
+            return static_cast<int>(i);
+    return -1;
+}
+
+QString DeviceModel::tagAt(int row) const
+{
+    if (row < 0 || row >= rowCount())
+        return {};
+    return QString::fromStdString(m_lines[static_cast<std::size_t>(row)].tag);
+}
+
+QString DeviceModel::moveDescription(const std::vector<PlacementRule>& rules, const QString& tag)
+{
+    if (rules.size() == 1) {
+        const QString subject = QString::fromStdString(rules.front().subject);
+        return tr("Move %1 to %2").arg(subject.isEmpty() ? tr("everything") : subject, tag);
+    }
+    return tr("Move %1 items to %2").arg(rules.size()).arg(tag);
+}
+
+std::optional<MoveReport> DeviceModel::dropOnDevice(
+    CheckpointDocument* document, const QMimeData* data, const QString& tag)
+{
+    if (!document || !data || tag.isEmpty())
+        return std::nullopt;
+    const std::vector<PlacementRule> rules = CheckpointDocument::rulesFromMimeData(
+        data->data(QString::fromLatin1(kPlacementMimeType)), tag.toStdString());
+    if (rules.empty())
+        return std::nullopt;
+    return document->move(rules, moveDescription(rules, tag));
+}
+
+} // namespace ckpt

@@ -1,0 +1,63 @@
+#pragma once
+
+#include "ui/document/checkpointdocument.h"
+
+#include <QAbstractTableModel>
+#include <QPointer>
+
+#include <vector>
+
+namespace ckpt {
+
+// Memory per device as a table, for the chart (QVBarModelMapper reads one column per bar set)
+// and for anyone who wants the numbers: rows are the ledger's devices, cells are GiB as doubles.
+class MemoryTableModel : public QAbstractTableModel {
+    Q_OBJECT
+
+public:
+    enum Column { RecordedColumn, PlannedColumn, ContextColumn, CapacityColumn, ColumnCount };
+    enum Role {
+        BytesRole = Qt::UserRole + 1, // qulonglong: the cell in bytes
+        OverCapacityRole, // bool, for the row's device
+        TagRole, // QString, the row's device tag
+    };
+
+    explicit MemoryTableModel(CheckpointDocument* document, QObject* parent = nullptr);
+
+    void setDocument(CheckpointDocument* document); // nullptr: no rows
+    CheckpointDocument* document() const { return m_document; }
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    Qt::ItemFlags flags(const QModelIndex& index) const override;
+
+    QString tagAt(int row) const;
+    int rowOfTag(const QString& tag) const; // -1 when absent
+    bool overCapacity(int row) const;
+    double maximumGiB() const; // the largest cell, for the chart's axis
+    // The unit the display values are in (GiB unless the chart zooms in on a small checkpoint):
+    // changing it re-announces every cell.
+    void setUnit(double bytesPerUnit, const QString& name);
+    double bytesPerUnit() const { return m_bytesPerUnit; }
+    QString unitName() const { return m_unitName; }
+    std::uint64_t largestCheckpointBytes() const; // the largest recorded or planned cell
+    std::uint64_t largestBytes() const; // the largest cell of any column
+
+Q_SIGNALS:
+    // After every refresh (dataChanged or reset), once the model is consistent again.
+    void refreshed();
+
+private:
+    void reload();
+    void resetRows();
+    std::uint64_t bytes(int row, int column) const;
+
+    QPointer<CheckpointDocument> m_document;
+    std::vector<DeviceLedgerLine> m_lines;
+    double m_bytesPerUnit = 1024.0 * 1024.0 * 1024.0;
+    QString m_unitName = QStringLiteral("GiB");
+};
+
+} // namespace ckpt

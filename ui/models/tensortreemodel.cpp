@@ -1,0 +1,867 @@
+// Over 600 lines for one reason: the tree model of a million-row checkpoint keeps its nodes in flat
+// arrays with per-node aggregates (bytes, device mix, findings) that every role reads, and that
+// bookkeeping belongs beside data() and the drag source that use it.
+#include "ui/models/tensortreemodel.h"
+
+#include "core/model/shardset.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/models/findingsmodel.h"
+#include "ui/widgets/devicecolors.h"
+
+#include <QFont>
+#include <QGuiApplication>
+#include <QMimeData>
+#include <QPainter>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::int32_t kNoDevice = -1; // no tensor below
+constexpr std::int32_t kMixedDevices = -2;
+constexpr int kSwatchSize = 12;
+
+QString deviceText(const std::optional<std::string>& tag)
+{
+    return tag ? QString::fromStdString(*tag) : QStringLiteral("(none)");
+}
+
+QString shapeText(const TensorEntry& tensor)
+{
+    QString text = QStringLiteral("[");
+    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
+        if (i)
+            text += QStringLiteral(", ");
+        text += QString::number(tensor.shape[i]);
+    }
+    text += QLatin1Char(']');
+    if (tensor.layout != TensorLayout::Strided)
+        text += QLatin1Char(' ') + QLatin1String(tensorLayoutName(tensor.layout));
+    return text;
+}
+
+QString percentText(std::uint64_t part, std::uint64_t whole)
+{
+    if (whole == 0)
+        return QStringLiteral("0%");
+    const double share = 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+    if (share > 0 && share < 1)
+        return QStringLiteral("<1%");
+    if (share < 100 && share > 99)
+        return QStringLiteral(">99%"); // "100%" beside "<1%" would read as a contradiction
+    return QString::number(qRound(share)) + QLatin1Char('%');
+}
+
+QString kindDescription(const TreeNode& node)
+{
+    switch (node.kind) {
+    case TreeNodeKind::Root:
+        return QStringLiteral("the whole checkpoint");
+    case TreeNodeKind::Dict:
+        return QStringLiteral("a dictionary");
+    case TreeNodeKind::Sequence:
+        return QStringLiteral("a list or tuple");
+    case TreeNodeKind::Module:
+        return QStringLiteral("a module (a group of tensors that share a name prefix)");
+    case TreeNodeKind::Object:
+        return QStringLiteral("an object");
+    case TreeNodeKind::Tensor:
+        return QStringLiteral("a tensor");
+    case TreeNodeKind::Value:
+        return QStringLiteral("a plain value (no tensor, no device memory)");
+    case TreeNodeKind::Placeholder:
+        return QStringLiteral("an object without tensors, named by its class; its code is never run");
+    case TreeNodeKind::Alias:
+        return QStringLiteral("a container already shown elsewhere in the tree");
+    }
+    return {};
+}
+
+} // namespace
+
+TensorTreeModel::TensorTreeModel(CheckpointDocument* document, QObject* parent)
+    : QAbstractItemModel(parent)
+    , m_document(document)
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const std::size_t nodeCount = checkpoint.tree.size();
+    m_rowInParent.assign(nodeCount, 0);
+    m_tensorCount.assign(nodeCount, 0);
+    m_changedCount.assign(nodeCount, 0);
+    m_recordedDevice.assign(nodeCount, kNoDevice);
+    m_tensorChanged.assign(checkpoint.tensors.size(), 0);
+
+    for (const TreeNode& node : checkpoint.tree)
+        for (std::size_t row = 0; row < node.children.size(); ++row)
+            m_rowInParent[node.children[row]] = static_cast<std::uint32_t>(row);
+
+    // Breadth-first order from the root; walked backwards it visits children before parents, so
+    // the per-node summaries add up in one pass without recursion (trees can be deep and wide).
+    std::vector<std::uint32_t> order;
+    if (nodeCount > 0) {
+        order.reserve(nodeCount);
+        order.push_back(0);
+        for (std::size_t i = 0; i < order.size(); ++i)
+            for (std::uint32_t child : checkpoint.tree[order[i]].children)
+                order.push_back(child);
+    }
+    QHash<QString, std::int32_t> tagIndex;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const std::uint32_t node = *it;
+        const TreeNode& treeNode = checkpoint.tree[node];
+        if (treeNode.kind == TreeNodeKind::Tensor && treeNode.tensor >= 0) {
+            const auto tensor = static_cast<std::uint32_t>(treeNode.tensor);
+            const QString tag = deviceText(recordedDeviceOfTensor(tensor));
+            auto found = tagIndex.find(tag);
+            if (found == tagIndex.end()) {
+                found = tagIndex.insert(tag, static_cast<std::int32_t>(m_recordedTags.size()));
+                m_recordedTags.push_back(tag);
+            }
+            const std::int32_t own = found.value();
+            const std::int32_t fromChildren = m_recordedDevice[node];
+            m_recordedDevice[node] = fromChildren == kNoDevice || fromChildren == own ? own : kMixedDevices;
+            m_tensorCount[node] += 1;
+            m_tensorChanged[tensor] = isTensorChanged(tensor) ? 1 : 0;
+            m_changedCount[node] += static_cast<std::uint32_t>(m_tensorChanged[tensor]);
+        }
+        if (node == 0)
+            continue;
+        const std::uint32_t parentNode = treeNode.parent;
+        m_tensorCount[parentNode] += m_tensorCount[node];
+        m_changedCount[parentNode] += m_changedCount[node];
+        const std::int32_t mine = m_recordedDevice[node];
+        std::int32_t& theirs = m_recordedDevice[parentNode];
+        if (mine != kNoDevice)
+            theirs = theirs == kNoDevice || theirs == mine ? mine : kMixedDevices;
+    }
+
+    connect(m_document, &CheckpointDocument::placementChanged, this, &TensorTreeModel::onPlacementChanged);
+    connect(m_document, &CheckpointDocument::targetChanged, this, &TensorTreeModel::onTargetChanged);
+}
+
+TensorTreeModel::~TensorTreeModel() = default;
+
+QModelIndex TensorTreeModel::indexForTreeNode(std::uint32_t node, int column) const
+{
+    if (node == 0 || node >= m_rowInParent.size() || column < 0 || column >= ColumnCount)
+        return {};
+    return createIndex(static_cast<int>(m_rowInParent[node]), column, static_cast<quintptr>(node));
+}
+
+QModelIndex TensorTreeModel::indexForTensor(std::uint32_t tensor, int column) const
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    if (tensor >= checkpoint.tensors.size())
+        return {};
+    return indexForTreeNode(checkpoint.tensors[tensor].treeNode, column);
+}
+
+QModelIndex TensorTreeModel::index(int row, int column, const QModelIndex& parent) const
+{
+    if (row < 0 || column < 0 || column >= ColumnCount)
+        return {};
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    if (checkpoint.tree.empty() || (parent.isValid() && parent.column() != 0))
+        return {};
+    const std::uint32_t parentNode = parent.isValid() ? nodeOf(parent) : 0;
+    const auto& children = checkpoint.tree[parentNode].children;
+    if (static_cast<std::size_t>(row) >= children.size())
+        return {};
+    return createIndex(row, column, static_cast<quintptr>(children[static_cast<std::size_t>(row)]));
+}
+
+QModelIndex TensorTreeModel::parent(const QModelIndex& child) const
+{
+    if (!child.isValid())
+        return {};
+    const std::uint32_t parentNode = m_document->checkpoint().tree[nodeOf(child)].parent;
+    return indexForTreeNode(parentNode);
+}
+
+int TensorTreeModel::rowCount(const QModelIndex& parent) const
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    if (checkpoint.tree.empty() || (parent.isValid() && parent.column() != 0))
+        return 0;
+    return static_cast<int>(checkpoint.tree[parent.isValid() ? nodeOf(parent) : 0].children.size());
+}
+
+int TensorTreeModel::columnCount(const QModelIndex&) const
+{
+    return ColumnCount;
+}
+
+bool TensorTreeModel::hasChildren(const QModelIndex& parent) const
+{
+    return rowCount(parent) > 0;
+}
+
+std::optional<std::string> TensorTreeModel::recordedDeviceOfTensor(std::uint32_t tensor) const
+{
+    const PlacementPlan& plan = m_document->plan();
+    const std::int32_t unit = plan.unitOfTensor(tensor);
+    if (unit >= 0)
+        return plan.units()[static_cast<std::size_t>(unit)].recorded;
+    return m_document->checkpoint().tensors[tensor].device;
+}
+
+std::optional<std::string> TensorTreeModel::plannedDeviceOfTensor(std::uint32_t tensor) const
+{
+    // Tensors that are no placement unit of their own (composite sparse tensors) stay where
+    // they were recorded; their components move.
+    if (m_document->plan().unitOfTensor(tensor) < 0)
+        return m_document->checkpoint().tensors[tensor].device;
+    return m_document->plannedDeviceOfTensor(tensor);
+}
+
+bool TensorTreeModel::isTensorChanged(std::uint32_t tensor) const
+{
+    return plannedDeviceOfTensor(tensor) != recordedDeviceOfTensor(tensor);
+}
+
+bool TensorTreeModel::isDraggable(std::uint32_t node) const
+{
+    const TreeNode& treeNode = m_document->checkpoint().tree[node];
+    switch (treeNode.kind) {
+    case TreeNodeKind::Tensor:
+        return treeNode.tensor >= 0;
+    case TreeNodeKind::Module:
+    case TreeNodeKind::Dict:
+    case TreeNodeKind::Sequence:
+    case TreeNodeKind::Object:
+        return m_tensorCount[node] > 0;
+    default:
+        return false;
+    }
+}
+
+std::uint64_t TensorTreeModel::bytesOf(std::uint32_t node) const
+{
+    const TreeNode& treeNode = m_document->checkpoint().tree[node];
+    if (treeNode.kind == TreeNodeKind::Tensor && treeNode.tensor >= 0) {
+        const std::uint64_t view
+            = m_document->checkpoint().tensors[static_cast<std::size_t>(treeNode.tensor)].nbytes();
+        if (view > 0 || treeNode.children.empty())
+            return view;
+    }
+    std::uint64_t total = 0;
+    for (const auto& [tag, bytes] : m_document->ledger().moduleBytes(node))
+        total += bytes;
+    return total;
+}
+
+QVariantList TensorTreeModel::deviceMix(std::uint32_t node) const
+{
+    auto bytes = m_document->ledger().moduleBytes(node);
+    std::stable_sort(
+        bytes.begin(), bytes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    QVariantList mix;
+    mix.reserve(static_cast<qsizetype>(bytes.size()));
+    for (const auto& [tag, count] : bytes) {
+        QVariantMap entry;
+        entry.insert(QStringLiteral("tag"), QString::fromStdString(tag));
+        entry.insert(QStringLiteral("bytes"), QVariant::fromValue<qulonglong>(count));
+        mix.push_back(entry);
+    }
+    return mix;
+}
+
+QString TensorTreeModel::recordedText(std::uint32_t node) const
+{
+    const std::int32_t device = m_recordedDevice[node];
+    if (device == kMixedDevices)
+        return QStringLiteral("mixed");
+    if (device == kNoDevice)
+        return {};
+    return m_recordedTags[static_cast<std::size_t>(device)];
+}
+
+QString TensorTreeModel::plannedSingleDevice(std::uint32_t node) const
+{
+    const TreeNode& treeNode = m_document->checkpoint().tree[node];
+    if (treeNode.kind == TreeNodeKind::Tensor && treeNode.tensor >= 0)
+        return deviceText(plannedDeviceOfTensor(static_cast<std::uint32_t>(treeNode.tensor)));
+    if (m_tensorCount[node] == 0)
+        return {};
+    const auto bytes = m_document->ledger().moduleBytes(node);
+    if (bytes.size() == 1)
+        return QString::fromStdString(bytes.front().first);
+    if (bytes.empty() && m_changedCount[node] == 0 && m_recordedDevice[node] >= 0)
+        return recordedText(node); // tensors without storage bytes (meta): they stay where they are
+    return {};
+}
+
+QString TensorTreeModel::plannedText(std::uint32_t node) const
+{
+    if (m_tensorCount[node] == 0)
+        return {};
+    const QString planned = plannedSingleDevice(node);
+    if (planned.isEmpty()) {
+        const QVariantList mix = deviceMix(node);
+        if (mix.isEmpty())
+            return QStringLiteral("mixed");
+        std::uint64_t total = 0;
+        for (const QVariant& entry : mix)
+            total += entry.toMap().value(QStringLiteral("bytes")).toULongLong();
+        QString text = QStringLiteral("mixed (");
+        for (qsizetype i = 0; i < mix.size(); ++i) {
+            const QVariantMap entry = mix[i].toMap();
+            if (i)
+                text += QStringLiteral(", ");
+            text += entry.value(QStringLiteral("tag")).toString() + QLatin1Char(' ')
+                + percentText(entry.value(QStringLiteral("bytes")).toULongLong(), total);
+        }
+        return text + QLatin1Char(')');
+    }
+    if (m_changedCount[node] > 0) {
+        const QString recorded = recordedText(node);
+        if (recorded != planned)
+            return recorded + QStringLiteral(" → ") + planned;
+    }
+    return planned;
+}
+
+QString TensorTreeModel::displayData(std::uint32_t node, int column) const
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const TreeNode& treeNode = checkpoint.tree[node];
+    const TensorEntry* tensor = treeNode.kind == TreeNodeKind::Tensor && treeNode.tensor >= 0
+        ? &checkpoint.tensors[static_cast<std::size_t>(treeNode.tensor)]
+        : nullptr;
+    switch (column) {
+    case NameColumn:
+        return treeNode.name.empty() ? QStringLiteral("(root)") : QString::fromStdString(treeNode.name);
+    case DTypeColumn:
+        if (tensor)
+            return QString::fromStdString(tensor->dtype);
+        if (treeNode.kind == TreeNodeKind::Placeholder)
+            return QLatin1Char('<')
+                + QString::fromStdString(treeNode.className.empty() ? treeNode.summary : treeNode.className)
+                + QLatin1Char('>');
+        if (treeNode.kind == TreeNodeKind::Value || treeNode.kind == TreeNodeKind::Alias)
+            return QString::fromStdString(treeNode.summary);
+        return {};
+    case ShapeColumn:
+        return tensor ? shapeText(*tensor) : QString();
+    case SizeColumn:
+        return m_tensorCount[node] > 0 ? QString::fromStdString(formatBytes(bytesOf(node))) : QString();
+    case RecordedDeviceColumn:
+        return recordedText(node);
+    case PlannedDeviceColumn:
+        return plannedText(node);
+    default:
+        return {};
+    }
+}
+
+QString TensorTreeModel::nameTooltip(std::uint32_t node) const
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const TreeNode& treeNode = checkpoint.tree[node];
+    QString path = QString::fromStdString(m_document->nodePath(node));
+    if (path.isEmpty())
+        path = QStringLiteral("(root)");
+    QString text
+        = QStringLiteral("<b>") + path.toHtmlEscaped() + QStringLiteral("</b>: ") + kindDescription(treeNode);
+    if (!treeNode.className.empty())
+        text += QStringLiteral("<br>class ") + QString::fromStdString(treeNode.className).toHtmlEscaped();
+    if (!treeNode.summary.empty())
+        text += QStringLiteral("<br>") + QString::fromStdString(treeNode.summary).toHtmlEscaped();
+
+    if (treeNode.kind == TreeNodeKind::Tensor && treeNode.tensor >= 0) {
+        const TensorEntry& tensor = checkpoint.tensors[static_cast<std::size_t>(treeNode.tensor)];
+        text += QStringLiteral("<br>") + QString::fromStdString(tensor.dtype) + QLatin1Char(' ')
+            + shapeText(tensor) + QStringLiteral(", ") + QString::fromStdString(formatBytes(tensor.nbytes()));
+        if (tensor.isParameter)
+            text += QStringLiteral(" (a Parameter: weights the model learns)");
+        if (tensor.storage >= 0) {
+            const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
+            text += QStringLiteral("<br>Its numbers live in <i>storage ")
+                + QString::fromStdString(storage.key).toHtmlEscaped() + QStringLiteral("</i>: a block of ")
+                + QString::fromStdString(formatBytes(storage.nbytes))
+                + QStringLiteral(" in the file. A tensor is a view into a storage (shape, stride, offset); "
+                                 "the device belongs to the storage.");
+            if (storage.tensors.size() > 1) {
+                text += QStringLiteral(
+                    "<br>%1 other tensor(s) view the same storage, so moving this one moves them too:")
+                            .arg(storage.tensors.size() - 1);
+                int listed = 0;
+                for (std::uint32_t other : storage.tensors) {
+                    if (other == static_cast<std::uint32_t>(treeNode.tensor))
+                        continue;
+                    if (++listed > 5) {
+                        text += QStringLiteral("<br>&nbsp;&nbsp;…");
+                        break;
+                    }
+                    text += QStringLiteral("<br>&nbsp;&nbsp;")
+                        + QString::fromStdString(checkpoint.tensors[other].name).toHtmlEscaped();
+                }
+            }
+        }
+    } else if (m_tensorCount[node] > 0) {
+        text += QStringLiteral("<br>%1 tensor(s) below, %2 of storage")
+                    .arg(m_tensorCount[node])
+                    .arg(QString::fromStdString(formatBytes(bytesOf(node))));
+        if (m_changedCount[node] > 0)
+            text += QStringLiteral("; %1 planned to move").arg(m_changedCount[node]);
+    }
+    if (isDraggable(node))
+        text += QStringLiteral("<br><i>Drag onto a device to plan where it goes.</i>");
+    return text;
+}
+
+QVariant TensorTreeModel::decoration(std::uint32_t node) const
+{
+    if (m_tensorCount[node] == 0)
+        return {};
+    const qreal ratio = qApp ? qApp->devicePixelRatio() : 1.0;
+    const QString single = plannedSingleDevice(node);
+    const QVariantList mix = single.isEmpty() ? deviceMix(node) : QVariantList();
+    QString key = single;
+    if (single.isEmpty()) {
+        for (const QVariant& entry : mix) {
+            const QVariantMap map = entry.toMap();
+            key += map.value(QStringLiteral("tag")).toString() + QLatin1Char('=')
+                + QString::number(map.value(QStringLiteral("bytes")).toULongLong()) + QLatin1Char(';');
+        }
+    }
+    if (auto found = m_swatches.constFind(key); found != m_swatches.constEnd())
+        return found.value();
+    // Mixes are many (one per module share); cap the cache instead of growing with the tree.
+    if (m_swatches.size() > 512)
+        m_swatches.clear();
+
+    const int pixels = qCeil(kSwatchSize * ratio);
+    QPixmap pixmap(pixels, pixels);
+    pixmap.fill(Qt::transparent);
+    {
+        QPainter painter(&pixmap);
+        const QRectF box(0.5, 0.5, pixels - 1.0, pixels - 1.0);
+        if (!single.isEmpty()) {
+            painter.fillRect(box, deviceColor(single));
+        } else {
+            // Vertical stripes, each as wide as its device's share of the bytes.
+            std::uint64_t total = 0;
+            for (const QVariant& entry : mix)
+                total += entry.toMap().value(QStringLiteral("bytes")).toULongLong();
+            qreal x = box.left();
+            for (qsizetype i = 0; i < mix.size(); ++i) {
+                const QVariantMap entry = mix[i].toMap();
+                const qreal share = total
+                    ? static_cast<qreal>(entry.value(QStringLiteral("bytes")).toULongLong())
+                        / static_cast<qreal>(total)
+                    : 1.0 / static_cast<qreal>(mix.size());
+                const qreal width
+                    = i + 1 == mix.size() ? box.right() - x : qMax<qreal>(1.0, share * box.width());
+                painter.fillRect(QRectF(x, box.top(), width, box.height()),
+                    deviceColor(entry.value(QStringLiteral("tag")).toString()));
+                x += width;
+            }
+        }
+        painter.setPen(QPen(QColor(0, 0, 0, 110), 1.0));
+        painter.drawRect(box);
+    }
+    pixmap.setDevicePixelRatio(ratio);
+    m_swatches.insert(key, pixmap);
+    return pixmap;
+}
+
+QVariant TensorTreeModel::decorationWithBadge(std::uint32_t node) const
+{
+    // The device swatch, then room for a badge: a full one for a row whose own tensor has
+    // findings, a pale one for a row with findings below it, nothing otherwise.
+    const QVariant swatchVariant = decoration(node);
+    const QPixmap swatch = swatchVariant.value<QPixmap>();
+    int badge = -1;
+    bool faint = false;
+    if (m_findingSeverity[node] >= 0) {
+        badge = m_findingSeverity[node];
+    } else if (m_findingSeverityBelow[node] >= 0) {
+        badge = m_findingSeverityBelow[node];
+        faint = true;
+    }
+    if (swatch.isNull() && badge < 0)
+        return {};
+    const QString key = QString::number(swatch.isNull() ? 0 : swatch.cacheKey()) + QLatin1Char(':')
+        + QString::number(badge) + (faint ? QStringLiteral("f") : QString());
+    if (auto found = m_badgedSwatches.constFind(key); found != m_badgedSwatches.constEnd())
+        return found.value();
+    if (m_badgedSwatches.size() > 1024)
+        m_badgedSwatches.clear();
+
+    const qreal ratio = qApp ? qApp->devicePixelRatio() : 1.0;
+    constexpr int kGap = 3;
+    const int logicalWidth = kSwatchSize + kGap + kSwatchSize;
+    QPixmap pixmap(qCeil(logicalWidth * ratio), qCeil(kSwatchSize * ratio));
+    pixmap.fill(Qt::transparent);
+    {
+        QPainter painter(&pixmap);
+        painter.scale(ratio, ratio);
+        if (!swatch.isNull())
+            painter.drawPixmap(QRectF(0, 0, kSwatchSize, kSwatchSize), swatch, QRectF(swatch.rect()));
+        if (badge >= 0)
+            painter.drawPixmap(QRectF(kSwatchSize + kGap, 0, kSwatchSize, kSwatchSize),
+                severityBadge(static_cast<Severity>(badge), kSwatchSize, faint),
+                QRectF(0, 0, qCeil(kSwatchSize * ratio), qCeil(kSwatchSize * ratio)));
+    }
+    pixmap.setDevicePixelRatio(ratio);
+    m_badgedSwatches.insert(key, pixmap);
+    return pixmap;
+}
+
+void TensorTreeModel::setFindings(const std::vector<Finding>& findings)
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const std::size_t nodeCount = checkpoint.tree.size();
+    std::vector<std::int8_t> own(nodeCount, -1);
+    std::vector<std::int8_t> below(nodeCount, -1);
+    QHash<std::uint32_t, QStringList> messages;
+    for (const Finding& finding : findings) {
+        const auto severity = static_cast<std::int8_t>(finding.severity);
+        for (const std::uint32_t tensor : finding.tensors) {
+            if (tensor >= checkpoint.tensors.size())
+                continue;
+            const std::uint32_t node = checkpoint.tensors[tensor].treeNode;
+            if (node >= nodeCount)
+                continue;
+            own[node] = std::max(own[node], severity);
+            QStringList& list = messages[node];
+            const QString message = QString::fromStdString(finding.message);
+            if (list.size() < 4 && !list.contains(message))
+                list.append(message);
+            // Climb while it raises something: ancestors already as severe stop the walk.
+            for (std::uint32_t up = node;; up = checkpoint.tree[up].parent) {
+                if (below[up] >= severity)
+                    break;
+                below[up] = severity;
+                if (up == 0)
+                    break;
+            }
+        }
+    }
+
+    std::vector<std::uint32_t> changed;
+    const bool hadBadges = m_hasBadges;
+    m_hasBadges = std::any_of(below.begin(), below.end(), [](std::int8_t s) { return s >= 0; });
+    if (hadBadges != m_hasBadges) {
+        // The decoration widens or narrows on every row.
+        for (std::uint32_t node = 1; node < nodeCount; ++node)
+            changed.push_back(node);
+    } else {
+        for (std::uint32_t node = 1; node < nodeCount; ++node) {
+            const bool wasOwn
+                = node < m_findingSeverity.size() ? m_findingSeverity[node] != own[node] : own[node] >= 0;
+            const bool wasBelow = node < m_findingSeverityBelow.size()
+                ? m_findingSeverityBelow[node] != below[node]
+                : below[node] >= 0;
+            if (wasOwn || wasBelow)
+                changed.push_back(node);
+        }
+    }
+    m_findingSeverity = std::move(own);
+    m_findingSeverityBelow = std::move(below);
+    m_findingMessages = std::move(messages);
+    emitRowsChanged(
+        changed, {Qt::DecorationRole, Qt::ToolTipRole, FindingSeverityRole, FindingsBelowSeverityRole});
+}
+
+void TensorTreeModel::emitRowsChanged(const std::vector<std::uint32_t>& nodes, const QList<int>& roles)
+{
+    // One dataChanged per run of adjacent siblings.
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> byParent; // (parent, row)
+    byParent.reserve(nodes.size());
+    for (const std::uint32_t node : nodes)
+        if (node != 0 && node < checkpoint.tree.size())
+            byParent.emplace_back(checkpoint.tree[node].parent, m_rowInParent[node]);
+    std::sort(byParent.begin(), byParent.end());
+    for (std::size_t i = 0; i < byParent.size();) {
+        std::size_t end = i + 1;
+        while (end < byParent.size() && byParent[end].first == byParent[i].first
+            && byParent[end].second <= byParent[end - 1].second + 1)
+            ++end;
+        const std::uint32_t parentNode = byParent[i].first;
+        const auto& children = checkpoint.tree[parentNode].children;
+        const QModelIndex first = createIndex(static_cast<int>(byParent[i].second), NameColumn,
+            static_cast<quintptr>(children[byParent[i].second]));
+        const QModelIndex last = createIndex(static_cast<int>(byParent[end - 1].second), ColumnCount - 1,
+            static_cast<quintptr>(children[byParent[end - 1].second]));
+        Q_EMIT dataChanged(first, last, roles);
+        i = end;
+    }
+}
+
+QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::DoNotUseParent))
+        return {};
+    const std::uint32_t node = nodeOf(index);
+    const int column = index.column();
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const TreeNode& treeNode = checkpoint.tree[node];
+    const std::int32_t tensor = treeNode.kind == TreeNodeKind::Tensor ? treeNode.tensor : -1;
+
+    switch (role) {
+    case Qt::DisplayRole:
+        return displayData(node, column);
+    case Qt::ToolTipRole:
+        // A checkpoint of several files: each tensor row names its shard.
+        if (column == 0 && tensor >= 0 && checkpoint.shardSet)
+            if (const ShardFile* shard = checkpoint.shardSet->shardOfStorage(
+                    checkpoint.tensors[static_cast<std::size_t>(tensor)].storage))
+                return tr("In shard %1").arg(QString::fromStdString(shard->name));
+        if (column == RecordedDeviceColumn && m_tensorCount[node] > 0) {
+            const QString recorded = recordedText(node);
+            return QString(
+                QStringLiteral("<b>Recorded device</b>: where this data was when torch.save wrote the file. "
+                               "A plain torch.load puts it back there.<br>")
+                + (m_recordedDevice[node] >= 0
+                        ? deviceTooltip(recorded).toHtmlEscaped()
+                        : QStringLiteral("The tensors below were recorded on several devices.")));
+        }
+        if (column == PlannedDeviceColumn && m_tensorCount[node] > 0) {
+            const QString planned = plannedSingleDevice(node);
+            return QString(QStringLiteral("<b>Planned device</b>: where it goes under your plan (drag rows "
+                                          "onto a device to change it); "
+                                          "the remapped copy records this device.<br>")
+                + (planned.isEmpty() ? QStringLiteral("The tensors below are planned onto several devices.")
+                                     : deviceTooltip(planned).toHtmlEscaped()));
+        }
+        if (const auto found = m_findingMessages.constFind(node); found != m_findingMessages.constEnd()) {
+            QString text = nameTooltip(node) + QStringLiteral("<hr><b>Findings</b>");
+            for (const QString& message : found.value())
+                text += QStringLiteral("<br>") + message.toHtmlEscaped();
+            return text;
+        }
+        return nameTooltip(node);
+    case Qt::DecorationRole:
+        if (column != NameColumn)
+            return {};
+        return m_hasBadges ? decorationWithBadge(node) : decoration(node);
+    case Qt::BackgroundRole:
+    case Qt::ForegroundRole: {
+        QString tag;
+        if (column == RecordedDeviceColumn && m_recordedDevice[node] >= 0)
+            tag = recordedText(node);
+        else if (column == PlannedDeviceColumn)
+            tag = plannedSingleDevice(node);
+        if (tag.isEmpty())
+            return {};
+        return role == Qt::BackgroundRole ? deviceColor(tag) : deviceTextColor(tag);
+    }
+    case Qt::FontRole:
+        if ((column == PlannedDeviceColumn || column == NameColumn) && m_changedCount[node] > 0) {
+            QFont font;
+            font.setBold(true);
+            return font;
+        }
+        return {};
+    case Qt::TextAlignmentRole:
+        if (column == SizeColumn)
+            return QVariant::fromValue<int>(Qt::AlignRight | Qt::AlignVCenter);
+        return {};
+    case Qt::AccessibleTextRole:
+        return displayData(node, column);
+    case TreeNodeRole:
+        return QVariant::fromValue<uint>(node);
+    case TensorIndexRole:
+        return tensor;
+    case SortRole:
+        if (column == SizeColumn)
+            return QVariant::fromValue<qulonglong>(m_tensorCount[node] > 0 ? bytesOf(node) : 0);
+        return displayData(node, column);
+    case PlannedDeviceRole:
+        return plannedSingleDevice(node);
+    case RecordedDeviceRole:
+        return recordedText(node);
+    case DeviceMixRole:
+        return deviceMix(node);
+    case SharedStorageTensorsRole: {
+        QList<int> others;
+        if (tensor >= 0) {
+            const std::int32_t storage = checkpoint.tensors[static_cast<std::size_t>(tensor)].storage;
+            if (storage >= 0)
+                for (std::uint32_t other : checkpoint.storages[static_cast<std::size_t>(storage)].tensors)
+                    if (static_cast<std::int32_t>(other) != tensor)
+                        others.push_back(static_cast<int>(other));
+        }
+        return QVariant::fromValue(others);
+    }
+    case ChangedRole:
+        return m_changedCount[node] > 0;
+    case PathRole:
+        return QString::fromStdString(m_document->nodePath(node));
+    case FindingSeverityRole:
+        if (node < m_findingSeverity.size() && m_findingSeverity[node] >= 0)
+            return int(m_findingSeverity[node]);
+        return {};
+    case FindingsBelowSeverityRole:
+        if (node < m_findingSeverityBelow.size() && m_findingSeverityBelow[node] >= 0)
+            return int(m_findingSeverityBelow[node]);
+        return {};
+    default:
+        return {};
+    }
+}
+
+QVariant TensorTreeModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
+        return {};
+    if (role == Qt::DisplayRole) {
+        switch (section) {
+        case NameColumn:
+            return QStringLiteral("Name");
+        case DTypeColumn:
+            return QStringLiteral("DType");
+        case ShapeColumn:
+            return QStringLiteral("Shape");
+        case SizeColumn:
+            return QStringLiteral("Size");
+        case RecordedDeviceColumn:
+            return QStringLiteral("Recorded");
+        case PlannedDeviceColumn:
+            return QStringLiteral("Planned");
+        }
+    }
+    if (role == Qt::ToolTipRole) {
+        switch (section) {
+        case NameColumn:
+            return QStringLiteral(
+                "The tree of the checkpoint: modules, dictionaries and lists, down to tensors");
+        case DTypeColumn:
+            return QStringLiteral("The element type of a tensor (float32: 4 bytes per number; bfloat16: 2); "
+                                  "for other values, what they are");
+        case ShapeColumn:
+            return QStringLiteral(
+                "How many numbers along each dimension: [512, 64] is a table of 512 rows of 64");
+        case SizeColumn:
+            return QStringLiteral(
+                "Bytes of a tensor; for a module, the bytes of the storages under it (each counted once)");
+        case RecordedDeviceColumn:
+            return QStringLiteral("Recorded device: where the storage was when the file was saved; "
+                                  "a plain torch.load puts it back there");
+        case PlannedDeviceColumn:
+            return QStringLiteral("Planned device: where the storage goes under your plan; "
+                                  "\"cuda:1 → cpu\" marks a planned move");
+        }
+    }
+    if (role == Qt::TextAlignmentRole && section == SizeColumn)
+        return QVariant::fromValue<int>(Qt::AlignRight | Qt::AlignVCenter);
+    return {};
+}
+
+Qt::ItemFlags TensorTreeModel::flags(const QModelIndex& index) const
+{
+    if (!index.isValid())
+        return Qt::NoItemFlags;
+    const std::uint32_t node = nodeOf(index);
+    Qt::ItemFlags result = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+    if (m_document->checkpoint().tree[node].children.empty())
+        result |= Qt::ItemNeverHasChildren;
+    if (isDraggable(node))
+        result |= Qt::ItemIsDragEnabled;
+    return result;
+}
+
+QStringList TensorTreeModel::mimeTypes() const
+{
+    return {QLatin1String(kPlacementMimeType)};
+}
+
+QMimeData* TensorTreeModel::mimeData(const QModelIndexList& indexes) const
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    std::vector<std::pair<bool, std::string>> items;
+    std::unordered_set<std::uint32_t> seen; // a selected row arrives once per column
+    QStringList names;
+    for (const QModelIndex& index : indexes) {
+        if (!index.isValid() || index.model() != this)
+            continue;
+        const std::uint32_t node = nodeOf(index);
+        if (!isDraggable(node) || !seen.insert(node).second)
+            continue;
+        const bool isTensor = checkpoint.tree[node].kind == TreeNodeKind::Tensor;
+        items.emplace_back(!isTensor, m_document->nodePath(node));
+        names.push_back(QString::fromStdString(items.back().second));
+    }
+    if (items.empty())
+        return nullptr;
+    auto* mime = new QMimeData;
+    mime->setData(QLatin1String(kPlacementMimeType), CheckpointDocument::mimeDataFor(items));
+    mime->setText(names.join(QLatin1Char('\n'))); // dropping into an editor gives the names
+    return mime;
+}
+
+Qt::DropActions TensorTreeModel::supportedDragActions() const
+{
+    return Qt::MoveAction;
+}
+
+void TensorTreeModel::onPlacementChanged(const std::vector<std::uint32_t>& unitsChanged)
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const PlacementPlan& plan = m_document->plan();
+    std::vector<std::uint32_t> tensors;
+    for (std::uint32_t u : unitsChanged) {
+        if (u >= plan.units().size())
+            continue;
+        const PlacementUnit& unit = plan.units()[u];
+        if (unit.storage >= 0) {
+            const auto& viewers = checkpoint.storages[static_cast<std::size_t>(unit.storage)].tensors;
+            tensors.insert(tensors.end(), viewers.begin(), viewers.end());
+        } else if (unit.tensor >= 0) {
+            tensors.push_back(static_cast<std::uint32_t>(unit.tensor));
+        }
+    }
+
+    // The rows to refresh: those tensors and their ancestors, each once. Stop climbing at a node
+    // already collected: its ancestors are too.
+    std::unordered_set<std::uint32_t> rows;
+    for (std::uint32_t t : tensors) {
+        const bool changed = isTensorChanged(t);
+        if (changed != static_cast<bool>(m_tensorChanged[t])) {
+            m_tensorChanged[t] = changed ? 1 : 0;
+            for (std::uint32_t node = checkpoint.tensors[t].treeNode;; node = checkpoint.tree[node].parent) {
+                m_changedCount[node] += changed ? 1u : static_cast<std::uint32_t>(-1);
+                if (node == 0)
+                    break;
+            }
+        }
+        for (std::uint32_t node = checkpoint.tensors[t].treeNode; node != 0;
+             node = checkpoint.tree[node].parent)
+            if (!rows.insert(node).second)
+                break;
+    }
+
+    // One dataChanged per run of adjacent siblings: a module's tensors are one signal, not thousands.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> byParent; // (parent, row)
+    byParent.reserve(rows.size());
+    for (std::uint32_t node : rows)
+        byParent.emplace_back(checkpoint.tree[node].parent, m_rowInParent[node]);
+    std::sort(byParent.begin(), byParent.end());
+    for (std::size_t i = 0; i < byParent.size();) {
+        std::size_t end = i + 1;
+        while (end < byParent.size() && byParent[end].first == byParent[i].first
+            && byParent[end].second == byParent[end - 1].second + 1)
+            ++end;
+        const QModelIndex parentIndex = indexForTreeNode(byParent[i].first);
+        Q_EMIT dataChanged(index(static_cast<int>(byParent[i].second), 0, parentIndex),
+            index(static_cast<int>(byParent[end - 1].second), ColumnCount - 1, parentIndex));
+        i = end;
+    }
+}
+
+void TensorTreeModel::onTargetChanged()
+{
+    // The plan is kept, so no row changes device; tooltips and sizes read the new ledger. One
+    // signal over the top level makes views repaint without walking the tree.
+    const int rows = rowCount();
+    if (rows > 0)
+        Q_EMIT dataChanged(index(0, 0), index(rows - 1, ColumnCount - 1));
+}
+
+} // namespace ckpt

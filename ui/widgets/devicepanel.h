@@ -1,0 +1,41 @@
+#pragma once
+
+#include <QRect>
+#include <QWidget>
+
+class QAbstractItemView;
+class QLabel;
+class QListView;
+
+namespace ckpt {
+
+class CheckpointDocument;
+class DeviceModel;
+
+// The device cards: one per device of the target machine (and per device only the file names),
+// each with its capacity and a bar of the bytes planned onto it. Tensors and modules dropped onto
+// a card are planned onto that device, through DeviceModel::dropMimeData (one undoable step).
+class DevicePanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit DevicePanel(CheckpointDocument* document, QWidget* parent = nullptr);
+
+    QAbstractItemView* view() const; // the view that takes drops
+    DeviceModel* model() const { return m_model; }
+    QRect cardRect(const QString& tag) const; // in view()->viewport() coordinates; empty if absent
+    void setDocument(CheckpointDocument* document); // nullptr: an empty panel
+    // "Detecting GPUs…" above the cards while this machine's GPUs are not known yet.
+    void setDetecting(bool detecting);
+    bool isDetecting() const;
+
+Q_SIGNALS:
+    void moved(const QString& statusText); // after a drop, for the status bar
+
+private:
+    DeviceModel* m_model = nullptr;
+    QListView* m_view = nullptr;
+    QLabel* m_detectingLabel = nullptr;
+};
+
+} // namespace ckpt

@@ -1,0 +1,235 @@
+#include "ui/widgets/tensortreepanel.h"
+
+#include "ui/document/checkpointdocument.h"
+#include "ui/models/tensorfilterproxymodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/widgets/devicecolors.h"
+#include "ui/widgets/safetybanner.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTimer>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include <set>
+
+namespace ckpt {
+
+TensorTreePanel::TensorTreePanel(QWidget* parent)
+    : QWidget(parent)
+{
+    m_filterEdit = new QLineEdit(this);
+    m_filterEdit->setObjectName(QStringLiteral("filterEdit"));
+    m_filterEdit->setPlaceholderText(tr("Filter by name, dtype or device…"));
+    m_filterEdit->setClearButtonEnabled(true);
+    m_filterEdit->setAccessibleName(tr("Filter tensors"));
+    m_filterEdit->setToolTip(
+        tr("Shows tensors whose name, dtype or device contains the text, with their modules"));
+    m_filterTimer = new QTimer(this);
+    m_filterTimer->setSingleShot(true);
+    m_filterTimer->setInterval(300);
+    connect(m_filterEdit, &QLineEdit::textChanged, m_filterTimer, qOverload<>(&QTimer::start));
+    connect(m_filterTimer, &QTimer::timeout, this,
+        [this] { m_filterModel->setFilterText(m_filterEdit->text()); });
+
+    m_filterModel = new TensorFilterProxyModel(this);
+    m_view = new QTreeView(this);
+    m_view->setObjectName(QStringLiteral("tensorTree"));
+    m_view->setAccessibleName(tr("Tensors by module"));
+    m_view->setToolTip(
+        tr("Every tensor of the checkpoint. Recorded: the device torch.save wrote for its storage. Planned: "
+           "where the remapped copy puts it. A storage is the block of bytes tensors view; tensors sharing a "
+           "storage always move together.\nDrag rows onto a device card to plan them there."));
+    m_view->setUniformRowHeights(true);
+    m_view->setAlternatingRowColors(true);
+    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setDragEnabled(true);
+    m_view->setDragDropMode(QAbstractItemView::DragOnly);
+    m_view->setModel(m_filterModel);
+    // No sort column at first: the file's own order, until a header is clicked.
+    m_view->header()->setSortIndicator(-1, Qt::AscendingOrder);
+    m_view->setSortingEnabled(true);
+    m_view->header()->setStretchLastSection(false);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
+        &TensorTreePanel::currentChanged);
+    connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+        &TensorTreePanel::selectionChanged);
+
+    // The colour legend of the tree: one swatch per device of the target and of the file.
+    m_legendLabel = new QLabel(this);
+    m_legendLabel->setObjectName(QStringLiteral("deviceLegend"));
+    m_legendLabel->setAccessibleName(tr("Device colour legend"));
+    m_legendLabel->setToolTip(
+        tr("Rows are coloured by their planned device: where the storage will land when the "
+           "saved copy is loaded. A module mixing devices shows stripes."));
+    m_legendLabel->setTextFormat(Qt::RichText);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(4);
+    m_safetyBanner = new SafetyBanner(this);
+    layout->addWidget(m_safetyBanner);
+    layout->addWidget(m_filterEdit);
+    layout->addWidget(m_view, 1);
+    layout->addWidget(m_legendLabel);
+}
+
+void TensorTreePanel::setDocument(CheckpointDocument* document, TensorTreeModel* model)
+{
+    m_document = document;
+    m_model = model;
+    m_filterModel->setSourceModel(model);
+    updateLegend();
+}
+
+void TensorTreePanel::expandFirstLevels()
+{
+    if (!m_document)
+        return;
+    // Open the first levels; deeper ones on demand (a million rows must not be expanded here).
+    const QModelIndex root = m_filterModel->index(0, 0);
+    const int topRows = m_filterModel->rowCount();
+    if (m_document->checkpoint().tensors.size() <= 5000)
+        m_view->expandToDepth(topRows == 1 ? 2 : 1);
+    else if (root.isValid())
+        m_view->expand(root);
+    m_view->header()->setSectionResizeMode(TensorTreeModel::NameColumn, QHeaderView::Stretch);
+    const int widths[] = {0, 70, 90, 72, 80, 130};
+    for (int column = 1; column < TensorTreeModel::ColumnCount; ++column) {
+        m_view->header()->setSectionResizeMode(column, QHeaderView::Interactive);
+        m_view->setColumnWidth(column, widths[column]);
+    }
+}
+
+void TensorTreePanel::updateLegend()
+{
+    if (!m_document) {
+        m_legendLabel->clear();
+        return;
+    }
+    QStringList tags;
+    for (const DeviceInfo& device : m_document->target().devices)
+        tags.append(QString::fromStdString(device.tag));
+    for (const StorageRecord& storage : m_document->checkpoint().storages) {
+        const QString tag = QString::fromStdString(storage.device.value_or("(none)"));
+        if (!tags.contains(tag))
+            tags.append(tag);
+    }
+    QString html = tr("Devices:") + QStringLiteral("&nbsp;");
+    for (const QString& tag : std::as_const(tags))
+        html += QStringLiteral("<span style=\"background-color:%1; color:%2\">&nbsp;%3&nbsp;</span>&nbsp; ")
+                    .arg(deviceColor(tag).name(), deviceTextColor(tag).name(), tag.toHtmlEscaped());
+    m_legendLabel->setText(html);
+}
+
+void TensorTreePanel::focusFilter()
+{
+    m_filterEdit->setFocus(Qt::ShortcutFocusReason);
+    m_filterEdit->selectAll();
+}
+
+std::optional<std::uint32_t> TensorTreePanel::currentTreeNode() const
+{
+    const QModelIndex current = m_filterModel->mapToSource(m_view->currentIndex());
+    if (!current.isValid() || !m_model)
+        return std::nullopt;
+    return current.data(TensorTreeModel::TreeNodeRole).toUInt();
+}
+
+bool TensorTreePanel::hasSelection() const
+{
+    return m_view->selectionModel()->hasSelection();
+}
+
+void TensorTreePanel::showAllRows()
+{
+    m_filterEdit->clear();
+    m_filterTimer->stop();
+    m_filterModel->setFilterText(QString());
+}
+
+void TensorTreePanel::selectTensor(std::uint32_t tensor)
+{
+    if (!m_model)
+        return;
+    QModelIndex index = m_filterModel->mapFromSource(m_model->indexForTensor(tensor));
+    if (!index.isValid() && !m_filterEdit->text().isEmpty()) {
+        showAllRows(); // it was filtered out
+        index = m_filterModel->mapFromSource(m_model->indexForTensor(tensor));
+    }
+    if (!index.isValid())
+        return;
+    m_view->selectionModel()->setCurrentIndex(
+        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_view->scrollTo(index);
+}
+
+std::size_t TensorTreePanel::selectTensors(const std::vector<std::uint32_t>& tensors)
+{
+    if (!m_model || tensors.empty())
+        return 0;
+    if (!m_filterEdit->text().isEmpty())
+        showAllRows(); // some may be filtered out
+    // Selecting is per row; past a few thousand rows the tree is no help anyway.
+    constexpr std::size_t kMostSelected = 20000;
+    QItemSelection selection;
+    QModelIndex first;
+    std::size_t selected = 0;
+    for (const std::uint32_t tensor : tensors) {
+        const QModelIndex index = m_filterModel->mapFromSource(m_model->indexForTensor(tensor));
+        if (!index.isValid())
+            continue;
+        if (!first.isValid())
+            first = index;
+        selection.select(index, index);
+        if (++selected == kMostSelected)
+            break;
+    }
+    if (!first.isValid())
+        return 0;
+    m_view->selectionModel()->setCurrentIndex(first, QItemSelectionModel::NoUpdate);
+    m_view->selectionModel()->select(
+        selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_view->scrollTo(first);
+    // Open the modules of the others too, so the selection can be seen.
+    for (const QItemSelectionRange& range : std::as_const(selection)) {
+        for (QModelIndex parent = range.topLeft().parent(); parent.isValid(); parent = parent.parent())
+            if (!m_view->isExpanded(parent))
+                m_view->expand(parent);
+    }
+    return selected;
+}
+
+std::size_t TensorTreePanel::selectTensorsSharingStorage()
+{
+    if (!m_document || !m_model)
+        return 0;
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    std::set<std::uint32_t> tensors;
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    for (const QModelIndex& row : rows) {
+        const int tensor = m_filterModel->mapToSource(row).data(TensorTreeModel::TensorIndexRole).toInt();
+        if (tensor < 0)
+            continue;
+        const std::int32_t storage = checkpoint.tensors[static_cast<std::size_t>(tensor)].storage;
+        if (storage < 0)
+            continue;
+        for (const std::uint32_t other : checkpoint.storages[static_cast<std::size_t>(storage)].tensors)
+            tensors.insert(other);
+    }
+    QItemSelection selection;
+    for (const std::uint32_t tensor : tensors) {
+        const QModelIndex index = m_filterModel->mapFromSource(m_model->indexForTensor(tensor));
+        if (index.isValid()) {
+            selection.select(index, index);
+            m_view->scrollTo(index);
+        }
+    }
+    m_view->selectionModel()->select(selection, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    return tensors.size();
+}
+
+} // namespace ckpt
