@@ -10,6 +10,7 @@
 #include "core/model/checkpointjson.h"
 #include "core/model/shardset.h"
 #include "core/plan/autoplacement.h"
+#include "core/plan/devicemap.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
@@ -792,18 +793,7 @@ int runPlan(const std::vector<std::string>& args)
         ledger.apply(plan.apply(rule));
 
     if (exportKind == "device-map") {
-        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        writer.beginObject();
-        for (const auto& [prefix, device] : placement->deviceMap) {
-            const bool ordinal = !device.empty()
-                && std::all_of(device.begin(), device.end(), [](char c) { return c >= '0' && c <= '9'; });
-            if (ordinal)
-                writer.member(prefix, static_cast<std::int64_t>(std::stoll(device)));
-            else
-                writer.member(prefix, device);
-        }
-        writer.endObject();
-        std::cout << writer.takeText() << "\n";
+        std::cout << ckpt::deviceMapJson({placement->deviceMap.begin(), placement->deviceMap.end()}) << "\n";
     } else if (exportKind == "map-location") {
         std::cout << shownLines(plan.asPython(file));
     } else if (json) {

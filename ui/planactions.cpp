@@ -1,6 +1,7 @@
 #include "ui/planactions.h"
 
 #include "core/plan/autoplacement.h"
+#include "core/plan/devicemap.h"
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
 #include "ui/dialogs/mapeverydialog.h"
@@ -310,16 +311,9 @@ bool PlanActions::exportDeviceMapTo(const QString& path)
             pending.insert(pending.end(), children.rbegin(), children.rend());
         }
     }
-    QJsonObject object;
-    for (const auto& [prefix, device] : deviceMap) {
-        // accelerate writes GPUs as ordinals.
-        const QString tag = fromStd(device);
-        bool isOrdinal = false;
-        const int ordinal = tag.startsWith(QLatin1String("cuda:")) ? tag.mid(5).toInt(&isOrdinal) : 0;
-        object.insert(fromStd(prefix), isOrdinal ? QJsonValue(ordinal) : QJsonValue(tag));
-    }
     QString error;
-    if (!writeTextFile(path, QJsonDocument(object).toJson(QJsonDocument::Indented), error)) {
+    if (!writeTextFile(path,
+            QByteArray::fromStdString(deviceMapJson({deviceMap.begin(), deviceMap.end()}) + "\n"), error)) {
         Q_EMIT errorShown(tr("Export Failed"),
             tr("%1 could not be written: %2").arg(QDir::toNativeSeparators(path), error));
         return false;

@@ -25,8 +25,21 @@ std::string deviceMapKey(const std::string& tag)
 
 bool isOrdinal(const std::string& value)
 {
-    return !value.empty()
+    // Nine digits at most: an ordinal, never a number that would not fit (a hostile tag).
+    return !value.empty() && value.size() <= 9
         && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void writeDeviceMapEntries(
+    JsonWriter& writer, const std::vector<std::pair<std::string, std::string>>& deviceMap)
+{
+    for (const auto& [name, device] : deviceMap) {
+        const std::string key = deviceMapKey(device);
+        if (isOrdinal(key))
+            writer.member(name, static_cast<std::int64_t>(std::stoll(key)));
+        else
+            writer.member(name, device);
+    }
 }
 
 std::string pythonLiteral(const std::string& value)
@@ -74,17 +87,21 @@ DeviceMapExport exportDeviceMap(const Checkpoint& checkpoint, const PlacementPla
     return result;
 }
 
+std::string deviceMapJson(const std::vector<std::pair<std::string, std::string>>& deviceMap)
+{
+    JsonWriter writer(JsonStyle::Pretty);
+    writer.beginObject();
+    writeDeviceMapEntries(writer, deviceMap);
+    writer.endObject();
+    return writer.takeText();
+}
+
 std::string DeviceMapExport::json() const
 {
     JsonWriter writer(JsonStyle::Pretty);
     writer.beginObject();
     writer.key("device_map").beginObject();
-    for (const auto& [name, device] : deviceMap) {
-        if (isOrdinal(device))
-            writer.member(name, static_cast<std::int64_t>(std::stoll(device)));
-        else
-            writer.member(name, device);
-    }
+    writeDeviceMapEntries(writer, deviceMap);
     writer.endObject();
     writer.key("max_memory").beginObject();
     for (const auto& [device, limit] : maxMemory)

@@ -33,6 +33,13 @@ struct DeviceMapExport {
 // go to one device is one entry, a split block one entry per tensor. Tensors the plan leaves
 // without a device (safetensors records none) go to the CPU. max_memory is the machine's capacity
 // per device used, or the planned bytes where the machine does not say.
+// The device_map alone, as JSON, the form from_pretrained(device_map=...) and accelerate take: GPU
+// devices ("0", "cuda:1", a bare "cuda") as JSON integers, everything else ("cpu", "disk", other
+// tags) as strings. torch.device("0") fails where torch.device(0) is cuda:0, so an ordinal must
+// never be written as a string. The CLI's `plan --export device-map` and the app's File > Export
+// Plan as device_map both write through this one function (issue 12: the app once wrote "0").
+std::string deviceMapJson(const std::vector<std::pair<std::string, std::string>>& deviceMap);
+
 DeviceMapExport exportDeviceMap(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const MachineInventory* machine, int noSplitDepth = -1);
 

@@ -3,10 +3,13 @@
 // budget, no block split, tied weights together, every storage placed exactly once.
 #include "core/devices/deviceinventory.h"
 #include "core/plan/autoplacement.h"
+#include "core/plan/devicemap.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -58,6 +61,22 @@ private:
         QVERIFY(perDevice["cuda:0"] > 0);
         QVERIFY(perDevice["cuda:1"] > 0);
         QVERIFY(perDevice["cpu"] > 0); // 16 GiB does not fit in 2 x 6.5 GiB of budget
+
+        // The device_map export of this placement (the one function the CLI and the app share):
+        // GPUs as JSON integers, since torch.device("0") fails where torch.device(0) is cuda:0.
+        const QJsonObject exported = QJsonDocument::fromJson(
+            QByteArray::fromStdString(
+                deviceMapJson({placement->deviceMap.begin(), placement->deviceMap.end()})))
+                                         .object();
+        QCOMPARE(std::size_t(exported.size()), placement->deviceMap.size());
+        int ordinals = 0;
+        for (auto entry = exported.begin(); entry != exported.end(); ++entry) {
+            if (entry.value().isDouble())
+                ++ordinals;
+            else
+                QCOMPARE(entry.value().toString(), QStringLiteral("cpu"));
+        }
+        QVERIFY(ordinals > 0);
         QVERIFY(placement->didNotFit.empty());
 
         // No block split: every tensor of model.layers.N on one device.
