@@ -1,4 +1,5 @@
 #include "core/write/extractwriter.h"
+#include "core/io/inputdescriptor.h"
 
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
@@ -24,24 +25,6 @@
 namespace ckpt {
 
 namespace {
-
-class InputDescriptor {
-public:
-    explicit InputDescriptor(const std::string& path)
-        : m_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
-    { }
-    ~InputDescriptor()
-    {
-        if (m_fd >= 0)
-            ::close(m_fd);
-    }
-    InputDescriptor(const InputDescriptor&) = delete;
-    InputDescriptor& operator=(const InputDescriptor&) = delete;
-    int fd() const { return m_fd; }
-
-private:
-    int m_fd;
-};
 
 // torch.save(obj, path) names the archive after the file: basename without its last extension.
 std::string archiveNameFor(const std::string& outputPath)

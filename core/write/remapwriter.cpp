@@ -1,4 +1,5 @@
 #include "core/write/remapwriter.h"
+#include "core/io/inputdescriptor.h"
 
 #include "core/base/escaping.h"
 #include "core/format/inflate.h"
@@ -24,24 +25,6 @@
 namespace ckpt {
 
 namespace {
-
-class InputDescriptor {
-public:
-    explicit InputDescriptor(const std::string& path)
-        : m_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
-    { }
-    ~InputDescriptor()
-    {
-        if (m_fd >= 0)
-            ::close(m_fd);
-    }
-    InputDescriptor(const InputDescriptor&) = delete;
-    InputDescriptor& operator=(const InputDescriptor&) = delete;
-    int fd() const { return m_fd; }
-
-private:
-    int m_fd;
-};
 
 std::string zeroPadded(std::uint64_t value)
 {
