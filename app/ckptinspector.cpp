@@ -5,6 +5,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QTimer>
 
 #include <cstdio>
 
@@ -37,7 +38,8 @@ int main(int argc, char* argv[])
     QApplication::setApplicationName(QStringLiteral("ckpt-inspector"));
     QApplication::setApplicationDisplayName(QStringLiteral("Checkpoint Inspector"));
     QApplication::setApplicationVersion(QStringLiteral(CKPT_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("ckpt-inspector"));
+    // The installed desktop entry (data/), so that Wayland compositors and docks match the window to it.
+    QApplication::setDesktopFileName(QStringLiteral("io.github.ckpt_inspector.CheckpointInspector"));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
@@ -45,8 +47,19 @@ int main(int argc, char* argv[])
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("FILE"),
-        QApplication::translate("main", "Checkpoint to open (.pt, .pth, .bin, .ckpt, .safetensors, …)"),
+        QApplication::translate("main", "Checkpoint to open (.pt, .pth, .bin, .ckpt, .safetensors, ...)"),
         QStringLiteral("[FILE]"));
+    // For checks of an installed copy (packaging/test-package-install.sh) and scripted screenshots:
+    // the app starts, opens the file (or the demo) as usual, and exits with whether that worked.
+    const QCommandLineOption quitAfterLoad(QStringLiteral("quit-after-load"),
+        QApplication::translate("main",
+            "Exit once the file (or the demo) is open: status 0 when it opened, 1 when it could not."));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+        QApplication::translate(
+            "main", "Once the file is open, save a picture of the window to PNG, then exit."),
+        QStringLiteral("PNG"));
+    parser.addOption(quitAfterLoad);
+    parser.addOption(screenshot);
     parser.process(app);
 
     const QStringList files = parser.positionalArguments();
@@ -57,12 +70,41 @@ int main(int argc, char* argv[])
 
     ckpt::MainWindow window;
     window.setDemoCheckpointPath(findDemoCheckpoint());
+    const QString screenshotPath = parser.value(screenshot);
+    if (parser.isSet(quitAfterLoad) || !screenshotPath.isEmpty()) {
+        // Nothing may wait for a click: errors are only emitted, and reported here.
+        window.setSuppressModalDialogs(true);
+        QObject::connect(&window, &ckpt::MainWindow::checkpointOpened, &app, [&window, screenshotPath] {
+            // A turn of the event loop first, so the tree, the cards and the chart are laid out.
+            QTimer::singleShot(0, &window, [&window, screenshotPath] {
+                if (!screenshotPath.isEmpty() && !window.grab().save(screenshotPath, "PNG")) {
+                    std::fprintf(stderr, "ckpt-inspector: cannot write %s\n", qPrintable(screenshotPath));
+                    QApplication::exit(1);
+                    return;
+                }
+                std::fprintf(stdout, "ckpt-inspector: opened %s\n", qPrintable(window.currentFile()));
+                QApplication::exit(0);
+            });
+        });
+        // Queued: a file that fails at once fails inside openFile(), before exec() could see exit().
+        QObject::connect(
+            &window, &ckpt::MainWindow::openFailed, &app,
+            [](const QString& message) {
+                std::fprintf(stderr, "ckpt-inspector: could not open: %s\n", qPrintable(message));
+                QApplication::exit(1);
+            },
+            Qt::QueuedConnection);
+    }
     window.show();
     // Without a FILE the demo opens, so the first run shows something real.
     if (!files.isEmpty())
         window.openFile(QFileInfo(files.first()).absoluteFilePath());
     else if (!window.demoCheckpointPath().isEmpty())
         window.openFile(window.demoCheckpointPath());
+    else if (parser.isSet(quitAfterLoad) || !screenshotPath.isEmpty()) {
+        std::fputs("ckpt-inspector: no FILE and no demo checkpoint to open\n", stderr);
+        return 1;
+    }
 
     return QApplication::exec();
 }

@@ -28,6 +28,9 @@ packages=(
     qt6-qpa-plugins libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
     libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1
     xvfb xauth fonts-dejavu-core fontconfig
+    # The Debian package (packaging/build-deb.sh, ctest package.*): man pages from --help, the
+    # checkers of packages, desktop entries and AppStream metainfo, and MIME sniffing through GIO
+    help2man dpkg-dev lintian desktop-file-utils appstream shared-mime-info libglib2.0-bin
 )
 
 missing=()
