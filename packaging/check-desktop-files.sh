@@ -77,6 +77,8 @@ cp "$zip_torch" "$f/last.ckpt"
 cp "$zip_torch" "$f/checkpoint.pth.tar"
 cp "$zip_torch" "$f/checkpoint.tar"    # a torch zip under tar's name: the bytes decide
 cp "$legacy_torch" "$f/legacy.tar"     # the same for the legacy pickle format
+cp "$zip_torch" "$f/model.bin"         # .bin names many formats: the bytes decide
+cp "$legacy_torch" "$f/legacy.bin"
 cp "$zip_torch" "$f/zip-no-extension"  # no name to go by at all
 cp "$legacy_torch" "$f/legacy-no-extension"
 cp "$fixtures/sharded/bin_cpu/pytorch_model-00001-of-00003.bin" "$f/"
@@ -87,7 +89,7 @@ cp "$fixtures/sharded/bin_cpu/pytorch_model.bin.index.json" "$f/"
 cp "$fixtures/sharded/safetensors/config.json" "$f/"
 (cd "$f" && tar -cf plain.tar config.json && python3 -c 'import zipfile; zipfile.ZipFile("plain.zip", "w").write("config.json")')
 
-for name in model.pt model.pth last.ckpt checkpoint.pth.tar checkpoint.tar legacy.tar zip-no-extension \
+for name in model.pt model.pth last.ckpt checkpoint.pth.tar checkpoint.tar legacy.tar model.bin legacy.bin zip-no-extension \
     legacy-no-extension pytorch_model-00001-of-00003.bin; do
     expect "$f/$name" application/x-pytorch-checkpoint
 done
