@@ -277,6 +277,7 @@ int runConvert(const std::vector<std::string>& args)
             sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
         inputs.push_back({input, std::move(*selection)});
     }
+    addUnsafeNotCarried(*checkpoint, inputs.front().selection.globalsNotCarried);
     ckpt::SafetensorsOptions writeOptions;
     writeOptions.maxShardBytes = maxShardBytes;
     writeOptions.verifyAfterWriting = options.verifyAfterWriting;

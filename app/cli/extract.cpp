@@ -90,6 +90,7 @@ int runExtract(const std::vector<std::string>& args)
         std::cerr << "ckpt-inspect extract: " << result.error().message << "\n";
         return 2;
     }
+    addUnsafeNotCarried(checkpoint, result->globalsNotCarried);
     if (json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
         writeExtractJson(writer, file, checkpoint, *result);
