@@ -3,24 +3,38 @@
 // tool does not load libtorch (hundreds of MiB, 0.4 s at every start) for the one option that needs it.
 // The desktop app runs it the same way with --tensor=INDEX, for the tensor selected in its tree.
 #include "core/json/json.h"
-#include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/tensorlocator.h"
 #include "tensordiff.h"
 #include "tensorstatistics.h"
 
 #include <charconv>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-// `ckpt-inspect diff` asks for value differences: pairs "INDEX_A INDEX_B" on stdin (all read before
-// anything is computed, so the caller can write them all first), one JSON object out.
+// `ckpt-inspect diff` and the app's comparison ask for value differences: pairs "INDEX_A INDEX_B"
+// on stdin (all read before anything is computed, so the caller can write them all first), one
+// JSON object out. A and B are opened as the caller opened them (a file, a folder of shards, a DCP
+// folder) and the indices are theirs; each tensor's bytes are then read where they lie.
 int compareValues(const char* fileA, const char* fileB)
 {
-    const ckpt::Checkpoint a = ckpt::readCheckpoint(fileA);
-    const ckpt::Checkpoint b = ckpt::readCheckpoint(fileB);
+    const auto a = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(fileA));
+    const auto b = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(fileB));
+    const std::vector<ckpt::LocatedTensor> locatedA = ckpt::locateTensors(a);
+    const std::vector<ckpt::LocatedTensor> locatedB = ckpt::locateTensors(b);
+    auto difference = [&](std::uint32_t x, std::uint32_t y) -> ckpt::Expected<ckpt::ValueDifference> {
+        if (x >= locatedA.size() || y >= locatedB.size())
+            return ckpt::makeError("no such tensor");
+        for (const ckpt::LocatedTensor* located : {&locatedA[x], &locatedB[y]})
+            if (!located->checkpoint)
+                return ckpt::makeError(located->problem);
+        return ckpt::compareTensorValues(
+            *locatedA[x].checkpoint, locatedA[x].tensor, *locatedB[y].checkpoint, locatedB[y].tensor);
+    };
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
     for (std::uint32_t x, y; std::cin >> x >> y;)
         pairs.emplace_back(x, y);
@@ -31,16 +45,14 @@ int compareValues(const char* fileA, const char* fileB)
         writer.beginObject();
         writer.member("a", x);
         writer.member("b", y);
-        auto difference = x < a.tensors.size() && y < b.tensors.size()
-            ? ckpt::compareTensorValues(a, x, b, y)
-            : ckpt::Expected<ckpt::ValueDifference>(ckpt::makeError("no such tensor"));
-        if (!difference) {
-            writer.member("error", difference.error().message);
+        const auto result = difference(x, y);
+        if (!result) {
+            writer.member("error", result.error().message);
         } else {
-            writer.member("count", difference->count);
-            writer.member("differing", difference->differing);
-            writer.member("max_abs", difference->maxAbsolute);
-            writer.member("max_rel", difference->maxRelative);
+            writer.member("count", result->count);
+            writer.member("differing", result->differing);
+            writer.member("max_abs", result->maxAbsolute);
+            writer.member("max_rel", result->maxRelative);
         }
         writer.endObject();
     }
@@ -50,16 +62,14 @@ int compareValues(const char* fileA, const char* fileB)
     return 0;
 }
 
-// The statistics of tensor `index` of `checkpoint`. A checkpoint of several files (a folder of shards)
-// has no single map: the values come from the tensor's own shard, where it has another index.
-ckpt::Expected<ckpt::TensorStatistics> statisticsOf(const ckpt::Checkpoint& checkpoint, std::uint32_t index)
+// The statistics of a tensor where its bytes lie. A checkpoint of several files (a folder of
+// shards, a DCP folder) has no single map: the values come from the tensor's own shard or chunk,
+// where it has another index.
+ckpt::Expected<ckpt::TensorStatistics> statisticsOf(const ckpt::LocatedTensor& located)
 {
-    const ckpt::ShardFile* shard = checkpoint.shardSet
-        ? checkpoint.shardSet->shardOfStorage(checkpoint.tensors[index].storage)
-        : nullptr;
-    if (shard && shard->checkpoint && shard->checkpoint->file && index >= shard->firstTensor)
-        return ckpt::computeTensorStatistics(*shard->checkpoint, index - shard->firstTensor);
-    return ckpt::computeTensorStatistics(checkpoint, index);
+    if (!located.checkpoint)
+        return ckpt::makeError(located.problem);
+    return ckpt::computeTensorStatistics(*located.checkpoint, located.tensor);
 }
 
 int main(int argc, char** argv)
@@ -94,7 +104,9 @@ int main(int argc, char** argv)
                "pairs\n";
         return 64;
     }
-    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
+    const auto opened = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(file));
+    const ckpt::Checkpoint& checkpoint = *opened;
+    const std::vector<ckpt::LocatedTensor> located = ckpt::locateTensors(opened);
     ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
     writer.beginObject();
     writer.member("file", std::string(file));
@@ -105,7 +117,7 @@ int main(int argc, char** argv)
             continue;
         if (tensor.storage < 0)
             continue; // composites and storage-less tensors: their parts are listed themselves
-        const auto statistics = statisticsOf(checkpoint, t);
+        const auto statistics = statisticsOf(located[t]);
         writer.beginObject();
         writer.member("index", static_cast<std::uint64_t>(t));
         writer.member("name", tensor.name);

@@ -6,6 +6,7 @@
 
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
+#include "ui/compare/comparisondock.h"
 #include "ui/dialogs/filedialogs.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
@@ -205,6 +206,12 @@ void MainWindow::createWidgets()
     m_findingsDock->setObjectName(QStringLiteral("findingsDock"));
     m_findingsDock->setWidget(m_findingsPanel);
     addDockWidget(Qt::BottomDockWidgetArea, m_findingsDock);
+
+    auto* comparison = new ComparisonDock(m_documents, this); // File > Compare With… shows it
+    connect(comparison, &ComparisonDock::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
+    addDockWidget(Qt::BottomDockWidgetArea, comparison);
+    tabifyDockWidget(m_findingsDock, comparison);
+    comparison->hide();
 }
 
 void MainWindow::createActions()
@@ -235,6 +242,10 @@ void MainWindow::createActions()
                 if (const QString path = askWeightsExportPath(this, *document()); !path.isEmpty())
                     exportWeightsTo(path);
             }},
+        {"actionCompareWith", tr("Co&mpare With…"), {},
+            tr("What changed between the open checkpoint and another file or folder: tensors added, "
+               "removed, renamed, and changed in dtype, shape, device or value"),
+            [this] { findChild<ComparisonDock*>()->chooseFileAndCompare(); }},
         {"actionExportMapLocation", tr("Export Plan as &map_location…"), QKeySequence(Qt::CTRL | Qt::Key_E),
             tr("Python for torch.load that applies the plan to the original file"),
             [this] { chooseExportTarget(false); }},
@@ -309,7 +320,8 @@ void MainWindow::createMenus()
     const std::pair<QString, std::vector<const char*>> menus[] = {
         {tr("&File"),
             {"actionOpen", "actionOpenFolder", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
-                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionClose", "actionQuit"}},
+                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-",
+                "actionClose", "actionQuit"}},
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
             {"actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced", "actionAutoSequential",
@@ -700,6 +712,7 @@ void MainWindow::updateActions()
     m_exportMapLocationAction->setEnabled(open);
     m_exportDeviceMapAction->setEnabled(open);
     m_closeAction->setEnabled(open);
+    findChild<QAction*>(QStringLiteral("actionCompareWith"))->setEnabled(open);
     m_selectSharingAction->setEnabled(open && m_treePanel->hasSelection());
     m_demoAction->setEnabled(!m_demoCheckpointPath.isEmpty());
     m_planActions->updateActions();

@@ -2,14 +2,15 @@
 // to a torch.save file, without running any pickle.
 #include "commands.h"
 #include "extractreport.h"
-#include "folderinput.h"
 #include "planoptions.h"
 
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/tensorlocator.h"
 #include "core/write/extractwriter.h"
 #include "core/write/safetensorswriter.h"
 
@@ -67,6 +68,82 @@ int toTorch(const std::string& file, const std::string& output, const PlanOption
         printExtractReport(std::cout, checkpoint, *result);
     }
     return 0;
+}
+
+// One file of the input and what of it is written: a single file, each shard of a folder, or
+// (DCP) the folder's .metadata with its entries.
+struct ConvertedInput {
+    std::string file;
+    ckpt::StateDictSelection selection;
+};
+
+bool underPrefix(const std::string& name, const std::string& prefix)
+{
+    return prefix.empty() || name == prefix || (name.starts_with(prefix) && name[prefix.size()] == '.');
+}
+
+// A DCP folder: every tensor entry, read from its chunk's torch.save archive inside the .distcp
+// file; entries that hold pickled values (BytesStorageMetadata) are not tensors and are dropped
+// unread. --root and --select apply to the fully qualified names as they do to a state_dict's.
+ckpt::Expected<ConvertedInput> selectDcpTensors(const std::shared_ptr<const ckpt::Checkpoint>& checkpoint,
+    const std::vector<ckpt::LocatedTensor>& located, const ckpt::ExtractOptions& options,
+    std::vector<ckpt::SafetensorsSource>& sources)
+{
+    ConvertedInput input;
+    input.file = checkpoint->shardSet->indexPath;
+    const std::string root = options.root.value_or("");
+    input.selection.root = root;
+    auto relative
+        = [&](const std::string& name) { return root.empty() ? name : name.substr(root.size() + 1); };
+    auto selected = [&](const std::string& name) {
+        if (!underPrefix(name, root) || name == root)
+            return false;
+        if (options.select.empty())
+            return true;
+        for (const std::string& prefix : options.select)
+            if (underPrefix(relative(name), prefix))
+                return true;
+        return false;
+    };
+    for (const ckpt::DcpEntry& entry : checkpoint->shardSet->dcp->entries)
+        if (entry.isBytes)
+            input.selection.droppedObjects.push_back(
+                {entry.fqn, "a pickled value (BytesStorageMetadata), not a tensor; not unpickled"});
+    for (std::uint32_t t = 0; t < checkpoint->tensors.size(); ++t) {
+        const std::string& name = checkpoint->tensors[t].name;
+        if (!selected(name)) {
+            input.selection.droppedTensors.push_back({name, "not selected"});
+            continue;
+        }
+        if (!located[t].checkpoint)
+            return ckpt::makeError("tensor '" + name + "': " + located[t].problem);
+        sources.push_back({located[t].checkpoint.get(), located[t].tensor, relative(name)});
+        input.selection.tensors.push_back({relative(name), t});
+    }
+    if (input.selection.tensors.empty())
+        return ckpt::makeError("no tensor to write: nothing in the DCP folder matches the selection");
+    return input;
+}
+
+// A folder of shards (or an index, or one shard an index lists): each shard's state_dict, in the
+// index's order; a shard that is missing or unreadable stops the conversion before anything is
+// written, as converting the rest would lose weights without saying so.
+ckpt::Expected<std::vector<ConvertedInput>> selectShardTensors(const ckpt::Checkpoint& checkpoint,
+    const ckpt::ExtractOptions& options, std::vector<ckpt::SafetensorsSource>& sources)
+{
+    std::vector<ConvertedInput> inputs;
+    for (const ckpt::ShardFile& shard : checkpoint.shardSet->shards) {
+        if (!shard.problem.empty() || !shard.checkpoint)
+            return ckpt::makeError(shard.name + " is not a usable shard: "
+                + (shard.problem.empty() ? std::string("could not be read") : shard.problem));
+        auto selection = ckpt::selectStateDict(*shard.checkpoint, options);
+        if (!selection)
+            return ckpt::makeError(shard.name + ": " + selection.error().message);
+        for (const ckpt::SelectedTensor& tensor : selection->tensors)
+            sources.push_back({shard.checkpoint.get(), tensor.tensor, tensor.name});
+        inputs.push_back({shard.path, std::move(*selection)});
+    }
+    return inputs;
 }
 
 } // namespace
@@ -149,8 +226,15 @@ int runConvert(const std::vector<std::string>& args)
         return 64;
     }
     const bool toSafetensors = endsWith(output, ".safetensors") || maxShardBytes != 0;
+    // A file, a folder of shards, an index, one shard an index lists, or a DCP folder, read the way
+    // `info` reads it.
+    const auto checkpoint = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(input));
+    if (checkpoint->format == ckpt::CheckpointFormat::NotACheckpoint) {
+        std::cerr << "ckpt-inspect convert: " << input << ": " << checkpoint->container.description << "\n";
+        return 2;
+    }
     if (!toSafetensors) {
-        if (isFolder(input)) {
+        if (checkpoint->shardSet) {
             std::cerr
                 << "ckpt-inspect convert: a folder converts to safetensors only (name OUT.safetensors or "
                    "give --max-shard-size)\n";
@@ -165,34 +249,35 @@ int runConvert(const std::vector<std::string>& args)
         return 64;
     }
 
-    std::vector<std::string> files {input};
-    if (isFolder(input)) {
-        auto listed = checkpointFilesIn(input);
-        if (!listed) {
-            std::cerr << "ckpt-inspect convert: " << listed.error().message << "\n";
-            return 2;
-        }
-        files = *listed;
-    }
-    std::vector<std::unique_ptr<ckpt::Checkpoint>> checkpoints;
     std::vector<ckpt::SafetensorsSource> sources;
-    std::vector<ckpt::StateDictSelection> selections;
-    for (const std::string& file : files) {
-        checkpoints.push_back(std::make_unique<ckpt::Checkpoint>(ckpt::readCheckpoint(file)));
-        const ckpt::Checkpoint& checkpoint = *checkpoints.back();
-        if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
-            std::cerr << "ckpt-inspect convert: " << file << ": " << checkpoint.container.description << "\n";
+    std::vector<ConvertedInput> inputs;
+    std::vector<ckpt::LocatedTensor> located; // DCP: the chunk archives the sources point into
+    if (checkpoint->shardSet && checkpoint->shardSet->dcp) {
+        located = ckpt::locateTensors(checkpoint);
+        auto selected = selectDcpTensors(checkpoint, located, options, sources);
+        if (!selected) {
+            std::cerr << "ckpt-inspect convert: " << input << ": " << selected.error().message << "\n";
             return 2;
         }
-        auto selection = ckpt::selectStateDict(checkpoint, options);
+        inputs.push_back(std::move(*selected));
+    } else if (checkpoint->shardSet) {
+        auto selected = selectShardTensors(*checkpoint, options, sources);
+        if (!selected) {
+            std::cerr << "ckpt-inspect convert: " << input << ": " << selected.error().message << "\n";
+            return 2;
+        }
+        inputs = std::move(*selected);
+    } else {
+        auto selection = ckpt::selectStateDict(*checkpoint, options);
         if (!selection) {
-            std::cerr << "ckpt-inspect convert: " << file << ": " << selection.error().message << "\n";
+            std::cerr << "ckpt-inspect convert: " << input << ": " << selection.error().message << "\n";
             return 2;
         }
         for (const ckpt::SelectedTensor& tensor : selection->tensors)
-            sources.push_back({&checkpoint, tensor.tensor, tensor.name});
-        selections.push_back(std::move(*selection));
+            sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
+        inputs.push_back({input, std::move(*selection)});
     }
+    addUnsafeNotCarried(*checkpoint, inputs.front().selection.globalsNotCarried);
     ckpt::SafetensorsOptions writeOptions;
     writeOptions.maxShardBytes = maxShardBytes;
     writeOptions.verifyAfterWriting = options.verifyAfterWriting;
@@ -229,14 +314,14 @@ int runConvert(const std::vector<std::string>& args)
             writer.value(item);
         writer.endArray();
         writer.key("inputs").beginArray();
-        for (std::size_t f = 0; f < files.size(); ++f) {
+        for (const ConvertedInput& converted : inputs) {
             writer.beginObject();
-            writer.member("file", files[f]);
-            writer.member("root", selections[f].root);
+            writer.member("file", converted.file);
+            writer.member("root", converted.selection.root);
             ckpt::ExtractResult dropped;
-            dropped.droppedTensors = selections[f].droppedTensors;
-            dropped.droppedObjects = selections[f].droppedObjects;
-            dropped.globalsNotCarried = selections[f].globalsNotCarried;
+            dropped.droppedTensors = converted.selection.droppedTensors;
+            dropped.droppedObjects = converted.selection.droppedObjects;
+            dropped.globalsNotCarried = converted.selection.globalsNotCarried;
             writeDroppedJson(writer, dropped);
             writer.endObject();
         }
@@ -257,13 +342,13 @@ int runConvert(const std::vector<std::string>& args)
         for (std::size_t i = 0; i < result->sharedWrittenAsCopies.size() && i < 12; ++i)
             std::cout << "    " << result->sharedWrittenAsCopies[i] << "\n";
     }
-    for (std::size_t f = 0; f < files.size(); ++f) {
-        if (files.size() > 1)
-            std::cout << "  " << files[f] << ":\n";
+    for (const ConvertedInput& converted : inputs) {
+        if (inputs.size() > 1)
+            std::cout << "  " << converted.file << ":\n";
         ckpt::ExtractResult dropped;
-        dropped.droppedTensors = selections[f].droppedTensors;
-        dropped.droppedObjects = selections[f].droppedObjects;
-        dropped.globalsNotCarried = selections[f].globalsNotCarried;
+        dropped.droppedTensors = converted.selection.droppedTensors;
+        dropped.droppedObjects = converted.selection.droppedObjects;
+        dropped.globalsNotCarried = converted.selection.globalsNotCarried;
         printDropped(std::cout, dropped);
     }
     return 0;

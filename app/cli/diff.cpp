@@ -2,7 +2,6 @@
 // content hashes first; for float tensors whose values changed, how far apart (through libtorch,
 // in the ckpt-inspect-values helper, so this program never loads libtorch).
 #include "commands.h"
-#include "folderinput.h"
 
 #include "core/compare/checkpointdiff.h"
 #include "core/json/json.h"
@@ -97,26 +96,13 @@ ckpt::Expected<ckpt::JsonValue> runValueHelper(
     return ckpt::parseJson(text, limits);
 }
 
-struct Side {
-    std::string path;
-    std::vector<std::unique_ptr<ckpt::Checkpoint>> checkpoints;
-};
-
-std::optional<std::string> openSide(const std::string& path, Side& side)
+// A file, a folder of shards, an index or a DCP folder, read as `info` reads it.
+std::optional<std::string> openSide(const std::string& path, ckpt::DiffSide& side)
 {
-    side.path = path;
-    std::vector<std::string> files {path};
-    if (isFolder(path)) {
-        auto listed = checkpointFilesIn(path);
-        if (!listed)
-            return listed.error().message;
-        files = *listed;
-    }
-    for (const std::string& file : files) {
-        side.checkpoints.push_back(std::make_unique<ckpt::Checkpoint>(ckpt::readCheckpoint(file)));
-        if (side.checkpoints.back()->format == ckpt::CheckpointFormat::NotACheckpoint)
-            return file + ": " + side.checkpoints.back()->container.description;
-    }
+    auto checkpoint = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(path));
+    if (checkpoint->format == ckpt::CheckpointFormat::NotACheckpoint)
+        return path + ": " + checkpoint->container.description;
+    side = ckpt::makeDiffSide(std::move(checkpoint));
     return std::nullopt;
 }
 
@@ -155,44 +141,35 @@ int runDiff(const std::vector<std::string>& args)
                      "folders)\n";
         return 64;
     }
-    Side a, b;
+    ckpt::DiffSide a, b;
     for (auto [path, side] : {std::pair {&paths[0], &a}, std::pair {&paths[1], &b}})
         if (auto problem = openSide(*path, *side)) {
             std::cerr << "ckpt-inspect diff: " << *problem << "\n";
             return 2;
         }
-    auto pointers = [](const Side& side) {
-        std::vector<const ckpt::Checkpoint*> list;
-        for (const auto& checkpoint : side.checkpoints)
-            list.push_back(checkpoint.get());
-        return list;
-    };
     ckpt::DiffOptions options;
     options.threads = threads;
-    const ckpt::CheckpointDiff diff
-        = ckpt::diffCheckpoints(ckpt::diffTensorsOf(pointers(a)), ckpt::diffTensorsOf(pointers(b)), options);
+    const ckpt::CheckpointDiff diff = ckpt::diffCheckpoints(a.tensors, b.tensors, options);
 
-    // Value differences for float tensors whose bytes changed, one helper run per pair of files.
+    // Value differences for float tensors whose bytes changed, in one helper run; it opens A and B
+    // as given and takes the tensors by their numbers there.
     std::map<std::size_t, ValueDelta> deltas; // index into diff.changed
     std::string valuesProblem;
-    if (values) {
-        std::map<std::pair<const ckpt::Checkpoint*, const ckpt::Checkpoint*>, std::vector<std::size_t>>
-            groups;
-        for (std::size_t c = 0; c < diff.changed.size(); ++c) {
-            const ckpt::TensorChange& change = diff.changed[c];
-            if (change.valueChanged && isFloat(change.a.checkpoint->tensors[change.a.tensor].dtype))
-                groups[{change.a.checkpoint, change.b.checkpoint}].push_back(c);
-        }
-        for (const auto& [files, members] : groups) {
-            std::string pairs;
-            for (std::size_t c : members)
-                pairs += std::to_string(diff.changed[c].a.tensor) + " "
-                    + std::to_string(diff.changed[c].b.tensor) + "\n";
-            auto result = runValueHelper(files.first->path, files.second->path, pairs);
-            if (!result) {
-                valuesProblem = result.error().message;
-                break;
-            }
+    std::vector<std::size_t> members;
+    for (std::size_t c = 0; c < diff.changed.size(); ++c) {
+        const ckpt::TensorChange& change = diff.changed[c];
+        if (change.valueChangeComparable() && isFloat(change.a.checkpoint->tensors[change.a.tensor].dtype))
+            members.push_back(c);
+    }
+    if (values && !members.empty()) {
+        std::string pairs;
+        for (std::size_t c : members)
+            pairs += std::to_string(diff.changed[c].a.sideIndex) + " "
+                + std::to_string(diff.changed[c].b.sideIndex) + "\n";
+        auto result = runValueHelper(paths[0], paths[1], pairs);
+        if (!result) {
+            valuesProblem = result.error().message;
+        } else {
             const auto& items = result->member("pairs").items();
             for (std::size_t k = 0; k < members.size() && k < items.size(); ++k) {
                 ValueDelta delta;

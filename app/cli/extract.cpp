@@ -73,6 +73,15 @@ int runExtract(const std::vector<std::string>& args)
         std::cerr << "ckpt-inspect extract: " << file << ": " << checkpoint.container.description << "\n";
         return 2;
     }
+    // A folder of shards, an index or a DCP folder reads as one checkpoint (as `info` shows it), but
+    // an extract is one torch.save file copied storage by storage from one input file.
+    if (checkpoint.shardSet) {
+        std::cerr << "ckpt-inspect extract: " << file << " is " << checkpoint.container.description
+                  << "; extract writes one file from one file: extract each shard, or write safetensors "
+                     "of the whole set with `ckpt-inspect convert "
+                  << file << " -o OUT.safetensors`\n";
+        return 2;
+    }
     ckpt::PlacementPlan plan(checkpoint);
     if (!planOptions.apply(checkpoint, plan, "extract"))
         return 2;
@@ -81,6 +90,7 @@ int runExtract(const std::vector<std::string>& args)
         std::cerr << "ckpt-inspect extract: " << result.error().message << "\n";
         return 2;
     }
+    addUnsafeNotCarried(checkpoint, result->globalsNotCarried);
     if (json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
         writeExtractJson(writer, file, checkpoint, *result);

@@ -2,12 +2,28 @@
 // How extract and convert report what they wrote and what they left behind.
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
+#include "core/triage/pickleverdict.h"
+#include "core/triage/triage.h"
 #include "core/write/extractwriter.h"
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 
 namespace cli {
+
+// The writers list the globals of the pickle they read. A hostile file may hide a pickle where
+// that reader does not look (before the zip, in a second archive root, a duplicate member, a
+// storage record): the safety verdict, which scans every pickle in the file, names its callables,
+// and they are not carried either. Adds those `globals` lacks.
+inline void addUnsafeNotCarried(const ckpt::Checkpoint& checkpoint, std::vector<std::string>& globals)
+{
+    const ckpt::SafetyVerdict safety
+        = checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) : ckpt::ratePickleSafety(checkpoint);
+    for (const ckpt::UnsafeCallable& callable : safety.unsafe)
+        if (std::find(globals.begin(), globals.end(), callable.name) == globals.end())
+            globals.push_back(callable.name);
+}
 
 inline void printDropped(std::ostream& out, const ckpt::ExtractResult& result)
 {

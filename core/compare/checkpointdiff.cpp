@@ -19,7 +19,8 @@ namespace {
 
 using Hash = std::pair<std::uint64_t, std::uint64_t>;
 
-std::optional<Hash> hashTensor(const Checkpoint& checkpoint, const TensorEntry& tensor, std::uint64_t* bytes)
+std::optional<Hash> hashTensor(const Checkpoint& checkpoint, const TensorEntry& tensor, std::uint64_t* bytes,
+    const std::function<bool(std::uint64_t)>& keepGoing = {})
 {
     XXH3_state_t* state = XXH3_createState();
     if (!state)
@@ -28,6 +29,8 @@ std::optional<Hash> hashTensor(const Checkpoint& checkpoint, const TensorEntry& 
     const Status status = forEachTensorByteChunk(checkpoint, tensor, [&](ByteView chunk) -> Status {
         XXH3_128bits_update(state, chunk.data(), chunk.size());
         *bytes += chunk.size();
+        if (keepGoing && !keepGoing(chunk.size()))
+            return makeError("cancelled");
         return std::nullopt;
     });
     const XXH128_hash_t digest = XXH3_128bits_digest(state);
@@ -55,14 +58,21 @@ struct JobKey {
 
 } // namespace
 
-std::vector<DiffTensor> diffTensorsOf(const std::vector<const Checkpoint*>& checkpoints)
+DiffSide makeDiffSide(std::shared_ptr<const Checkpoint> checkpoint)
 {
-    std::vector<DiffTensor> tensors;
-    for (const Checkpoint* checkpoint : checkpoints)
-        for (std::uint32_t t = 0; t < checkpoint->tensors.size(); ++t)
-            if (!checkpoint->tensors[t].name.empty())
-                tensors.push_back({checkpoint, t});
-    return tensors;
+    DiffSide side;
+    side.checkpoint = std::move(checkpoint);
+    side.located = locateTensors(side.checkpoint);
+    for (std::uint32_t t = 0; t < side.checkpoint->tensors.size(); ++t) {
+        if (side.checkpoint->tensors[t].name.empty())
+            continue; // a bare root tensor has no name to compare by
+        const LocatedTensor& located = side.located[t];
+        if (located.checkpoint)
+            side.tensors.push_back({located.checkpoint.get(), located.tensor, t, {}});
+        else // compared by dtype, shape and device only
+            side.tensors.push_back({side.checkpoint.get(), t, t, located.problem});
+    }
+    return side;
 }
 
 std::optional<Hash> tensorContentHash(const Checkpoint& checkpoint, std::uint32_t tensor)
@@ -113,13 +123,28 @@ CheckpointDiff diffCheckpoints(
     diff.threads = threads;
     std::atomic<std::size_t> next {0};
     std::atomic<std::uint64_t> hashedBytes {0};
+    std::atomic<std::uint64_t> progressBytes {0};
+    std::atomic<bool> cancelled {false};
+    std::uint64_t totalBytes = 0;
+    for (std::uint64_t bytes : jobBytes)
+        totalBytes += bytes;
+    std::function<bool(std::uint64_t)> keepGoing;
+    if (options.progress) {
+        keepGoing = [&](std::uint64_t bytes) {
+            if (!options.progress(progressBytes += bytes, totalBytes))
+                cancelled = true;
+            return !cancelled.load();
+        };
+        if (!options.progress(0, totalBytes))
+            cancelled = true;
+    }
     const auto start = std::chrono::steady_clock::now();
     auto work = [&] {
         std::uint64_t bytes = 0;
-        for (std::size_t k; (k = next.fetch_add(1)) < order.size();) {
+        for (std::size_t k; !cancelled && (k = next.fetch_add(1)) < order.size();) {
             const std::size_t job = order[k];
             const DiffTensor& tensor = all[jobs[job]];
-            jobHash[job] = hashTensor(*tensor.checkpoint, entryOf(tensor), &bytes);
+            jobHash[job] = hashTensor(*tensor.checkpoint, entryOf(tensor), &bytes, keepGoing);
         }
         hashedBytes += bytes;
     };
@@ -131,6 +156,10 @@ CheckpointDiff diffCheckpoints(
         thread.join();
     diff.hashSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     diff.bytesHashed = hashedBytes;
+    if (cancelled) {
+        diff.cancelled = true;
+        return diff;
+    }
     auto hashOf = [&](std::size_t i) -> std::optional<Hash> {
         return jobOf[i] < 0 ? std::nullopt : jobHash[static_cast<std::size_t>(jobOf[i])];
     };
@@ -166,7 +195,9 @@ CheckpointDiff diffCheckpoints(
                 change.valueNotCompared
                     = left.layout != TensorLayout::Strided || right.layout != TensorLayout::Strided
                     ? "composite tensor (compared by dtype and shape only)"
-                    : "its bytes are not complete or not readable";
+                    : !a[i].unreadable.empty()     ? a[i].unreadable
+                    : !change.b.unreadable.empty() ? change.b.unreadable
+                                                   : "its bytes are not complete or not readable";
             else
                 change.valueChanged = *x != *y;
         }

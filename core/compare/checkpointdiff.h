@@ -1,8 +1,11 @@
 #pragma once
 
 #include "core/base/expected.h"
+#include "core/read/tensorlocator.h"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,14 +14,23 @@ namespace ckpt {
 
 struct Checkpoint;
 
-// One tensor of one side of a comparison (a side may span several files: a sharded folder).
+// One tensor of one side of a comparison: where its bytes are read (a side may span several
+// files: a folder of shards, a DCP folder) and which tensor of the side as opened it is.
 struct DiffTensor {
-    const Checkpoint* checkpoint = nullptr;
-    std::uint32_t tensor = 0;
+    const Checkpoint* checkpoint = nullptr; // holds the bytes (the side itself, a shard, a DCP chunk)
+    std::uint32_t tensor = 0; // in `checkpoint`
+    std::uint32_t sideIndex = 0; // in the side's own checkpoint (what its tree and tools number)
+    std::string unreadable; // why its bytes cannot be read, when they cannot
 };
 
-// The tensors of checkpoints by their names, as `diff` compares them.
-std::vector<DiffTensor> diffTensorsOf(const std::vector<const Checkpoint*>& checkpoints);
+// One side of a comparison as opened (a file, a folder of shards or a DCP folder) and its named
+// tensors, each located where its bytes are. Keeps what it locates alive.
+struct DiffSide {
+    std::shared_ptr<const Checkpoint> checkpoint;
+    std::vector<LocatedTensor> located;
+    std::vector<DiffTensor> tensors;
+};
+DiffSide makeDiffSide(std::shared_ptr<const Checkpoint> checkpoint);
 
 struct TensorChange {
     std::string name;
@@ -28,6 +40,7 @@ struct TensorChange {
     bool strideChanged = false; // only where both sides record one
     bool deviceChanged = false; // only where both sides record one (safetensors records none)
     bool valueChanged = false; // same dtype and shape, other bytes
+    bool valueChangeComparable() const { return valueChanged && valueNotCompared.empty(); }
     std::string valueNotCompared; // why the values could not be compared, if they could not
 };
 
@@ -44,11 +57,15 @@ struct CheckpointDiff {
     std::uint64_t bytesHashed = 0;
     std::uint32_t threads = 1;
     double hashSeconds = 0;
+    bool cancelled = false; // the progress callback asked to stop: nothing above is complete
     bool identical() const { return added.empty() && removed.empty() && renamed.empty() && changed.empty(); }
 };
 
 struct DiffOptions {
     unsigned threads = 0; // 0: one per hardware thread
+    // Bytes hashed so far of all to hash, from the hashing threads (at least once per 64 MiB);
+    // false stops the comparison (CheckpointDiff::cancelled).
+    std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
 };
 
 // Compares two sides by name. Every tensor's values are hashed (XXH3-128 of the bytes it shows, in

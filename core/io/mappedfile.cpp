@@ -109,6 +109,19 @@ std::shared_ptr<const MappedFile> MappedFile::fromBuffer(ByteBuffer buffer, std:
     return file;
 }
 
+std::shared_ptr<const MappedFile> MappedFile::slice(
+    std::shared_ptr<const MappedFile> whole, std::uint64_t offset, std::uint64_t length)
+{
+    if (!whole || offset > whole->size() || whole->size() - offset < length)
+        return nullptr;
+    auto file = std::shared_ptr<MappedFile>(new MappedFile());
+    file->m_bytes
+        = whole->bytes().subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(length));
+    file->m_path = whole->path();
+    file->m_whole = std::move(whole);
+    return file;
+}
+
 MappedFile::~MappedFile()
 {
     if (m_mapping)

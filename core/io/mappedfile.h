@@ -16,6 +16,11 @@ public:
     static Expected<std::shared_ptr<const MappedFile>> open(const std::string& path);
     // For tests and for data that is already in memory (e.g. an inflated record).
     static std::shared_ptr<const MappedFile> fromBuffer(ByteBuffer buffer, std::string name);
+    // Bytes [offset, offset + length) of `whole` as a file of their own, without copying (a DCP
+    // .distcp file holds one torch.save archive per chunk, each read as a checkpoint). Keeps
+    // `whole` mapped; null when the range does not lie inside it.
+    static std::shared_ptr<const MappedFile> slice(
+        std::shared_ptr<const MappedFile> whole, std::uint64_t offset, std::uint64_t length);
 
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
@@ -31,6 +36,7 @@ private:
     void* m_mapping = nullptr;
     std::size_t m_mappingSize = 0;
     ByteBuffer m_ownedBuffer;
+    std::shared_ptr<const MappedFile> m_whole; // a slice's file
     std::string m_path;
 };
 

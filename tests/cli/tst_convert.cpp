@@ -9,10 +9,18 @@
 #include <QFileInfo>
 #include <QTemporaryDir>
 
+#include <set>
+
 namespace {
 
 const QString kChecker = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_safetensors.py");
 const QString kTransformers = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_transformers.py");
+const QString kFolderChecker = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_folder_conversion.py");
+
+QString sharded(const QString& name)
+{
+    return fixturesDir() + QStringLiteral("/sharded/") + name;
+}
 
 CommandResult runPython(const QString& python, const QStringList& arguments)
 {
@@ -107,6 +115,85 @@ private Q_SLOTS:
         const CommandResult checked = runPython(m_modern,
             {kChecker, QStringLiteral("to-safetensors"), original + u"/pytorch_model.bin"_qs, sharded});
         QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
+    }
+
+    // Folders are read by the core's folder reader (as `info` reads them) and judged by the library
+    // that wrote each: .bin shards by torch.load, safetensors shards by safetensors, a DCP folder by
+    // torch's dcp_to_torch_save. Into one file and into shards.
+    void foldersConvertAsTheirWritersReadThem_data()
+    {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QString>("shardSize");
+        for (const char* name : {"bin_cpu", "safetensors", "dcp"})
+            for (const char* size : {"", "100KiB"})
+                QTest::addRow("%s%s%s", name, *size ? " into shards of " : " into one file", size)
+                    << QString::fromLatin1(name) << QString::fromLatin1(size);
+    }
+    void foldersConvertAsTheirWritersReadThem()
+    {
+        QFETCH(QString, folder);
+        QFETCH(QString, shardSize);
+        const QString output
+            = m_dir.filePath(folder + u'-' + (shardSize.isEmpty() ? u"one.safetensors"_qs : shardSize));
+        QStringList arguments {QStringLiteral("convert"), sharded(folder), QStringLiteral("-o"), output,
+            QStringLiteral("--json")};
+        if (!shardSize.isEmpty())
+            arguments << QStringLiteral("--max-shard-size") << shardSize;
+        const CommandResult converted = runInspect(arguments);
+        QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
+        const JsonValue report = parse(converted.out);
+        QVERIFY(report.member("verified").toBool());
+        if (!shardSize.isEmpty())
+            QVERIFY(report.member("shards").size() > 1);
+        if (folder == u"dcp"_qs) {
+            // DCP's non-tensor entries are pickled values: named as dropped, never unpickled.
+            std::set<std::string> dropped;
+            for (const JsonValue& item : report.member("inputs").at(0).member("dropped_objects").items())
+                dropped.insert(item.member("path").toString());
+            QVERIFY2(dropped.count("step") && dropped.count("note"), converted.out.constData());
+        } else {
+            QCOMPARE(report.member("inputs").size(), std::size_t(3)); // one per shard
+        }
+        const CommandResult checked = runPython(m_modern, {kFolderChecker, sharded(folder), output});
+        QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
+    }
+
+    // .bin shards into safetensors shards that transformers loads as the same model.
+    void shardedFolderLoadsWithFromPretrained()
+    {
+        const QString output = m_dir.filePath(QStringLiteral("llama-safetensors"));
+        const CommandResult converted
+            = runInspect({QStringLiteral("convert"), sharded(QStringLiteral("bin_cpu")), QStringLiteral("-o"),
+                output, QStringLiteral("--max-shard-size"), QStringLiteral("150KiB")});
+        QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
+        QVERIFY(QFileInfo::exists(output + u"/model.safetensors.index.json"_qs));
+        QVERIFY(QFile::copy(sharded(QStringLiteral("bin_cpu/config.json")), output + u"/config.json"_qs));
+        const CommandResult loaded = runPython(m_modern,
+            {kTransformers, QStringLiteral("verify-auto"), sharded(QStringLiteral("bin_cpu")), output});
+        QVERIFY2(loaded.exitCode == 0, qPrintable(describe(loaded)));
+    }
+
+    // A folder with a shard missing converts nothing: the rest alone would lose weights silently.
+    void brokenFolderIsRefused()
+    {
+        const QString output = m_dir.filePath(QStringLiteral("broken.safetensors"));
+        const CommandResult result = runInspect({QStringLiteral("convert"),
+            sharded(QStringLiteral("broken_missing_shard")), QStringLiteral("-o"), output});
+        QCOMPARE(result.exitCode, 2);
+        QVERIFY2(result.err.contains("pytorch_model-00002-of-00003.bin"), result.err.constData());
+        QVERIFY(!QFileInfo::exists(output));
+        // Back to torch is for one safetensors file, not a folder.
+        const CommandResult folderToTorch
+            = runInspect({QStringLiteral("convert"), sharded(QStringLiteral("safetensors")),
+                QStringLiteral("-o"), m_dir.filePath(QStringLiteral("folder.pt"))});
+        QCOMPARE(folderToTorch.exitCode, 64);
+        // extract writes one file from one file, and says what to do with a folder.
+        const CommandResult extracted
+            = runInspect({QStringLiteral("extract"), sharded(QStringLiteral("bin_cpu")), QStringLiteral("-o"),
+                m_dir.filePath(QStringLiteral("folder-extract.pt"))});
+        QCOMPARE(extracted.exitCode, 2);
+        QVERIFY2(extracted.err.contains("convert"), extracted.err.constData());
+        QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("folder-extract.pt"))));
     }
 
     void refusesDtypesSafetensorsCannotName()

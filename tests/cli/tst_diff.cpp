@@ -172,6 +172,74 @@ private Q_SLOTS:
         QVERIFY(diff.member("unchanged").toUInt64().value_or(0) > 0);
     }
 
+    // Folders open as `info` opens them (an index, shards, a DCP folder): the same model as .bin
+    // shards on the CPU, on two GPUs, as safetensors shards and as a DCP save.
+    void foldersCompareAsInfoReadsThem()
+    {
+        const QString bin = fixturesDir() + u"/sharded/bin_cpu"_qs;
+        QString problem;
+        const JsonValue devices = diffJson(bin, fixturesDir() + u"/sharded/bin_cuda"_qs, 1, &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QVERIFY(devices.member("changed").size() > 10);
+        for (const JsonValue& change : devices.member("changed").items())
+            QVERIFY2(change.find("device") && !change.member("value_changed").toBool()
+                    && !change.find("dtype") && !change.find("shape"),
+                qPrintable(show(change)));
+        QCOMPARE(devices.member("added").size() + devices.member("removed").size()
+                + devices.member("renamed").size(),
+            std::size_t(0));
+
+        // safetensors records no device: nothing differs.
+        const JsonValue safetensors = diffJson(bin, fixturesDir() + u"/sharded/safetensors"_qs, 0, &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QVERIFY(safetensors.member("identical").toBool());
+
+        // DCP saved {"model": model.state_dict(), ...}: every tensor under "model.", the same bytes,
+        // read from each chunk's torch.save archive inside the .distcp file; the tied lm_head.weight,
+        // which save_pretrained leaves out of the shards, is in the DCP state_dict.
+        const JsonValue dcp = diffJson(bin, fixturesDir() + u"/sharded/dcp"_qs, 1, &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QCOMPARE(dcp.member("changed").size() + dcp.member("removed").size(), std::size_t(0));
+        QCOMPARE(dcp.member("added").size(), std::size_t(1));
+        QCOMPARE(dcp.member("added").at(0).toString(), std::string("model.lm_head.weight"));
+        QCOMPARE(dcp.member("renamed").size(), devices.member("changed").size());
+        for (const JsonValue& renamed : dcp.member("renamed").items())
+            QCOMPARE("model." + renamed.member("from").toString(), renamed.member("to").toString());
+        QCOMPARE(dcp.member("unchanged").toUInt64(), std::optional<std::uint64_t>(0));
+    }
+
+    // Two training steps as folders of safetensors shards: the value differences come through the
+    // helper, which opens the folders as diff did and takes the tensors by their numbers there.
+    void trainingStepsAsShardedFolders()
+    {
+        const QString steps = m_dir.filePath(QStringLiteral("steps"));
+        for (const char* step : {"step0", "step1"}) {
+            const CommandResult converted
+                = runInspect({QStringLiteral("convert"), steps + u'/' + QString::fromLatin1(step) + u".pt"_qs,
+                    QStringLiteral("-o"), m_dir.filePath(QString::fromLatin1(step) + u"-shards"_qs),
+                    QStringLiteral("--max-shard-size"), QStringLiteral("200B")});
+            QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
+        }
+        QString problem;
+        const JsonValue diff = diffJson(m_dir.filePath(QStringLiteral("step0-shards")),
+            m_dir.filePath(QStringLiteral("step1-shards")), 1, &problem);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        QFile truthFile(steps + u"/expected.json"_qs);
+        QVERIFY(truthFile.open(QIODevice::ReadOnly));
+        const JsonValue truth = parse(truthFile.readAll());
+        std::map<std::string, const JsonValue*> changed;
+        for (const JsonValue& change : diff.member("changed").items())
+            changed[change.member("name").toString()] = &change;
+        for (const auto& [name, want] : truth.member("tensors").members()) {
+            QVERIFY2(want.member("differs").toBool() == (changed.count(name) > 0), name.c_str());
+            if (!want.member("differs").toBool() || !want.find("max_abs") || !m_valuesHelper)
+                continue;
+            QVERIFY2(changed.at(name)->find("max_abs"), qPrintable(show(*changed.at(name))));
+            QCOMPARE(changed.at(name)->member("max_abs").toDouble(), want.member("max_abs").toDouble());
+            QCOMPARE(changed.at(name)->member("differing").toUInt64(), want.member("differing").toUInt64());
+        }
+    }
+
     void refusesWhatItCannotRead()
     {
         const CommandResult missing = runInspect({QStringLiteral("diff"),

@@ -7,12 +7,15 @@ usage:
                                       from_pretrained(CONVERTED) (shards + index + config) must load
                                       with no missing, unexpected or mismatched weights and equal
                                       from_pretrained(ORIGINAL) in every parameter and buffer
+  check_transformers.py verify-auto ORIGINAL CONVERTED
+                                      the same with AutoModelForCausalLM (any architecture its
+                                      config.json names, e.g. the tiny Llama of tests/fixtures/sharded)
 """
 import os
 import sys
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
 
 def main():
@@ -27,8 +30,9 @@ def main():
         torch.save(model.state_dict(), os.path.join(sys.argv[2], "pytorch_model.bin"))
         print("ok made")
         return
-    original = GPT2LMHeadModel.from_pretrained(sys.argv[2])
-    converted, info = GPT2LMHeadModel.from_pretrained(sys.argv[3], output_loading_info=True)
+    loader = AutoModelForCausalLM if sys.argv[1] == "verify-auto" else GPT2LMHeadModel
+    original = loader.from_pretrained(sys.argv[2])
+    converted, info = loader.from_pretrained(sys.argv[3], output_loading_info=True)
     problems = ["%s: %s" % (k, v) for k, v in info.items() if v]
     want = original.state_dict()
     got = converted.state_dict()

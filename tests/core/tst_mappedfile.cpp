@@ -246,6 +246,29 @@ private Q_SLOTS:
         QVERIFY(empty->bytes().empty());
     }
 
+    // A DCP chunk is read as a file of its own: a slice shares the map, keeps it alive after the
+    // whole is let go, and a range past the end is refused rather than clamped.
+    void sliceIsAFileOfItsOwn()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("sliced.bin"));
+        QVERIFY(writeFile(path, "header|chunk|tail"));
+        std::shared_ptr<const MappedFile> chunk;
+        {
+            auto whole = MappedFile::open(path.toStdString());
+            QVERIFY(whole.hasValue());
+            chunk = MappedFile::slice(*whole, 7, 5);
+            QVERIFY(chunk);
+            QCOMPARE(bytesOf(chunk->bytes()), QByteArray("chunk"));
+            QCOMPARE(chunk->bytes().data(), (*whole)->bytes().data() + 7); // not copied
+            QCOMPARE(chunk->path(), path.toStdString());
+            QVERIFY(MappedFile::slice(*whole, 17, 0)); // an empty slice at the very end
+            QVERIFY(!MappedFile::slice(*whole, 13, 5));
+            QVERIFY(!MappedFile::slice(*whole, 18, 0));
+            QVERIFY(!MappedFile::slice(nullptr, 0, 0));
+        }
+        QCOMPARE(bytesOf(chunk->bytes()), QByteArray("chunk"));
+    }
+
 private:
     QTemporaryDir m_dir;
 };

@@ -8,16 +8,22 @@
 - `info` puts the rating first (text: the first line; JSON: the first member);
 - `remap` refuses a dangerous file (exit 4, nothing written) and, with --allow-dangerous, copies it
   byte for byte and says so;
+- `extract` and `convert` either refuse (exit 2, a message, nothing written) or write only tensors
+  and name the file's callables among the globals they did not carry; what they write loads with
+  torch.load(weights_only=True) (extract) or is a safetensors file with {"format": "pt"} (convert);
 - no marker file ever appears (nothing ran).
 
-Nothing here unpickles anything.
+Nothing here unpickles a hostile file; only what ckpt-inspect wrote is loaded, with weights_only=True.
 usage: check_hostile.py GENERATOR INSPECT OUTDIR
 """
 import glob
 import json
 import os
+import struct
 import subprocess
 import sys
+
+import torch  # only to load what ckpt-inspect wrote, with weights_only=True
 
 generator, inspect, out = sys.argv[1], sys.argv[2], sys.argv[3]
 for stale in glob.glob("/tmp/ckpt-hostile-marker-*"):
@@ -39,6 +45,7 @@ def run(*args):
 
 techniques = set()
 dangerous_count = 0
+extracted_rows = []  # (file, command) that wrote a file rather than refusing
 for name, technique, rating, callables in rows:
     path = os.path.join(out, name)
     code, stdout, stderr = run("check", "--json", path)
@@ -111,6 +118,41 @@ for name, technique, rating, callables in rows:
                 failures.append("%s: remap --allow-dangerous does not say it copied unchanged" % name)
             os.remove(target)
 
+    # extract and convert: refused, or only tensors written and the callables named as not carried.
+    for command, suffix in (("extract", ".pt"), ("convert", ".safetensors")):
+        target = os.path.join(out, command + "-" + name + suffix)
+        if os.path.exists(target):
+            os.remove(target)
+        code, stdout, stderr = run(command, path, "-o", target, "--json")
+        if code == 2:
+            if not stderr.strip() or os.path.exists(target):
+                failures.append("%s: %s refused without a message or left %s" % (name, command, target))
+            continue
+        if code != 0 or not os.path.exists(target):
+            failures.append("%s: %s exits %d: %s" % (name, command, code, stderr[-200:]))
+            continue
+        extracted_rows.append((name, command))
+        report = json.loads(stdout)
+        carried_not = report["globals_not_carried"] if command == "extract" else [
+            g for item in report["inputs"] for g in item["globals_not_carried"]]
+        for expected in [c for c in callables.split(",") if c and c != "-"]:
+            if not any(expected in found for found in carried_not):
+                failures.append("%s: %s does not name %s as not carried (it names %s)" % (
+                    name, command, expected, ", ".join(carried_not) or "none"))
+        if command == "extract":
+            try:
+                loaded = torch.load(target, map_location="cpu", weights_only=True)
+                if not all(torch.is_tensor(v) for v in loaded.values()):
+                    failures.append("%s: the extract holds something other than tensors" % name)
+            except Exception as error:  # noqa: BLE001 - any failure to load is the finding
+                failures.append("%s: the extract does not load with weights_only=True: %s" % (name, error))
+        else:
+            with open(target, "rb") as f:
+                header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+            if header.get("__metadata__") != {"format": "pt"}:
+                failures.append("%s: the conversion's __metadata__ is %s" % (name, header.get("__metadata__")))
+        os.remove(target)
+
 # Cut short anywhere, no file crashes the reader or the verdict (a truncated gzip once did).
 truncated = os.path.join(out, "truncated.bin")
 for name, technique, rating, callables in rows:
@@ -132,6 +174,8 @@ if markers:
 
 print("%d files, %d hostile (rated dangerous), techniques covered: %s" % (
     len(rows), dangerous_count, ", ".join(sorted(techniques, key=int))))
+print("extract/convert wrote tensors only from %d of %d runs, refused the rest: %s" % (
+    len(extracted_rows), 2 * len(rows), ", ".join("%s %s" % (c, n) for n, c in extracted_rows)))
 if failures:
     print("%d failures:" % len(failures))
     for failure in failures:

@@ -13,7 +13,7 @@ HelperProcessValues::HelperProcessValues(QString program)
     : m_program(std::move(program))
 { }
 
-std::shared_ptr<TensorValuesSource> HelperProcessValues::findForThisProgram()
+QString HelperProcessValues::programForThisProcess()
 {
     QString program = qEnvironmentVariable("CKPT_VALUES_HELPER");
     if (program.isEmpty())
@@ -21,8 +21,16 @@ std::shared_ptr<TensorValuesSource> HelperProcessValues::findForThisProgram()
             = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ckpt-inspect-values"));
     const QFileInfo info(program);
     if (!info.isFile() || !info.isExecutable())
+        return {};
+    return info.absoluteFilePath();
+}
+
+std::shared_ptr<TensorValuesSource> HelperProcessValues::findForThisProgram()
+{
+    const QString program = programForThisProcess();
+    if (program.isEmpty())
         return nullptr;
-    return std::make_shared<HelperProcessValues>(info.absoluteFilePath());
+    return std::make_shared<HelperProcessValues>(program);
 }
 
 Expected<TensorValues> HelperProcessValues::compute(

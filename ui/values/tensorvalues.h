@@ -48,6 +48,9 @@ public:
     // The helper for this process: $CKPT_VALUES_HELPER if set, else ckpt-inspect-values next to
     // the running program. Null when there is none (a build without libtorch): no Values section.
     static std::shared_ptr<TensorValuesSource> findForThisProgram();
+    // The helper's path by the same rule, empty when there is none (the comparison view runs its
+    // --diff mode itself).
+    static QString programForThisProcess();
 
 private:
     QString m_program;

@@ -1,0 +1,47 @@
+#pragma once
+
+#include "core/compare/checkpointdiff.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace ckpt {
+
+struct Checkpoint;
+struct JobProgress;
+
+// How far the values of a float tensor moved, as ckpt-inspect-values (libtorch, in its own
+// process: the GUI never loads libtorch) measured them.
+struct ValueDelta {
+    std::uint64_t count = 0; // elements compared
+    std::uint64_t differing = 0;
+    double maxAbsolute = 0;
+    double maxRelative = 0; // max |a - b| / max(|a|, |b|)
+};
+
+// The open checkpoint against another file or folder: what `ckpt-inspect diff` reports, with the
+// two sides kept alive because the diff points into them.
+struct Comparison {
+    QString pathA, pathB;
+    DiffSide a, b;
+    CheckpointDiff diff;
+    std::vector<std::optional<ValueDelta>> deltas; // per diff.changed: measured value differences
+    std::vector<QString> deltaErrors; // per diff.changed: why the helper could not measure
+    QString valuesProblem; // why no value differences were measured at all (no helper, it failed)
+    QString error; // B could not be read: nothing else is set
+    bool cancelled = false;
+};
+
+// Runs on a worker thread: reads `pathB` (a file, an index, a folder of shards, a DCP folder),
+// hashes both sides (core/compare, every storage in parallel straight from the file maps) with
+// progress and cancel through `progress`, then, for float tensors whose bytes changed, asks
+// `valuesHelper` (`ckpt-inspect-values --diff A B`) for the largest differences; without a helper
+// the comparison is complete but for those numbers (valuesProblem says so).
+Comparison compareWithFile(std::shared_ptr<const Checkpoint> a, const QString& pathB,
+    const QString& valuesHelper, JobProgress& progress);
+
+} // namespace ckpt
