@@ -104,7 +104,10 @@ public:
     std::streambuf* target() const { return m_target; }
 
 private:
-    static bool isSafe(unsigned char byte) { return (byte >= 0x20 && byte != 0x7F) || byte == '\n' || byte == '\t'; }
+    static bool isSafe(unsigned char byte)
+    {
+        return (byte >= 0x20 && byte != 0x7F) || byte == '\n' || byte == '\t';
+    }
     bool put(char c)
     {
         const auto byte = static_cast<unsigned char>(c);
