@@ -75,11 +75,27 @@ protected:
             return m_target->pubsync() == 0 ? traits_type::not_eof(c) : traits_type::eof();
         return put(traits_type::to_char_type(c)) ? c : traits_type::eof();
     }
+    // Runs of safe bytes go to the target in one call: a character at a time through a stdio-synced
+    // stream cost a third of `info --json`'s time on a 100,000-tensor file.
     std::streamsize xsputn(const char* data, std::streamsize count) override
     {
-        for (std::streamsize i = 0; i < count; ++i)
-            if (!put(data[i]))
-                return i;
+        std::streamsize done = 0;
+        while (done < count) {
+            std::streamsize run = done;
+            while (run < count && isSafe(static_cast<unsigned char>(data[run])))
+                ++run;
+            if (run > done) {
+                const std::streamsize written = m_target->sputn(data + done, run - done);
+                if (written != run - done)
+                    return done + written;
+                done = run;
+            }
+            if (done < count) {
+                if (!put(data[done]))
+                    return done;
+                ++done;
+            }
+        }
         return count;
     }
     int sync() override { return m_target->pubsync(); }
@@ -88,10 +104,14 @@ public:
     std::streambuf* target() const { return m_target; }
 
 private:
+    static bool isSafe(unsigned char byte)
+    {
+        return (byte >= 0x20 && byte != 0x7F) || byte == '\n' || byte == '\t';
+    }
     bool put(char c)
     {
         const auto byte = static_cast<unsigned char>(c);
-        if ((byte >= 0x20 && byte != 0x7F) || byte == '\n' || byte == '\t')
+        if (isSafe(byte))
             return m_target->sputc(c) != traits_type::eof();
         char escaped[8];
         std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
@@ -290,13 +310,16 @@ int runInfo(const std::vector<std::string>& args)
     const ckpt::SafetyVerdict safety = checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
                                                            : ckpt::ratePickleSafety(checkpoint);
     if (json) {
-        // The rating leads the document, as it leads the text.
-        std::string text = ckpt::checkpointToJson(checkpoint, true);
-        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        // The rating leads the document, as it leads the text. Streamed as it is written: the
+        // document of a 100,000-tensor file is never held whole.
+        ckpt::JsonWriter writer(std::cout, ckpt::JsonStyle::Pretty);
+        writer.beginObject();
+        writer.key("safety");
         writeSafetyJson(writer, safety);
-        if (const auto brace = text.find('{'); brace != std::string::npos)
-            text.insert(brace + 1, "\n\"safety\": " + writer.takeText() + ",");
-        std::cout << text;
+        ckpt::writeCheckpointJsonMembers(writer, checkpoint);
+        writer.endObject();
+        writer.flush();
+        std::cout << "\n";
     } else {
         std::cout << safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
     }

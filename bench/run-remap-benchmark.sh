@@ -43,10 +43,15 @@ for _ in range(3):
     if status != 0:
         sys.exit(f"{label}: command failed")
 print(f"{label:44s} median {statistics.median(times):6.2f} s (runs {', '.join(f'{t:.2f}' for t in times)})   peak memory {max(peaks):8.1f} MiB")
+with open(os.environ["RESULTS"], "a") as results:
+    results.write(f"{label}\t{statistics.median(times)}\t{max(peaks)}\n")
 os.remove(output)
 PY
 }
 
+export RESULTS
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
 size=$(stat -c %s "$input")
 echo "input: $input ($((size / 1048576)) MiB), page cache warmed by a first read"
 cat "$input" > /dev/null
@@ -59,3 +64,10 @@ measure "ckpt-inspect remap --map *=cpu" "$out/remapped.pt" "$build/app/ckpt-ins
 measure "ckpt-inspect remap --map *=cpu --no-verify" "$out/remapped.pt" "$build/app/ckpt-inspect" remap "$input" -o "$out/remapped.pt" --map '*=cpu' --no-verify
 measure "python torch.load(map_location=cpu)+save" "$out/python.pt" "$py" -c \
     "import sys, torch; torch.save(torch.load(sys.argv[1], map_location='cpu'), sys.argv[2])" "$input" "$out/python.pt"
+"$py" - "$RESULTS" <<'PY'
+import sys
+rows = {label: (float(t), float(m)) for label, t, m in (line.rstrip("\n").split("\t") for line in open(sys.argv[1]))}
+base = rows["cp + sync"][0]
+for label in ("ckpt-inspect remap --map *=cpu", "ckpt-inspect remap --map *=cpu --no-verify", "python torch.load(map_location=cpu)+save"):
+    print(f"{label:44s} {rows[label][0] / base:5.2f}x the flushed cp's time, peak memory {rows[label][1]:.0f} MiB")
+PY

@@ -1,63 +1,78 @@
-// Benchmark (not a test): value-scan throughput on a 1 GiB float32 checkpoint written by torch.
-// Run: build/dev/bench/bench_value_scan
-// Throughput of the value scan on a 1 GiB float32 checkpoint written by torch (printed, not
-// asserted: the machine decides the number).
+// Benchmark (not a test): value-scan throughput over a checkpoint written by torch, with the native
+// kernels on 1 thread and on every thread, and with libtorch's kernels, with and without the
+// histogram. bench/run-values-benchmark.sh writes the file and prints numpy's figure next to these.
+//   usage: bench_value_scan FILE [--no-libtorch]
 #include "core/read/checkpointreader.h"
 #include "valuescan.h"
 
-#include <QProcess>
-#include <QTemporaryDir>
-#include <QTest>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
 
 using namespace ckpt;
 
-class TestValueScanThroughput : public QObject {
-    Q_OBJECT
+namespace {
 
-private Q_SLOTS:
-    void scanOneGibibyte()
-    {
-        QTemporaryDir dir;
-        QVERIFY(dir.isValid());
-        const QString file = dir.filePath(QStringLiteral("one_gib.pt"));
-        QProcess python;
-        python.start(QStringLiteral(CKPT_LEGACY_PYTHON),
-            QStringList {QStringLiteral("-c"),
-                QStringLiteral("import sys, torch\n"
-                               "g = torch.Generator().manual_seed(1)\n"
-                               "w = torch.randn(1 << 28, generator=g)\n"
-                               "w[12345] = float('nan')\n"
-                               "torch.save({'w': w.reshape(1 << 14, 1 << 14)}, sys.argv[1])\n"),
-                file});
-        QVERIFY(python.waitForFinished(600'000));
-        QVERIFY2(python.exitCode() == 0, python.readAllStandardError().constData());
+// CPU seconds of this process (all threads): on a shared machine wall time carries other people's
+// load, so throughput is also given per CPU second.
+double cpuSeconds()
+{
+    rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
 
-        const Checkpoint checkpoint = readCheckpoint(file.toStdString());
-        QCOMPARE(checkpoint.tensors.size(), std::size_t(1));
-        for (std::uint32_t bins : {0u, 64u})
-            for (std::uint64_t chunk : {StatisticsOptions {}.chunkElements}) {
-                StatisticsOptions options;
-                options.histogramBins = bins;
-                options.chunkElements = chunk;
-                std::uint64_t calls = 0;
-                const ValueScanResult result = scanValues(
-                    checkpoint, [&](std::uint64_t, std::uint64_t) { return ++calls > 0; }, std::nullopt,
-                    options);
-                QVERIFY(!result.cancelled);
-                QCOMPARE(result.bytesScanned, std::uint64_t(1) << 30);
-                QVERIFY(result.tensors[0].statistics);
-                QCOMPARE(result.tensors[0].statistics->nanCount, std::uint64_t(1));
-                QCOMPARE(result.nonFiniteTensors.size(), std::size_t(1));
-                qInfo("value scan of 1 GiB float32 (%u histogram bins, chunks of %llu): %.2f s, %.3f GB/s, "
-                      "%.3f GiB/s, %llu "
-                      "progress calls",
-                    bins, static_cast<unsigned long long>(chunk), result.seconds,
-                    double(result.bytesScanned) / result.seconds / 1e9,
-                    double(result.bytesScanned) / result.seconds / double(1 << 30),
-                    static_cast<unsigned long long>(calls));
-            }
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: bench_value_scan FILE [--no-libtorch]\n");
+        return 64;
     }
-};
-
-QTEST_APPLESS_MAIN(TestValueScanThroughput)
-#include "value_scan_benchmark.moc"
+    const bool withLibtorch = !(argc > 2 && std::strcmp(argv[2], "--no-libtorch") == 0);
+    const Checkpoint checkpoint = readCheckpoint(argv[1]);
+    struct Run {
+        const char* engine;
+        bool libtorchOnly;
+        unsigned threads;
+        std::uint32_t bins;
+    };
+    const Run runs[] = {
+        {"native", false, 1, 0},
+        {"native", false, 1, 64},
+        {"native", false, 0, 0},
+        {"native", false, 0, 64},
+        {"libtorch", true, 0, 64},
+    };
+    for (const Run& run : runs) {
+        if (run.libtorchOnly && !withLibtorch)
+            continue;
+        StatisticsOptions options;
+        options.libtorchOnly = run.libtorchOnly;
+        options.threads = run.threads;
+        options.histogramBins = run.bins;
+        std::uint64_t calls = 0;
+        const double cpuBefore = cpuSeconds();
+        const ValueScanResult result = scanValues(
+            checkpoint, [&](std::uint64_t, std::uint64_t) { return ++calls > 0; }, std::nullopt, options);
+        const double cpu = cpuSeconds() - cpuBefore;
+        std::uint64_t nonFinite = 0;
+        for (const TensorValues& values : result.tensors)
+            if (values.statistics)
+                nonFinite += values.statistics->nanCount + values.statistics->positiveInfinityCount
+                    + values.statistics->negativeInfinityCount;
+        std::printf(
+            "%-8s %-11s %-12s wall %6.2f s %6.3f GB/s  cpu %6.2f s %6.3f GB per cpu-s  (%llu non-finite, "
+            "%llu progress calls)\n",
+            run.engine, run.threads == 1 ? "1 thread" : "all threads",
+            run.bins ? "histogram" : "no histogram", result.seconds,
+            double(result.bytesScanned) / result.seconds / 1e9, cpu, double(result.bytesScanned) / cpu / 1e9,
+            static_cast<unsigned long long>(nonFinite), static_cast<unsigned long long>(calls));
+        std::fflush(stdout);
+    }
+    return 0;
+}

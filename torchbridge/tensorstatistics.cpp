@@ -4,8 +4,10 @@
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
 #include "minifloat.h"
+#include "nativestatistics.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <array>
@@ -270,6 +272,31 @@ private:
     at::Tensor m_view, m_imaginary, m_table;
 };
 
+std::optional<NativeFloat> nativeFloatFor(const std::string& dtype)
+{
+    if (dtype == "float32")
+        return NativeFloat::Float32;
+    if (dtype == "float64")
+        return NativeFloat::Float64;
+    if (dtype == "float16")
+        return NativeFloat::Float16;
+    if (dtype == "bfloat16")
+        return NativeFloat::BFloat16;
+    return std::nullopt;
+}
+
+// Row-major without gaps: the view's elements are one run of bytes, read in order.
+bool isContiguous(const TensorEntry& tensor)
+{
+    std::int64_t expected = 1;
+    for (std::size_t d = tensor.shape.size(); d-- > 0;) {
+        if (tensor.shape[d] != 1 && (*tensor.stride)[d] != expected)
+            return false;
+        expected *= tensor.shape[d];
+    }
+    return true;
+}
+
 std::uint64_t countOf(const at::Tensor& mask)
 {
     return std::uint64_t(mask.sum().item<std::int64_t>());
@@ -334,6 +361,53 @@ Expected<TensorStatistics> computeTensorStatistics(const Checkpoint& checkpoint,
     auto* base = const_cast<std::uint8_t*>(checkpoint.file->bytes().data() + *storage.dataOffset);
     const std::uint64_t chunkElements = std::max<std::uint64_t>(options.chunkElements, 1);
     const std::uint64_t passes = options.histogramBins > 0 ? 2 : 1;
+    const auto native = nativeFloatFor(tensor.dtype);
+    if (native && !options.libtorchOnly && plan->decoding == Decoding::Native && isContiguous(tensor)) {
+        const std::uint8_t* start
+            = base + std::uint64_t(*tensor.storageOffset) * c10::elementSize(plan->viewType);
+        adviseSequential(start, numel * c10::elementSize(plan->viewType));
+        NativeScanOptions scan;
+        scan.threads = options.threads ? options.threads : unsigned(std::max(1, at::get_num_threads()));
+        scan.progress = progress;
+        scan.totalForProgress = numel * passes;
+        NativeStatistics moments;
+        std::uint64_t done = 0;
+        if (!nativeMoments(*native, start, numel, scan, done, moments))
+            return failure("cancelled");
+        statistics.count = numel;
+        statistics.nanCount = moments.nanCount;
+        statistics.positiveInfinityCount = moments.positiveInfinityCount;
+        statistics.negativeInfinityCount = moments.negativeInfinityCount;
+        statistics.zeroCount = moments.zeroCount;
+        statistics.finiteCount = moments.finiteCount;
+        if (moments.finiteCount > 0) {
+            statistics.min = moments.min;
+            statistics.max = moments.max;
+            statistics.mean = moments.mean;
+            statistics.std
+                = moments.finiteCount > 1 ? std::sqrt(moments.m2 / double(moments.finiteCount - 1)) : 0.0;
+        }
+        if (options.histogramBins > 0 && moments.finiteCount > 0) {
+            ValueHistogram& histogram = statistics.histogram;
+            histogram.low = moments.min == moments.max ? moments.min - 1 : moments.min;
+            histogram.high = moments.min == moments.max ? moments.max + 1 : moments.max;
+            // torch.histc's own edges, so a value on an edge lands in the bin histc puts it in.
+            std::vector<double> edges;
+            try {
+                c10::InferenceMode inferenceMode;
+                const at::Tensor linspace = at::linspace(histogram.low, histogram.high,
+                    std::int64_t(options.histogramBins) + 1, at::TensorOptions().dtype(at::kDouble));
+                edges.assign(linspace.data_ptr<double>(), linspace.data_ptr<double>() + linspace.numel());
+            } catch (const std::exception& error) {
+                return failure(std::string("libtorch could not make the histogram's edges: ") + error.what());
+            }
+            if (!nativeHistogram(*native, start, numel, edges, scan, done, histogram.counts))
+                return failure("cancelled");
+        } else if (passes == 2 && progress && !progress(numel * passes, numel * passes)) {
+            return failure("cancelled");
+        }
+        return statistics;
+    }
     std::uint64_t done = 0;
     bool cancelled = false;
     auto advance = [&](std::uint64_t elements) {

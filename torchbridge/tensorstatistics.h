@@ -54,13 +54,23 @@ struct StatisticsOptions {
     // Elements converted to float64 at a time; bounds the memory a tensor's scan takes (8 bytes
     // each, plus libtorch's temporaries) whatever the tensor's size.
     std::uint64_t chunkElements = std::uint64_t(1) << 16;
+    // Threads for the native kernels (contiguous float32/float64/float16/bfloat16); 0: libtorch's
+    // at::get_num_threads(), the count its own kernels use.
+    unsigned threads = 0;
+    // Always take libtorch's kernels (widened to float64 per chunk), never the native ones: for
+    // benchmarks that compare the two engines.
+    bool libtorchOnly = false;
 };
 
 // Called between chunks with the bytes of tensor data scanned so far and in all; returning false
 // cancels.
 using ValueProgress = std::function<bool(std::uint64_t done, std::uint64_t total)>;
 
-// Computes the statistics of one strided tensor of an opened checkpoint through libtorch. Dtypes
+// Computes the statistics of one strided tensor of an opened checkpoint. Contiguous float32,
+// float64, float16 and bfloat16 tensors (nearly every weight) go through the native kernels of
+// nativestatistics.h: their native dtype, one read of the mapped bytes per pass, on
+// `options.threads` threads; measured several times faster than libtorch's kernels below
+// (bench/run-values-benchmark.sh). Everything else goes through libtorch. Dtypes
 // libtorch 1.13 knows are read in place from the memory-mapped bytes (torch::from_blob +
 // as_strided, no copy of the storage; each chunk is widened to float64); float8 (e4m3fn, e5m2,
 // e4m3fnuz, e5m2fnuz, e8m0fnu), uint16/32/64 and quint4x2/quint2x4, which it lacks, are decoded

@@ -47,6 +47,15 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
 {
     JsonWriter json(pretty ? JsonStyle::Pretty : JsonStyle::Compact);
     json.beginObject();
+    writeCheckpointJsonMembers(json, checkpoint);
+    json.endObject();
+    std::string text = json.takeText();
+    text += '\n';
+    return text;
+}
+
+void writeCheckpointJsonMembers(JsonWriter& json, const Checkpoint& checkpoint)
+{
     json.member("file", checkpoint.path);
     json.member("file_size", checkpoint.fileSize);
     json.member("format", std::string(checkpointFormatName(checkpoint.format)));
@@ -149,10 +158,6 @@ std::string checkpointToJson(const Checkpoint& checkpoint, bool pretty)
         json.endObject();
     }
     json.endArray();
-    json.endObject();
-    std::string text = json.takeText();
-    text += '\n';
-    return text;
 }
 
 std::string checkpointToText(const Checkpoint& checkpoint)

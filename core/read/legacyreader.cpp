@@ -6,6 +6,9 @@
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
 
+#include <string_view>
+#include <unordered_set>
+
 namespace ckpt {
 
 void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
@@ -170,11 +173,11 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         if (offset > bytes.size())
             offset = bytes.size();
     }
+    // A set, not a scan of the key list per storage: with 200,000 storages that scan was 4 x 10^10
+    // string comparisons (minutes of `check`).
+    const std::unordered_set<std::string_view> listedKeys(keys.begin(), keys.end());
     for (const StorageRecord& storage : checkpoint.storages) {
-        bool listed = false;
-        for (const std::string& key : keys)
-            listed = listed || key == storage.key;
-        if (!listed)
+        if (!listedKeys.contains(storage.key))
             checkpoint.addFinding(Severity::Error, "record-missing",
                 "storage " + storage.key
                     + " is used by the pickle but missing from the file's key list; torch.load cannot "

@@ -233,6 +233,44 @@ private Q_SLOTS:
             QVERIFY2(!nonFinite.count(name), name);
     }
 
+    // The native kernels (contiguous float32/float64/float16/bfloat16) and libtorch's must agree on
+    // every tensor, whatever the number of threads: the native ones are chosen per dtype for speed,
+    // never for different answers.
+    void nativeKernelsAgreeWithLibtorch()
+    {
+        int compared = 0;
+        for (const char* name : {"dtypes", "views_and_strides", "state_dict"}) {
+            const Checkpoint checkpoint = readCheckpoint(fixture("torch-1.13", name).toStdString());
+            for (std::uint32_t i = 0; i < checkpoint.tensors.size(); ++i) {
+                StatisticsOptions reference;
+                reference.histogramBins = kBins;
+                reference.libtorchOnly = true;
+                const auto want = computeTensorStatistics(checkpoint, i, reference);
+                if (!want.hasValue())
+                    continue;
+                for (unsigned threads : {1u, 2u, 3u}) {
+                    StatisticsOptions options;
+                    options.histogramBins = kBins;
+                    options.threads = threads;
+                    const auto got = computeTensorStatistics(checkpoint, i, options);
+                    const std::string where = std::string(name) + ": " + checkpoint.tensors[i].name + " ("
+                        + checkpoint.tensors[i].dtype + ", " + std::to_string(threads) + " threads)";
+                    QVERIFY2(got.hasValue(), where.c_str());
+                    QVERIFY2(got->count == want->count && got->nanCount == want->nanCount
+                            && got->positiveInfinityCount == want->positiveInfinityCount
+                            && got->negativeInfinityCount == want->negativeInfinityCount
+                            && got->zeroCount == want->zeroCount && got->finiteCount == want->finiteCount,
+                        where.c_str());
+                    QVERIFY2(close(got->min, want->min) && close(got->max, want->max), where.c_str());
+                    QVERIFY2(close(got->mean, want->mean) && close(got->std, want->std), where.c_str());
+                    QVERIFY2(got->histogram.counts == want->histogram.counts, where.c_str());
+                }
+                ++compared;
+            }
+        }
+        QVERIFY2(compared >= 20, qPrintable(QStringLiteral("only %1 tensors compared").arg(compared)));
+    }
+
     void matchesModernTorch()
     {
         const QString modern = QStringLiteral(CKPT_MODERN_PYTHON);
