@@ -353,7 +353,7 @@ Command addCheckCommand(CLI::App& program)
         ->type_name("MODULE");
     command->add_flag("--values", arguments->options.values,
         "add each tensor's NaN/Inf/zero counts, range, mean, std and histogram (through libtorch)");
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runCheck(*arguments); }};
 }
 

@@ -41,4 +41,10 @@ CLI::Option* addWholeNumberOption(CLI::App& command, const std::string& name, st
 CLI::Option* addByteSizeOption(CLI::App& command, const std::string& name, std::uint64_t& target,
     const std::string& description, bool positive = false);
 
+// --json, which every command that reports takes.
+void addJsonFlag(CLI::App& command, bool& json);
+
+// --no-verify: skip reading what was written back (`verify` becomes false).
+void addNoVerifyFlag(CLI::App& command, bool& verify);
+
 } // namespace cli

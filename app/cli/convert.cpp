@@ -229,11 +229,7 @@ Command addConvertCommand(CLI::App& program)
         ->type_name("OUT");
     addByteSizeOption(*command, "--max-shard-size", arguments->maxShardBytes,
         "write shards of at most SIZE each (e.g. 5GB) and an index", true);
-    command
-        ->add_option("--select", arguments->options.select, "keep only the tensors under PREFIX; repeatable")
-        ->type_name("PREFIX");
-    command->add_option("--root", arguments->options.root, "the object in the file that holds the state_dict")
-        ->type_name("PATH");
+    addSelectionOptions(*command, arguments->options);
     command
         ->add_option_function<std::string>(
             "--device",
@@ -246,10 +242,8 @@ Command addConvertCommand(CLI::App& program)
             "safetensors to torch: the device the storages are recorded on (cpu)")
         ->type_name("DEV");
     arguments->planOptions.addTo(*command);
-    command->add_flag_callback(
-        "--no-verify", [arguments] { arguments->options.verifyAfterWriting = false; },
-        "skip reading the output back");
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addNoVerifyFlag(*command, arguments->options.verifyAfterWriting);
+    addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runConvert(*arguments); }};
 }
 

@@ -16,7 +16,7 @@ Command addDevicesCommand(CLI::App& program)
     CLI::App* command = program.add_subcommand("devices",
         "The devices of this machine: CUDA GPUs as torch numbers them (name, compute capability, total and "
         "free memory) and the CPU's memory.");
-    command->add_flag("--json", *json, "print JSON instead of text");
+    addJsonFlag(*command, *json);
     return {command, [json] {
                 const ckpt::MachineInventory machine = ckpt::detectThisMachine();
                 if (*json) {

@@ -326,7 +326,7 @@ Command addDiffCommand(CLI::App& program)
     command->add_option("B", arguments->paths[1], "the checkpoint to compare it with")
         ->type_name("")
         ->required();
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addJsonFlag(*command, arguments->json);
     command->add_flag_callback(
         "--no-values", [arguments] { arguments->values = false; },
         "compare content hashes only (no libtorch helper)");

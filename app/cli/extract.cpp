@@ -63,16 +63,10 @@ Command addExtractCommand(CLI::App& program)
     command->add_option("-o,--output", arguments->output, "the state_dict file to write")
         ->required()
         ->type_name("OUT.pt");
-    command
-        ->add_option("--select", arguments->options.select, "keep only the tensors under PREFIX; repeatable")
-        ->type_name("PREFIX");
-    command->add_option("--root", arguments->options.root, "the object in the file that holds the state_dict")
-        ->type_name("PATH");
+    addSelectionOptions(*command, arguments->options);
     arguments->planOptions.addTo(*command);
-    command->add_flag_callback(
-        "--no-verify", [arguments] { arguments->options.verifyAfterWriting = false; },
-        "skip reading the file back");
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addNoVerifyFlag(*command, arguments->options.verifyAfterWriting);
+    addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runExtract(*arguments); }};
 }
 

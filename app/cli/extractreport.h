@@ -4,10 +4,21 @@
 #include "core/model/checkpoint.h"
 #include "core/write/extractwriter.h"
 
+#include <CLI/CLI.hpp>
+
 #include <ostream>
 #include <string>
 
 namespace cli {
+
+// What extract and convert keep: --select PREFIX... and --root PATH.
+inline void addSelectionOptions(CLI::App& command, ckpt::ExtractOptions& options)
+{
+    command.add_option("--select", options.select, "keep only the tensors under PREFIX; repeatable")
+        ->type_name("PREFIX");
+    command.add_option("--root", options.root, "the object in the file that holds the state_dict")
+        ->type_name("PATH");
+}
 
 inline void printDropped(std::ostream& out, const ckpt::ExtractResult& result)
 {

@@ -50,7 +50,7 @@ Command addInfoCommand(CLI::App& program)
     command->add_option("FILE", arguments->file, "a checkpoint file, or a folder of shards or an index")
         ->type_name("")
         ->required();
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runInfo(*arguments); }};
 }
 

@@ -46,4 +46,15 @@ CLI::Option* addByteSizeOption(CLI::App& command, const std::string& name, std::
     return option;
 }
 
+void addJsonFlag(CLI::App& command, bool& json)
+{
+    command.add_flag("--json", json, "print JSON instead of text");
+}
+
+void addNoVerifyFlag(CLI::App& command, bool& verify)
+{
+    command.add_flag_callback(
+        "--no-verify", [&verify] { verify = false; }, "skip reading the output back");
+}
+
 } // namespace cli

@@ -212,7 +212,7 @@ Command addPlanCommand(CLI::App& program)
     command->add_option("--export", arguments->exportKind, "print the plan for Python instead of the report")
         ->check(CLI::IsMember({"device-map", "map-location"}).description(""))
         ->type_name("device-map|map-location");
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runPlan(*arguments); }};
 }
 

@@ -246,9 +246,8 @@ Command addRemapCommand(CLI::App& program)
     command->add_flag("--allow-dangerous", arguments->allowDangerous,
         "copy a file rated dangerous unchanged (with --rename-global: only the renames and the plan "
         "applied)");
-    command->add_flag_callback(
-        "--no-verify", [arguments] { arguments->verify = false; }, "skip reading the copy back");
-    command->add_flag("--json", arguments->json, "print JSON instead of text");
+    addNoVerifyFlag(*command, arguments->verify);
+    addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runRemap(*arguments); }};
 }
 
