@@ -1,5 +1,6 @@
 // The desktop app: parses the command line and shows the main window; everything else lives in ui/.
 #include "ui/mainwindow.h"
+#include "version.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -37,7 +38,7 @@ int main(int argc, char* argv[])
     QApplication::setOrganizationName(QStringLiteral("ckpt-inspector"));
     QApplication::setApplicationName(QStringLiteral("ckpt-inspector"));
     QApplication::setApplicationDisplayName(QStringLiteral("Checkpoint Inspector"));
-    QApplication::setApplicationVersion(QStringLiteral(CKPT_VERSION));
+    QApplication::setApplicationVersion(QLatin1String(ckpt::kVersion));
     // The installed desktop entry (data/), so that Wayland compositors and docks match the window to it.
     QApplication::setDesktopFileName(QStringLiteral("io.github.ckpt_inspector.CheckpointInspector"));
 

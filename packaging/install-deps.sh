@@ -14,6 +14,8 @@ packages=(
     zlib1g-dev libxxhash-dev
     # The safety verdict unpacks gzip/bzip2/xz/zstd/7z-wrapped pickles through libarchive
     libarchive-dev libbz2-dev liblzma-dev libzstd-dev
+    # ckpt-inspect's command line (CLI11, header-only: the CLI stays free of Qt)
+    libcli11-dev
     # The libtorch target and the fixture generators (Debian 12's torch 1.13)
     libtorch-dev python3-torch python3-numpy
     # The modern torch interpreter: a Debian sid root (packaging/modern-torch.sh)

@@ -24,6 +24,7 @@
 #include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/safetybanner.h"
 #include "ui/widgets/tensortreepanel.h"
+#include "version.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -275,7 +276,7 @@ void MainWindow::createActions()
                        "<p>Opens PyTorch checkpoints without running their pickle code, shows the device "
                        "every tensor was recorded on, and writes a copy that loads on the devices you "
                        "plan.</p>")
-                        .arg(QStringLiteral(CKPT_VERSION)));
+                        .arg(QLatin1String(ckpt::kVersion)));
             }},
     };
     for (const ActionSpec& spec : table)

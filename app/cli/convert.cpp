@@ -1,6 +1,6 @@
 // ckpt-inspect convert: torch checkpoints to safetensors (one file or shards) and safetensors back
 // to a torch.save file, without running any pickle.
-#include "commands.h"
+#include "command.h"
 #include "extractreport.h"
 #include "planoptions.h"
 
@@ -146,85 +146,24 @@ ckpt::Expected<std::vector<ConvertedInput>> selectShardTensors(const ckpt::Check
     return inputs;
 }
 
-} // namespace
-
-int runConvert(const std::vector<std::string>& args)
-{
+struct ConvertArguments {
     std::string input, output;
     bool json = false;
     std::uint64_t maxShardBytes = 0;
     PlanOptions planOptions;
     ckpt::ExtractOptions options;
     bool deviceGiven = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        auto value = [&]() -> std::optional<std::string> {
-            if (i + 1 >= args.size()) {
-                std::cerr << "ckpt-inspect convert: " << arg << " needs a value\n";
-                return std::nullopt;
-            }
-            return args[++i];
-        };
-        std::optional<std::string> error;
-        if (planOptions.consume(args, i, "convert", error)) {
-            if (error) {
-                std::cerr << *error << "\n";
-                return 64;
-            }
-        } else if (arg == "-o" || arg == "--output") {
-            auto v = value();
-            if (!v)
-                return 64;
-            output = *v;
-        } else if (arg == "--max-shard-size") {
-            auto v = value();
-            if (!v)
-                return 64;
-            auto bytes = ckpt::parseByteSize(*v);
-            if (!bytes || *bytes == 0) {
-                std::cerr << "ckpt-inspect convert: --max-shard-size: "
-                          << (bytes ? std::string("must be more than 0") : bytes.error().message) << "\n";
-                return 64;
-            }
-            maxShardBytes = *bytes;
-        } else if (arg == "--select") {
-            auto v = value();
-            if (!v)
-                return 64;
-            options.select.push_back(*v);
-        } else if (arg == "--root") {
-            auto v = value();
-            if (!v)
-                return 64;
-            options.root = *v;
-        } else if (arg == "--device") {
-            auto v = value();
-            if (!v)
-                return 64;
-            if (!ckpt::isPlausibleDeviceTag(*v)) {
-                std::cerr << "ckpt-inspect convert: --device: '" << *v << "' is not a device torch writes\n";
-                return 64;
-            }
-            options.defaultDevice = *v;
-            deviceGiven = true;
-        } else if (arg == "--json") {
-            json = true;
-        } else if (arg == "--no-verify") {
-            options.verifyAfterWriting = false;
-        } else if (arg.starts_with("-")) {
-            std::cerr << "ckpt-inspect convert: unknown option " << arg << "\n" << kConvertUsage;
-            return 64;
-        } else if (input.empty()) {
-            input = arg;
-        } else {
-            std::cerr << "ckpt-inspect convert: give one FILE or DIR\n";
-            return 64;
-        }
-    }
-    if (input.empty() || output.empty()) {
-        std::cerr << kConvertUsage;
-        return 64;
-    }
+};
+
+int runConvert(ConvertArguments& arguments)
+{
+    const std::string& input = arguments.input;
+    const std::string& output = arguments.output;
+    const bool json = arguments.json;
+    const std::uint64_t maxShardBytes = arguments.maxShardBytes;
+    const PlanOptions& planOptions = arguments.planOptions;
+    ckpt::ExtractOptions& options = arguments.options;
+    const bool deviceGiven = arguments.deviceGiven;
     const bool toSafetensors = endsWith(output, ".safetensors") || maxShardBytes != 0;
     // A file, a folder of shards, an index, one shard an index lists, or a DCP folder, read the way
     // `info` reads it.
@@ -352,6 +291,45 @@ int runConvert(const std::vector<std::string>& args)
         printDropped(std::cout, dropped);
     }
     return 0;
+}
+
+} // namespace
+
+Command addConvertCommand(CLI::App& program)
+{
+    auto arguments = std::make_shared<ConvertArguments>();
+    CLI::App* command = program.add_subcommand("convert",
+        "To safetensors (\"format\": \"pt\") from a torch checkpoint or a folder of them, one file or shards "
+        "with "
+        "model.safetensors.index.json (tensors that share a storage become separate copies, views contiguous "
+        "copies); or from safetensors back to a torch.save file whose storages are recorded on --device.");
+    command->footer(kConvertUsage);
+    command->add_option("INPUT", arguments->input, "a checkpoint file or a folder of them")
+        ->type_name("")
+        ->required();
+    command
+        ->add_option("-o,--output", arguments->output,
+            "OUT.safetensors, a folder for shards (with --max-shard-size), or OUT.pt from safetensors")
+        ->required()
+        ->type_name("OUT");
+    addByteSizeOption(*command, "--max-shard-size", arguments->maxShardBytes,
+        "write shards of at most SIZE each (e.g. 5GB) and an index", true);
+    addSelectionOptions(*command, arguments->options);
+    command
+        ->add_option_function<std::string>(
+            "--device",
+            [arguments](const std::string& device) {
+                if (!ckpt::isPlausibleDeviceTag(device))
+                    throw CLI::ValidationError("--device", "'" + device + "' is not a device torch writes");
+                arguments->options.defaultDevice = device;
+                arguments->deviceGiven = true;
+            },
+            "safetensors to torch: the device the storages are recorded on (cpu)")
+        ->type_name("DEV");
+    arguments->planOptions.addTo(*command);
+    addNoVerifyFlag(*command, arguments->options.verifyAfterWriting);
+    addJsonFlag(*command, arguments->json);
+    return {command, [arguments] { return runConvert(*arguments); }};
 }
 
 } // namespace cli

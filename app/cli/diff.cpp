@@ -1,7 +1,7 @@
 // ckpt-inspect diff: what changed between two checkpoints (files or folders, any formats), by
 // content hashes first; for float tensors whose values changed, how far apart (through libtorch,
 // in the ckpt-inspect-values helper, so this program never loads libtorch).
-#include "commands.h"
+#include "command.h"
 
 #include "core/compare/checkpointdiff.h"
 #include "core/json/json.h"
@@ -114,33 +114,19 @@ std::string joinShape(const std::vector<std::int64_t>& values)
     return text + "]";
 }
 
-} // namespace
-
-int runDiff(const std::vector<std::string>& args)
-{
-    std::vector<std::string> paths;
+struct DiffArguments {
+    std::vector<std::string> paths {2};
     bool json = false;
     bool values = true;
-    unsigned threads = 0;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "--json")
-            json = true;
-        else if (arg == "--no-values")
-            values = false;
-        else if (arg == "--threads" && i + 1 < args.size())
-            threads = static_cast<unsigned>(std::max(0, std::atoi(args[++i].c_str())));
-        else if (arg.starts_with("-")) {
-            std::cerr << "ckpt-inspect diff: unknown option " << arg << "\n";
-            return 64;
-        } else
-            paths.push_back(arg);
-    }
-    if (paths.size() != 2) {
-        std::cerr << "usage: ckpt-inspect diff A B [--json] [--no-values] [--threads N]   (A and B: files or "
-                     "folders)\n";
-        return 64;
-    }
+    std::uint64_t threads = 0;
+};
+
+int runDiff(const DiffArguments& arguments)
+{
+    const std::vector<std::string>& paths = arguments.paths;
+    const bool json = arguments.json;
+    const bool values = arguments.values;
+    const auto threads = static_cast<unsigned>(arguments.threads);
     ckpt::DiffSide a, b;
     for (auto [path, side] : {std::pair {&paths[0], &a}, std::pair {&paths[1], &b}})
         if (auto problem = openSide(*path, *side)) {
@@ -300,6 +286,30 @@ int runDiff(const std::vector<std::string>& args)
     if (!valuesProblem.empty())
         std::cout << "note: " << valuesProblem << "\n";
     return diff.identical() ? 0 : 1;
+}
+
+} // namespace
+
+Command addDiffCommand(CLI::App& program)
+{
+    auto arguments = std::make_shared<DiffArguments>();
+    CLI::App* command = program.add_subcommand("diff",
+        "What changed between two checkpoints (files or folders, any formats): tensors added, removed, "
+        "renamed "
+        "(same bytes), changed in dtype, shape, stride, recorded device or value (content hashes, in "
+        "parallel), and for float tensors the largest absolute and relative difference. Exit 0 identical, 1 "
+        "different, 2 could not compare.");
+    command->add_option("A", arguments->paths[0], "a checkpoint file or folder")->type_name("")->required();
+    command->add_option("B", arguments->paths[1], "the checkpoint to compare it with")
+        ->type_name("")
+        ->required();
+    addJsonFlag(*command, arguments->json);
+    command->add_flag_callback(
+        "--no-values", [arguments] { arguments->values = false; },
+        "compare content hashes only (no libtorch helper)");
+    addWholeNumberOption(
+        *command, "--threads", arguments->threads, "hash with N threads (0: one per core)", 0, 1024);
+    return {command, [arguments] { return runDiff(*arguments); }};
 }
 
 } // namespace cli

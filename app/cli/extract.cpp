@@ -1,5 +1,5 @@
 // ckpt-inspect extract: a plain state_dict out of any readable checkpoint, without running it.
-#include "commands.h"
+#include "command.h"
 #include "extractreport.h"
 #include "planoptions.h"
 
@@ -10,64 +10,22 @@
 #include "core/write/extractwriter.h"
 
 #include <iostream>
+#include <memory>
 
 namespace cli {
 
-int runExtract(const std::vector<std::string>& args)
-{
+namespace {
+
+struct ExtractArguments {
     std::string file, output;
     bool json = false;
     PlanOptions planOptions;
     ckpt::ExtractOptions options;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        auto value = [&]() -> std::optional<std::string> {
-            if (i + 1 >= args.size()) {
-                std::cerr << "ckpt-inspect extract: " << arg << " needs a value\n";
-                return std::nullopt;
-            }
-            return args[++i];
-        };
-        std::optional<std::string> error;
-        if (planOptions.consume(args, i, "extract", error)) {
-            if (error) {
-                std::cerr << *error << "\n";
-                return 64;
-            }
-        } else if (arg == "-o" || arg == "--output") {
-            auto v = value();
-            if (!v)
-                return 64;
-            output = *v;
-        } else if (arg == "--select") {
-            auto v = value();
-            if (!v)
-                return 64;
-            options.select.push_back(*v);
-        } else if (arg == "--root") {
-            auto v = value();
-            if (!v)
-                return 64;
-            options.root = *v;
-        } else if (arg == "--json") {
-            json = true;
-        } else if (arg == "--no-verify") {
-            options.verifyAfterWriting = false;
-        } else if (arg.starts_with("-")) {
-            std::cerr << "ckpt-inspect extract: unknown option " << arg << "\n";
-            return 64;
-        } else if (file.empty()) {
-            file = arg;
-        } else {
-            std::cerr << "ckpt-inspect extract: give one FILE\n";
-            return 64;
-        }
-    }
-    if (file.empty() || output.empty()) {
-        std::cerr << "usage: ckpt-inspect extract FILE -o OUT.pt [--select PREFIX]... [--root PATH] "
-                     "[--map FROM=TO]... [--tensor NAME=DEV]... [--module PREFIX=DEV]... [--json]\n";
-        return 64;
-    }
+};
+
+int runExtract(const ExtractArguments& arguments)
+{
+    const std::string& file = arguments.file;
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
         std::cerr << "ckpt-inspect extract: " << file << ": " << checkpoint.container.description << "\n";
@@ -83,15 +41,15 @@ int runExtract(const std::vector<std::string>& args)
         return 2;
     }
     ckpt::PlacementPlan plan(checkpoint);
-    if (!planOptions.apply(checkpoint, plan, "extract"))
+    if (!arguments.planOptions.apply(checkpoint, plan, "extract"))
         return 2;
-    auto result = ckpt::writeExtractedStateDict(checkpoint, plan, output, options);
+    auto result = ckpt::writeExtractedStateDict(checkpoint, plan, arguments.output, arguments.options);
     if (!result) {
         std::cerr << "ckpt-inspect extract: " << result.error().message << "\n";
         return 2;
     }
     addUnsafeNotCarried(checkpoint, result->globalsNotCarried);
-    if (json) {
+    if (arguments.json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
         writeExtractJson(writer, file, checkpoint, *result);
         std::cout << writer.takeText() << "\n";
@@ -99,6 +57,27 @@ int runExtract(const std::vector<std::string>& args)
         printExtractReport(std::cout, checkpoint, *result);
     }
     return 0;
+}
+
+} // namespace
+
+Command addExtractCommand(CLI::App& program)
+{
+    auto arguments = std::make_shared<ExtractArguments>();
+    CLI::App* command = program.add_subcommand("extract",
+        "Writes a plain state_dict (dotted name -> tensor) that torch.load(weights_only=True) opens, from "
+        "any "
+        "readable checkpoint (whole pickled modules, Lightning files, NumPy or argparse objects): storage "
+        "bytes copied unchanged, nothing executed; says what was dropped.");
+    command->add_option("FILE", arguments->file, "a checkpoint file")->type_name("")->required();
+    command->add_option("-o,--output", arguments->output, "the state_dict file to write")
+        ->required()
+        ->type_name("OUT.pt");
+    addSelectionOptions(*command, arguments->options);
+    arguments->planOptions.addTo(*command);
+    addNoVerifyFlag(*command, arguments->options.verifyAfterWriting);
+    addJsonFlag(*command, arguments->json);
+    return {command, [arguments] { return runExtract(*arguments); }};
 }
 
 } // namespace cli

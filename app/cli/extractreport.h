@@ -6,6 +6,8 @@
 #include "core/triage/triage.h"
 #include "core/write/extractwriter.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <ostream>
 #include <string>
@@ -23,6 +25,15 @@ inline void addUnsafeNotCarried(const ckpt::Checkpoint& checkpoint, std::vector<
     for (const ckpt::UnsafeCallable& callable : safety.unsafe)
         if (std::find(globals.begin(), globals.end(), callable.name) == globals.end())
             globals.push_back(callable.name);
+}
+
+// What extract and convert keep: --select PREFIX... and --root PATH.
+inline void addSelectionOptions(CLI::App& command, ckpt::ExtractOptions& options)
+{
+    command.add_option("--select", options.select, "keep only the tensors under PREFIX; repeatable")
+        ->type_name("PREFIX");
+    command.add_option("--root", options.root, "the object in the file that holds the state_dict")
+        ->type_name("PATH");
 }
 
 inline void printDropped(std::ostream& out, const ckpt::ExtractResult& result)

@@ -3,7 +3,8 @@
 // writes a torch file, so a plan is said the same way everywhere.
 #include "core/plan/placementplan.h"
 
-#include <optional>
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <vector>
 
@@ -14,12 +15,14 @@ struct Checkpoint;
 namespace cli {
 
 struct PlanOptions {
+    // In command-line order across the three options: later rules win, so
+    // `--module enc=cuda:0 --tensor enc.w=cpu` differs from the same two the other way round.
     std::vector<ckpt::PlacementRule> rules;
 
-    // Consumes args[i] (and its value) when it is a plan option. Returns true when consumed;
-    // `error` is set when the option was malformed.
-    bool consume(const std::vector<std::string>& args, std::size_t& i, const std::string& command,
-        std::optional<std::string>& error);
+    // Adds --map, --tensor and --module to `command`. CLI11 keeps each option's values apart, so
+    // every value is turned into a rule as it is parsed (trigger_on_parse), which keeps the order
+    // in which they were given; a malformed rule is a usage error naming the option.
+    void addTo(CLI::App& command);
 
     // Applies the rules to `plan`, printing notes to stderr; false (after a message) when a tensor
     // or module rule names nothing.

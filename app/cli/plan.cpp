@@ -1,0 +1,219 @@
+// ckpt-inspect plan: every storage placed automatically on a target machine, with the reasons and the
+// memory per device; saved as a remapped copy or exported for Python.
+#include "command.h"
+#include "report.h"
+#include "shardedcommands.h"
+#include "terminal.h"
+
+#include "core/base/textformat.h"
+#include "core/devices/deviceinventory.h"
+#include "core/json/json.h"
+#include "core/model/checkpoint.h"
+#include "core/plan/autoplacement.h"
+#include "core/plan/devicemap.h"
+#include "core/plan/memoryledger.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
+#include "core/write/remapwriter.h"
+
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+namespace cli {
+
+namespace {
+
+struct PlanArguments {
+    std::string file, target, save, exportKind;
+    bool json = false;
+    std::uint64_t noSplitDepth = 0;
+    ckpt::AutoPlacementOptions options;
+};
+
+int runPlan(PlanArguments& arguments)
+{
+    ckpt::AutoPlacementOptions& options = arguments.options;
+    if (arguments.noSplitDepth > 0)
+        options.noSplitDepth = static_cast<int>(arguments.noSplitDepth);
+    ckpt::TargetProfiles profiles;
+    if (auto problem = profiles.load())
+        std::cerr << "note: saved targets could not be read: " << problem->message << "\n";
+    auto machine = ckpt::resolveMachine(arguments.target, profiles);
+    if (!machine) {
+        std::cerr << "ckpt-inspect plan: " << machine.error().message << "\n";
+        return kUsageError;
+    }
+    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
+    if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
+        std::cerr << "ckpt-inspect plan: " << shown(arguments.file) << ": "
+                  << shown(checkpoint.container.description) << "\n";
+        return 2;
+    }
+    auto placement = ckpt::placeAutomatically(checkpoint, *machine, options);
+    if (!placement) {
+        std::cerr << "ckpt-inspect plan: " << shown(placement.error().message) << "\n";
+        return 2;
+    }
+    ckpt::PlacementPlan plan(checkpoint);
+    ckpt::MemoryLedger ledger(checkpoint, plan, *machine, options.assumptions);
+    for (const ckpt::PlacementRule& rule : placement->rules)
+        ledger.apply(plan.apply(rule));
+
+    if (arguments.exportKind == "device-map") {
+        std::cout << ckpt::deviceMapJson({placement->deviceMap.begin(), placement->deviceMap.end()}) << "\n";
+    } else if (arguments.exportKind == "map-location") {
+        std::cout << shownLines(plan.asPython(arguments.file));
+    } else if (arguments.json) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        writer.beginObject();
+        writer.member("file", arguments.file);
+        writer.key("target");
+        writeMachineJson(writer, *machine);
+        writer.member("strategy",
+            std::string(options.strategy == ckpt::PlacementStrategy::Balanced ? "balanced" : "sequential"));
+        writer.key("groups").beginArray();
+        for (const ckpt::PlacementGroup& group : placement->groups) {
+            writer.beginObject();
+            writer.key("prefixes").beginArray();
+            for (const std::string& prefix : group.prefixes)
+                writer.value(prefix);
+            writer.endArray();
+            writer.member("bytes", group.bytes);
+            writer.member("device", group.device);
+            writer.member("reason", group.reason);
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.key("ledger").beginArray();
+        for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
+            writer.beginObject();
+            writer.member("device", line.tag);
+            writer.member("in_target", line.inMachine);
+            writer.member("recorded_bytes", line.recordedBytes);
+            writer.member("planned_bytes", line.plannedBytes);
+            writer.member("allocated_bytes", line.allocatedBytes);
+            writer.member("storages", line.storageCount);
+            writer.member("cuda_context_bytes", line.contextBytes);
+            writer.member("reserved_bytes", line.reservedBytes);
+            writer.key("capacity_bytes");
+            line.capacity ? writer.value(*line.capacity) : writer.null();
+            writer.member("headroom_bytes", line.headroom());
+            writer.member("over_capacity", line.overCapacity());
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.member("cpu_staging_bytes", ledger.cpuStagingBytes());
+        writer.key("did_not_fit").beginArray();
+        for (const std::string& item : placement->didNotFit)
+            writer.value(item);
+        writer.endArray();
+        writer.endObject();
+        std::cout << writer.takeText() << "\n";
+    } else {
+        printMachine(std::cout, *machine);
+        std::cout << "\nStrategy: "
+                  << (options.strategy == ckpt::PlacementStrategy::Balanced ? "balanced" : "sequential")
+                  << "; blocks kept together by name prefix"
+                  << (options.noSplitDepth > 0 ? " of depth " + std::to_string(options.noSplitDepth)
+                                               : std::string(" (automatic depth)"))
+                  << "\n";
+        for (const std::string& line : placement->summary)
+            std::cout << "  " << shown(line) << "\n";
+        std::cout << "\nPlacement:\n";
+        for (const ckpt::PlacementGroup& group : placement->groups)
+            std::cout << "  " << shown(group.reason) << "\n";
+        std::cout << "\nMemory per device (each storage once):\n";
+        std::cout << "  " << std::left << std::setw(10) << "device" << std::right << std::setw(12)
+                  << "recorded" << std::setw(12) << "planned" << std::setw(14) << "CUDA context"
+                  << std::setw(12) << "capacity" << std::setw(12) << "headroom"
+                  << "\n";
+        for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
+            std::cout << "  " << std::left << std::setw(10) << shown(line.tag) << std::right << std::setw(12)
+                      << ckpt::formatBytes(line.recordedBytes) << std::setw(12)
+                      << ckpt::formatBytes(line.allocatedBytes) << std::setw(14)
+                      << (line.contextBytes ? ckpt::formatBytes(line.contextBytes) : std::string("-"))
+                      << std::setw(12)
+                      << (line.capacity ? ckpt::formatBytes(*line.capacity) : std::string("-"))
+                      << std::setw(12)
+                      << (line.capacity ? (line.headroom() < 0
+                                  ? "-" + ckpt::formatBytes(static_cast<std::uint64_t>(-line.headroom()))
+                                  : ckpt::formatBytes(static_cast<std::uint64_t>(line.headroom())))
+                                        : std::string("-"))
+                      << (line.overCapacity() ? "  OVER CAPACITY" : "")
+                      << (line.inMachine ? "" : "  (not in the target)") << "\n";
+        }
+        std::cout
+            << "  CUDA context: " << ckpt::formatBytes(options.assumptions.cudaContextBytes)
+            << " per GPU in use, an assumption (accelerate documents 1-2 GB); change it with --context\n";
+        std::cout << "  A plain torch.load stages up to " << ckpt::formatBytes(ledger.cpuStagingBytes())
+                  << " in CPU memory on the way (each storage is read into CPU memory before it moves)\n";
+        if (!placement->didNotFit.empty()) {
+            std::cout << "\nDid not fit:\n";
+            for (const std::string& item : placement->didNotFit)
+                std::cout << "  " << shown(item) << "\n";
+        }
+    }
+    if (!arguments.save.empty() && checkpoint.shardSet) {
+        if (const int status = ckpt::cli::saveShardedPlan(
+                checkpoint, plan, *machine, arguments.save, false, true, std::cerr, std::cerr))
+            return status;
+    } else if (!arguments.save.empty()) {
+        auto result = ckpt::writeRemappedCopy(checkpoint, plan, arguments.save);
+        if (!result) {
+            std::cerr << "ckpt-inspect plan: " << shown(result.error().message) << "\n";
+            return 2;
+        }
+        std::cerr << shown(arguments.save) << ": " << shown(result->summary()) << "\n";
+    }
+    return placement->didNotFit.empty() ? 0 : 1;
+}
+
+} // namespace
+
+Command addPlanCommand(CLI::App& program)
+{
+    auto arguments = std::make_shared<PlanArguments>();
+    CLI::App* command = program.add_subcommand("plan",
+        "Places every storage automatically on the target (this machine when no --target), shows why each "
+        "block went where, and memory per device; --save writes the remapped copy, --export prints the plan "
+        "for Python. Exit 1 when something did not fit.");
+    command->add_option("FILE", arguments->file, "a checkpoint file, or a folder of shards")
+        ->type_name("")
+        ->required();
+    command
+        ->add_option("--target", arguments->target,
+            "a machine: a saved target's name or a SPEC such as cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB")
+        ->type_name("SPEC|NAME");
+    command
+        ->add_option_function<std::string>(
+            "--strategy",
+            [arguments](const std::string& strategy) {
+                if (strategy == "balanced")
+                    arguments->options.strategy = ckpt::PlacementStrategy::Balanced;
+                else if (strategy == "sequential")
+                    arguments->options.strategy = ckpt::PlacementStrategy::Sequential;
+                else
+                    throw CLI::ValidationError(
+                        "--strategy", "is balanced or sequential, not '" + strategy + "'");
+            },
+            "balanced spreads the blocks over the GPUs, sequential fills cuda:0 first")
+        ->type_name("balanced|sequential");
+    addWholeNumberOption(*command, "--no-split-depth", arguments->noSplitDepth,
+        "keep tensors together by name prefix of N dotted components (0: automatic)", 0, 1024);
+    addByteSizeOption(*command, "--headroom", arguments->options.assumptions.headroomBytes,
+        "memory to keep free on every device");
+    addByteSizeOption(*command, "--context", arguments->options.assumptions.cudaContextBytes,
+        "the CUDA context assumed per GPU in use (1.5GiB)");
+    command->add_flag("--allocator-rounding", arguments->options.assumptions.allocatorRounding,
+        "count each storage as PyTorch's caching allocator rounds it");
+    command->add_option("--save,-o", arguments->save, "write the remapped copy (a folder for shards) to OUT")
+        ->type_name("OUT");
+    command->add_option("--export", arguments->exportKind, "print the plan for Python instead of the report")
+        ->check(CLI::IsMember({"device-map", "map-location"}).description(""))
+        ->type_name("device-map|map-location");
+    addJsonFlag(*command, arguments->json);
+    return {command, [arguments] { return runPlan(*arguments); }};
+}
+
+} // namespace cli
