@@ -71,7 +71,4 @@ private:
     PickleLimits m_limits;
 };
 
-// Human-readable opcode name ("BINPERSID") for messages.
-const char* pickleOpcodeName(std::uint8_t opcode);
-
 } // namespace ckpt

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include "core/pickle/opcodes.h"
 #include <map>
 #include <set>
 
@@ -158,81 +159,81 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         std::uint64_t n = 0;
         bool ok = true;
         switch (op) {
-        case '(':
-        case '.':
-        case '0':
-        case '1':
-        case '2':
-        case 'N':
-        case 'Q':
-        case 'R':
-        case 'a':
-        case 'b':
-        case 'd':
-        case '}':
-        case 'e':
-        case 'l':
-        case ']':
-        case 'o':
-        case 's':
-        case 't':
-        case ')':
-        case 'u':
-        case 0x81:
-        case 0x85:
-        case 0x86:
-        case 0x87:
-        case 0x88:
-        case 0x89:
-        case 0x8f:
-        case 0x90:
-        case 0x91:
-        case 0x92:
-        case 0x97:
-        case 0x98:
+        case pickleop::MARK:
+        case pickleop::STOP:
+        case pickleop::POP:
+        case pickleop::POP_MARK:
+        case pickleop::DUP:
+        case pickleop::NONE:
+        case pickleop::BINPERSID:
+        case pickleop::REDUCE:
+        case pickleop::APPEND:
+        case pickleop::BUILD:
+        case pickleop::DICT:
+        case pickleop::EMPTY_DICT:
+        case pickleop::APPENDS:
+        case pickleop::LIST:
+        case pickleop::EMPTY_LIST:
+        case pickleop::OBJ:
+        case pickleop::SETITEM:
+        case pickleop::TUPLE:
+        case pickleop::EMPTY_TUPLE:
+        case pickleop::SETITEMS:
+        case pickleop::NEWOBJ:
+        case pickleop::TUPLE1:
+        case pickleop::TUPLE2:
+        case pickleop::TUPLE3:
+        case pickleop::NEWTRUE:
+        case pickleop::NEWFALSE:
+        case pickleop::EMPTY_SET:
+        case pickleop::ADDITEMS:
+        case pickleop::FROZENSET:
+        case pickleop::NEWOBJ_EX:
+        case pickleop::NEXT_BUFFER:
+        case pickleop::READONLY_BUFFER:
             break;
-        case 0x93: // STACK_GLOBAL
+        case pickleop::STACK_GLOBAL:
             if (recent.size() == 2)
                 scan.names.push_back({recent[0], recent[1], at});
             recent.clear();
             break;
-        case 0x94: // MEMOIZE
+        case pickleop::MEMOIZE:
             if (wasString && !recent.empty())
                 memo[std::to_string(memoCounter)] = recent.back();
             ++memoCounter;
             lastWasString = wasString;
             break;
-        case 'K':
-        case 0x80:
-        case 0x82:
+        case pickleop::BININT1:
+        case pickleop::PROTO:
+        case pickleop::EXT1:
             ok = skip(1);
             break;
-        case 'h':
-        case 'j': { // BINGET, LONG_BINGET
-            ok = le(op == 'h' ? 1 : 4, n);
+        case pickleop::BINGET:
+        case pickleop::LONG_BINGET: {
+            ok = le(op == pickleop::BINGET ? 1 : 4, n);
             if (auto it = memo.find(std::to_string(n)); ok && it != memo.end())
                 pushString(it->second);
             break;
         }
-        case 'q':
-        case 'r': // BINPUT, LONG_BINPUT
-            ok = le(op == 'q' ? 1 : 4, n);
+        case pickleop::BINPUT:
+        case pickleop::LONG_BINPUT:
+            ok = le(op == pickleop::BINPUT ? 1 : 4, n);
             if (ok && wasString && !recent.empty())
                 memo[std::to_string(n)] = recent.back();
             lastWasString = wasString;
             break;
-        case 'M':
-        case 0x83:
+        case pickleop::BININT2:
+        case pickleop::EXT2:
             ok = skip(2);
             break;
-        case 'J':
-        case 0x84:
+        case pickleop::BININT:
+        case pickleop::EXT4:
             ok = skip(4);
             break;
-        case 'G':
+        case pickleop::BINFLOAT:
             ok = skip(8);
             break;
-        case 0x95: { // FRAME
+        case pickleop::FRAME: {
             ok = le(8, n);
             if (!ok)
                 break;
@@ -248,64 +249,64 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             frameEnd = pos + std::min<std::uint64_t>(n, data.size() - pos);
             break;
         }
-        case 'F':
-        case 'I':
-        case 'L':
-        case 'P':
+        case pickleop::FLOAT:
+        case pickleop::INT:
+        case pickleop::LONG:
+        case pickleop::PERSID:
             ok = line(a);
             break;
-        case 'S':
-        case 'V':
+        case pickleop::STRING:
+        case pickleop::UNICODE:
             ok = line(a);
             if (ok) {
-                if (op == 'S' && a.size() >= 2 && (a.front() == '\'' || a.front() == '"'))
+                if (op == pickleop::STRING && a.size() >= 2 && (a.front() == '\'' || a.front() == '"'))
                     a = a.substr(1, a.size() - 2);
                 pushString(a);
             }
             break;
-        case 'g': // GET
+        case pickleop::GET:
             ok = line(a);
             if (auto it = memo.find(a); ok && it != memo.end())
                 pushString(it->second);
             break;
-        case 'p': // PUT
+        case pickleop::PUT:
             ok = line(a);
             if (ok && wasString && !recent.empty())
                 memo[a] = recent.back();
             lastWasString = wasString;
             break;
-        case 'c':
-        case 'i': // GLOBAL, INST
+        case pickleop::GLOBAL:
+        case pickleop::INST:
             ok = line(a) && line(b);
             if (ok)
                 scan.names.push_back({a, b, at});
             break;
-        case 'U':
-        case 'C':
-        case 0x8c:
-        case 0x8a: { // 1-byte length
+        case pickleop::SHORT_BINSTRING:
+        case pickleop::SHORT_BINBYTES:
+        case pickleop::SHORT_BINUNICODE:
+        case pickleop::LONG1: { // 1-byte length
             ok = le(1, n) && n <= data.size() - pos;
-            if (ok && (op == 'U' || op == 0x8c))
+            if (ok && (op == pickleop::SHORT_BINSTRING || op == pickleop::SHORT_BINUNICODE))
                 pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, n));
             ok = ok && skip(n);
             break;
         }
-        case 'T':
-        case 'X':
-        case 'B':
-        case 0x8b: { // 4-byte length
+        case pickleop::BINSTRING:
+        case pickleop::BINUNICODE:
+        case pickleop::BINBYTES:
+        case pickleop::LONG4: { // 4-byte length
             ok = le(4, n) && n <= data.size() - pos;
-            if (ok && (op == 'T' || op == 'X'))
+            if (ok && (op == pickleop::BINSTRING || op == pickleop::BINUNICODE))
                 pushString(std::string(
                     reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
             break;
         }
-        case 0x8d:
-        case 0x8e:
-        case 0x96: { // 8-byte length
+        case pickleop::BINUNICODE8:
+        case pickleop::BINBYTES8:
+        case pickleop::BYTEARRAY8: { // 8-byte length
             ok = le(8, n) && n <= data.size() - pos;
-            if (ok && op == 0x8d)
+            if (ok && op == pickleop::BINUNICODE8)
                 pushString(std::string(
                     reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
@@ -322,9 +323,9 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             scan.frameProblems.push_back("the FRAME at byte " + formatThousands(frameStart) + " ends at byte "
                 + formatThousands(frameEnd) + ", inside the opcode at byte " + formatThousands(at)
                 + " (which runs to byte " + formatThousands(pos) + "): loaders disagree on what follows");
-        if (inFrame && pos >= frameEnd && op != 0x95)
+        if (inFrame && pos >= frameEnd && op != pickleop::FRAME)
             inFrame = false;
-        if (op == '.' && stopAtStop) {
+        if (op == pickleop::STOP && stopAtStop) {
             scan.reachedStop = true;
             scan.end = pos;
             return scan;
@@ -769,7 +770,7 @@ void Scanner::scanStream(
         bool namedGlobal = false;
         for (const auto& name : opcodes.names)
             namedGlobal |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
-        const bool protoStart = rest.size() >= 2 && rest[0] == 0x80 && rest[1] <= 5;
+        const bool protoStart = rest.size() >= 2 && rest[0] == pickleop::PROTO && rest[1] <= 5;
         const bool required = index == 0 && (mustBePickle || (topLevel && protoStart));
         if (!required && !namedGlobal && !opcodes.reachedStop) {
             if (index > 0)
@@ -825,9 +826,10 @@ void Scanner::scanStream(
             + " that follow its pickles were not searched for further pickles (no loader reads them)");
     for (std::uint64_t at = offset; at < end;) {
         const std::uint8_t op = bytes[at];
-        const bool candidate = (op == 0x80 && at + 1 < bytes.size() && bytes[at + 1] <= 5)
-            || (op == 'c' && at + 1 < bytes.size() && std::isalpha(bytes[at + 1]))
-            || (op == '(' && at + 1 < bytes.size() && (bytes[at + 1] == 'c' || bytes[at + 1] == 'i'));
+        const bool candidate = (op == pickleop::PROTO && at + 1 < bytes.size() && bytes[at + 1] <= 5)
+            || (op == pickleop::GLOBAL && at + 1 < bytes.size() && std::isalpha(bytes[at + 1]))
+            || (op == pickleop::MARK && at + 1 < bytes.size()
+                && (bytes[at + 1] == pickleop::GLOBAL || bytes[at + 1] == pickleop::INST));
         if (!candidate) {
             ++at;
             continue;

@@ -8,6 +8,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/pickle/opcodes.h"
 #include "core/triage/picklecatalog.h"
 #include "core/triage/triage.h"
 
@@ -238,41 +239,41 @@ std::string wrapWeightsOnlyMessage(const std::string& inner, TorchGeneration gen
 bool opcodeAccepted(std::uint8_t op, TorchGeneration generation)
 {
     switch (op) {
-    case 'c': // GLOBAL
-    case 0x81: // NEWOBJ
-    case 'R': // REDUCE
-    case 'b': // BUILD
-    case 'a': // APPEND
-    case 'e': // APPENDS
-    case 's': // SETITEM
-    case 'u': // SETITEMS
-    case '(': // MARK
-    case 't': // TUPLE
-    case 0x85: // TUPLE1
-    case 0x86: // TUPLE2
-    case 0x87: // TUPLE3
-    case 'N': // NONE
-    case 0x89: // NEWFALSE
-    case 0x88: // NEWTRUE
-    case ')': // EMPTY_TUPLE
-    case ']': // EMPTY_LIST
-    case '}': // EMPTY_DICT
-    case 0x8f: // EMPTY_SET
-    case 'J': // BININT
-    case 'K': // BININT1
-    case 'M': // BININT2
-    case 'X': // BINUNICODE
-    case 'U': // SHORT_BINSTRING
-    case 'Q': // BINPERSID
-    case 'h': // BINGET
-    case 'j': // LONG_BINGET
-    case 'q': // BINPUT
-    case 'r': // LONG_BINPUT
-    case 0x8a: // LONG1
-    case 0x80: // PROTO
-    case '.': // STOP
+    case pickleop::GLOBAL:
+    case pickleop::NEWOBJ:
+    case pickleop::REDUCE:
+    case pickleop::BUILD:
+    case pickleop::APPEND:
+    case pickleop::APPENDS:
+    case pickleop::SETITEM:
+    case pickleop::SETITEMS:
+    case pickleop::MARK:
+    case pickleop::TUPLE:
+    case pickleop::TUPLE1:
+    case pickleop::TUPLE2:
+    case pickleop::TUPLE3:
+    case pickleop::NONE:
+    case pickleop::NEWFALSE:
+    case pickleop::NEWTRUE:
+    case pickleop::EMPTY_TUPLE:
+    case pickleop::EMPTY_LIST:
+    case pickleop::EMPTY_DICT:
+    case pickleop::EMPTY_SET:
+    case pickleop::BININT:
+    case pickleop::BININT1:
+    case pickleop::BININT2:
+    case pickleop::BINUNICODE:
+    case pickleop::SHORT_BINSTRING:
+    case pickleop::BINPERSID:
+    case pickleop::BINGET:
+    case pickleop::LONG_BINGET:
+    case pickleop::BINPUT:
+    case pickleop::LONG_BINPUT:
+    case pickleop::LONG1:
+    case pickleop::PROTO:
+    case pickleop::STOP:
         return true;
-    case 'G': // BINFLOAT: 1.13's unpickler lacks it ("Unsupported operand 71")
+    case pickleop::BINFLOAT: // 1.13's unpickler lacks it ("Unsupported operand 71")
         return generation == TorchGeneration::Torch26Plus;
     default:
         return false;
@@ -302,7 +303,7 @@ std::optional<std::optional<Rejection>> scanPickle(ByteView data, TorchGeneratio
                 Rejection {at, "Unsupported operand " + std::to_string(op), false});
         std::uint64_t skip = 0;
         switch (op) {
-        case 'c': {
+        case pickleop::GLOBAL: {
             std::string module, name;
             if (!readLine(module) || !readLine(name))
                 return std::nullopt;
@@ -314,37 +315,37 @@ std::optional<std::optional<Rejection>> scanPickle(ByteView data, TorchGeneratio
                     Rejection {at, globalRejectionMessage(mappedModule, mappedName, generation), true});
             continue;
         }
-        case 'J':
-        case 'j':
-        case 'r':
+        case pickleop::BININT:
+        case pickleop::LONG_BINGET:
+        case pickleop::LONG_BINPUT:
             skip = 4;
             break;
-        case 'K':
-        case 'h':
-        case 'q':
-        case 0x80:
+        case pickleop::BININT1:
+        case pickleop::BINGET:
+        case pickleop::BINPUT:
+        case pickleop::PROTO:
             skip = 1;
             break;
-        case 'M':
+        case pickleop::BININT2:
             skip = 2;
             break;
-        case 'G':
+        case pickleop::BINFLOAT:
             skip = 8;
             break;
-        case 'X': {
+        case pickleop::BINUNICODE: {
             auto length = readLittleEndian<std::uint32_t>(data, pos);
             if (!length)
                 return std::nullopt;
             skip = 4 + *length;
             break;
         }
-        case 'U':
-        case 0x8a:
+        case pickleop::SHORT_BINSTRING:
+        case pickleop::LONG1:
             if (pos >= data.size())
                 return std::nullopt;
             skip = 1 + data[pos];
             break;
-        case '.':
+        case pickleop::STOP:
             return std::optional<Rejection>();
         default:
             break;
