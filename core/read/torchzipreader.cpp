@@ -1,6 +1,7 @@
 // Reads torch.save's zip format and TorchScript archives (torch-format.md §1, §2, §5).
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
+#include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
@@ -76,7 +77,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 storage.record);
             return;
         }
-        if (record->method != 0) {
+        if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
             checkpoint.addFinding(Severity::Warning, "compressed-storage",
                 "record " + storage.record

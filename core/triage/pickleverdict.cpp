@@ -15,6 +15,7 @@
 #include "core/pickle/picklemachine.h"
 #include "core/triage/picklecatalog.h"
 
+#include "core/format/zipformat.h"
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -404,20 +405,22 @@ std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
     return value;
 }
 
-bool signatureAt(ByteView bytes, std::uint64_t offset, std::uint8_t third, std::uint8_t fourth)
+bool signatureAt(ByteView bytes, std::uint64_t offset, std::uint32_t signature)
 {
     // Offsets come from the file: compare without adding, so a huge one cannot wrap around.
-    return offset <= bytes.size() && bytes.size() - offset >= 4 && bytes[offset] == 'P'
-        && bytes[offset + 1] == 'K' && bytes[offset + 2] == third && bytes[offset + 3] == fourth;
+    return offset <= bytes.size() && bytes.size() - offset >= 4 && le(bytes, offset, 4) == signature;
 }
 
 std::optional<std::uint64_t> findEndOfCentralDirectory(ByteView bytes)
 {
-    if (bytes.size() < 22)
+    using namespace zipformat;
+    if (bytes.size() < kEndRecordSize)
         return std::nullopt;
-    const std::uint64_t lowest = bytes.size() > 22 + 65535 ? bytes.size() - 22 - 65535 : 0;
-    for (std::uint64_t at = bytes.size() - 22 + 1; at-- > lowest;)
-        if (signatureAt(bytes, at, 5, 6))
+    const std::uint64_t lowest = bytes.size() > kEndRecordSize + kMaxCommentLength
+        ? bytes.size() - kEndRecordSize - kMaxCommentLength
+        : 0;
+    for (std::uint64_t at = bytes.size() - kEndRecordSize + 1; at-- > lowest;)
+        if (signatureAt(bytes, at, zipformat::kEndRecordSignature))
             return at;
     return std::nullopt;
 }
@@ -871,11 +874,15 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         std::uint64_t offset = le(bytes, *eocd + 16, 4);
         std::uint64_t directoryEnd = *eocd;
         // A ZIP64 end record (torch writes one) sits between the directory and this record.
-        if (*eocd >= 20 && signatureAt(bytes, *eocd - 20, 6, 7)) {
-            std::uint64_t record = le(bytes, *eocd - 20 + 8, 8);
-            if (!signatureAt(bytes, record, 6, 6) && *eocd >= 76)
-                record = *eocd - 20 - 56; // the usual place, when data was written before the archive
-            if (signatureAt(bytes, record, 6, 6)) {
+        const std::uint64_t locator = *eocd - zipformat::kZip64LocatorSize;
+        if (*eocd >= zipformat::kZip64LocatorSize
+            && signatureAt(bytes, locator, zipformat::kZip64LocatorSignature)) {
+            std::uint64_t record = le(bytes, locator + 8, 8);
+            if (!signatureAt(bytes, record, zipformat::kZip64EndRecordSignature)
+                && locator >= zipformat::kZip64EndRecordSize)
+                record = locator - zipformat::kZip64EndRecordSize; // the usual place, when data was written
+                                                                   // before the archive
+            if (signatureAt(bytes, record, zipformat::kZip64EndRecordSignature)) {
                 count = le(bytes, record + 32, 8);
                 size = le(bytes, record + 40, 8);
                 offset = le(bytes, record + 48, 8);
@@ -888,7 +895,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             shift = static_cast<std::int64_t>(centralStart) - static_cast<std::int64_t>(offset);
         }
         std::uint64_t at = centralStart;
-        for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, 1, 2); ++i) {
+        for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
+             ++i) {
             ZipMember member;
             member.inCentral = true;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
@@ -898,18 +906,19 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             const std::uint64_t nameLength = le(bytes, at + 28, 2), extraLength = le(bytes, at + 30, 2),
                                 commentLength = le(bytes, at + 32, 2);
             std::uint64_t local = le(bytes, at + 42, 4);
-            if (auto name = subView(bytes, at + 46, nameLength))
+            const std::uint64_t nameAt = at + zipformat::kCentralHeaderSize;
+            if (auto name = subView(bytes, nameAt, nameLength))
                 member.name = std::string(asText(*name));
             // ZIP64 extra field: the 0xFFFFFFFF fields, in this order.
-            for (std::uint64_t e = at + 46 + nameLength; e + 4 <= at + 46 + nameLength + extraLength;) {
+            for (std::uint64_t e = nameAt + nameLength; e + 4 <= nameAt + nameLength + extraLength;) {
                 const std::uint64_t id = le(bytes, e, 2), length = le(bytes, e + 2, 2);
-                if (id == 1) {
+                if (id == zipformat::kZip64ExtraId) {
                     std::uint64_t field = e + 4;
-                    if (member.uncompressedSize == 0xFFFFFFFF)
+                    if (member.uncompressedSize == zipformat::kZip64Marker32)
                         member.uncompressedSize = le(bytes, field, 8), field += 8;
-                    if (member.compressedSize == 0xFFFFFFFF)
+                    if (member.compressedSize == zipformat::kZip64Marker32)
                         member.compressedSize = le(bytes, field, 8), field += 8;
-                    if (local == 0xFFFFFFFF)
+                    if (local == zipformat::kZip64Marker32)
                         local = le(bytes, field, 8);
                 }
                 e += 4 + length;
@@ -918,25 +927,26 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             member.sizeKnown = true;
             byLocalOffset[member.localOffset] = members.size();
             members.push_back(std::move(member));
-            at += 46 + nameLength + extraLength + commentLength;
+            at = nameAt + nameLength + extraLength + commentLength;
         }
     }
     // Local headers: those the central directory names, and any it does not (gaps, a missing
     // directory): a reader that recovers entries from local headers would find them.
     auto readLocal = [&](std::uint64_t at, ZipMember& member) {
-        if (!signatureAt(bytes, at, 3, 4))
+        if (!signatureAt(bytes, at, zipformat::kLocalHeaderSignature))
             return false;
         const std::uint64_t nameLength = le(bytes, at + 26, 2), extraLength = le(bytes, at + 28, 2);
-        if (auto name = subView(bytes, at + 30, nameLength))
+        if (auto name = subView(bytes, at + zipformat::kLocalHeaderSize, nameLength))
             member.localName = std::string(asText(*name));
-        member.dataOffset = at + 30 + nameLength + extraLength;
+        member.dataOffset = at + zipformat::kLocalHeaderSize + nameLength + extraLength;
         if (!member.inCentral) {
             member.name = member.localName;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.compressedSize = le(bytes, at + 18, 4);
             member.uncompressedSize = le(bytes, at + 22, 4);
-            member.sizeKnown = !(member.flags & 8) && member.compressedSize != 0xFFFFFFFF;
+            member.sizeKnown = !(member.flags & zipformat::kFlagDataDescriptor)
+                && member.compressedSize != zipformat::kZip64Marker32;
         }
         return true;
     };
@@ -1028,8 +1038,10 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 std::uint64_t candidate
                     = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
                 while (candidate + 4 <= bytes.size()
-                    && !(signatureAt(bytes, candidate, 3, 4) || signatureAt(bytes, candidate, 1, 2)
-                        || signatureAt(bytes, candidate, 7, 8) || signatureAt(bytes, candidate, 5, 6))) {
+                    && !(signatureAt(bytes, candidate, zipformat::kLocalHeaderSignature)
+                        || signatureAt(bytes, candidate, zipformat::kCentralHeaderSignature)
+                        || signatureAt(bytes, candidate, zipformat::kDataDescriptorSignature)
+                        || signatureAt(bytes, candidate, zipformat::kEndRecordSignature))) {
                     const void* again
                         = memmem(bytes.data() + candidate + 1, bytes.size() - candidate - 1, "PK", 2);
                     candidate = again
@@ -1048,9 +1060,9 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                     ? " (local header: " + member.localName + ")"
                     : "");
         const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");
-        if (member.method == 0) {
+        if (member.method == zipformat::kMethodStored) {
             scanFile(raw, memberLabel, depth + 1, namedPickle, false);
-        } else if (member.method == 8) {
+        } else if (member.method == zipformat::kMethodDeflate) {
             std::string why;
             auto inflated = inflateCapped(
                 raw, m_limits.maxUnpackedBytes - std::min(m_unpacked, m_limits.maxUnpackedBytes), why);
@@ -1209,7 +1221,8 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         }
         return;
     }
-    const bool zip = starts({'P', 'K', 3, 4}) || (topLevel && findEndOfCentralDirectory(bytes).has_value());
+    const bool zip = signatureAt(bytes, 0, zipformat::kLocalHeaderSignature)
+        || (topLevel && findEndOfCentralDirectory(bytes).has_value());
     if (zip) {
         scanZip(bytes, label, depth);
         return;
