@@ -7,6 +7,7 @@
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
 
+#include "core/base/pythonliteral.h"
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -101,37 +102,7 @@ std::string shorten(std::string text, std::size_t maxBytes)
 // Metadata values are shown the way the other readers show Python strings: 'value'.
 std::string pythonStringSummary(std::string_view value)
 {
-    std::string out = "'";
-    for (const char c : value) {
-        switch (c) {
-        case '\'':
-            out += "\\'";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                static const char* hex = "0123456789abcdef";
-                out += "\\x";
-                out += hex[(c >> 4) & 0xF];
-                out += hex[c & 0xF];
-            } else {
-                out += c;
-            }
-        }
-    }
-    out += '\'';
-    return shorten(std::move(out), kMaxSummaryBytes);
+    return shorten(pythonStringLiteral(value), kMaxSummaryBytes);
 }
 
 std::string quoted(std::string_view name)

@@ -5,6 +5,7 @@
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/picklesection.h"
 
 #include <charconv>
 #include <set>
@@ -127,23 +128,9 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         checkpoint.tree[parent].summary = entry.name;
         baseName = component;
     }
-    if (section.run.root != kNoNode) {
-        builder.addRoot(section.run.root, parent, {}, baseName);
-    } else {
-        // Salvage: partial containers left on the stack may still hold complete tensors.
-        for (std::size_t i = 0; i < section.run.stackAtError.size(); ++i) {
-            const std::string name = "(incomplete " + std::to_string(i) + ")";
-            builder.addRoot(
-                section.run.stackAtError[i], parent, name, baseName.empty() ? name : baseName + "." + name);
-        }
-    }
-    if (section.run.error) {
-        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
-            "the pickle in " + entry.name + " could not be read to its end: " + *section.run.error
-                + (section.run.stackAtError.empty() ? std::string()
-                                                    : "; what was read before that is shown as (incomplete)"),
-            entry.name, entry.dataOffset + section.run.errorOffset);
-    }
+    addPickleRoots(builder, section.run, parent, baseName);
+    addUnreadablePickleFinding(
+        checkpoint, section.run, "the pickle in " + entry.name, entry.name, entry.dataOffset);
     section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
     checkpoint.pickles.push_back(std::move(section));
 }

@@ -21,6 +21,7 @@
 #include <cstring>
 #include "core/pickle/opcodes.h"
 #include <map>
+#include "core/pickle/picklesummary.h"
 #include <set>
 
 #include <archive.h>
@@ -65,32 +66,6 @@ bool isIdentifierPath(std::string_view text)
         start = false;
     }
     return !start;
-}
-
-std::string repr(std::string_view text, std::size_t limit, bool bytes = false)
-{
-    std::string out = "'";
-    std::size_t count = 0;
-    for (unsigned char c : text) {
-        if (count++ >= limit) {
-            out += "...";
-            break;
-        }
-        if (c == '\'' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) {
-            static const char* hex = "0123456789abcdef";
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "'";
 }
 
 // One pass over the opcodes without a stack (like pickletools.genops): names the globals in parts
@@ -445,7 +420,7 @@ private:
     std::string resolveValue(const PickleGraph& graph, NodeId id, int depth) const;
     std::string calledName(const PickleGraph& graph, NodeId call) const;
     std::optional<std::string> bytesArgument(const PickleGraph& graph, NodeId value, int depth) const;
-    std::string summarise(const PickleGraph& graph, NodeId id, int depth) const;
+    std::string summarise(const PickleGraph& graph, NodeId id) const;
     void cannotVerify(std::string text) { m_verdict.cannotVerify.push_back(std::move(text)); }
     bool spend(std::uint64_t bytes)
     {
@@ -623,67 +598,24 @@ std::optional<std::string> Scanner::bytesArgument(const PickleGraph& graph, Node
     return std::nullopt;
 }
 
-std::string Scanner::summarise(const PickleGraph& graph, NodeId id, int depth) const
+std::string Scanner::summarise(const PickleGraph& graph, NodeId id) const
 {
-    if (depth > 4)
-        return "...";
-    switch (graph.kind(id)) {
-    case NodeKind::None:
-        return "None";
-    case NodeKind::Bool:
-        return graph.intValue(id) ? "True" : "False";
-    case NodeKind::Int:
-        return std::to_string(graph.intValue(id));
-    case NodeKind::String:
-        return repr(graph.text(id), 120);
-    case NodeKind::Bytes:
-        return "b" + repr(graph.text(id), 40, true);
-    case NodeKind::Global:
-        return resolveValue(graph, id, 0);
-    case NodeKind::Extension:
-        return "<copyreg extension " + std::to_string(graph.node(id).value) + ">";
-    case NodeKind::Call:
-    case NodeKind::NewObject: {
-        std::string callee = graph.kind(id) == NodeKind::Call ? calledName(graph, id)
-                                                              : resolveValue(graph, graph.callee(id), 0);
-        if (callee.empty())
-            callee = summarise(graph, graph.callee(id), depth + 1);
-        std::string out = callee + "(";
-        NodeId args = graph.arguments(id);
-        std::size_t skip = 0;
-        if (const NodeId maker = graph.callee(id); graph.kind(maker) == NodeKind::Call) {
+    PickleSummaryNaming naming;
+    naming.globalName = [&](NodeId global) { return resolveValue(graph, global, 0); };
+    naming.calleeName = [&](NodeId call) {
+        return graph.kind(call) == NodeKind::Call ? calledName(graph, call)
+                                                  : resolveValue(graph, graph.callee(call), 0);
+    };
+    naming.arguments = [&](NodeId call) {
+        if (const NodeId maker = graph.callee(call); graph.kind(maker) == NodeKind::Call) {
             const std::string makerName = resolveValue(graph, graph.callee(maker), 0);
-            if (makerName == "operator.methodcaller" || makerName == "_operator.methodcaller") {
-                args = graph.arguments(maker); // methodcaller('m', *a)(x) calls x.m(*a)
-                skip = 1;
-            }
+            if (makerName == "operator.methodcaller" || makerName == "_operator.methodcaller")
+                return std::pair {
+                    graph.arguments(maker), std::size_t {1}}; // methodcaller('m', *a)(x) calls x.m(*a)
         }
-        if (graph.kind(args) == NodeKind::Tuple) {
-            const auto items = graph.sequence(args);
-            for (std::size_t i = skip; i < items.size() && i < 4 + skip; ++i)
-                out += (i > skip ? ", " : "") + summarise(graph, items[i], depth + 1);
-            if (items.size() > 4 + skip)
-                out += ", ...";
-        } else {
-            out += "*" + summarise(graph, args, depth + 1);
-        }
-        return out + ")";
-    }
-    case NodeKind::Tuple:
-    case NodeKind::List: {
-        const auto items = graph.sequence(id);
-        std::string out = graph.kind(id) == NodeKind::Tuple ? "(" : "[";
-        for (std::size_t i = 0; i < items.size() && i < 4; ++i)
-            out += (i ? ", " : "") + summarise(graph, items[i], depth + 1);
-        if (items.size() > 4)
-            out += ", ...";
-        return out + (graph.kind(id) == NodeKind::Tuple ? ")" : "]");
-    }
-    case NodeKind::Dict:
-        return "{...}";
-    default:
-        return "<...>";
-    }
+        return std::pair {graph.arguments(call), std::size_t {0}};
+    };
+    return summarisePickleValue(graph, id, naming);
 }
 
 void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
@@ -722,10 +654,10 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRu
                 addUnsafe({name,
                     (danger ? *danger : std::string("cannot verify; treat as dangerous"))
                         + " (reached through a call chain, not named by a GLOBAL)",
-                    danger.has_value(), label, summarise(graph, id, 0)});
+                    danger.has_value(), label, summarise(graph, id)});
             }
         } else if (!inert) {
-            addUnsafe({name, {}, false, label, summarise(graph, id, 0)}); // merges into the GLOBAL's entry
+            addUnsafe({name, {}, false, label, summarise(graph, id)}); // merges into the GLOBAL's entry
         }
         if (kind == NodeKind::Call && isNestedPickleLoader(name)) {
             const NodeId args = graph.arguments(id);
