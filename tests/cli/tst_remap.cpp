@@ -24,33 +24,9 @@ namespace {
 const QString kVerifier = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/verify_remap.py");
 const QString kSelfTest = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/selftest_verifier.py");
 const QString kHeadline = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/headline_load.py");
-const QString kCorpus = QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus/files");
+const QString kCorpus = ckpt::testing::corpusFilesDir();
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-    QString describe() const
-    {
-        return QStringLiteral("exit %1\nstdout: %2\nstderr: %3")
-            .arg(exitCode)
-            .arg(QString::fromUtf8(out.left(3000)), QString::fromUtf8(err.left(3000)));
-    }
-};
-
-Run runProgram(const QString& program, const QStringList& arguments, int timeoutMs = 300'000)
-{
-    QProcess process;
-    process.start(program, arguments);
-    if (!process.waitForFinished(timeoutMs)) {
-        process.kill();
-        process.waitForFinished();
-        return {-1, process.readAllStandardOutput(),
-            "timed out or did not start: " + process.errorString().toUtf8()};
-    }
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
-}
+using Run = ckpt::testing::ProgramRun;
 
 Run runInspector(const QStringList& arguments)
 {

@@ -12,6 +12,7 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include "tests/common/testfiles.h"
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -28,24 +29,16 @@
 using namespace ckpt;
 
 namespace {
+using namespace ckpt::testing;
+
 
 const QString kExpectedDir = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/safetensors");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
-const QString kCorpus = qEnvironmentVariableIsEmpty("CKPT_CORPUS_DIR")
-    ? QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus")
-    : qEnvironmentVariable("CKPT_CORPUS_DIR");
-const QString kCorpusFiles = kCorpus + QStringLiteral("/files");
+const QString kCorpus = corpusDir();
+const QString kCorpusFiles = corpusFilesDir();
 const QString kTiny = QStringLiteral("deepjavalibrary__djl__api__src__test__resources__list.safetensors");
 const QString kMnist
     = QStringLiteral("tracel-ai__burn__examples__import-model-weights__weights__mnist.safetensors");
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
 
 std::string toStd(const QByteArray& bytes)
 {

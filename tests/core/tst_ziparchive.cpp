@@ -8,6 +8,7 @@
 
 #include <QDir>
 #include <QFile>
+#include "tests/common/testfiles.h"
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -21,13 +22,13 @@
 using namespace ckpt;
 
 namespace {
+using namespace ckpt::testing;
+
 
 const QString kZipSamples = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/zip");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
-const QString kCorpus = qEnvironmentVariableIsEmpty("CKPT_CORPUS_DIR")
-    ? QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus")
-    : qEnvironmentVariable("CKPT_CORPUS_DIR");
-const QString kCorpusFiles = kCorpus + QStringLiteral("/files");
+const QString kCorpus = corpusDir();
+const QString kCorpusFiles = corpusFilesDir();
 const QString kMaliciousZip = QStringLiteral("mmaitre314__picklescan__tests__data__malicious1.zip");
 const QString kMaliciousCentralZip
     = QStringLiteral("mmaitre314__picklescan__tests__data__malicious1_central_directory.zip");
@@ -55,14 +56,6 @@ struct Sample {
     std::vector<ExpectedEntry> entries;
     QStringList duplicateNames;
 };
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
 
 Sample loadSample(const QString& jsonPath)
 {

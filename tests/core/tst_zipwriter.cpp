@@ -11,6 +11,8 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include "tests/common/childprocess.h"
+#include "tests/common/testfiles.h"
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -37,6 +39,8 @@
 using namespace ckpt;
 
 namespace {
+using namespace ckpt::testing;
+
 
 const QString kFixtures = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures");
 
@@ -66,14 +70,6 @@ int openOutput(const QString& path)
 int openInput(const QString& path)
 {
     return ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
 }
 
 QString describe(const Status& status)
@@ -299,37 +295,6 @@ Status rebuild(const ZipArchive& archive, int inputFd, int outputFd, std::uint32
     if (written)
         *written = writer.records();
     return std::nullopt;
-}
-
-// Runs `work` in a forked child and returns what it reported, so a resource limit or a change of
-// user stays in the child.
-QString runInChild(const std::function<std::string()>& work)
-{
-    int pipeFds[2];
-    if (::pipe(pipeFds) != 0)
-        return QStringLiteral("pipe failed");
-    const pid_t pid = ::fork();
-    if (pid < 0)
-        return QStringLiteral("fork failed");
-    if (pid == 0) {
-        ::close(pipeFds[0]);
-        const std::string message = work();
-        const ssize_t ignored = ::write(pipeFds[1], message.data(), message.size());
-        (void)ignored;
-        ::_exit(0);
-    }
-    ::close(pipeFds[1]);
-    QByteArray message;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(pipeFds[0], buffer, sizeof buffer)) > 0)
-        message.append(buffer, n);
-    ::close(pipeFds[0]);
-    int wstatus = 0;
-    ::waitpid(pid, &wstatus, 0);
-    if (!WIFEXITED(wstatus))
-        return QStringLiteral("child died with signal %1").arg(WTERMSIG(wstatus));
-    return QString::fromUtf8(message);
 }
 
 QString firstDifference(const QByteArray& expected, const QByteArray& actual)
