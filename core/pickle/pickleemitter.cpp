@@ -1,13 +1,19 @@
+// Writes a PickleGraph back as pickle bytes, with replacements (device tags, storage ids, globals).
+//
+// Why one file of about 600 lines: it is one job, the inverse of the machine, and its parts (the
+// explicit work stack that keeps hostile nesting off the C++ stack, memo bookkeeping, and one
+// emitter per node kind) share the writer's state; split, each part would need that state passed
+// around or made public.
 #include "core/pickle/pickleemitter.h"
 
 #include "core/base/escaping.h"
+#include "core/pickle/opcodes.h"
 
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-#include "core/pickle/opcodes.h"
 
 namespace ckpt {
 

@@ -1,13 +1,19 @@
+// The safetensors reader: header length, the JSON header (with repeated keys and byte offsets kept),
+// dtypes, shapes and data offsets, checked against what the safetensors library itself enforces.
+//
+// Why one file of about 680 lines: it is one format with one sequence of checks, each tied to a rule
+// of the safetensors library and a finding with its message; the JSON itself is parsed by
+// core/json, and the checks read more clearly in the order the library applies them.
 #include "core/read/safetensorsreader.h"
 
 #include "core/base/checkedarithmetic.h"
+#include "core/base/pythonliteral.h"
 
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
 
-#include "core/base/pythonliteral.h"
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -99,7 +105,8 @@ std::string shorten(std::string text, std::size_t maxBytes)
     return text;
 }
 
-// Metadata values are shown the way the other readers show Python strings: 'value'.
+// Metadata values are shown the way the other readers show Python strings: 'value', with the
+// project's one quoter (control characters and bytes that are not UTF-8 escaped).
 std::string pythonStringSummary(std::string_view value)
 {
     return shorten(pythonStringLiteral(value), kMaxSummaryBytes);

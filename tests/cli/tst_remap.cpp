@@ -3,6 +3,9 @@
 // tests/remap/verify_remap.py under torch 1.13 and under the modern torch (tags torch sees, values,
 // weights_only, records byte for byte). Plus the headline case (a cuda:1 checkpoint that torch
 // refuses on this machine loads after `--map '*=cpu'`) and the faults of the write.
+//
+// Why one file of about 730 lines: one suite per command; most of its length is the data-driven
+// table of fixtures and corpus files with the expectations for each, sent to one verifier process.
 #include "fixturecomparison.h"
 
 #include <QCryptographicHash>

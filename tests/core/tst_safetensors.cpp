@@ -4,15 +4,18 @@
 // make_expected.py), and against damaged copies of those files made here in memory: cut short at
 // every point, header length and header text corrupted. Nothing may crash, every problem becomes
 // a finding, and whatever is intact is still listed.
+//
+// Why one file of about 760 lines: one suite for one reader; most of the length is data tables
+// (damaged headers, dtype cases) with the finding each must produce.
 
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/read/safetensorsreader.h"
+#include "tests/common/testfiles.h"
 
 #include <QCryptographicHash>
 #include <QDir>
-#include "tests/common/testfiles.h"
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -26,11 +29,11 @@
 #include <functional>
 #include <memory>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
-using namespace ckpt::testing;
-
 
 const QString kExpectedDir = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/safetensors");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.

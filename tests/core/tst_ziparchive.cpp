@@ -1,14 +1,17 @@
 // The tolerant zip reader against zips written by torch and by Python's zipfile: what it lists must
 // agree with what zipfile reports (tests/data/zip/*.json, written by make_zip_samples.py), every
 // truncation must leave the records before the cut readable, and hostile input must not crash it.
+//
+// Why one file of about 890 lines: one suite for one reader; the sweeps (every truncation, every
+// corpus zip, hostile records) share the samples and the comparison with zipfile's view.
 
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
-#include "tests/common/testfiles.h"
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -19,11 +22,11 @@
 #include <algorithm>
 #include <map>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
-using namespace ckpt::testing;
-
 
 const QString kZipSamples = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/zip");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
