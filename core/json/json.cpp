@@ -479,7 +479,9 @@ Expected<JsonValue> JsonParser::run()
                     return error(m_pos,
                         "unexpected " + describeByte(static_cast<unsigned char>(m_text[m_pos]))
                             + " after the end of the JSON value");
-                return value;
+                // After a move into a container, value is always reassigned (the closed container or
+                // the next parsed value) before control gets here again.
+                return value; // NOLINT(bugprone-use-after-move)
             }
             Frame& frame = stack.back();
             const bool isObject = frame.container.isObject();
@@ -875,7 +877,7 @@ void JsonWriter::flush()
 
 void JsonWriter::maybeFlush()
 {
-    constexpr std::size_t kChunk = 64 * 1024;
+    constexpr std::size_t kChunk = std::size_t {64} << 10;
     if (m_stream && m_buffer.size() >= kChunk)
         flush();
 }

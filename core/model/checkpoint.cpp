@@ -5,6 +5,7 @@
 #include "core/model/dtype.h"
 
 #include <cstdio>
+#include <ranges>
 
 namespace ckpt {
 
@@ -137,10 +138,10 @@ std::string Checkpoint::treePath(std::uint32_t treeNode) const
         treeNode = tree[treeNode].parent;
     }
     std::string path;
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    for (const std::string* part : std::views::reverse(parts)) {
         if (!path.empty())
             path += '.';
-        path += **it;
+        path += *part;
     }
     return path;
 }

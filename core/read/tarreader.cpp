@@ -189,12 +189,12 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             offset += 8;
             for (std::uint32_t d = 0; d < *ndim; ++d)
                 tensor.shape.push_back(static_cast<std::int64_t>(
-                    readLittleEndian<std::uint64_t>(data, offset + 8 * d).value_or(0)));
+                    readLittleEndian<std::uint64_t>(data, offset + 8ull * d).value_or(0)));
             offset += 8ull * *ndim;
             std::vector<std::int64_t> stride;
             for (std::uint32_t d = 0; d < *ndim; ++d)
                 stride.push_back(static_cast<std::int64_t>(
-                    readLittleEndian<std::uint64_t>(data, offset + 8 * d).value_or(0)));
+                    readLittleEndian<std::uint64_t>(data, offset + 8ull * d).value_or(0)));
             offset += 8ull * *ndim;
             tensor.stride = stride;
             tensor.storageOffset

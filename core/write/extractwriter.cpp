@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <map>
+#include <ranges>
 #include <set>
 #include <unistd.h>
 #include <unordered_map>
@@ -291,9 +292,9 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                     }
                 }
             }
-            for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
-                if (!skipped.count(*it))
-                    stack.push_back(*it);
+            for (const auto child : std::views::reverse(node.children))
+                if (!skipped.count(child))
+                    stack.push_back(child);
         }
     }
     // Tensors that no tree node shows (none expected) are still considered, after the others.
@@ -457,6 +458,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     }
     auto intTuple = [&](const std::vector<std::int64_t>& values) {
         std::vector<NodeId> items;
+        items.reserve(values.size());
         for (std::int64_t value : values)
             items.push_back(graph.addScalar(NodeKind::Int, value));
         return graph.addTuple(items.data(), items.size());
