@@ -730,7 +730,7 @@ void Scanner::scanStream(
             return; // not a pickle at all
         }
         const std::string name = pickleLabel(index);
-        if (index == 1 && m_verdict.pickles.size() && m_verdict.pickles.back().starts_with(label + " (")) {
+        if (index == 1 && !m_verdict.pickles.empty() && m_verdict.pickles.back().starts_with(label + " (")) {
             // The first pickle was labelled with the bare label; say it is the first of several.
             m_verdict.pickles.back().insert(label.size(), " [pickle 1]");
         }
@@ -994,7 +994,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             std::min<std::uint64_t>(length, bytes.size() - std::min(member.dataOffset, bytes.size())));
         const std::string memberLabel = (givenLabel.empty() ? std::string() : givenLabel + " > ")
             + member.name
-            + (member.localName.size() && member.localName != member.name
+            + (!member.localName.empty() && member.localName != member.name
                     ? " (local header: " + member.localName + ")"
                     : "");
         const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");

@@ -60,9 +60,9 @@ bool isAllowed(std::string_view path, TorchGeneration generation)
     return onTorchDefaultAllowlist(path, generation);
 }
 
-std::pair<std::string, std::string> mapPython2Name(std::string module, std::string name)
+std::pair<std::string, std::string> mapPython2Name(const std::string& module, const std::string& name)
 {
-    return python3Name(std::move(module), std::move(name));
+    return python3Name(module, name);
 }
 
 // A global the catalog knows to be dangerous, with the reason (the verdict is allowlist-first:
