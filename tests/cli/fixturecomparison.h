@@ -18,6 +18,7 @@ namespace fixturecomparison {
 
 using CommandResult = ckpt::testing::ProgramRun;
 using ckpt::testing::runProgram;
+using ckpt::testing::sha256Of;
 
 inline CommandResult runInspect(const QStringList& arguments)
 {

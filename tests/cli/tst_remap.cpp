@@ -41,16 +41,6 @@ QJsonObject parseObject(const QByteArray& text)
     return QJsonDocument::fromJson(text).object();
 }
 
-QByteArray sha256(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&file);
-    return hash.result().toHex();
-}
-
 QStringList entriesOf(const QString& folder)
 {
     return QDir(folder).entryList(
@@ -618,7 +608,7 @@ private Q_SLOTS:
         const bool root = geteuid() == 0;
         QVERIFY(QFile::setPermissions(locked, root ? readable : (readable & ~QFile::WriteOwner)));
         const QString output = locked + QStringLiteral("/copy.pt");
-        const QByteArray before = sha256(input);
+        const QByteArray before = sha256Of(input);
         QStringList arguments {QStringLiteral("remap"), input, QStringLiteral("-o"), output,
             QStringLiteral("--map"), QStringLiteral("*=cpu")};
         Run run;
@@ -635,7 +625,7 @@ private Q_SLOTS:
             qPrintable(message));
         QVERIFY2(!QFile::exists(output), "a file was left at the target");
         QVERIFY2(entriesOf(locked).isEmpty(), qPrintable(entriesOf(locked).join(u',')));
-        QCOMPARE(sha256(input), before);
+        QCOMPARE(sha256Of(input), before);
     }
 
     void fileSizeLimitFailsCleanly()
@@ -646,7 +636,7 @@ private Q_SLOTS:
         QVERIFY(QFileInfo(input).size() > 64 * 1024);
         QTemporaryDir dir(m_work.filePath(QStringLiteral("ulimit-XXXXXX")));
         const QString output = dir.filePath(QStringLiteral("copy.pt"));
-        const QByteArray before = sha256(input);
+        const QByteArray before = sha256Of(input);
         const Run run = runProgram(QStringLiteral("/bin/sh"),
             {QStringLiteral("-c"),
                 QStringLiteral("ulimit -f 8; exec \"$0\" remap \"$1\" -o \"$2\" --map '*=cpu'"),
@@ -659,7 +649,7 @@ private Q_SLOTS:
         QVERIFY2(!QFile::exists(output), "a file was left at the target");
         QVERIFY2(entriesOf(dir.path()).isEmpty(),
             qPrintable(QStringLiteral("left behind: ") + entriesOf(dir.path()).join(u',')));
-        QCOMPARE(sha256(input), before);
+        QCOMPARE(sha256Of(input), before);
     }
 
     void refusesToWriteOverItsInput_data()
@@ -689,13 +679,13 @@ private Q_SLOTS:
             QVERIFY(::link(QFile::encodeName(input).constData(), QFile::encodeName(output).constData()) == 0);
         }
         const QStringList entriesBefore = entriesOf(dir.path());
-        const QByteArray before = sha256(input);
+        const QByteArray before = sha256Of(input);
         const Run run = runInspector({QStringLiteral("remap"), input, QStringLiteral("-o"), output,
             QStringLiteral("--map"), QStringLiteral("*=cpu")});
         QVERIFY2(run.exitCode == 2, qPrintable(run.describe()));
         QVERIFY2(QString::fromUtf8(run.err).contains(QStringLiteral("input")),
             qPrintable(QString::fromUtf8(run.err)));
-        QCOMPARE(sha256(input), before);
+        QCOMPARE(sha256Of(input), before);
         QCOMPARE(entriesOf(dir.path()), entriesBefore);
         if (how == QStringLiteral("symlink"))
             QVERIFY(QFileInfo(output).isSymLink());

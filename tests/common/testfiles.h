@@ -5,6 +5,7 @@
 // here, so each suite stays one executable linking only its library.
 
 #include <QByteArray>
+#include <QCryptographicHash>
 #include <QFile>
 #include <QString>
 
@@ -53,6 +54,17 @@ inline bool writeAll(const QString& path, const QByteArray& bytes)
 {
     QFile file(path);
     return file.open(QIODevice::WriteOnly) && file.write(bytes) == bytes.size();
+}
+
+// The SHA-256 of a file in hex (empty when it cannot be read): "the input was not modified" checks.
+inline QByteArray sha256Of(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(&file);
+    return hash.result().toHex();
 }
 
 } // namespace ckpt::testing
