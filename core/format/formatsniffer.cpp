@@ -22,7 +22,7 @@ namespace {
 // zip that starts after other data).
 constexpr std::size_t kTextWindow = 4096;
 constexpr std::uint64_t kZipEndSearch = zipformat::kEndRecordSize + zipformat::kMaxCommentLength;
-constexpr std::uint64_t kZipStartSearch = 16 * 1024 * 1024;
+constexpr std::uint64_t kZipStartSearch = std::uint64_t {16} << 20;
 
 std::string byteCount(std::uint64_t value)
 {

@@ -7,6 +7,7 @@
 #include "core/model/shardset.h"
 
 #include <algorithm>
+#include <ranges>
 #include <set>
 
 namespace ckpt {
@@ -181,8 +182,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
     std::vector<Item> stack;
     if (!checkpoint.tree.empty()) {
         const auto& rootChildren = checkpoint.tree[0].children;
-        for (auto it = rootChildren.rbegin(); it != rootChildren.rend(); ++it)
-            stack.push_back({*it, 0});
+        for (const auto child : std::views::reverse(rootChildren))
+            stack.push_back({child, 0});
     }
     while (!stack.empty()) {
         const Item item = stack.back();
@@ -215,8 +216,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             line += "  (" + node.className + ")";
         }
         addLine(line);
-        for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
-            stack.push_back({*it, item.depth + 1});
+        for (const auto child : std::views::reverse(node.children))
+            stack.push_back({child, item.depth + 1});
     }
 
     if (checkpoint.shardSet) { // names from an index: printable like every other line
