@@ -5,7 +5,6 @@
 #include "core/model/dtype.h"
 
 #include <cstdio>
-#include <ranges>
 
 namespace ckpt {
 
@@ -138,10 +137,10 @@ std::string Checkpoint::treePath(std::uint32_t treeNode) const
         treeNode = tree[treeNode].parent;
     }
     std::string path;
-    for (const std::string* part : std::views::reverse(parts)) {
+    for (std::size_t i = parts.size(); i-- > 0;) {
         if (!path.empty())
             path += '.';
-        path += *part;
+        path += *parts[i];
     }
     return path;
 }

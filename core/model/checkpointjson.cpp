@@ -7,7 +7,6 @@
 #include "core/model/shardset.h"
 
 #include <algorithm>
-#include <ranges>
 #include <set>
 
 namespace ckpt {
@@ -182,8 +181,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
     std::vector<Item> stack;
     if (!checkpoint.tree.empty()) {
         const auto& rootChildren = checkpoint.tree[0].children;
-        for (const auto child : std::views::reverse(rootChildren))
-            stack.push_back({child, 0});
+        for (std::size_t i = rootChildren.size(); i-- > 0;)
+            stack.push_back({rootChildren[i], 0});
     }
     while (!stack.empty()) {
         const Item item = stack.back();
@@ -216,8 +215,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             line += "  (" + node.className + ")";
         }
         addLine(line);
-        for (const auto child : std::views::reverse(node.children))
-            stack.push_back({child, item.depth + 1});
+        for (std::size_t i = node.children.size(); i-- > 0;)
+            stack.push_back({node.children[i], item.depth + 1});
     }
 
     if (checkpoint.shardSet) { // names from an index: printable like every other line

@@ -18,7 +18,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <map>
-#include <ranges>
 #include <set>
 #include <unistd.h>
 #include <unordered_map>
@@ -292,9 +291,9 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                     }
                 }
             }
-            for (const auto child : std::views::reverse(node.children))
-                if (!skipped.count(child))
-                    stack.push_back(child);
+            for (std::size_t i = node.children.size(); i-- > 0;)
+                if (!skipped.count(node.children[i]))
+                    stack.push_back(node.children[i]);
         }
     }
     // Tensors that no tree node shows (none expected) are still considered, after the others.
