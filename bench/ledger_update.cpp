@@ -1,7 +1,7 @@
 // Time to update the memory ledger after one move, on a large checkpoint: the desktop app does
 // this on every drop, so it must cost what the move touches, not what the checkpoint holds.
 // usage: bench_ledger_update FILE [MOVES]
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machinespec.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"

@@ -1,6 +1,6 @@
 #include "fuzz/fuzztargets.h"
 
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machinespec.h"
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"

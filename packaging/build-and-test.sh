@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Checkpoint Inspector the way CI does (the `ci` preset: warnings are errors), checks the
-# formatting and runs every test suite; then runs the suites again under AddressSanitizer and UBSan
-# (the `asan` preset) and gives each fuzz harness a few seconds (the `fuzz` preset, clang-14 with
-# libFuzzer; fuzz/smoke.sh). Run packaging/install-deps.sh first.
+# formatting and runs every test suite with clang-tidy over every source alongside; then runs the
+# suites again under AddressSanitizer and UBSan (the `asan` preset) and gives each fuzz harness a
+# few seconds (the `fuzz` preset, clang-14 with libFuzzer; fuzz/smoke.sh). Run
+# packaging/install-deps.sh first.
 #
 # Every step runs even when an earlier independent one failed (a format slip does not hide a test
 # failure); the last line says which steps failed, and the exit status is non-zero if any did.
@@ -29,7 +30,7 @@ step() {
 finish() {
     echo
     if ((${#failed[@]} == 0)); then
-        echo "build-and-test: PASSED (configure, build, format, tests, asan, fuzz smoke)"
+        echo "build-and-test: PASSED (configure, build, format, tests, clang-tidy, asan, fuzz smoke)"
         exit 0
     fi
     echo "build-and-test: FAILED: ${failed[*]}"
@@ -62,7 +63,27 @@ fi
 step configure cmake --preset ci "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" || finish
 step build cmake --build --preset ci -j"$(nproc)" || finish
 step format packaging/check-format.sh
+
+# clang-tidy (.clang-tidy, every warning an error) with the ci build's compile_commands.json. It
+# needs only the configured and built tree, so it runs in the background while the tests run and
+# is waited for after them. Its output goes to build/ci/clang-tidy.log and is shown when it fails.
+# The folders that are clean so far; the others join this list as they are cleaned
+# (packaging/run-clang-tidy.sh build/ci ui shows what is left in ui/).
+tidy_folders=(core)
+tidy_log=$root/build/ci/clang-tidy.log
+packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}" >"$tidy_log" 2>&1 </dev/null &
+tidy_pid=$!
+
 step tests env QT_QPA_PLATFORM=offscreen ctest --preset ci --output-on-failure -j2
+
+tidy() {
+    local status=0
+    wait "$tidy_pid" || status=$?
+    tail -n 1 "$tidy_log"
+    ((status == 0)) || cat "$tidy_log"
+    return "$status"
+}
+step clang-tidy tidy
 
 # The same suites with AddressSanitizer and UBSan (no libtorch: its prebuilt libraries are not
 # instrumented). Leak checking stays on, Qt tests included: with the offscreen platform Qt frees

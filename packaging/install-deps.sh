@@ -22,6 +22,8 @@ packages=(
     debootstrap debian-archive-keyring ca-certificates xz-utils
     # The format check (the repository's .clang-format is written for clang-format 14)
     clang-format clang-format-14
+    # The lint step (.clang-tidy, run by packaging/run-clang-tidy.sh)
+    clang-tidy-14
     # The fuzz harnesses (the `fuzz` preset): clang with libFuzzer and the sanitizer runtimes, and
     # llvm-symbolizer so that a crash report names files and lines
     clang-14 libclang-rt-14-dev llvm-14

@@ -1,5 +1,12 @@
+// Says what a file is (torch zip, legacy stream, tar, TorchScript, safetensors, DCP, gzip, an LFS
+// pointer, HTML, ...) from its first and last few kilobytes, and why, for a person.
+//
+// Why one file of about 650 lines: each container kind is a short recogniser and most of the length
+// is the messages; a recogniser needs the same windowing and byte helpers as the others, and the
+// order in which they are tried is itself the logic, visible here in one place.
 #include "core/format/formatsniffer.h"
 #include "core/base/textformat.h"
+#include "core/format/zipformat.h"
 
 #include <algorithm>
 #include <array>
@@ -10,14 +17,12 @@ namespace ckpt {
 
 namespace {
 
-using namespace std::string_view_literals;
-
 // How far the sniffer looks. It runs on every file the user opens, possibly many gigabytes over
 // a network mount, so it touches only the first and last few kilobytes (plus a bounded search for a
 // zip that starts after other data).
 constexpr std::size_t kTextWindow = 4096;
-constexpr std::uint64_t kZipEndSearch = 65557; // 22-byte end record + the longest possible comment
-constexpr std::uint64_t kZipStartSearch = 16 * 1024 * 1024;
+constexpr std::uint64_t kZipEndSearch = zipformat::kEndRecordSize + zipformat::kMaxCommentLength;
+constexpr std::uint64_t kZipStartSearch = std::uint64_t {16} << 20;
 
 std::string byteCount(std::uint64_t value)
 {
@@ -347,10 +352,10 @@ std::string lfsField(ByteView bytes, std::string_view key)
 
 // ---- Zips ---------------------------------------------------------------------------------------
 
-constexpr std::string_view kLocalHeader = "PK\x03\x04"sv;
-constexpr std::string_view kCentralHeader = "PK\x01\x02"sv;
-constexpr std::string_view kEndRecord = "PK\x05\x06"sv;
-constexpr std::string_view kZip64EndRecord = "PK\x06\x06"sv;
+constexpr std::string_view kLocalHeader = zipformat::kLocalHeaderSignatureText;
+constexpr std::string_view kCentralHeader = zipformat::kCentralHeaderSignatureText;
+constexpr std::string_view kEndRecord = zipformat::kEndRecordSignatureText;
+constexpr std::string_view kZip64EndRecord = zipformat::kZip64EndRecordSignatureText;
 
 // A local header that a zip writer could have produced: sane version, a known method and a
 // printable name. Random data contains "PK\3\4" by chance now and then; this filters it out.
@@ -382,10 +387,10 @@ struct EmbeddedZip {
 // Where the zip that ends this file starts, from its end-of-central-directory record.
 std::optional<EmbeddedZip> zipStartFromEnd(ByteView bytes)
 {
-    if (bytes.size() < 22)
+    if (bytes.size() < zipformat::kEndRecordSize)
         return std::nullopt;
     const std::uint64_t lowest = bytes.size() > kZipEndSearch ? bytes.size() - kZipEndSearch : 0;
-    for (std::uint64_t at = bytes.size() - 22 + 1; at-- > lowest;) {
+    for (std::uint64_t at = bytes.size() - zipformat::kEndRecordSize + 1; at-- > lowest;) {
         if (!startsWith(bytes, kEndRecord, at))
             continue;
         const auto entries = readLittleEndian<std::uint16_t>(bytes, at + 10);
@@ -395,10 +400,12 @@ std::optional<EmbeddedZip> zipStartFromEnd(ByteView bytes)
             continue;
         // The central directory ends where the ZIP64 end records or this record begin.
         std::uint64_t cdEnd = at;
-        if (at >= 76 && startsWith(bytes, "PK\x06\x07"sv, at - 20)
-            && startsWith(bytes, kZip64EndRecord, at - 76))
-            cdEnd = at - 76;
-        if (*cdSize == 0xffffffffu || *cdSize > cdEnd)
+        constexpr std::uint64_t kZip64Tail = zipformat::kZip64LocatorSize + zipformat::kZip64EndRecordSize;
+        if (at >= kZip64Tail
+            && startsWith(bytes, zipformat::kZip64LocatorSignatureText, at - zipformat::kZip64LocatorSize)
+            && startsWith(bytes, kZip64EndRecord, at - kZip64Tail))
+            cdEnd = at - kZip64Tail;
+        if (*cdSize == zipformat::kZip64Marker32 || *cdSize > cdEnd)
             continue;
         const std::uint64_t cdStart = cdEnd - *cdSize;
         if (!startsWith(bytes, kCentralHeader, cdStart))
@@ -407,7 +414,7 @@ std::optional<EmbeddedZip> zipStartFromEnd(ByteView bytes)
         if (!firstLocal)
             continue;
         // Offsets in the zip count from the zip's start; the difference is what comes before it.
-        const std::uint64_t recordedCdOffset = *cdOffset == 0xffffffffu ? cdStart : *cdOffset;
+        const std::uint64_t recordedCdOffset = *cdOffset == zipformat::kZip64Marker32 ? cdStart : *cdOffset;
         if (recordedCdOffset > cdStart)
             continue;
         const std::uint64_t bias = cdStart - recordedCdOffset;
@@ -454,7 +461,7 @@ ContainerGuess sniffContainer(ByteView fileBytes)
             "a zip archive (" + sizeText
                 + "), the container torch.save has written since PyTorch 1.6 "
                   "and torch.jit.save writes for TorchScript");
-    if (startsWith(bytes, kEndRecord) && size < 22 + 65536)
+    if (startsWith(bytes, kEndRecord) && size <= kZipEndSearch)
         return guess(ContainerKind::Unknown,
             "an empty zip archive (" + sizeText + "): it has an end record but no records at all");
 

@@ -32,7 +32,9 @@ ReadError inflateError(std::string message)
 // Owns a z_stream so every early return releases zlib's state.
 class RawInflater {
 public:
-    RawInflater() { m_status = inflateInit2(&m_stream, -MAX_WBITS); }
+    RawInflater()
+        : m_status(inflateInit2(&m_stream, -MAX_WBITS)) // m_stream is declared, so zeroed, first
+    { }
     ~RawInflater()
     {
         if (m_status == Z_OK)

@@ -1,9 +1,17 @@
+// The tolerant zip reader: central directory with ZIP64, and local-header recovery when the directory
+// is missing or damaged (a truncated download), every problem a finding with its byte offset.
+//
+// Why one file of about 930 lines: it is one job, a parser whose parts (end-record search, ZIP64
+// records, central entries, local headers, data-descriptor search, recovery) all cross-check one
+// another through the parser's state; the format's numbers are shared with the writer and the
+// verdicts in zipformat.h.
 #include "core/format/ziparchive.h"
 
 #include "core/base/checkedarithmetic.h"
 #include "core/base/textformat.h"
 
 #include "core/format/inflate.h"
+#include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 
 #include <algorithm>
@@ -13,30 +21,10 @@ namespace ckpt {
 
 namespace {
 
-using namespace std::string_view_literals;
+using namespace zipformat;
 
-constexpr std::uint32_t kLocalHeaderSignature = 0x04034b50;
-constexpr std::uint32_t kCentralHeaderSignature = 0x02014b50;
-constexpr std::uint32_t kEndRecordSignature = 0x06054b50;
-constexpr std::uint32_t kZip64EndRecordSignature = 0x06064b50;
-constexpr std::uint32_t kZip64LocatorSignature = 0x07064b50;
-constexpr std::uint32_t kDataDescriptorSignature = 0x08074b50;
-constexpr std::string_view kDataDescriptorSignatureText = "PK\x07\x08"sv;
-constexpr std::string_view kLocalHeaderSignatureText = "PK\x03\x04"sv;
-
-constexpr std::uint64_t kLocalHeaderSize = 30;
-constexpr std::uint64_t kCentralHeaderSize = 46;
-constexpr std::uint64_t kEndRecordSize = 22;
-constexpr std::uint64_t kZip64LocatorSize = 20;
-constexpr std::uint64_t kZip64EndRecordSize = 56; // with no extensible data, as every writer emits
 // The end record is 22 bytes plus a comment of at most 65,535 bytes, so it lies in the last 65,557.
-constexpr std::uint64_t kEndRecordSearch = kEndRecordSize + 0xffff;
-
-constexpr std::uint16_t kZip64ExtraId = 0x0001;
-constexpr std::uint16_t kFlagEncrypted = 0x0001;
-constexpr std::uint16_t kFlagDataDescriptor = 0x0008;
-constexpr std::uint32_t kZip64Marker32 = 0xffffffff;
-constexpr std::uint16_t kZip64Marker16 = 0xffff;
+constexpr std::uint64_t kEndRecordSearch = kEndRecordSize + kMaxCommentLength;
 
 // A zip with more records than this is hostile or broken: a million-tensor checkpoint has about a
 // million records, and each costs ~150 bytes of memory here.
@@ -537,13 +525,13 @@ private:
                 "record " + displayName(entry.name)
                     + " is encrypted; it cannot be read (torch never writes encrypted records)",
                 entry.name, entry.localHeaderOffset);
-        if (entry.method != 0 && entry.method != 8)
+        if (entry.method != kMethodStored && entry.method != kMethodDeflate)
             addFinding(Severity::Warning, "unsupported-compression",
                 "record " + displayName(entry.name) + " uses compression method "
                     + std::to_string(entry.method) + " (" + methodName(entry.method)
                     + "); only stored and deflate records can be read, which is all torch writes",
                 entry.name, entry.localHeaderOffset);
-        if (entry.method == 0 && entry.compressedSize != entry.uncompressedSize)
+        if (entry.method == kMethodStored && entry.compressedSize != entry.uncompressedSize)
             addFinding(Severity::Warning, "stored-size-mismatch",
                 "record " + displayName(entry.name) + " is stored uncompressed but records "
                     + byteCount(entry.compressedSize) + " in the archive and "
@@ -647,7 +635,7 @@ private:
                 // writers use 64-bit descriptors exactly when the local header has a ZIP64 extra.
                 if (narrowEnd != wideEnd)
                     return narrowEnd == Boundary::Sure ? narrow : wide;
-                if (entry.method == 0
+                if (entry.method == kMethodStored
                     && (narrow->uncompressedSize == distance) != (wide->uncompressedSize == distance))
                     return narrow->uncompressedSize == distance ? narrow : wide;
                 return zip64Header ? wide : narrow;
@@ -884,7 +872,7 @@ const ZipEntry* ZipArchive::find(std::string_view fullName) const
 
 std::optional<ByteView> ZipArchive::storedPayload(const ZipEntry& entry) const
 {
-    if (!m_file || entry.method != 0 || (entry.flags & kFlagEncrypted) || !entry.payloadComplete)
+    if (!m_file || entry.method != kMethodStored || (entry.flags & kFlagEncrypted) || !entry.payloadComplete)
         return std::nullopt;
     return subView(m_file->bytes(), entry.dataOffset, entry.compressedSize);
 }
@@ -906,14 +894,14 @@ Expected<ByteBuffer> ZipArchive::readPayload(const ZipEntry& entry, std::uint64_
     const auto compressed = subView(m_file->bytes(), entry.dataOffset, entry.compressedSize);
     if (!compressed)
         return recordError(entry, "its data lies outside the file");
-    if (entry.method == 0) {
+    if (entry.method == kMethodStored) {
         if (entry.compressedSize > maxSize)
             return recordError(entry,
                 "it is " + byteCount(entry.compressedSize) + ", more than the " + byteCount(maxSize)
                     + " allowed for it here");
         return ByteBuffer(compressed->begin(), compressed->end());
     }
-    if (entry.method != 8)
+    if (entry.method != kMethodDeflate)
         return recordError(entry,
             std::string("it uses compression method ") + std::to_string(entry.method) + " ("
                 + methodName(entry.method) + "), which this tool cannot read");

@@ -1,6 +1,7 @@
 #include "core/format/zipwriter.h"
 
 #include "core/format/inflate.h"
+#include "core/format/zipformat.h"
 
 #include <zlib.h>
 
@@ -15,18 +16,9 @@ namespace ckpt {
 
 namespace {
 
-constexpr std::uint32_t kLocalHeaderSignature = 0x04034b50;
-constexpr std::uint32_t kDataDescriptorSignature = 0x08074b50;
-constexpr std::uint32_t kCentralHeaderSignature = 0x02014b50;
-constexpr std::uint32_t kZip64EndSignature = 0x06064b50;
-constexpr std::uint32_t kZip64LocatorSignature = 0x07064b50;
-constexpr std::uint32_t kEndSignature = 0x06054b50;
+using namespace zipformat;
 
-constexpr std::uint64_t kLocalHeaderSize = 30;
-constexpr std::uint64_t kZip64Threshold = 0xFFFFFFFF; // miniz switches at ">=", not ">"
-constexpr std::uint16_t kFlagDataDescriptor = 0x0008;
-constexpr std::uint16_t kFlagUtf8Name = 0x0800;
-constexpr std::uint16_t kMethodDeflate = 8;
+constexpr std::uint64_t kZip64Threshold = kZip64Marker32; // miniz switches at ">=", not ">"
 
 // Payload copies go in slices of this size so that progress is reported and a cancel is noticed
 // at least this often.
@@ -60,7 +52,7 @@ void put64(ByteBuffer& out, std::uint64_t value)
 
 std::uint32_t clamp32(std::uint64_t value)
 {
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(value, 0xFFFFFFFF));
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(value, kZip64Marker32));
 }
 
 // miniz decides on ZIP64 per record from the uncompressed size and the local header offset only;
@@ -77,7 +69,7 @@ void putZip64Extra(ByteBuffer& out, std::uint64_t uncompressedSize, std::uint64_
 {
     const bool largeSize = uncompressedSize >= kZip64Threshold;
     const bool largeOffset = localHeaderOffset >= kZip64Threshold;
-    put16(out, 0x0001);
+    put16(out, kZip64ExtraId);
     put16(out, static_cast<std::uint16_t>((largeSize ? 16 : 0) + (largeOffset ? 8 : 0)));
     if (largeSize) {
         put64(out, uncompressedSize);
@@ -261,7 +253,7 @@ Status TorchZipWriter::addRecord(std::string_view name, ByteView data)
     record.compressedSize = data.size();
     record.uncompressedSize = data.size();
     record.crc32 = crc32Of(data);
-    if (auto error = writeLocalHeader(name, data.size(), 0, record))
+    if (auto error = writeLocalHeader(name, data.size(), kMethodStored, record))
         return fail(*error);
     // Slices, so a large in-memory record still reports progress and can be cancelled.
     std::uint64_t done = 0;
@@ -389,7 +381,7 @@ Status TorchZipWriter::addRecordFromFile(std::string_view name, int inputFd, std
     record.uncompressedSize = size;
     // An empty record has CRC 0 whatever the caller says: that is the CRC of no bytes.
     record.crc32 = size == 0 ? 0 : knownCrc.value_or(0);
-    if (auto error = writeLocalHeader(name, size, 0, record))
+    if (auto error = writeLocalHeader(name, size, kMethodStored, record))
         return fail(*error);
     std::uint32_t computed = 0;
     if (auto error = copyPayload(record.name, inputFd, inputOffset, size, knownCrc ? nullptr : &computed))
@@ -478,7 +470,7 @@ Status TorchZipWriter::finish()
 
     const std::uint64_t zip64EndOffset = m_offset + centralSize;
     const auto count = static_cast<std::uint64_t>(m_records.size());
-    put32(tail, kZip64EndSignature);
+    put32(tail, kZip64EndRecordSignature);
     put64(tail, 44); // size of the rest of this record
     put16(tail, 0x031E); // version made by: miniz hard-codes "Unix, 3.0"
     put16(tail, 45); // version needed: ZIP64
@@ -494,7 +486,7 @@ Status TorchZipWriter::finish()
     put64(tail, zip64EndOffset);
     put32(tail, 1); // total disks
 
-    put32(tail, kEndSignature);
+    put32(tail, kEndRecordSignature);
     put16(tail, 0);
     put16(tail, 0);
     put16(tail, static_cast<std::uint16_t>(std::min<std::uint64_t>(count, 0xFFFF)));

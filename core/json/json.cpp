@@ -1,4 +1,5 @@
 #include "core/json/json.h"
+#include "core/base/ascii.h"
 #include "core/base/textformat.h"
 
 #include <algorithm>
@@ -70,22 +71,6 @@ std::string quoteForMessage(std::string_view text)
     appendJsonString(out, text.substr(0, cut));
     out.insert(out.size() - 1, "...");
     return out;
-}
-
-int hexDigitValue(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
 }
 
 class JsonParser {
@@ -241,7 +226,7 @@ bool JsonParser::parseEscape(std::string& out)
             return false;
         value = 0;
         for (std::size_t i = 0; i < 4; ++i) {
-            const int digit = hexDigitValue(m_text[at + i]);
+            const int digit = hexDigit(m_text[at + i]);
             if (digit < 0)
                 return false;
             value = value * 16 + static_cast<std::uint32_t>(digit);
@@ -494,7 +479,9 @@ Expected<JsonValue> JsonParser::run()
                     return error(m_pos,
                         "unexpected " + describeByte(static_cast<unsigned char>(m_text[m_pos]))
                             + " after the end of the JSON value");
-                return value;
+                // After a move into a container, value is always reassigned (the closed container or
+                // the next parsed value) before control gets here again.
+                return value; // NOLINT(bugprone-use-after-move)
             }
             Frame& frame = stack.back();
             const bool isObject = frame.container.isObject();
@@ -890,7 +877,7 @@ void JsonWriter::flush()
 
 void JsonWriter::maybeFlush()
 {
-    constexpr std::size_t kChunk = 64 * 1024;
+    constexpr std::size_t kChunk = std::size_t {64} << 10;
     if (m_stream && m_buffer.size() >= kChunk)
         flush();
 }

@@ -131,7 +131,7 @@ struct JsonMember {
 // Limits that keep a hostile document from exhausting the stack or memory. The parser itself is
 // iterative; the depth limit also protects the recursive destructor and writer of the result.
 struct JsonParseLimits {
-    std::size_t maxBytes = 64 * 1024 * 1024;
+    std::size_t maxBytes = std::size_t {64} << 20;
     std::size_t maxDepth = 512; // nested arrays/objects; values above kMaxJsonDepth are clamped
     std::size_t maxValues = 10'000'000; // values of any kind, containers included
     bool allowDuplicateKeys = true; // false: a repeated key in one object is a parse error

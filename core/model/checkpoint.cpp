@@ -137,10 +137,10 @@ std::string Checkpoint::treePath(std::uint32_t treeNode) const
         treeNode = tree[treeNode].parent;
     }
     std::string path;
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    for (std::size_t i = parts.size(); i-- > 0;) {
         if (!path.empty())
             path += '.';
-        path += **it;
+        path += *parts[i];
     }
     return path;
 }

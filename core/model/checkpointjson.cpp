@@ -186,8 +186,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
     std::vector<Item> stack;
     if (!checkpoint.tree.empty()) {
         const auto& rootChildren = checkpoint.tree[0].children;
-        for (auto it = rootChildren.rbegin(); it != rootChildren.rend(); ++it)
-            stack.push_back({*it, 0});
+        for (std::size_t i = rootChildren.size(); i-- > 0;)
+            stack.push_back({rootChildren[i], 0});
     }
     while (!stack.empty()) {
         const Item item = stack.back();
@@ -220,8 +220,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             line += "  (" + node.className + ")";
         }
         addLine(line);
-        for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
-            stack.push_back({*it, item.depth + 1});
+        for (std::size_t i = node.children.size(); i-- > 0;)
+            stack.push_back({node.children[i], item.depth + 1});
     }
 
     if (checkpoint.shardSet) { // names from an index: printable like every other line

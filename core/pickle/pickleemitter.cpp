@@ -1,6 +1,13 @@
+// Writes a PickleGraph back as pickle bytes, with replacements (device tags, storage ids, globals).
+//
+// Why one file of about 600 lines: it is one job, the inverse of the machine, and its parts (the
+// explicit work stack that keeps hostile nesting off the C++ stack, memo bookkeeping, and one
+// emitter per node kind) share the writer's state; split, each part would need that state passed
+// around or made public.
 #include "core/pickle/pickleemitter.h"
 
 #include "core/base/escaping.h"
+#include "core/pickle/opcodes.h"
 
 #include <algorithm>
 #include <cstring>
@@ -32,10 +39,10 @@ public:
     ByteBuffer run(NodeId root, int protocol)
     {
         countReferences(root);
-        put8(0x80);
+        put8(pickleop::PROTO);
         put8(static_cast<std::uint8_t>(protocol < 2 ? 2 : protocol));
         emit(root);
-        put8('.');
+        put8(pickleop::STOP);
         return std::move(m_out);
     }
 
@@ -119,10 +126,10 @@ private:
     void writeUnicode(std::string_view text)
     {
         if (text.size() > 0xFFFFFFFFull) {
-            put8(0x8d); // BINUNICODE8
+            put8(pickleop::BINUNICODE8);
             putLE(text.size(), 8);
         } else {
-            put8('X'); // BINUNICODE
+            put8(pickleop::BINUNICODE);
             putLE(text.size(), 4);
         }
         putText(text);
@@ -130,13 +137,13 @@ private:
     void writeInt(std::int64_t value)
     {
         if (value >= 0 && value < 256) {
-            put8('K');
+            put8(pickleop::BININT1);
             put8(static_cast<std::uint8_t>(value));
         } else if (value >= 0 && value < 65536) {
-            put8('M');
+            put8(pickleop::BININT2);
             putLE(static_cast<std::uint64_t>(value), 2);
         } else if (value >= INT32_MIN && value <= INT32_MAX) {
-            put8('J');
+            put8(pickleop::BININT);
             putLE(static_cast<std::uint32_t>(static_cast<std::int32_t>(value)), 4);
         } else {
             // LONG1 with the shortest two's complement, as CPython writes it.
@@ -149,7 +156,7 @@ private:
                 && ((bytes[n - 1] == 0x00 && !(bytes[n - 2] & 0x80))
                     || (bytes[n - 1] == 0xFF && (bytes[n - 2] & 0x80))))
                 --n;
-            put8(0x8a);
+            put8(pickleop::LONG1);
             put8(static_cast<std::uint8_t>(n));
             m_out.insert(m_out.end(), bytes, bytes + n);
         }
@@ -161,10 +168,10 @@ private:
         const std::uint32_t index = static_cast<std::uint32_t>(m_memo.size());
         m_memo.emplace(id, index);
         if (index < 256) {
-            put8('q');
+            put8(pickleop::BINPUT);
             put8(static_cast<std::uint8_t>(index));
         } else {
-            put8('r');
+            put8(pickleop::LONG_BINPUT);
             putLE(index, 4);
         }
     }
@@ -174,10 +181,10 @@ private:
         if (it == m_memo.end())
             return false;
         if (it->second < 256) {
-            put8('h');
+            put8(pickleop::BINGET);
             put8(static_cast<std::uint8_t>(it->second));
         } else {
-            put8('j');
+            put8(pickleop::LONG_BINGET);
             putLE(it->second, 4);
         }
         return true;
@@ -246,7 +253,8 @@ private:
                 break;
             case Step::Kind::CloseTuple: {
                 const auto size = static_cast<std::uint32_t>(m_graph.tupleSize(step.id));
-                put8(size <= 3 ? static_cast<std::uint8_t>(0x85 + size - 1) : 't');
+                put8(size <= 3 ? static_cast<std::uint8_t>(pickleop::TUPLE1 + size - 1)
+                               : std::uint8_t {pickleop::TUPLE});
                 m_inProgress.erase(step.id);
                 // A tuple reached again through its own items was already memoized there.
                 if (!m_memo.count(step.id))
@@ -265,9 +273,9 @@ private:
                 writeUnicode(step.replacement->key);
                 writeUnicode(step.replacement->text);
                 writeInt(step.replacement->number);
-                put8('t');
+                put8(pickleop::TUPLE);
                 if (step.replacement->kind == PickleReplacement::Kind::StoragePersistentId)
-                    put8('Q');
+                    put8(pickleop::BINPERSID);
                 break;
             }
         }
@@ -282,21 +290,21 @@ private:
         case PickleReplacement::Kind::TorchDevice:
             putText("ctorch\ndevice\n");
             writeUnicode(replacement.text);
-            put8(0x85); // TUPLE1
-            put8('R');
+            put8(pickleop::TUPLE1);
+            put8(pickleop::REDUCE);
             break;
         case PickleReplacement::Kind::Node:
             pushValue(replacement.node);
             break;
         case PickleReplacement::Kind::StoragePid:
         case PickleReplacement::Kind::StoragePersistentId:
-            put8('(');
+            put8(pickleop::MARK);
             writeUnicode("storage");
             m_steps.push_back({Step::Kind::StorageTail, 0, 0, kNoNode, kNoNode, &replacement});
             pushValue(replacement.node);
             break;
         case PickleReplacement::Kind::Global:
-            put8('c');
+            put8(pickleop::GLOBAL);
             putText(replacement.text);
             put8('\n');
             putText(replacement.key);
@@ -319,12 +327,12 @@ private:
             const std::size_t end = std::min(body->items.size(), position + kBatch);
             pushStep(Step::Kind::Body, id, 0, static_cast<std::uint32_t>(end));
             if (!isSet && end - position == 1 && !m_appendsOnly) {
-                pushByte('a'); // APPEND
+                pushByte(pickleop::APPEND);
                 pushValue(body->items[position]);
                 return;
             }
-            put8('(');
-            pushByte(isSet ? 0x90 : 'e'); // ADDITEMS / APPENDS
+            put8(pickleop::MARK);
+            pushByte(isSet ? pickleop::ADDITEMS : pickleop::APPENDS);
             for (std::size_t i = end; i-- > position;)
                 pushValue(body->items[i]);
             return;
@@ -335,10 +343,10 @@ private:
             const std::size_t end = std::min(body->dictItems.size(), position + 2 * kBatch);
             pushStep(Step::Kind::Body, id, 1, static_cast<std::uint32_t>(end));
             if (end - position == 2) {
-                pushByte('s'); // SETITEM
+                pushByte(pickleop::SETITEM);
             } else {
-                put8('(');
-                pushByte('u'); // SETITEMS
+                put8(pickleop::MARK);
+                pushByte(pickleop::SETITEMS);
             }
             for (std::size_t i = end; i-- > position;)
                 pushValue(body->dictItems[i]);
@@ -346,7 +354,7 @@ private:
         }
         if (position < body->states.size()) {
             pushStep(Step::Kind::Body, id, 2, position + 1);
-            pushByte('b'); // BUILD
+            pushByte(pickleop::BUILD);
             pushValue(body->states[position]);
         }
     }
@@ -368,7 +376,7 @@ private:
             return true;
         };
         if (fitsOnALine(module) && fitsOnALine(name)) {
-            put8('c');
+            put8(pickleop::GLOBAL);
             putText(module);
             put8('\n');
             putText(name);
@@ -380,7 +388,7 @@ private:
                 + " is not UTF-8 text, which no pickle opcode can write back unchanged"};
         writeUnicode(module);
         writeUnicode(name);
-        put8(0x93); // STACK_GLOBAL
+        put8(pickleop::STACK_GLOBAL);
     }
 
     void emitValue(NodeId id)
@@ -406,10 +414,10 @@ private:
         const PickleNode& node = m_graph.node(id);
         switch (node.kind) {
         case NodeKind::None:
-            put8('N');
+            put8(pickleop::NONE);
             return;
         case NodeKind::Bool:
-            put8(node.value ? 0x88 : 0x89);
+            put8(node.value ? pickleop::NEWTRUE : pickleop::NEWFALSE);
             return;
         case NodeKind::Int:
             writeInt(node.value);
@@ -417,10 +425,10 @@ private:
         case NodeKind::BigInt: {
             const std::string_view bytes = m_graph.text(id);
             if (bytes.size() < 256) {
-                put8(0x8a);
+                put8(pickleop::LONG1);
                 put8(static_cast<std::uint8_t>(bytes.size()));
             } else {
-                put8(0x8b);
+                put8(pickleop::LONG4);
                 putLE(bytes.size(), 4);
             }
             putText(bytes);
@@ -430,7 +438,7 @@ private:
             const double value = m_graph.floatValue(id);
             std::uint64_t bits;
             std::memcpy(&bits, &value, sizeof bits);
-            put8('G');
+            put8(pickleop::BINFLOAT);
             for (int i = 7; i >= 0; --i)
                 put8(static_cast<std::uint8_t>(bits >> (8 * i)));
             return;
@@ -440,10 +448,10 @@ private:
             if (node.flags & FlagStringFromBytes) {
                 // A Python 2 str: torch.load decodes it as UTF-8 like the original.
                 if (text.size() < 256) {
-                    put8('U');
+                    put8(pickleop::SHORT_BINSTRING);
                     put8(static_cast<std::uint8_t>(text.size()));
                 } else {
-                    put8('T');
+                    put8(pickleop::BINSTRING);
                     putLE(text.size(), 4);
                 }
                 putText(text);
@@ -456,13 +464,13 @@ private:
         case NodeKind::Bytes: {
             const std::string_view bytes = m_graph.text(id);
             if (bytes.size() < 256) {
-                put8('C');
+                put8(pickleop::SHORT_BINBYTES);
                 put8(static_cast<std::uint8_t>(bytes.size()));
             } else if (bytes.size() <= 0xFFFFFFFFull) {
-                put8('B');
+                put8(pickleop::BINBYTES);
                 putLE(bytes.size(), 4);
             } else {
-                put8(0x8e);
+                put8(pickleop::BINBYTES8);
                 putLE(bytes.size(), 8);
             }
             putText(bytes);
@@ -470,7 +478,7 @@ private:
             return;
         }
         case NodeKind::ByteArray:
-            put8(0x96);
+            put8(pickleop::BYTEARRAY8);
             putLE(m_graph.text(id).size(), 8);
             putText(m_graph.text(id));
             memoize(id);
@@ -482,13 +490,13 @@ private:
         case NodeKind::Extension: {
             const std::int64_t code = node.value;
             if (code >= 0 && code < 256) {
-                put8(0x82);
+                put8(pickleop::EXT1);
                 put8(static_cast<std::uint8_t>(code));
             } else if (code >= 0 && code < 65536) {
-                put8(0x83);
+                put8(pickleop::EXT2);
                 putLE(static_cast<std::uint64_t>(code), 2);
             } else {
-                put8(0x84);
+                put8(pickleop::EXT4);
                 putLE(static_cast<std::uint32_t>(code), 4);
             }
             return;
@@ -501,38 +509,38 @@ private:
                 throw Failure {"a tuple contains itself; such a pickle cannot be rewritten"};
             const auto size = static_cast<std::uint32_t>(m_graph.tupleSize(id));
             if (size == 0) {
-                put8(')');
+                put8(pickleop::EMPTY_TUPLE);
                 if (!m_memo.count(id))
                     memoize(id);
                 return;
             }
             m_inProgress.insert(id);
             if (size > 3)
-                put8('(');
+                put8(pickleop::MARK);
             pushStep(Step::Kind::CloseTuple, id);
             for (std::uint32_t i = size; i-- > 0;)
                 pushTupleItem(id, i);
             return;
         }
         case NodeKind::List:
-            put8(']');
+            put8(pickleop::EMPTY_LIST);
             memoize(id);
             pushStep(Step::Kind::Body, id, 0, 0);
             return;
         case NodeKind::Dict:
-            put8('}');
+            put8(pickleop::EMPTY_DICT);
             memoize(id);
             pushStep(Step::Kind::Body, id, 0, 0);
             return;
         case NodeKind::Set:
-            put8(0x8f);
+            put8(pickleop::EMPTY_SET);
             memoize(id);
             pushStep(Step::Kind::Body, id, 0, 0);
             return;
         case NodeKind::FrozenSet: {
-            put8('(');
+            put8(pickleop::MARK);
             pushStep(Step::Kind::Memoize, id);
-            pushByte(0x91);
+            pushByte(pickleop::FROZENSET);
             if (const ContainerBody* body = m_graph.bodyOf(id))
                 for (std::size_t i = body->items.size(); i-- > 0;)
                     pushValue(body->items[i]);
@@ -540,7 +548,7 @@ private:
         }
         case NodeKind::PersistentId:
             pushStep(Step::Kind::Memoize, id);
-            pushByte('Q');
+            pushByte(pickleop::BINPERSID);
             pushValue(m_graph.persistentIdPayload(id));
             return;
         case NodeKind::Call:
@@ -553,24 +561,24 @@ private:
             const NodeId args = m_graph.arguments(id);
             pushStep(Step::Kind::CloseObject, id);
             if (node.kind == NodeKind::NewObject && (node.flags & FlagFromInst)) {
-                put8('(');
-                pushByte('o'); // OBJ
+                put8(pickleop::MARK);
+                pushByte(pickleop::OBJ);
                 for (auto i = static_cast<std::uint32_t>(m_graph.tupleSize(args)); i-- > 0;)
                     pushTupleItem(args, i);
                 pushValue(callee);
                 return;
             }
             if (node.kind == NodeKind::Call) {
-                pushByte('R');
+                pushByte(pickleop::REDUCE);
             } else if (node.flags & FlagNewObjectEx) {
-                pushByte(0x92);
+                pushByte(pickleop::NEWOBJ_EX);
                 const ContainerBody* body = m_graph.bodyOf(id);
                 if (body && body->keywordArgs != kNoNode)
                     pushValue(body->keywordArgs);
                 else
-                    pushByte('}');
+                    pushByte(pickleop::EMPTY_DICT);
             } else {
-                pushByte(0x81);
+                pushByte(pickleop::NEWOBJ);
             }
             pushValue(args);
             pushValue(callee);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ckpt {
@@ -61,7 +62,7 @@ struct PickleRun {
 class PickleMachine {
 public:
     explicit PickleMachine(PickleLimits limits = {})
-        : m_limits(limits)
+        : m_limits(std::move(limits))
     { }
 
     // Runs one pickle starting at data[0], stopping at its STOP opcode.
@@ -70,8 +71,5 @@ public:
 private:
     PickleLimits m_limits;
 };
-
-// Human-readable opcode name ("BINPERSID") for messages.
-const char* pickleOpcodeName(std::uint8_t opcode);
 
 } // namespace ckpt

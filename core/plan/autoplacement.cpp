@@ -2,7 +2,7 @@
 
 #include "core/base/checkedarithmetic.h"
 
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machineinventory.h"
 #include "core/model/checkpoint.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #include "core/plan/devicemap.h"
 
 #include "core/base/pythonliteral.h"
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machineinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/autoplacement.h"

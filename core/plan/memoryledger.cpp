@@ -1,6 +1,6 @@
 #include "core/plan/memoryledger.h"
 
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machineinventory.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
 

@@ -2,6 +2,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
+#include "core/read/picklesection.h"
 #include "core/read/safetensorsreader.h"
 #include "core/read/shardedreader.h"
 
@@ -18,14 +19,8 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
     section.record = "pickle";
     section.run = machine.run(checkpoint.file->bytes(), checkpoint.graph);
     CheckpointBuilder builder(checkpoint);
-    if (section.run.root != kNoNode)
-        builder.addRoot(section.run.root, 0, {}, {});
-    else
-        for (NodeId partial : section.run.stackAtError)
-            builder.addRoot(partial, 0, "(incomplete)", "(incomplete)");
-    if (section.run.error)
-        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
-            "the pickle could not be read to its end: " + *section.run.error, {}, section.run.errorOffset);
+    addPickleRoots(builder, section.run);
+    addUnreadablePickleFinding(checkpoint, section.run, "the pickle", {}, 0);
     checkpoint.pickles.push_back(std::move(section));
 }
 

@@ -5,6 +5,7 @@
 #include "core/model/dtype.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/picklesection.h"
 
 #include <string_view>
 #include <unordered_set>
@@ -71,14 +72,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     section.fileOffset = offset;
     section.run = std::move(*mainRun);
     CheckpointBuilder builder(checkpoint);
-    if (section.run.root != kNoNode) {
-        builder.addRoot(section.run.root, 0, {}, {});
-    } else {
-        for (std::size_t i = 0; i < section.run.stackAtError.size(); ++i) {
-            const std::string name = "(incomplete " + std::to_string(i) + ")";
-            builder.addRoot(section.run.stackAtError[i], 0, name, name);
-        }
-    }
+    addPickleRoots(builder, section.run);
     for (StorageRecord& storage : checkpoint.storages) {
         storage.record = "legacy storage " + storage.key;
         storage.availableBytes = 0;
@@ -92,10 +86,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
                 + "\" (it decodes Python 2 strings with encoding='utf-8' unless told otherwise)",
             {}, offset + *section.run.undecodableStringOffset);
     const bool mainComplete = section.run.complete();
-    if (section.run.error)
-        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
-            "the main pickle could not be read to its end: " + *section.run.error, {},
-            offset + section.run.errorOffset);
+    addUnreadablePickleFinding(checkpoint, section.run, "the main pickle", {}, offset);
     const std::uint64_t mainEnd = offset + section.run.endOffset;
     section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
     checkpoint.pickles.push_back(std::move(section));

@@ -1,6 +1,13 @@
+// The safetensors reader: header length, the JSON header (with repeated keys and byte offsets kept),
+// dtypes, shapes and data offsets, checked against what the safetensors library itself enforces.
+//
+// Why one file of about 680 lines: it is one format with one sequence of checks, each tied to a rule
+// of the safetensors library and a finding with its message; the JSON itself is parsed by
+// core/json, and the checks read more clearly in the order the library applies them.
 #include "core/read/safetensorsreader.h"
 
 #include "core/base/checkedarithmetic.h"
+#include "core/base/pythonliteral.h"
 
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
@@ -98,40 +105,11 @@ std::string shorten(std::string text, std::size_t maxBytes)
     return text;
 }
 
-// Metadata values are shown the way the other readers show Python strings: 'value'.
+// Metadata values are shown the way the other readers show Python strings: 'value', with the
+// project's one quoter (control characters and bytes that are not UTF-8 escaped).
 std::string pythonStringSummary(std::string_view value)
 {
-    std::string out = "'";
-    for (const char c : value) {
-        switch (c) {
-        case '\'':
-            out += "\\'";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                static const char* hex = "0123456789abcdef";
-                out += "\\x";
-                out += hex[(c >> 4) & 0xF];
-                out += hex[c & 0xF];
-            } else {
-                out += c;
-            }
-        }
-    }
-    out += '\'';
-    return shorten(std::move(out), kMaxSummaryBytes);
+    return shorten(pythonStringLiteral(value), kMaxSummaryBytes);
 }
 
 std::string quoted(std::string_view name)

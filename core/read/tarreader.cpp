@@ -5,6 +5,7 @@
 #include "core/model/dtype.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/picklesection.h"
 
 #include <map>
 
@@ -188,12 +189,12 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             offset += 8;
             for (std::uint32_t d = 0; d < *ndim; ++d)
                 tensor.shape.push_back(static_cast<std::int64_t>(
-                    readLittleEndian<std::uint64_t>(data, offset + 8 * d).value_or(0)));
+                    readLittleEndian<std::uint64_t>(data, offset + 8ull * d).value_or(0)));
             offset += 8ull * *ndim;
             std::vector<std::int64_t> stride;
             for (std::uint32_t d = 0; d < *ndim; ++d)
                 stride.push_back(static_cast<std::int64_t>(
-                    readLittleEndian<std::uint64_t>(data, offset + 8 * d).value_or(0)));
+                    readLittleEndian<std::uint64_t>(data, offset + 8ull * d).value_or(0)));
             offset += 8ull * *ndim;
             tensor.stride = stride;
             tensor.storageOffset
@@ -223,15 +224,9 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
         section.record = "tar member pickle";
         section.fileOffset = pickle->offset;
         section.run = machine.run(memberBytes(*pickle), checkpoint.graph);
-        if (section.run.root != kNoNode)
-            builder.addRoot(section.run.root, 0, {}, {});
-        else
-            for (NodeId partial : section.run.stackAtError)
-                builder.addRoot(partial, 0, "(incomplete)", "(incomplete)");
-        if (section.run.error)
-            checkpoint.addFinding(Severity::Error, "pickle-unreadable",
-                "the tar member 'pickle' could not be read to its end: " + *section.run.error, "pickle",
-                pickle->offset + section.run.errorOffset);
+        addPickleRoots(builder, section.run);
+        addUnreadablePickleFinding(
+            checkpoint, section.run, "the tar member 'pickle'", "pickle", pickle->offset);
         section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
         checkpoint.pickles.push_back(std::move(section));
     }

@@ -1,9 +1,11 @@
 // Reads torch.save's zip format and TorchScript archives (torch-format.md §1, §2, §5).
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
+#include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/picklesection.h"
 
 #include <charconv>
 #include <set>
@@ -76,7 +78,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 storage.record);
             return;
         }
-        if (record->method != 0) {
+        if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
             checkpoint.addFinding(Severity::Warning, "compressed-storage",
                 "record " + storage.record
@@ -126,23 +128,9 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         checkpoint.tree[parent].summary = entry.name;
         baseName = component;
     }
-    if (section.run.root != kNoNode) {
-        builder.addRoot(section.run.root, parent, {}, baseName);
-    } else {
-        // Salvage: partial containers left on the stack may still hold complete tensors.
-        for (std::size_t i = 0; i < section.run.stackAtError.size(); ++i) {
-            const std::string name = "(incomplete " + std::to_string(i) + ")";
-            builder.addRoot(
-                section.run.stackAtError[i], parent, name, baseName.empty() ? name : baseName + "." + name);
-        }
-    }
-    if (section.run.error) {
-        checkpoint.addFinding(Severity::Error, "pickle-unreadable",
-            "the pickle in " + entry.name + " could not be read to its end: " + *section.run.error
-                + (section.run.stackAtError.empty() ? std::string()
-                                                    : "; what was read before that is shown as (incomplete)"),
-            entry.name, entry.dataOffset + section.run.errorOffset);
-    }
+    addPickleRoots(builder, section.run, parent, baseName);
+    addUnreadablePickleFinding(
+        checkpoint, section.run, "the pickle in " + entry.name, entry.name, entry.dataOffset);
     section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
     checkpoint.pickles.push_back(std::move(section));
 }

@@ -4,6 +4,7 @@
 #include "core/base/checkedarithmetic.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
+#include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/triage.h"
@@ -196,13 +197,14 @@ void checkCrcs(const Checkpoint& checkpoint,
         fd = ::open(checkpoint.path.c_str(), O_RDONLY | O_CLOEXEC);
     std::size_t checked = 0;
     for (const ZipEntry& entry : zip.entries()) {
-        if (!entry.payloadComplete || (entry.method != 0 && entry.method != 8))
+        if (!entry.payloadComplete
+            || (entry.method != zipformat::kMethodStored && entry.method != zipformat::kMethodDeflate))
             continue; // cut off (reported as truncation) or a compression nobody can check
         // A recovered record without a data descriptor has no recorded CRC to compare with.
         if (!entry.fromCentralDirectory && (entry.flags & 0x8) && entry.crc32 == 0)
             continue;
         std::optional<Finding> mismatch;
-        if (entry.method == 0 && fd >= 0
+        if (entry.method == zipformat::kMethodStored && fd >= 0
             && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
             const auto crc = crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
             if (!crc)

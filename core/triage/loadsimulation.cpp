@@ -5,6 +5,7 @@
 #include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/importrequirements.h"
+#include "core/triage/torchmessages.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>
@@ -120,22 +121,10 @@ std::string MapLocation::python() const
 
 namespace {
 
-constexpr std::string_view kCpuAdvice
-    = " If you are running on a CPU-only machine, please use torch.load with "
-      "map_location=torch.device('cpu') to map your storages to the CPU.";
-
 struct Restore {
     std::optional<std::string> landsOn;
     std::string error;
 };
-
-std::string upper(std::string_view text)
-{
-    std::string out(text);
-    for (auto& c : out)
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-}
 
 // "cuda", "cuda:3", "cuda3" (torch's regex backend(:|[0-9]+) accepts the last too).
 bool matchesBackend(const std::string& tag, std::string_view backend, bool prefixOnly)
@@ -178,21 +167,14 @@ std::vector<const DeviceInfo*> devicesOf(const MachineInventory& machine, std::s
 Restore restoreIndexed(const std::string& tag, std::string_view backend, const MachineInventory& machine)
 {
     const auto devices = devicesOf(machine, backend);
-    const std::string name = upper(backend);
     if (devices.empty())
-        return {std::nullopt,
-            "Attempting to deserialize object on a " + name + " device but torch." + std::string(backend)
-                + ".is_available() is False." + std::string(kCpuAdvice)};
+        return {std::nullopt, torchmessages::backendUnavailable(backend)};
     const auto index = deviceIndex(tag, backend);
     if (index && *index < 0)
-        return {std::nullopt, "Invalid device string: '" + tag + "'"};
+        return {std::nullopt, torchmessages::invalidDeviceString(tag)};
     const long wanted = index ? *index : 0; // a bare "cuda" goes to the current device, 0
     if (wanted >= static_cast<long>(devices.size()))
-        return {std::nullopt,
-            "Attempting to deserialize object on " + name + " device " + std::to_string(wanted)
-                + " but torch." + std::string(backend) + ".device_count() is "
-                + std::to_string(devices.size())
-                + ". Please use torch.load with map_location to map your storages to an existing device."};
+        return {std::nullopt, torchmessages::deviceOutOfRange(backend, wanted, devices.size())};
     return {std::string(backend) + ":" + std::to_string(wanted), {}};
 }
 
@@ -236,8 +218,7 @@ Restore restoreLocation(const std::string& tag, const MachineInventory& machine,
         if (matchesBackend(tag, backend, false)) {
             if (!devicesOf(machine, backend).empty())
                 return restoreIndexed(tag, backend, machine);
-            return {std::nullopt,
-                "The " + upper(backend) + " device module is not registered." + std::string(kCpuAdvice)};
+            return {std::nullopt, torchmessages::deviceModuleNotRegistered(backend)};
         }
     return unknownLocation(tag);
 }
@@ -275,13 +256,6 @@ std::optional<std::uint64_t> firstReference(
     record = section.record;
     return section.run.persistentIdOffsets[position];
 }
-
-constexpr std::string_view kUnsafe26
-    = "In PyTorch 2.6, we changed the default value of the `weights_only` argument "
-      "in `torch.load` from `False` to `True`. Re-running `torch.load` with "
-      "`weights_only` set to `False` will likely succeed, but it can result in "
-      "arbitrary code execution. Do it only if you got the file from a trusted "
-      "source.";
 
 } // namespace
 
@@ -355,19 +329,17 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
     case CheckpointFormat::TorchScript:
         // torch.load dispatches to torch.jit.load, which takes only None, a string or a device.
         if (!old && simulation.weightsOnly) {
-            fail("Cannot use ``weights_only=True`` with TorchScript archives passed to ``torch.load``. "
-                + std::string(kUnsafe26));
+            fail(torchmessages::weightsOnlyTorchScript());
             return simulation;
         }
         if (mapLocation.kind == MapLocation::Kind::Dict) {
-            fail("map_location should be either None, string or torch.device, but got type: <class 'dict'>");
+            fail(std::string(torchmessages::kTorchScriptMapLocationDict));
             return simulation;
         }
         break;
     case CheckpointFormat::TorchTar:
         if (!old && simulation.weightsOnly) {
-            fail("Cannot use ``weights_only=True`` with files saved in the legacy .tar format. "
-                + std::string(kUnsafe26));
+            fail(torchmessages::weightsOnlyLegacyTar());
             return simulation;
         }
         break;
@@ -434,12 +406,7 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
         const auto& message = simulation.storages[*firstFailing].error;
         // 1.13 wraps every RuntimeError of a weights-only load; 2.x lets device errors through.
         if (old && simulation.weightsOnly && checkpoint.format != CheckpointFormat::TorchScript)
-            fail("Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will "
-                 "likely "
-                 "succeed, but it can result in arbitrary code execution.Do it only if you get the file from "
-                 "a "
-                 "trusted source. WeightsUnpickler error: "
-                + message);
+            fail(torchmessages::weightsOnlyFailure(message, TorchGeneration::Torch113));
         else
             fail(message);
         return simulation;

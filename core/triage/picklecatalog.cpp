@@ -113,7 +113,7 @@ bool isAllowed(std::string_view path, TorchGeneration generation)
 
 // Python 2 names as torch 2.x maps them before the allowlist check (torch/_utils.py IMPORT_MAPPING,
 // NAME_MAPPING, adapted from _compat_pickle). 1.13 does not map: `__builtin__.set` is rejected there.
-std::pair<std::string, std::string> mapPython2NameImpl(std::string module, std::string name)
+std::pair<std::string, std::string> mapPython2NameImpl(const std::string& module, const std::string& name)
 {
     static const std::map<std::pair<std::string_view, std::string_view>,
         std::pair<std::string_view, std::string_view>>
@@ -352,9 +352,9 @@ constexpr std::array kDangerous {
 
 } // namespace
 
-std::pair<std::string, std::string> python3Name(std::string module, std::string name)
+std::pair<std::string, std::string> python3Name(const std::string& module, const std::string& name)
 {
-    return mapPython2NameImpl(std::move(module), std::move(name));
+    return mapPython2NameImpl(module, name);
 }
 
 bool onTorchDefaultAllowlist(std::string_view path, TorchGeneration generation)

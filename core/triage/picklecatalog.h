@@ -29,7 +29,7 @@ std::optional<InertGlobal> findInertGlobal(std::string_view module, std::string_
 bool onTorchDefaultAllowlist(std::string_view path, TorchGeneration generation);
 
 // Python 2 names as torch 2.x (and _compat_pickle) map them: __builtin__.set is builtins.set.
-std::pair<std::string, std::string> python3Name(std::string module, std::string name);
+std::pair<std::string, std::string> python3Name(const std::string& module, const std::string& name);
 
 // Why a global is known to be dangerous ("runs a shell command"), for the names that published
 // exploits use; nothing for names the catalog knows nothing about (those are "unknown"). Dotted

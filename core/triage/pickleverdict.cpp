@@ -6,13 +6,22 @@
 // wrappers, unpacked with libarchive; and bytes handed to nested loaders (pickle.loads,
 // torch.storage._load_from_bytes) — and runs each pickle through the symbolic machine, which never
 // imports or calls anything.
+//
+// Why one file of about 1,250 lines: the scanner is one walk whose parts (opcode scan, zip members,
+// archive wrappers, nested loaders, the rating of each run) call one another recursively and share
+// its depth limit, budget and findings; splitting it would put the class in a header for this file
+// alone. Torch's messages and the value summaries it shares with the weights_only verdict live apart
+// (torchmessages.h, core/pickle/picklesummary.h).
 #include "core/triage/pickleverdict.h"
 
 #include "core/base/textformat.h"
+#include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/pickle/opcodes.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
+#include "core/pickle/picklesummary.h"
 #include "core/triage/picklecatalog.h"
 
 #include <algorithm>
@@ -63,32 +72,6 @@ bool isIdentifierPath(std::string_view text)
         start = false;
     }
     return !start;
-}
-
-std::string repr(std::string_view text, std::size_t limit, bool bytes = false)
-{
-    std::string out = "'";
-    std::size_t count = 0;
-    for (unsigned char c : text) {
-        if (count++ >= limit) {
-            out += "...";
-            break;
-        }
-        if (c == '\'' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80)) {
-            static const char* hex = "0123456789abcdef";
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "'";
 }
 
 // One pass over the opcodes without a stack (like pickletools.genops): names the globals in parts
@@ -158,81 +141,81 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         std::uint64_t n = 0;
         bool ok = true;
         switch (op) {
-        case '(':
-        case '.':
-        case '0':
-        case '1':
-        case '2':
-        case 'N':
-        case 'Q':
-        case 'R':
-        case 'a':
-        case 'b':
-        case 'd':
-        case '}':
-        case 'e':
-        case 'l':
-        case ']':
-        case 'o':
-        case 's':
-        case 't':
-        case ')':
-        case 'u':
-        case 0x81:
-        case 0x85:
-        case 0x86:
-        case 0x87:
-        case 0x88:
-        case 0x89:
-        case 0x8f:
-        case 0x90:
-        case 0x91:
-        case 0x92:
-        case 0x97:
-        case 0x98:
+        case pickleop::MARK:
+        case pickleop::STOP:
+        case pickleop::POP:
+        case pickleop::POP_MARK:
+        case pickleop::DUP:
+        case pickleop::NONE:
+        case pickleop::BINPERSID:
+        case pickleop::REDUCE:
+        case pickleop::APPEND:
+        case pickleop::BUILD:
+        case pickleop::DICT:
+        case pickleop::EMPTY_DICT:
+        case pickleop::APPENDS:
+        case pickleop::LIST:
+        case pickleop::EMPTY_LIST:
+        case pickleop::OBJ:
+        case pickleop::SETITEM:
+        case pickleop::TUPLE:
+        case pickleop::EMPTY_TUPLE:
+        case pickleop::SETITEMS:
+        case pickleop::NEWOBJ:
+        case pickleop::TUPLE1:
+        case pickleop::TUPLE2:
+        case pickleop::TUPLE3:
+        case pickleop::NEWTRUE:
+        case pickleop::NEWFALSE:
+        case pickleop::EMPTY_SET:
+        case pickleop::ADDITEMS:
+        case pickleop::FROZENSET:
+        case pickleop::NEWOBJ_EX:
+        case pickleop::NEXT_BUFFER:
+        case pickleop::READONLY_BUFFER:
             break;
-        case 0x93: // STACK_GLOBAL
+        case pickleop::STACK_GLOBAL:
             if (recent.size() == 2)
                 scan.names.push_back({recent[0], recent[1], at});
             recent.clear();
             break;
-        case 0x94: // MEMOIZE
+        case pickleop::MEMOIZE:
             if (wasString && !recent.empty())
                 memo[std::to_string(memoCounter)] = recent.back();
             ++memoCounter;
             lastWasString = wasString;
             break;
-        case 'K':
-        case 0x80:
-        case 0x82:
+        case pickleop::BININT1:
+        case pickleop::PROTO:
+        case pickleop::EXT1:
             ok = skip(1);
             break;
-        case 'h':
-        case 'j': { // BINGET, LONG_BINGET
-            ok = le(op == 'h' ? 1 : 4, n);
+        case pickleop::BINGET:
+        case pickleop::LONG_BINGET: {
+            ok = le(op == pickleop::BINGET ? 1 : 4, n);
             if (auto it = memo.find(std::to_string(n)); ok && it != memo.end())
                 pushString(it->second);
             break;
         }
-        case 'q':
-        case 'r': // BINPUT, LONG_BINPUT
-            ok = le(op == 'q' ? 1 : 4, n);
+        case pickleop::BINPUT:
+        case pickleop::LONG_BINPUT:
+            ok = le(op == pickleop::BINPUT ? 1 : 4, n);
             if (ok && wasString && !recent.empty())
                 memo[std::to_string(n)] = recent.back();
             lastWasString = wasString;
             break;
-        case 'M':
-        case 0x83:
+        case pickleop::BININT2:
+        case pickleop::EXT2:
             ok = skip(2);
             break;
-        case 'J':
-        case 0x84:
+        case pickleop::BININT:
+        case pickleop::EXT4:
             ok = skip(4);
             break;
-        case 'G':
+        case pickleop::BINFLOAT:
             ok = skip(8);
             break;
-        case 0x95: { // FRAME
+        case pickleop::FRAME: {
             ok = le(8, n);
             if (!ok)
                 break;
@@ -248,64 +231,64 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             frameEnd = pos + std::min<std::uint64_t>(n, data.size() - pos);
             break;
         }
-        case 'F':
-        case 'I':
-        case 'L':
-        case 'P':
+        case pickleop::FLOAT:
+        case pickleop::INT:
+        case pickleop::LONG:
+        case pickleop::PERSID:
             ok = line(a);
             break;
-        case 'S':
-        case 'V':
+        case pickleop::STRING:
+        case pickleop::UNICODE:
             ok = line(a);
             if (ok) {
-                if (op == 'S' && a.size() >= 2 && (a.front() == '\'' || a.front() == '"'))
+                if (op == pickleop::STRING && a.size() >= 2 && (a.front() == '\'' || a.front() == '"'))
                     a = a.substr(1, a.size() - 2);
                 pushString(a);
             }
             break;
-        case 'g': // GET
+        case pickleop::GET:
             ok = line(a);
             if (auto it = memo.find(a); ok && it != memo.end())
                 pushString(it->second);
             break;
-        case 'p': // PUT
+        case pickleop::PUT:
             ok = line(a);
             if (ok && wasString && !recent.empty())
                 memo[a] = recent.back();
             lastWasString = wasString;
             break;
-        case 'c':
-        case 'i': // GLOBAL, INST
+        case pickleop::GLOBAL:
+        case pickleop::INST:
             ok = line(a) && line(b);
             if (ok)
                 scan.names.push_back({a, b, at});
             break;
-        case 'U':
-        case 'C':
-        case 0x8c:
-        case 0x8a: { // 1-byte length
+        case pickleop::SHORT_BINSTRING:
+        case pickleop::SHORT_BINBYTES:
+        case pickleop::SHORT_BINUNICODE:
+        case pickleop::LONG1: { // 1-byte length
             ok = le(1, n) && n <= data.size() - pos;
-            if (ok && (op == 'U' || op == 0x8c))
+            if (ok && (op == pickleop::SHORT_BINSTRING || op == pickleop::SHORT_BINUNICODE))
                 pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, n));
             ok = ok && skip(n);
             break;
         }
-        case 'T':
-        case 'X':
-        case 'B':
-        case 0x8b: { // 4-byte length
+        case pickleop::BINSTRING:
+        case pickleop::BINUNICODE:
+        case pickleop::BINBYTES:
+        case pickleop::LONG4: { // 4-byte length
             ok = le(4, n) && n <= data.size() - pos;
-            if (ok && (op == 'T' || op == 'X'))
+            if (ok && (op == pickleop::BINSTRING || op == pickleop::BINUNICODE))
                 pushString(std::string(
                     reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
             break;
         }
-        case 0x8d:
-        case 0x8e:
-        case 0x96: { // 8-byte length
+        case pickleop::BINUNICODE8:
+        case pickleop::BINBYTES8:
+        case pickleop::BYTEARRAY8: { // 8-byte length
             ok = le(8, n) && n <= data.size() - pos;
-            if (ok && op == 0x8d)
+            if (ok && op == pickleop::BINUNICODE8)
                 pushString(std::string(
                     reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
@@ -322,9 +305,9 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             scan.frameProblems.push_back("the FRAME at byte " + formatThousands(frameStart) + " ends at byte "
                 + formatThousands(frameEnd) + ", inside the opcode at byte " + formatThousands(at)
                 + " (which runs to byte " + formatThousands(pos) + "): loaders disagree on what follows");
-        if (inFrame && pos >= frameEnd && op != 0x95)
+        if (inFrame && pos >= frameEnd && op != pickleop::FRAME)
             inFrame = false;
-        if (op == '.' && stopAtStop) {
+        if (op == pickleop::STOP && stopAtStop) {
             scan.reachedStop = true;
             scan.end = pos;
             return scan;
@@ -403,20 +386,22 @@ std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
     return value;
 }
 
-bool signatureAt(ByteView bytes, std::uint64_t offset, std::uint8_t third, std::uint8_t fourth)
+bool signatureAt(ByteView bytes, std::uint64_t offset, std::uint32_t signature)
 {
     // Offsets come from the file: compare without adding, so a huge one cannot wrap around.
-    return offset <= bytes.size() && bytes.size() - offset >= 4 && bytes[offset] == 'P'
-        && bytes[offset + 1] == 'K' && bytes[offset + 2] == third && bytes[offset + 3] == fourth;
+    return offset <= bytes.size() && bytes.size() - offset >= 4 && le(bytes, offset, 4) == signature;
 }
 
 std::optional<std::uint64_t> findEndOfCentralDirectory(ByteView bytes)
 {
-    if (bytes.size() < 22)
+    using namespace zipformat;
+    if (bytes.size() < kEndRecordSize)
         return std::nullopt;
-    const std::uint64_t lowest = bytes.size() > 22 + 65535 ? bytes.size() - 22 - 65535 : 0;
-    for (std::uint64_t at = bytes.size() - 22 + 1; at-- > lowest;)
-        if (signatureAt(bytes, at, 5, 6))
+    const std::uint64_t lowest = bytes.size() > kEndRecordSize + kMaxCommentLength
+        ? bytes.size() - kEndRecordSize - kMaxCommentLength
+        : 0;
+    for (std::uint64_t at = bytes.size() - kEndRecordSize + 1; at-- > lowest;)
+        if (signatureAt(bytes, at, zipformat::kEndRecordSignature))
             return at;
     return std::nullopt;
 }
@@ -441,7 +426,7 @@ private:
     std::string resolveValue(const PickleGraph& graph, NodeId id, int depth) const;
     std::string calledName(const PickleGraph& graph, NodeId call) const;
     std::optional<std::string> bytesArgument(const PickleGraph& graph, NodeId value, int depth) const;
-    std::string summarise(const PickleGraph& graph, NodeId id, int depth) const;
+    std::string summarise(const PickleGraph& graph, NodeId id) const;
     void cannotVerify(std::string text) { m_verdict.cannotVerify.push_back(std::move(text)); }
     bool spend(std::uint64_t bytes)
     {
@@ -619,67 +604,24 @@ std::optional<std::string> Scanner::bytesArgument(const PickleGraph& graph, Node
     return std::nullopt;
 }
 
-std::string Scanner::summarise(const PickleGraph& graph, NodeId id, int depth) const
+std::string Scanner::summarise(const PickleGraph& graph, NodeId id) const
 {
-    if (depth > 4)
-        return "...";
-    switch (graph.kind(id)) {
-    case NodeKind::None:
-        return "None";
-    case NodeKind::Bool:
-        return graph.intValue(id) ? "True" : "False";
-    case NodeKind::Int:
-        return std::to_string(graph.intValue(id));
-    case NodeKind::String:
-        return repr(graph.text(id), 120);
-    case NodeKind::Bytes:
-        return "b" + repr(graph.text(id), 40, true);
-    case NodeKind::Global:
-        return resolveValue(graph, id, 0);
-    case NodeKind::Extension:
-        return "<copyreg extension " + std::to_string(graph.node(id).value) + ">";
-    case NodeKind::Call:
-    case NodeKind::NewObject: {
-        std::string callee = graph.kind(id) == NodeKind::Call ? calledName(graph, id)
-                                                              : resolveValue(graph, graph.callee(id), 0);
-        if (callee.empty())
-            callee = summarise(graph, graph.callee(id), depth + 1);
-        std::string out = callee + "(";
-        NodeId args = graph.arguments(id);
-        std::size_t skip = 0;
-        if (const NodeId maker = graph.callee(id); graph.kind(maker) == NodeKind::Call) {
+    PickleSummaryNaming naming;
+    naming.globalName = [&](NodeId global) { return resolveValue(graph, global, 0); };
+    naming.calleeName = [&](NodeId call) {
+        return graph.kind(call) == NodeKind::Call ? calledName(graph, call)
+                                                  : resolveValue(graph, graph.callee(call), 0);
+    };
+    naming.arguments = [&](NodeId call) {
+        if (const NodeId maker = graph.callee(call); graph.kind(maker) == NodeKind::Call) {
             const std::string makerName = resolveValue(graph, graph.callee(maker), 0);
-            if (makerName == "operator.methodcaller" || makerName == "_operator.methodcaller") {
-                args = graph.arguments(maker); // methodcaller('m', *a)(x) calls x.m(*a)
-                skip = 1;
-            }
+            if (makerName == "operator.methodcaller" || makerName == "_operator.methodcaller")
+                return std::pair {
+                    graph.arguments(maker), std::size_t {1}}; // methodcaller('m', *a)(x) calls x.m(*a)
         }
-        if (graph.kind(args) == NodeKind::Tuple) {
-            const auto items = graph.sequence(args);
-            for (std::size_t i = skip; i < items.size() && i < 4 + skip; ++i)
-                out += (i > skip ? ", " : "") + summarise(graph, items[i], depth + 1);
-            if (items.size() > 4 + skip)
-                out += ", ...";
-        } else {
-            out += "*" + summarise(graph, args, depth + 1);
-        }
-        return out + ")";
-    }
-    case NodeKind::Tuple:
-    case NodeKind::List: {
-        const auto items = graph.sequence(id);
-        std::string out = graph.kind(id) == NodeKind::Tuple ? "(" : "[";
-        for (std::size_t i = 0; i < items.size() && i < 4; ++i)
-            out += (i ? ", " : "") + summarise(graph, items[i], depth + 1);
-        if (items.size() > 4)
-            out += ", ...";
-        return out + (graph.kind(id) == NodeKind::Tuple ? ")" : "]");
-    }
-    case NodeKind::Dict:
-        return "{...}";
-    default:
-        return "<...>";
-    }
+        return std::pair {graph.arguments(call), std::size_t {0}};
+    };
+    return summarisePickleValue(graph, id, naming);
 }
 
 void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
@@ -718,10 +660,10 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRu
                 addUnsafe({name,
                     (danger ? *danger : std::string("cannot verify; treat as dangerous"))
                         + " (reached through a call chain, not named by a GLOBAL)",
-                    danger.has_value(), label, summarise(graph, id, 0)});
+                    danger.has_value(), label, summarise(graph, id)});
             }
         } else if (!inert) {
-            addUnsafe({name, {}, false, label, summarise(graph, id, 0)}); // merges into the GLOBAL's entry
+            addUnsafe({name, {}, false, label, summarise(graph, id)}); // merges into the GLOBAL's entry
         }
         if (kind == NodeKind::Call && isNestedPickleLoader(name)) {
             const NodeId args = graph.arguments(id);
@@ -769,7 +711,7 @@ void Scanner::scanStream(
         bool namedGlobal = false;
         for (const auto& name : opcodes.names)
             namedGlobal |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
-        const bool protoStart = rest.size() >= 2 && rest[0] == 0x80 && rest[1] <= 5;
+        const bool protoStart = rest.size() >= 2 && rest[0] == pickleop::PROTO && rest[1] <= 5;
         const bool required = index == 0 && (mustBePickle || (topLevel && protoStart));
         if (!required && !namedGlobal && !opcodes.reachedStop) {
             if (index > 0)
@@ -788,7 +730,7 @@ void Scanner::scanStream(
             return; // not a pickle at all
         }
         const std::string name = pickleLabel(index);
-        if (index == 1 && m_verdict.pickles.size() && m_verdict.pickles.back().starts_with(label + " (")) {
+        if (index == 1 && !m_verdict.pickles.empty() && m_verdict.pickles.back().starts_with(label + " (")) {
             // The first pickle was labelled with the bare label; say it is the first of several.
             m_verdict.pickles.back().insert(label.size(), " [pickle 1]");
         }
@@ -825,9 +767,10 @@ void Scanner::scanStream(
             + " that follow its pickles were not searched for further pickles (no loader reads them)");
     for (std::uint64_t at = offset; at < end;) {
         const std::uint8_t op = bytes[at];
-        const bool candidate = (op == 0x80 && at + 1 < bytes.size() && bytes[at + 1] <= 5)
-            || (op == 'c' && at + 1 < bytes.size() && std::isalpha(bytes[at + 1]))
-            || (op == '(' && at + 1 < bytes.size() && (bytes[at + 1] == 'c' || bytes[at + 1] == 'i'));
+        const bool candidate = (op == pickleop::PROTO && at + 1 < bytes.size() && bytes[at + 1] <= 5)
+            || (op == pickleop::GLOBAL && at + 1 < bytes.size() && std::isalpha(bytes[at + 1]))
+            || (op == pickleop::MARK && at + 1 < bytes.size()
+                && (bytes[at + 1] == pickleop::GLOBAL || bytes[at + 1] == pickleop::INST));
         if (!candidate) {
             ++at;
             continue;
@@ -869,11 +812,15 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         std::uint64_t offset = le(bytes, *eocd + 16, 4);
         std::uint64_t directoryEnd = *eocd;
         // A ZIP64 end record (torch writes one) sits between the directory and this record.
-        if (*eocd >= 20 && signatureAt(bytes, *eocd - 20, 6, 7)) {
-            std::uint64_t record = le(bytes, *eocd - 20 + 8, 8);
-            if (!signatureAt(bytes, record, 6, 6) && *eocd >= 76)
-                record = *eocd - 20 - 56; // the usual place, when data was written before the archive
-            if (signatureAt(bytes, record, 6, 6)) {
+        const std::uint64_t locator = *eocd - zipformat::kZip64LocatorSize;
+        if (*eocd >= zipformat::kZip64LocatorSize
+            && signatureAt(bytes, locator, zipformat::kZip64LocatorSignature)) {
+            std::uint64_t record = le(bytes, locator + 8, 8);
+            if (!signatureAt(bytes, record, zipformat::kZip64EndRecordSignature)
+                && locator >= zipformat::kZip64EndRecordSize)
+                record = locator - zipformat::kZip64EndRecordSize; // the usual place, when data was written
+                                                                   // before the archive
+            if (signatureAt(bytes, record, zipformat::kZip64EndRecordSignature)) {
                 count = le(bytes, record + 32, 8);
                 size = le(bytes, record + 40, 8);
                 offset = le(bytes, record + 48, 8);
@@ -886,7 +833,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             shift = static_cast<std::int64_t>(centralStart) - static_cast<std::int64_t>(offset);
         }
         std::uint64_t at = centralStart;
-        for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, 1, 2); ++i) {
+        for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
+             ++i) {
             ZipMember member;
             member.inCentral = true;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
@@ -896,18 +844,19 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             const std::uint64_t nameLength = le(bytes, at + 28, 2), extraLength = le(bytes, at + 30, 2),
                                 commentLength = le(bytes, at + 32, 2);
             std::uint64_t local = le(bytes, at + 42, 4);
-            if (auto name = subView(bytes, at + 46, nameLength))
+            const std::uint64_t nameAt = at + zipformat::kCentralHeaderSize;
+            if (auto name = subView(bytes, nameAt, nameLength))
                 member.name = std::string(asText(*name));
             // ZIP64 extra field: the 0xFFFFFFFF fields, in this order.
-            for (std::uint64_t e = at + 46 + nameLength; e + 4 <= at + 46 + nameLength + extraLength;) {
+            for (std::uint64_t e = nameAt + nameLength; e + 4 <= nameAt + nameLength + extraLength;) {
                 const std::uint64_t id = le(bytes, e, 2), length = le(bytes, e + 2, 2);
-                if (id == 1) {
+                if (id == zipformat::kZip64ExtraId) {
                     std::uint64_t field = e + 4;
-                    if (member.uncompressedSize == 0xFFFFFFFF)
+                    if (member.uncompressedSize == zipformat::kZip64Marker32)
                         member.uncompressedSize = le(bytes, field, 8), field += 8;
-                    if (member.compressedSize == 0xFFFFFFFF)
+                    if (member.compressedSize == zipformat::kZip64Marker32)
                         member.compressedSize = le(bytes, field, 8), field += 8;
-                    if (local == 0xFFFFFFFF)
+                    if (local == zipformat::kZip64Marker32)
                         local = le(bytes, field, 8);
                 }
                 e += 4 + length;
@@ -916,25 +865,26 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             member.sizeKnown = true;
             byLocalOffset[member.localOffset] = members.size();
             members.push_back(std::move(member));
-            at += 46 + nameLength + extraLength + commentLength;
+            at = nameAt + nameLength + extraLength + commentLength;
         }
     }
     // Local headers: those the central directory names, and any it does not (gaps, a missing
     // directory): a reader that recovers entries from local headers would find them.
     auto readLocal = [&](std::uint64_t at, ZipMember& member) {
-        if (!signatureAt(bytes, at, 3, 4))
+        if (!signatureAt(bytes, at, zipformat::kLocalHeaderSignature))
             return false;
         const std::uint64_t nameLength = le(bytes, at + 26, 2), extraLength = le(bytes, at + 28, 2);
-        if (auto name = subView(bytes, at + 30, nameLength))
+        if (auto name = subView(bytes, at + zipformat::kLocalHeaderSize, nameLength))
             member.localName = std::string(asText(*name));
-        member.dataOffset = at + 30 + nameLength + extraLength;
+        member.dataOffset = at + zipformat::kLocalHeaderSize + nameLength + extraLength;
         if (!member.inCentral) {
             member.name = member.localName;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.compressedSize = le(bytes, at + 18, 4);
             member.uncompressedSize = le(bytes, at + 22, 4);
-            member.sizeKnown = !(member.flags & 8) && member.compressedSize != 0xFFFFFFFF;
+            member.sizeKnown = !(member.flags & zipformat::kFlagDataDescriptor)
+                && member.compressedSize != zipformat::kZip64Marker32;
         }
         return true;
     };
@@ -1026,8 +976,10 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 std::uint64_t candidate
                     = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
                 while (candidate + 4 <= bytes.size()
-                    && !(signatureAt(bytes, candidate, 3, 4) || signatureAt(bytes, candidate, 1, 2)
-                        || signatureAt(bytes, candidate, 7, 8) || signatureAt(bytes, candidate, 5, 6))) {
+                    && !(signatureAt(bytes, candidate, zipformat::kLocalHeaderSignature)
+                        || signatureAt(bytes, candidate, zipformat::kCentralHeaderSignature)
+                        || signatureAt(bytes, candidate, zipformat::kDataDescriptorSignature)
+                        || signatureAt(bytes, candidate, zipformat::kEndRecordSignature))) {
                     const void* again
                         = memmem(bytes.data() + candidate + 1, bytes.size() - candidate - 1, "PK", 2);
                     candidate = again
@@ -1042,13 +994,13 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             std::min<std::uint64_t>(length, bytes.size() - std::min(member.dataOffset, bytes.size())));
         const std::string memberLabel = (givenLabel.empty() ? std::string() : givenLabel + " > ")
             + member.name
-            + (member.localName.size() && member.localName != member.name
+            + (!member.localName.empty() && member.localName != member.name
                     ? " (local header: " + member.localName + ")"
                     : "");
         const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");
-        if (member.method == 0) {
+        if (member.method == zipformat::kMethodStored) {
             scanFile(raw, memberLabel, depth + 1, namedPickle, false);
-        } else if (member.method == 8) {
+        } else if (member.method == zipformat::kMethodDeflate) {
             std::string why;
             auto inflated = inflateCapped(
                 raw, m_limits.maxUnpackedBytes - std::min(m_unpacked, m_limits.maxUnpackedBytes), why);
@@ -1207,7 +1159,8 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         }
         return;
     }
-    const bool zip = starts({'P', 'K', 3, 4}) || (topLevel && findEndOfCentralDirectory(bytes).has_value());
+    const bool zip = signatureAt(bytes, 0, zipformat::kLocalHeaderSignature)
+        || (topLevel && findEndOfCentralDirectory(bytes).has_value());
     if (zip) {
         scanZip(bytes, label, depth);
         return;

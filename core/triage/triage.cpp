@@ -3,6 +3,7 @@
 #include "core/triage/triage.h"
 
 #include "core/base/textformat.h"
+#include "core/devices/detectmachine.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 #include "core/triage/importrequirements.h"

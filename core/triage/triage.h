@@ -2,7 +2,7 @@
 
 #include "core/base/expected.h"
 #include "core/base/finding.h"
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machineinventory.h"
 #include "core/triage/pickleverdict.h"
 
 #include <cstdint>

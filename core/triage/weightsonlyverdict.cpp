@@ -8,7 +8,10 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/pickle/opcodes.h"
+#include "core/pickle/picklesummary.h"
 #include "core/triage/picklecatalog.h"
+#include "core/triage/torchmessages.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>
@@ -57,9 +60,9 @@ bool isAllowed(std::string_view path, TorchGeneration generation)
     return onTorchDefaultAllowlist(path, generation);
 }
 
-std::pair<std::string, std::string> mapPython2Name(std::string module, std::string name)
+std::pair<std::string, std::string> mapPython2Name(const std::string& module, const std::string& name)
 {
-    return python3Name(std::move(module), std::move(name));
+    return python3Name(module, name);
 }
 
 // A global the catalog knows to be dangerous, with the reason (the verdict is allowlist-first:
@@ -69,93 +72,6 @@ std::optional<std::string> blockedReason(const std::string& module, const std::s
     return knownDanger(module + "." + name);
 }
 
-std::string repr(std::string_view text, std::size_t limit)
-{
-    const bool hasSingle = text.find('\'') != std::string_view::npos;
-    const bool hasDouble = text.find('"') != std::string_view::npos;
-    const char quote = hasSingle && !hasDouble ? '"' : '\'';
-    std::string out(1, quote);
-    std::size_t count = 0;
-    for (char c : text) {
-        if (count++ >= limit) {
-            out += "...";
-            break;
-        }
-        if (c == quote || c == '\\')
-            out += '\\';
-        if (c == '\n')
-            out += "\\n";
-        else
-            out += c;
-    }
-    out += quote;
-    return out;
-}
-
-// A call's arguments in Python syntax, summarised: strings cut, nested calls kept (they are the
-// chain a person needs to see: eval(compile(...))).
-std::string summarise(const PickleGraph& graph, NodeId id, int depth)
-{
-    if (depth > 4)
-        return "...";
-    switch (graph.kind(id)) {
-    case NodeKind::None:
-        return "None";
-    case NodeKind::Bool:
-        return graph.intValue(id) ? "True" : "False";
-    case NodeKind::Int:
-        return std::to_string(graph.intValue(id));
-    case NodeKind::Float:
-        return std::to_string(graph.floatValue(id));
-    case NodeKind::String:
-        return repr(graph.text(id), 120);
-    case NodeKind::Bytes:
-        return "b" + repr(graph.text(id), 60);
-    case NodeKind::Global:
-        return graph.qualifiedName(id);
-    case NodeKind::Call:
-    case NodeKind::NewObject: {
-        auto callee = graph.calleeName(id);
-        if (callee.empty())
-            callee = summarise(graph, graph.callee(id), depth + 1);
-        std::string out = callee + "(";
-        const auto args = graph.arguments(id);
-        if (graph.kind(args) == NodeKind::Tuple) {
-            const auto items = graph.sequence(args);
-            for (std::size_t i = 0; i < items.size(); ++i) {
-                if (i)
-                    out += ", ";
-                if (i >= 4) {
-                    out += "...";
-                    break;
-                }
-                out += summarise(graph, items[i], depth + 1);
-            }
-        } else {
-            out += "*" + summarise(graph, args, depth + 1);
-        }
-        return out + ")";
-    }
-    case NodeKind::Tuple:
-    case NodeKind::List: {
-        const auto items = graph.sequence(id);
-        const bool tuple = graph.kind(id) == NodeKind::Tuple;
-        std::string out = tuple ? "(" : "[";
-        for (std::size_t i = 0; i < items.size() && i < 4; ++i)
-            out += (i ? ", " : "") + summarise(graph, items[i], depth + 1);
-        if (items.size() > 4)
-            out += ", ...";
-        if (tuple && items.size() == 1)
-            out += ",";
-        return out + (tuple ? ")" : "]");
-    }
-    case NodeKind::Dict:
-        return "{...}";
-    default:
-        return "<...>";
-    }
-}
-
 // Where the weights-only unpickler stops in one pickle, read from its bytes.
 struct Rejection {
     std::uint64_t offset = 0;
@@ -163,116 +79,44 @@ struct Rejection {
     bool isGlobal = false;
 };
 
-constexpr std::string_view kUnsafe26
-    = "In PyTorch 2.6, we changed the default value of the `weights_only` argument "
-      "in `torch.load` from `False` to `True`. Re-running `torch.load` with "
-      "`weights_only` set to `False` will likely succeed, but it can result in "
-      "arbitrary code execution. Do it only if you got the file from a trusted "
-      "source.";
-constexpr std::string_view kDocs26
-    = "\n\nCheck the documentation of torch.load to learn more about types accepted "
-      "by default with weights_only "
-      "https://pytorch.org/docs/stable/generated/torch.load.html.";
-
-// The inner WeightsUnpickler message for a rejected GLOBAL.
-std::string globalRejectionMessage(
-    const std::string& module, const std::string& name, TorchGeneration generation)
-{
-    if (generation == TorchGeneration::Torch113)
-        return "Unsupported class " + module + "." + name;
-    static const std::array<std::string_view, 3> njt {"torch.nested._internal.nested_tensor.NestedTensor",
-        "torch.nested._internal.nested_tensor._rebuild_njt", "torch._dynamo.decorators._DimRange"};
-    static const std::array<std::string_view, 7> dtensor {"torch.distributed.device_mesh.DeviceMesh",
-        "torch.distributed.tensor._dtensor_spec.DTensorSpec",
-        "torch.distributed.tensor._dtensor_spec.TensorMeta", "torch.distributed.tensor.DTensor",
-        "torch.distributed.tensor.placement_types.Partial",
-        "torch.distributed.tensor.placement_types.Replicate",
-        "torch.distributed.tensor.placement_types.Shard"};
-    std::string path = module + "." + name;
-    if (module == "sys" || module == "os" || module == "posix" || module == "nt")
-        return "Trying to load unsupported GLOBAL " + path + " whose module " + module + " is blocked.";
-    if (std::find(njt.begin(), njt.end(), path) != njt.end())
-        return "``torch.nested`` and ``torch._dynamo`` must be imported to load nested jagged tensors (NJTs)";
-    if (std::find(dtensor.begin(), dtensor.end(), path) != dtensor.end())
-        return "``torch.distributed.tensor`` must be imported to load DTensors";
-    // torch 2.x drops a leading "builtins." from the name it prints (builtins.eval -> eval).
-    if (path.starts_with("builtins")) {
-        path = path.substr(8);
-        path = !path.empty() && path[0] == '.' ? path.substr(1) : "builtins" + path;
-    }
-    return "Unsupported global: GLOBAL " + path
-        + " was not an allowed global by default. Please use `torch.serialization.add_safe_globals([" + path
-        + "])` or the `torch.serialization.safe_globals([" + path
-        + "])` context manager to allowlist this global if you trust this class/function.";
-}
-
-// torch.load's wrapping of the inner message (1.13: serialization.py UNSAFE_MESSAGE; 2.x:
-// _get_wo_message), i.e. str() of the exception torch.load raises.
-std::string wrapWeightsOnlyMessage(const std::string& inner, TorchGeneration generation)
-{
-    if (generation == TorchGeneration::Torch113)
-        return "Weights only load failed. Re-running `torch.load` with `weights_only` set to `False` will "
-               "likely "
-               "succeed, but it can result in arbitrary code execution.Do it only if you get the file from a "
-               "trusted source. WeightsUnpickler error: "
-            + inner;
-    const std::string unsafe(kUnsafe26);
-    if (inner.find("was not an allowed global by default.") != std::string::npos)
-        return "Weights only load failed. This file can still be loaded, to do so you have two options, "
-               "\033[1mdo those steps only if you trust the source of the checkpoint\033[0m. \n\t(1) "
-            + unsafe
-            + "\n\t(2) Alternatively, to load with `weights_only=True` please check the recommended steps in "
-              "the "
-              "following error message.\n\tWeightsUnpickler error: "
-            + inner + std::string(kDocs26);
-    if (inner.find(" must be imported to load") != std::string::npos)
-        return "Weights only load failed. " + inner + "\n " + unsafe + "\n";
-    std::string out = "Weights only load failed. " + unsafe + "\n";
-    if (inner.find(" is blocked.") == std::string::npos)
-        out += "Please file an issue with the following so that we can make `weights_only=True` compatible "
-               "with "
-               "your use case: WeightsUnpickler error: ";
-    return out + "\n\n" + inner + std::string(kDocs26);
-}
-
 bool opcodeAccepted(std::uint8_t op, TorchGeneration generation)
 {
     switch (op) {
-    case 'c': // GLOBAL
-    case 0x81: // NEWOBJ
-    case 'R': // REDUCE
-    case 'b': // BUILD
-    case 'a': // APPEND
-    case 'e': // APPENDS
-    case 's': // SETITEM
-    case 'u': // SETITEMS
-    case '(': // MARK
-    case 't': // TUPLE
-    case 0x85: // TUPLE1
-    case 0x86: // TUPLE2
-    case 0x87: // TUPLE3
-    case 'N': // NONE
-    case 0x89: // NEWFALSE
-    case 0x88: // NEWTRUE
-    case ')': // EMPTY_TUPLE
-    case ']': // EMPTY_LIST
-    case '}': // EMPTY_DICT
-    case 0x8f: // EMPTY_SET
-    case 'J': // BININT
-    case 'K': // BININT1
-    case 'M': // BININT2
-    case 'X': // BINUNICODE
-    case 'U': // SHORT_BINSTRING
-    case 'Q': // BINPERSID
-    case 'h': // BINGET
-    case 'j': // LONG_BINGET
-    case 'q': // BINPUT
-    case 'r': // LONG_BINPUT
-    case 0x8a: // LONG1
-    case 0x80: // PROTO
-    case '.': // STOP
+    case pickleop::GLOBAL:
+    case pickleop::NEWOBJ:
+    case pickleop::REDUCE:
+    case pickleop::BUILD:
+    case pickleop::APPEND:
+    case pickleop::APPENDS:
+    case pickleop::SETITEM:
+    case pickleop::SETITEMS:
+    case pickleop::MARK:
+    case pickleop::TUPLE:
+    case pickleop::TUPLE1:
+    case pickleop::TUPLE2:
+    case pickleop::TUPLE3:
+    case pickleop::NONE:
+    case pickleop::NEWFALSE:
+    case pickleop::NEWTRUE:
+    case pickleop::EMPTY_TUPLE:
+    case pickleop::EMPTY_LIST:
+    case pickleop::EMPTY_DICT:
+    case pickleop::EMPTY_SET:
+    case pickleop::BININT:
+    case pickleop::BININT1:
+    case pickleop::BININT2:
+    case pickleop::BINUNICODE:
+    case pickleop::SHORT_BINSTRING:
+    case pickleop::BINPERSID:
+    case pickleop::BINGET:
+    case pickleop::LONG_BINGET:
+    case pickleop::BINPUT:
+    case pickleop::LONG_BINPUT:
+    case pickleop::LONG1:
+    case pickleop::PROTO:
+    case pickleop::STOP:
         return true;
-    case 'G': // BINFLOAT: 1.13's unpickler lacks it ("Unsupported operand 71")
+    case pickleop::BINFLOAT: // 1.13's unpickler lacks it ("Unsupported operand 71")
         return generation == TorchGeneration::Torch26Plus;
     default:
         return false;
@@ -302,7 +146,7 @@ std::optional<std::optional<Rejection>> scanPickle(ByteView data, TorchGeneratio
                 Rejection {at, "Unsupported operand " + std::to_string(op), false});
         std::uint64_t skip = 0;
         switch (op) {
-        case 'c': {
+        case pickleop::GLOBAL: {
             std::string module, name;
             if (!readLine(module) || !readLine(name))
                 return std::nullopt;
@@ -310,41 +154,41 @@ std::optional<std::optional<Rejection>> scanPickle(ByteView data, TorchGeneratio
             if (generation == TorchGeneration::Torch26Plus)
                 std::tie(mappedModule, mappedName) = mapPython2Name(module, name);
             if (!isAllowed(mappedModule + "." + mappedName, generation))
-                return std::optional<Rejection>(
-                    Rejection {at, globalRejectionMessage(mappedModule, mappedName, generation), true});
+                return std::optional<Rejection>(Rejection {
+                    at, torchmessages::unsupportedGlobal(mappedModule, mappedName, generation), true});
             continue;
         }
-        case 'J':
-        case 'j':
-        case 'r':
+        case pickleop::BININT:
+        case pickleop::LONG_BINGET:
+        case pickleop::LONG_BINPUT:
             skip = 4;
             break;
-        case 'K':
-        case 'h':
-        case 'q':
-        case 0x80:
+        case pickleop::BININT1:
+        case pickleop::BINGET:
+        case pickleop::BINPUT:
+        case pickleop::PROTO:
             skip = 1;
             break;
-        case 'M':
+        case pickleop::BININT2:
             skip = 2;
             break;
-        case 'G':
+        case pickleop::BINFLOAT:
             skip = 8;
             break;
-        case 'X': {
+        case pickleop::BINUNICODE: {
             auto length = readLittleEndian<std::uint32_t>(data, pos);
             if (!length)
                 return std::nullopt;
             skip = 4 + *length;
             break;
         }
-        case 'U':
-        case 0x8a:
+        case pickleop::SHORT_BINSTRING:
+        case pickleop::LONG1:
             if (pos >= data.size())
                 return std::nullopt;
             skip = 1 + data[pos];
             break;
-        case '.':
+        case pickleop::STOP:
             return std::optional<Rejection>();
         default:
             break;
@@ -467,7 +311,7 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
             && !unknownNames.contains(graph.qualifiedName(callee)))
             continue;
         if (verdict.dangerousCallChains.size() < 20)
-            verdict.dangerousCallChains.push_back(summarise(graph, id, 0));
+            verdict.dangerousCallChains.push_back(summarisePickleValue(graph, id));
     }
 
     // Where the weights-only unpickler stops first, and what it says.
@@ -488,8 +332,8 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
                     ? mapPython2Name(global.module, global.name)
                     : std::pair {global.module, global.name};
                 if (!isAllowed(module + "." + name, generation)) {
-                    scanned = std::optional<Rejection>(
-                        Rejection {global.offset, globalRejectionMessage(module, name, generation), true});
+                    scanned = std::optional<Rejection>(Rejection {
+                        global.offset, torchmessages::unsupportedGlobal(module, name, generation), true});
                     break;
                 }
             }
@@ -497,7 +341,7 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
         if (scanned && *scanned) {
             verdict.firstRejectionOffset = (*scanned)->offset;
             verdict.firstRejectionRecord = section.record;
-            verdict.torchMessage = wrapWeightsOnlyMessage((*scanned)->innerMessage, generation);
+            verdict.torchMessage = torchmessages::weightsOnlyFailure((*scanned)->innerMessage, generation);
             break;
         }
     }
@@ -507,15 +351,12 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
         verdict.rating = blockedNames.empty() && unknownNames.empty() ? SafetyRating::NotApplicable
                                                                       : SafetyRating::Dangerous;
         if (generation == TorchGeneration::Torch26Plus)
-            verdict.torchMessage = "Cannot use ``weights_only=True`` with TorchScript archives passed to "
-                                   "``torch.load``. "
-                + std::string(kUnsafe26);
+            verdict.torchMessage = torchmessages::weightsOnlyTorchScript();
         verdict.firstRejectionOffset.reset();
         return verdict;
     }
     if (checkpoint.format == CheckpointFormat::TorchTar && generation == TorchGeneration::Torch26Plus) {
-        verdict.torchMessage = "Cannot use ``weights_only=True`` with files saved in the legacy .tar format. "
-            + std::string(kUnsafe26);
+        verdict.torchMessage = torchmessages::weightsOnlyLegacyTar();
         verdict.firstRejectionOffset = 0;
     }
 

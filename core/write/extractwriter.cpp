@@ -291,9 +291,9 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                     }
                 }
             }
-            for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
-                if (!skipped.count(*it))
-                    stack.push_back(*it);
+            for (std::size_t i = node.children.size(); i-- > 0;)
+                if (!skipped.count(node.children[i]))
+                    stack.push_back(node.children[i]);
         }
     }
     // Tensors that no tree node shows (none expected) are still considered, after the others.
@@ -457,6 +457,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     }
     auto intTuple = [&](const std::vector<std::int64_t>& values) {
         std::vector<NodeId> items;
+        items.reserve(values.size());
         for (std::int64_t value : values)
             items.push_back(graph.addScalar(NodeKind::Int, value));
         return graph.addTuple(items.data(), items.size());

@@ -4,6 +4,7 @@
 #include "core/base/escaping.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
+#include "core/format/zipformat.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
@@ -423,7 +424,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                 status = writer.addRecord(
                     entry->name, ByteView(reinterpret_cast<const std::uint8_t*>(id.data()), id.size()));
                 ++result.recordsRewritten;
-            } else if (entry->method == 0) {
+            } else if (entry->method == zipformat::kMethodStored) {
                 status = writer.addRecordFromFile(
                     entry->name, input.fd(), entry->dataOffset, entry->uncompressedSize, entry->crc32);
                 ++result.recordsCopied;

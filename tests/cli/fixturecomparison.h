@@ -2,6 +2,8 @@
 // Shared by the command-line tests: run the real ckpt-inspect binary and compare its JSON with
 // what torch computed for the same file.
 #include "core/json/json.h"
+#include "tests/common/programrun.h"
+#include "tests/common/testfiles.h"
 
 #include <QFile>
 #include <QProcess>
@@ -14,19 +16,18 @@ using namespace ckpt;
 
 namespace fixturecomparison {
 
-struct CommandResult {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-};
+using CommandResult = ckpt::testing::ProgramRun;
+using ckpt::testing::runProgram;
+using ckpt::testing::sha256Of;
 
 inline CommandResult runInspect(const QStringList& arguments)
 {
-    QProcess process;
-    process.start(QStringLiteral(CKPT_INSPECT_BINARY), arguments);
-    process.waitForFinished(120'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
+    return runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000);
+}
+
+inline QString describe(const CommandResult& result)
+{
+    return result.describe();
 }
 
 inline JsonValue parse(const QByteArray& text)
@@ -37,7 +38,7 @@ inline JsonValue parse(const QByteArray& text)
 
 inline QString fixturesDir()
 {
-    return QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures");
+    return ckpt::testing::sourcePath(QStringLiteral("tests/fixtures"));
 }
 
 inline QString show(const JsonValue& value)

@@ -109,7 +109,7 @@ private Q_SLOTS:
     void unreadableFilesExitThree_data()
     {
         QTest::addColumn<QString>("file");
-        const QString corpus = QStringLiteral("/work/shared/corpus/files/");
+        const QString corpus = ckpt::testing::corpusFilesDir() + QLatin1Char('/');
         QTest::newRow("git lfs pointer")
             << corpus + QStringLiteral("lukesin__nas-for-kws__checkpoint.pth.tar");
         QTest::newRow("empty") << corpus
@@ -132,7 +132,7 @@ private Q_SLOTS:
 
     void everyCorpusFileGetsAVerdict()
     {
-        const QDir dir(QStringLiteral("/work/shared/corpus/files"));
+        const QDir dir(ckpt::testing::corpusFilesDir());
         if (!dir.exists())
             QSKIP("the corpus is not on this machine");
         const QStringList files = dir.entryList(QDir::Files, QDir::Name);

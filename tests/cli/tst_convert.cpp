@@ -22,22 +22,6 @@ QString sharded(const QString& name)
     return fixturesDir() + QStringLiteral("/sharded/") + name;
 }
 
-CommandResult runPython(const QString& python, const QStringList& arguments)
-{
-    QProcess process;
-    process.start(python, arguments);
-    process.waitForFinished(300'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
-}
-
-QString describe(const CommandResult& result)
-{
-    return QStringLiteral("exit %1\n%2\n%3")
-        .arg(result.exitCode)
-        .arg(QString::fromUtf8(result.out.right(3000)), QString::fromUtf8(result.err.right(3000)));
-}
-
 } // namespace
 
 class TestConvert : public QObject {
@@ -53,7 +37,8 @@ private Q_SLOTS:
         QVERIFY(m_dir.isValid());
         m_modern = QStringLiteral(CKPT_MODERN_PYTHON);
         if (m_modern.isEmpty()
-            || runPython(m_modern, {QStringLiteral("-c"), QStringLiteral("import safetensors, transformers")})
+            || runProgram(
+                   m_modern, {QStringLiteral("-c"), QStringLiteral("import safetensors, transformers")})
                     .exitCode
                 != 0)
             QSKIP("the modern-torch root (safetensors, transformers) is not available");
@@ -78,7 +63,7 @@ private Q_SLOTS:
         QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
         QVERIFY(converted.out.contains("verified"));
         const CommandResult checked
-            = runPython(m_modern, {kChecker, QStringLiteral("to-safetensors"), fixture, output});
+            = runProgram(m_modern, {kChecker, QStringLiteral("to-safetensors"), fixture, output});
         QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
     }
 
@@ -100,7 +85,7 @@ private Q_SLOTS:
     {
         const QString original = m_dir.filePath(QStringLiteral("gpt2"));
         const QString sharded = m_dir.filePath(QStringLiteral("gpt2-safetensors"));
-        const CommandResult made = runPython(m_modern, {kTransformers, QStringLiteral("make"), original});
+        const CommandResult made = runProgram(m_modern, {kTransformers, QStringLiteral("make"), original});
         QVERIFY2(made.exitCode == 0, qPrintable(describe(made)));
         const CommandResult converted = runInspect({QStringLiteral("convert"), original, QStringLiteral("-o"),
             sharded, QStringLiteral("--max-shard-size"), QStringLiteral("20KiB"), QStringLiteral("--json")});
@@ -110,9 +95,9 @@ private Q_SLOTS:
         QVERIFY(QFileInfo::exists(sharded + u"/model.safetensors.index.json"_qs));
         QVERIFY(QFile::copy(original + u"/config.json"_qs, sharded + u"/config.json"_qs));
         const CommandResult loaded
-            = runPython(m_modern, {kTransformers, QStringLiteral("verify"), original, sharded});
+            = runProgram(m_modern, {kTransformers, QStringLiteral("verify"), original, sharded});
         QVERIFY2(loaded.exitCode == 0, qPrintable(describe(loaded)));
-        const CommandResult checked = runPython(m_modern,
+        const CommandResult checked = runProgram(m_modern,
             {kChecker, QStringLiteral("to-safetensors"), original + u"/pytorch_model.bin"_qs, sharded});
         QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
     }
@@ -223,16 +208,16 @@ private Q_SLOTS:
         const CommandResult converted = runInspect({QStringLiteral("convert"), safetensors,
             QStringLiteral("-o"), back, QStringLiteral("--device"), QStringLiteral("cuda:1")});
         QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
-        const CommandResult modern = runPython(
+        const CommandResult modern = runProgram(
             m_modern, {kChecker, QStringLiteral("to-torch"), safetensors, back, QStringLiteral("cuda:1")});
         QVERIFY2(modern.exitCode == 0, qPrintable(describe(modern)));
-        const CommandResult legacy = runPython(QStringLiteral(CKPT_LEGACY_PYTHON),
+        const CommandResult legacy = runProgram(QStringLiteral(CKPT_LEGACY_PYTHON),
             {kChecker, QStringLiteral("to-torch-ref"), fixture, back, QStringLiteral("cuda:1")});
         QVERIFY2(legacy.exitCode == 0, qPrintable(describe(legacy)));
         // Without --device the storages are recorded on the CPU.
         const QString cpu = m_dir.filePath(QStringLiteral("roundtrip-cpu.pt"));
         QCOMPARE(runInspect({QStringLiteral("convert"), safetensors, QStringLiteral("-o"), cpu}).exitCode, 0);
-        const CommandResult onCpu = runPython(
+        const CommandResult onCpu = runProgram(
             m_modern, {kChecker, QStringLiteral("to-torch"), safetensors, cpu, QStringLiteral("cpu")});
         QVERIFY2(onCpu.exitCode == 0, qPrintable(describe(onCpu)));
     }

@@ -15,13 +15,6 @@ namespace {
 
 const QString kSteps = QStringLiteral(CKPT_SOURCE_DIR "/tests/compare/make_training_steps.py");
 
-QString describe(const CommandResult& result)
-{
-    return QStringLiteral("exit %1\n%2\n%3")
-        .arg(result.exitCode)
-        .arg(QString::fromUtf8(result.out.right(3000)), QString::fromUtf8(result.err.right(3000)));
-}
-
 JsonValue diffJson(const QString& a, const QString& b, int expectedExit, QString* problem)
 {
     const CommandResult result = runInspect({QStringLiteral("diff"), a, b, QStringLiteral("--json")});

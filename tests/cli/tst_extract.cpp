@@ -24,18 +24,7 @@ struct Python {
 
 CommandResult runPython(const Python& python, const QStringList& arguments)
 {
-    QProcess process;
-    process.start(python.program, python.prefix + arguments);
-    process.waitForFinished(300'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
-}
-
-QString describe(const CommandResult& result)
-{
-    return QStringLiteral("exit %1\n%2\n%3")
-        .arg(result.exitCode)
-        .arg(QString::fromUtf8(result.out.right(3000)), QString::fromUtf8(result.err.right(3000)));
+    return runProgram(python.program, python.prefix + arguments);
 }
 
 } // namespace
@@ -232,7 +221,7 @@ private Q_SLOTS:
     // and convert either write a file torch (and safetensors) load, or refuse with a message; nothing runs.
     void corpusFilesGiveLoadableFilesOrAMessage()
     {
-        const QDir corpus(QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus/files"));
+        const QDir corpus(ckpt::testing::corpusFilesDir());
         if (!corpus.exists())
             QSKIP("no corpus next to the repository");
         QFile::remove(kMarker);

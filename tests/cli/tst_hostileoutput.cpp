@@ -50,16 +50,6 @@ QString firstTerminalControl(const QByteArray& text)
     return {};
 }
 
-QByteArray sha256Of(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&file);
-    return hash.result().toHex();
-}
-
 } // namespace
 
 class TestHostileOutput : public QObject {

@@ -14,12 +14,7 @@ QString demo()
 
 CommandResult runWithEnvironment(const QStringList& arguments, const QProcessEnvironment& environment)
 {
-    QProcess process;
-    process.setProcessEnvironment(environment);
-    process.start(QStringLiteral(CKPT_INSPECT_BINARY), arguments);
-    process.waitForFinished(120'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
+    return runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
 }
 
 } // namespace

@@ -3,6 +3,9 @@
 // tests/remap/verify_remap.py under torch 1.13 and under the modern torch (tags torch sees, values,
 // weights_only, records byte for byte). Plus the headline case (a cuda:1 checkpoint that torch
 // refuses on this machine loads after `--map '*=cpu'`) and the faults of the write.
+//
+// Why one file of about 730 lines: one suite per command; most of its length is the data-driven
+// table of fixtures and corpus files with the expectations for each, sent to one verifier process.
 #include "fixturecomparison.h"
 
 #include <QCryptographicHash>
@@ -24,33 +27,9 @@ namespace {
 const QString kVerifier = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/verify_remap.py");
 const QString kSelfTest = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/selftest_verifier.py");
 const QString kHeadline = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/headline_load.py");
-const QString kCorpus = QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus/files");
+const QString kCorpus = ckpt::testing::corpusFilesDir();
 
-struct Run {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-    QString describe() const
-    {
-        return QStringLiteral("exit %1\nstdout: %2\nstderr: %3")
-            .arg(exitCode)
-            .arg(QString::fromUtf8(out.left(3000)), QString::fromUtf8(err.left(3000)));
-    }
-};
-
-Run runProgram(const QString& program, const QStringList& arguments, int timeoutMs = 300'000)
-{
-    QProcess process;
-    process.start(program, arguments);
-    if (!process.waitForFinished(timeoutMs)) {
-        process.kill();
-        process.waitForFinished();
-        return {-1, process.readAllStandardOutput(),
-            "timed out or did not start: " + process.errorString().toUtf8()};
-    }
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
-}
+using Run = ckpt::testing::ProgramRun;
 
 Run runInspector(const QStringList& arguments)
 {
@@ -60,16 +39,6 @@ Run runInspector(const QStringList& arguments)
 QJsonObject parseObject(const QByteArray& text)
 {
     return QJsonDocument::fromJson(text).object();
-}
-
-QByteArray sha256(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&file);
-    return hash.result().toHex();
 }
 
 QStringList entriesOf(const QString& folder)
@@ -639,7 +608,7 @@ private Q_SLOTS:
         const bool root = geteuid() == 0;
         QVERIFY(QFile::setPermissions(locked, root ? readable : (readable & ~QFile::WriteOwner)));
         const QString output = locked + QStringLiteral("/copy.pt");
-        const QByteArray before = sha256(input);
+        const QByteArray before = sha256Of(input);
         QStringList arguments {QStringLiteral("remap"), input, QStringLiteral("-o"), output,
             QStringLiteral("--map"), QStringLiteral("*=cpu")};
         Run run;
@@ -656,7 +625,7 @@ private Q_SLOTS:
             qPrintable(message));
         QVERIFY2(!QFile::exists(output), "a file was left at the target");
         QVERIFY2(entriesOf(locked).isEmpty(), qPrintable(entriesOf(locked).join(u',')));
-        QCOMPARE(sha256(input), before);
+        QCOMPARE(sha256Of(input), before);
     }
 
     void fileSizeLimitFailsCleanly()
@@ -667,7 +636,7 @@ private Q_SLOTS:
         QVERIFY(QFileInfo(input).size() > 64 * 1024);
         QTemporaryDir dir(m_work.filePath(QStringLiteral("ulimit-XXXXXX")));
         const QString output = dir.filePath(QStringLiteral("copy.pt"));
-        const QByteArray before = sha256(input);
+        const QByteArray before = sha256Of(input);
         const Run run = runProgram(QStringLiteral("/bin/sh"),
             {QStringLiteral("-c"),
                 QStringLiteral("ulimit -f 8; exec \"$0\" remap \"$1\" -o \"$2\" --map '*=cpu'"),
@@ -680,7 +649,7 @@ private Q_SLOTS:
         QVERIFY2(!QFile::exists(output), "a file was left at the target");
         QVERIFY2(entriesOf(dir.path()).isEmpty(),
             qPrintable(QStringLiteral("left behind: ") + entriesOf(dir.path()).join(u',')));
-        QCOMPARE(sha256(input), before);
+        QCOMPARE(sha256Of(input), before);
     }
 
     void refusesToWriteOverItsInput_data()
@@ -710,13 +679,13 @@ private Q_SLOTS:
             QVERIFY(::link(QFile::encodeName(input).constData(), QFile::encodeName(output).constData()) == 0);
         }
         const QStringList entriesBefore = entriesOf(dir.path());
-        const QByteArray before = sha256(input);
+        const QByteArray before = sha256Of(input);
         const Run run = runInspector({QStringLiteral("remap"), input, QStringLiteral("-o"), output,
             QStringLiteral("--map"), QStringLiteral("*=cpu")});
         QVERIFY2(run.exitCode == 2, qPrintable(run.describe()));
         QVERIFY2(QString::fromUtf8(run.err).contains(QStringLiteral("input")),
             qPrintable(QString::fromUtf8(run.err)));
-        QCOMPARE(sha256(input), before);
+        QCOMPARE(sha256Of(input), before);
         QCOMPARE(entriesOf(dir.path()), entriesBefore);
         if (how == QStringLiteral("symlink"))
             QVERIFY(QFileInfo(output).isSymLink());

@@ -12,22 +12,6 @@ namespace {
 const QString kGenerator = QStringLiteral(CKPT_SOURCE_DIR "/tests/extract/make_rescue_fixtures.py");
 const QString kChecker = QStringLiteral(CKPT_SOURCE_DIR "/tests/extract/check_renamed.py");
 
-CommandResult runPython(const QString& python, const QStringList& arguments)
-{
-    QProcess process;
-    process.start(python, arguments);
-    process.waitForFinished(300'000);
-    return {process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
-        process.readAllStandardOutput(), process.readAllStandardError()};
-}
-
-QString describe(const CommandResult& result)
-{
-    return QStringLiteral("exit %1\n%2\n%3")
-        .arg(result.exitCode)
-        .arg(QString::fromUtf8(result.out.right(3000)), QString::fromUtf8(result.err.right(3000)));
-}
-
 std::set<std::string> globalsOf(const QString& file)
 {
     const CommandResult checked = runInspect({QStringLiteral("check"), file, QStringLiteral("--json")});
@@ -54,12 +38,12 @@ private Q_SLOTS:
         QVERIFY(m_dir.isValid());
         m_legacyFixtures = m_dir.filePath(QStringLiteral("torch-1.13"));
         const CommandResult legacy
-            = runPython(QStringLiteral(CKPT_LEGACY_PYTHON), {kGenerator, m_legacyFixtures});
+            = runProgram(QStringLiteral(CKPT_LEGACY_PYTHON), {kGenerator, m_legacyFixtures});
         QVERIFY2(legacy.exitCode == 0, qPrintable(describe(legacy)));
         const QString modern = QStringLiteral(CKPT_MODERN_PYTHON);
         if (!modern.isEmpty()) {
             m_modernFixtures = m_dir.filePath(QStringLiteral("torch-2"));
-            const CommandResult made = runPython(modern, {kGenerator, m_modernFixtures});
+            const CommandResult made = runProgram(modern, {kGenerator, m_modernFixtures});
             if (made.exitCode != 0) {
                 qWarning("the modern torch cannot write fixtures: %s", qPrintable(describe(made)));
                 m_modernFixtures.clear();
@@ -113,7 +97,7 @@ private Q_SLOTS:
         QVERIFY(
             globals.count("numpy.core.multiarray.scalar") && !globals.count("numpy._core.multiarray.scalar"));
 
-        const CommandResult loaded = runPython(
+        const CommandResult loaded = runProgram(
             QStringLiteral(CKPT_LEGACY_PYTHON), {kChecker, file, copy, file + u".expected.json"_qs});
         QVERIFY2(loaded.exitCode == 0 && loaded.out.startsWith("ok "), qPrintable(describe(loaded)));
     }

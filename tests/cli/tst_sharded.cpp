@@ -45,12 +45,6 @@ PythonResult runModernPython(const QStringList& arguments)
         python.readAllStandardOutput(), python.readAllStandardError()};
 }
 
-QString describe(const CommandResult& result)
-{
-    return u"exit "_qs + QString::number(result.exitCode) + u"\n"_qs
-        + QString::fromUtf8(result.out.left(3000)) + QString::fromUtf8(result.err.left(2000));
-}
-
 } // namespace
 
 class TestShardedCommands : public QObject {

@@ -4,6 +4,8 @@
 
 #include "core/format/zipwriter.h"
 #include "core/io/atomicoutputfile.h"
+#include "tests/common/childprocess.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
@@ -24,17 +26,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
 
 bool writeFile(const QString& path, const QByteArray& content)
 {
@@ -66,37 +62,6 @@ QStringList folderContents(const QString& folder)
 QString errorOf(const Expected<std::unique_ptr<AtomicOutputFile>>& result)
 {
     return result ? QStringLiteral("no error") : QString::fromStdString(result.error().message);
-}
-
-// Runs `work` in a forked child and returns what it reported, so a resource limit or a change of
-// user stays in the child.
-QString runInChild(const std::function<std::string()>& work)
-{
-    int pipeFds[2];
-    if (::pipe(pipeFds) != 0)
-        return QStringLiteral("pipe failed");
-    const pid_t pid = ::fork();
-    if (pid < 0)
-        return QStringLiteral("fork failed");
-    if (pid == 0) {
-        ::close(pipeFds[0]);
-        const std::string message = work();
-        const ssize_t ignored = ::write(pipeFds[1], message.data(), message.size());
-        (void)ignored;
-        ::_exit(0);
-    }
-    ::close(pipeFds[1]);
-    QByteArray message;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(pipeFds[0], buffer, sizeof buffer)) > 0)
-        message.append(buffer, n);
-    ::close(pipeFds[0]);
-    int wstatus = 0;
-    ::waitpid(pid, &wstatus, 0);
-    if (!WIFEXITED(wstatus))
-        return QStringLiteral("child died with signal %1").arg(WTERMSIG(wstatus));
-    return QString::fromUtf8(message);
 }
 
 } // namespace

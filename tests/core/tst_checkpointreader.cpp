@@ -3,28 +3,20 @@
 // lie before the cut. Hostile pickles are shown, never run.
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
+#include "tests/common/testfiles.h"
 
 #include <QFile>
 #include <QTest>
+
+using namespace ckpt::testing;
 
 using namespace ckpt;
 
 namespace {
 
-QByteArray readFile(const QString& path)
-{
-    QFile file(path);
-    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
-}
-
 Checkpoint readBytes(const QByteArray& bytes, const char* name)
 {
     return readCheckpoint(MappedFile::fromBuffer(ByteBuffer(bytes.begin(), bytes.end()), name));
-}
-
-QString fixture(const char* name)
-{
-    return QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/") + QString::fromLatin1(name);
 }
 
 } // namespace
@@ -36,15 +28,15 @@ private Q_SLOTS:
     void truncationSalvagesCompleteStorages_data()
     {
         QTest::addColumn<QString>("file");
-        QTest::newRow("zip, training checkpoint") << fixture("torch-2/training_checkpoint.pt");
-        QTest::newRow("zip, torch 1.13") << fixture("torch-1.13/devices_mixed.pt");
-        QTest::newRow("legacy") << fixture("torch-1.13/legacy_state_dict.pt");
-        QTest::newRow("torchscript") << fixture("torch-2/torchscript_traced.pt");
+        QTest::newRow("zip, training checkpoint") << fixturePath("torch-2/training_checkpoint.pt");
+        QTest::newRow("zip, torch 1.13") << fixturePath("torch-1.13/devices_mixed.pt");
+        QTest::newRow("legacy") << fixturePath("torch-1.13/legacy_state_dict.pt");
+        QTest::newRow("torchscript") << fixturePath("torch-2/torchscript_traced.pt");
     }
     void truncationSalvagesCompleteStorages()
     {
         QFETCH(QString, file);
-        const QByteArray full = readFile(file);
+        const QByteArray full = readAll(file);
         QVERIFY2(!full.isEmpty(), qPrintable(file));
         const Checkpoint whole = readBytes(full, "whole");
         QVERIFY(!whole.hasErrors());
@@ -75,7 +67,7 @@ private Q_SLOTS:
 
     void corruptedBytesNeverCrash()
     {
-        const QByteArray full = readFile(fixture("torch-2/training_checkpoint.pt"));
+        const QByteArray full = readAll(fixturePath("torch-2/training_checkpoint.pt"));
         QVERIFY(!full.isEmpty());
         std::uint32_t seed = 12345;
         for (int i = 0; i < 1500; ++i) {
@@ -93,7 +85,7 @@ private Q_SLOTS:
     void cutStorageIsNamed()
     {
         // A file cut in the middle of its last storage: that storage is named as incomplete.
-        const QByteArray full = readFile(fixture("torch-2/state_dict.pt"));
+        const QByteArray full = readAll(fixturePath("torch-2/state_dict.pt"));
         const Checkpoint whole = readBytes(full, "whole");
         QVERIFY(!whole.storages.empty());
         const StorageRecord& last = whole.storages.back();

@@ -4,6 +4,7 @@
 // Nothing is ever unpickled for real: the reader is symbolic.
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
@@ -12,14 +13,11 @@
 #include <map>
 #include <set>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
-
-QString corpusDir()
-{
-    return QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus");
-}
 
 struct ManifestRow {
     QString file;

@@ -1,6 +1,10 @@
 // Device inventory: detection against a fake driver layer (no driver, 0/1/4 GPUs, CUDA's own order
 // or the emulated one, CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES as CUDA applies them), described
 // machines and byte sizes, saved target profiles, and one detection on this real machine.
+//
+// Why one file of about 800 lines: the fake driver and its fixtures are shared by the detection
+// cases, and spec parsing and saved profiles are tested against detected machines too; one suite
+// keeps the fake in one place.
 
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"

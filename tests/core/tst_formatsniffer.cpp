@@ -3,6 +3,7 @@
 
 #include "core/format/formatsniffer.h"
 #include "core/io/mappedfile.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
@@ -14,6 +15,8 @@
 #include <QSet>
 #include <QTest>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
@@ -21,17 +24,7 @@ namespace {
 const QString kSniffSamples = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/sniff");
 const QString kZipSamples = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/zip");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
-const QString kCorpus = qEnvironmentVariableIsEmpty("CKPT_CORPUS_DIR")
-    ? QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus")
-    : qEnvironmentVariable("CKPT_CORPUS_DIR");
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
+const QString kCorpus = corpusDir();
 
 ByteView viewOf(const QByteArray& bytes)
 {

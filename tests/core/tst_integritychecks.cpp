@@ -5,6 +5,7 @@
 #include "core/model/checkpoint.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
@@ -14,14 +15,11 @@
 
 #include <set>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
-
-QString fixture(const QString& name)
-{
-    return QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/") + name;
-}
 
 std::vector<const Finding*> withCode(const std::vector<Finding>& findings, const std::string& code)
 {
@@ -30,20 +28,6 @@ std::vector<const Finding*> withCode(const std::vector<Finding>& findings, const
         if (finding.code == code)
             found.push_back(&finding);
     return found;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
-
-bool writeAll(const QString& path, const QByteArray& bytes)
-{
-    QFile file(path);
-    return file.open(QIODevice::WriteOnly) && file.write(bytes) == bytes.size();
 }
 
 } // namespace
@@ -57,7 +41,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         for (const char* name : {"torch-2/state_dict.pt", "torch-1.13/state_dict.pt",
                  "torch-1.13/torchscript_scripted.pt", "torch-2/training_checkpoint.pt"})
-            QTest::newRow(name) << fixture(QString::fromLatin1(name));
+            QTest::newRow(name) << fixturePath(QString::fromLatin1(name));
     }
     void intactFixturesHaveNoCrcMismatch()
     {
@@ -72,7 +56,7 @@ private Q_SLOTS:
 
     void flippedByteIsFoundByCrc()
     {
-        const QString source = fixture(QStringLiteral("torch-2/state_dict.pt"));
+        const QString source = fixturePath(QStringLiteral("torch-2/state_dict.pt"));
         const Checkpoint original = readCheckpoint(source.toStdString());
         QVERIFY(original.storages.size() >= 2);
         const StorageRecord& victim = original.storages[1];
@@ -103,8 +87,8 @@ private Q_SLOTS:
     void truncatedZipListsSalvageableStorages_data()
     {
         QTest::addColumn<QString>("file");
-        QTest::newRow("torch-2 training") << fixture(QStringLiteral("torch-2/training_checkpoint.pt"));
-        QTest::newRow("torch-1.13 state_dict") << fixture(QStringLiteral("torch-1.13/state_dict.pt"));
+        QTest::newRow("torch-2 training") << fixturePath(QStringLiteral("torch-2/training_checkpoint.pt"));
+        QTest::newRow("torch-1.13 state_dict") << fixturePath(QStringLiteral("torch-1.13/state_dict.pt"));
     }
     void truncatedZipListsSalvageableStorages()
     {
@@ -167,7 +151,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         QTest::addColumn<int>("kind");
         QTest::addColumn<QString>("fixWords");
-        const QString corpus = QStringLiteral("/work/shared/corpus/files/");
+        const QString corpus = corpusFilesDir() + QLatin1Char('/');
         QTest::newRow("git lfs") << corpus + QStringLiteral("lukesin__nas-for-kws__checkpoint.pth.tar")
                                  << int(ContainerKind::GitLfsPointer) << QStringLiteral("git lfs pull");
         QTest::newRow("png") << corpus + QStringLiteral("mmaitre314__picklescan__tests__data__bad_pytorch.pt")
@@ -208,8 +192,8 @@ private Q_SLOTS:
         // devices_mixed.pt is one flat state_dict: on_cpu, also_cpu (cpu), on_cuda0 (cuda:0),
         // on_cuda1 and its view on_cuda1_row (cuda:1), on_cuda (bare cuda).
         QFETCH(QString, version);
-        const Checkpoint mixed
-            = readCheckpoint(QString(fixture(version) + QStringLiteral("/devices_mixed.pt")).toStdString());
+        const Checkpoint mixed = readCheckpoint(
+            QString(fixturePath(version) + QStringLiteral("/devices_mixed.pt")).toStdString());
         const std::vector<Finding> smells = checkPlacementSmells(mixed);
         const auto found = withCode(smells, "mixed-devices-in-module");
         QCOMPARE(found.size(), std::size_t(1));
@@ -223,7 +207,7 @@ private Q_SLOTS:
 
         for (const char* clean : {"/state_dict.pt", "/training_checkpoint.pt", "/devices_cuda1.pt"}) {
             const Checkpoint checkpoint
-                = readCheckpoint(QString(fixture(version) + QString::fromLatin1(clean)).toStdString());
+                = readCheckpoint(QString(fixturePath(version) + QString::fromLatin1(clean)).toStdString());
             const std::vector<Finding> none = checkPlacementSmells(checkpoint);
             QVERIFY2(none.empty(), none.empty() ? "" : none.front().message.c_str());
         }
@@ -272,7 +256,7 @@ private Q_SLOTS:
 
         // The fixtures' scripted modules name no device in their code.
         const Checkpoint clean
-            = readCheckpoint(fixture(QStringLiteral("torch-1.13/torchscript_scripted.pt")).toStdString());
+            = readCheckpoint(fixturePath(QStringLiteral("torch-1.13/torchscript_scripted.pt")).toStdString());
         QVERIFY(withCode(checkPlacementSmells(clean), "device-in-code").empty());
     }
 };

@@ -7,7 +7,7 @@
 // unpickler cannot import is modelled: ModuleNotFoundError for a user's package that is not on the
 // path, AttributeError for a class saved from the fixture script's __main__ (Python 3.11 names the
 // running script there; the simulation says <your script>).
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machinespec.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
 #include "torchprobe.h"

@@ -1,6 +1,6 @@
 // The memory ledger against a brute-force recount after random sequences of moves on torch-written
 // fixtures: bytes per device and per module, each storage counted once however many tensors view it.
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machineinventory.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"

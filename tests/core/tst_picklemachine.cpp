@@ -4,6 +4,7 @@
 #include "core/base/textformat.h"
 #include "core/pickle/picklemachine.h"
 #include "pickledump.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
@@ -13,18 +14,12 @@
 #include <algorithm>
 #include <cstdio>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 using namespace pickledump;
 
 namespace {
-
-QByteArray readFile(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
 
 ByteView view(const QByteArray& data)
 {
@@ -55,10 +50,10 @@ private Q_SLOTS:
     void readsWhatPythonWrote()
     {
         QFETCH(QString, file);
-        const QByteArray data = readFile(dataDir() + u'/' + file);
+        const QByteArray data = readAll(dataDir() + u'/' + file);
         QString expectedPath = dataDir() + u'/' + file;
         expectedPath.replace(QStringLiteral(".pkl"), QStringLiteral(".expected"));
-        const QByteArray expected = readFile(expectedPath).trimmed();
+        const QByteArray expected = readAll(expectedPath).trimmed();
         QVERIFY(!data.isEmpty());
         QVERIFY(!expected.isEmpty());
 
@@ -78,7 +73,7 @@ private Q_SLOTS:
         // interned 'cpu' once; the graph must give the same node back, which is what lets the
         // remap writer un-share a location string from user data later.
         for (int protocol = 0; protocol <= 5; ++protocol) {
-            const QByteArray data = readFile(dataDir() + QStringLiteral("/shared.p%1.pkl").arg(protocol));
+            const QByteArray data = readAll(dataDir() + QStringLiteral("/shared.p%1.pkl").arg(protocol));
             PickleGraph graph;
             const PickleRun run = PickleMachine().run(view(data), graph);
             QVERIFY(run.complete());
@@ -100,7 +95,7 @@ private Q_SLOTS:
     void everyTruncationStopsWithAMessage()
     {
         QFETCH(QString, file);
-        const QByteArray data = readFile(dataDir() + u'/' + file);
+        const QByteArray data = readAll(dataDir() + u'/' + file);
         QVERIFY(!data.isEmpty());
         for (qsizetype cut = 0; cut < data.size(); ++cut) {
             PickleGraph graph;
@@ -133,7 +128,7 @@ private Q_SLOTS:
 
     void mutatedSamplesNeverCrash()
     {
-        const QByteArray original = readFile(dataDir() + QStringLiteral("/containers.p2.pkl"));
+        const QByteArray original = readAll(dataDir() + QStringLiteral("/containers.p2.pkl"));
         QRandomGenerator random(7);
         for (int i = 0; i < 2000; ++i) {
             QByteArray data = original;

@@ -4,6 +4,7 @@
 // MANIFEST says torch did (corpus files are never unpickled here).
 #include "core/io/mappedfile.h"
 #include "core/triage/pickleverdict.h"
+#include "tests/common/testfiles.h"
 #include "torchprobe.h"
 
 #include <QDir>
@@ -12,6 +13,8 @@
 #include <QTest>
 
 #include <string>
+
+using namespace ckpt::testing;
 
 using namespace ckpt;
 
@@ -182,7 +185,7 @@ private Q_SLOTS:
 
     void corpusAgreesWithManifest()
     {
-        const QString root = QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus/");
+        const QString root = corpusDir() + QLatin1Char('/');
         QFile manifest(root + QStringLiteral("MANIFEST.tsv"));
         if (!manifest.open(QIODevice::ReadOnly))
             QSKIP("the corpus is not on this machine");

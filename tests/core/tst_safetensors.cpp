@@ -4,11 +4,15 @@
 // make_expected.py), and against damaged copies of those files made here in memory: cut short at
 // every point, header length and header text corrupted. Nothing may crash, every problem becomes
 // a finding, and whatever is intact is still listed.
+//
+// Why one file of about 760 lines: one suite for one reader; most of the length is data tables
+// (damaged headers, dtype cases) with the finding each must produce.
 
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/read/safetensorsreader.h"
+#include "tests/common/testfiles.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -25,27 +29,19 @@
 #include <functional>
 #include <memory>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
 
 const QString kExpectedDir = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/safetensors");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
-const QString kCorpus = qEnvironmentVariableIsEmpty("CKPT_CORPUS_DIR")
-    ? QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus")
-    : qEnvironmentVariable("CKPT_CORPUS_DIR");
-const QString kCorpusFiles = kCorpus + QStringLiteral("/files");
+const QString kCorpus = corpusDir();
+const QString kCorpusFiles = corpusFilesDir();
 const QString kTiny = QStringLiteral("deepjavalibrary__djl__api__src__test__resources__list.safetensors");
 const QString kMnist
     = QStringLiteral("tracel-ai__burn__examples__import-model-weights__weights__mnist.safetensors");
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
 
 std::string toStd(const QByteArray& bytes)
 {

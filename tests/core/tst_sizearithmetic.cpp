@@ -3,7 +3,7 @@
 // function torch.load would call, never by unpickling the file), a storage of 2^62 floats never
 // "needs 0 bytes", and the memory ledger never wraps a hostile size round to a small one.
 #include "core/base/checkedarithmetic.h"
-#include "core/devices/deviceinventory.h"
+#include "core/devices/machinespec.h"
 #include "core/plan/autoplacement.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"

@@ -1,10 +1,14 @@
 // The tolerant zip reader against zips written by torch and by Python's zipfile: what it lists must
 // agree with what zipfile reports (tests/data/zip/*.json, written by make_zip_samples.py), every
 // truncation must leave the records before the cut readable, and hostile input must not crash it.
+//
+// Why one file of about 890 lines: one suite for one reader; the sweeps (every truncation, every
+// corpus zip, hostile records) share the samples and the comparison with zipfile's view.
 
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
+#include "tests/common/testfiles.h"
 
 #include <QDir>
 #include <QFile>
@@ -18,16 +22,16 @@
 #include <algorithm>
 #include <map>
 
+using namespace ckpt::testing;
+
 using namespace ckpt;
 
 namespace {
 
 const QString kZipSamples = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/zip");
 // The real-world corpus lives beside the repository, never inside it; CKPT_CORPUS_DIR overrides.
-const QString kCorpus = qEnvironmentVariableIsEmpty("CKPT_CORPUS_DIR")
-    ? QStringLiteral(CKPT_SOURCE_DIR "/../shared/corpus")
-    : qEnvironmentVariable("CKPT_CORPUS_DIR");
-const QString kCorpusFiles = kCorpus + QStringLiteral("/files");
+const QString kCorpus = corpusDir();
+const QString kCorpusFiles = corpusFilesDir();
 const QString kMaliciousZip = QStringLiteral("mmaitre314__picklescan__tests__data__malicious1.zip");
 const QString kMaliciousCentralZip
     = QStringLiteral("mmaitre314__picklescan__tests__data__malicious1_central_directory.zip");
@@ -55,14 +59,6 @@ struct Sample {
     std::vector<ExpectedEntry> entries;
     QStringList duplicateNames;
 };
-
-QByteArray readAll(const QString& path)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return file.readAll();
-}
 
 Sample loadSample(const QString& jsonPath)
 {

@@ -40,6 +40,10 @@ Checks, one line per failure ("FAIL ..."), exit 1 on any failure, else exit 0 an
        equal (the memo-hazard fixture's user string stays what it was).
   ORIGINAL that this torch cannot load at all gets "skipped: ..." for the torch checks, never a
   failure. Never pass an untrusted file with --trusted: that loads it with a real unpickler.
+
+Why one file of about 1,700 lines: it runs inside each torch (1.13 and 2.x) as one process that
+the C++ suite feeds case by case (--serve), so that torch is imported once; its checks (tags, values,
+weights_only, records byte for byte, sharing) share the loaded original.
 """
 
 import argparse

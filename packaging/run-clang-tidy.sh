@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs clang-tidy 14 with the repository's .clang-tidy over the project sources of a build's
+# compile_commands.json (generated files left out).
+#   packaging/run-clang-tidy.sh [BUILD_DIR [FOLDER...]]
+#       BUILD_DIR  default build/ci (configure and build it first: the Qt suites need their moc files)
+#       FOLDER     top-level folders to check; default every one (core ui app torchbridge tests bench fuzz)
+# CKPT_TIDY_JOBS sets how many files run at once (default: every core). .clang-tidy makes every
+# warning an error, so the exit status is non-zero when any file has a finding.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+build=${1:-build/ci}
+shift || true
+folders=("$@")
+((${#folders[@]})) || folders=(core ui app torchbridge tests bench fuzz)
+pattern="^$root/($(
+    IFS='|'
+    echo "${folders[*]}"
+))/"
+jobs=${CKPT_TIDY_JOBS:-$(nproc)}
+
+if [[ ! -f $build/compile_commands.json ]]; then
+    echo "run-clang-tidy: $build/compile_commands.json is missing; configure the build first" >&2
+    exit 2
+fi
+for tool in clang-tidy-14 run-clang-tidy-14; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "run-clang-tidy: $tool is not installed (packaging/install-deps.sh installs it)" >&2
+        exit 2
+    fi
+done
+
+started=$(date +%s)
+run-clang-tidy-14 -clang-tidy-binary clang-tidy-14 -p "$build" -j "$jobs" -quiet \
+    "$pattern" 2>&1 |
+    grep -v -E '^(Enabled checks:|    [a-z]|[0-9]+ warnings? (and [0-9]+ errors? )?generated\.|Suppressed [0-9]+ warnings|Use -header-filter|Error while processing )' |
+    grep -v '^clang-tidy-14 -' | grep -v '^$'
+status=${PIPESTATUS[0]}
+echo "run-clang-tidy: ${folders[*]}: $(($(date +%s) - started)) s, exit $status"
+exit "$status"
