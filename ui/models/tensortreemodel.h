@@ -103,6 +103,7 @@ private:
     std::vector<QString> m_recordedTags;
     // Per tensor: whether it counts in m_changedCount now.
     std::vector<char> m_tensorChanged;
+    std::vector<char> m_collected; // per tree node, scratch for onPlacementChanged (all 0 between calls)
     // Swatches by device tag (a handful), and striped ones by mix (cleared when it grows).
     mutable QHash<QString, QPixmap> m_swatches;
     // Per tree node, the worst finding severity (int ckpt::Severity, -1: none) about its own tensor

@@ -5,6 +5,7 @@
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/devicecolors.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/tensortreeview.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -35,7 +36,7 @@ TensorTreePanel::TensorTreePanel(QWidget* parent)
         [this] { m_filterModel->setFilterText(m_filterEdit->text()); });
 
     m_filterModel = new TensorFilterProxyModel(this);
-    m_view = new QTreeView(this);
+    m_view = new TensorTreeView(this);
     m_view->setObjectName(QStringLiteral("tensorTree"));
     m_view->setAccessibleName(tr("Tensors by module"));
     m_view->setToolTip(
