@@ -72,6 +72,9 @@ public:
     Qt::DropActions supportedDragActions() const override;
 
 private:
+    static constexpr std::int32_t kNoDevice = -1; // m_recordedDevice: no tensor below
+    static constexpr std::int32_t kMixedDevices = -2;
+
     void onPlacementChanged(const std::vector<std::uint32_t>& unitsChanged);
     void onTargetChanged();
 
