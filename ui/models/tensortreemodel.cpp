@@ -152,6 +152,27 @@ std::optional<std::string> TensorTreeModel::plannedDeviceOfTensor(std::uint32_t 
     return m_document->plannedDeviceOfTensor(tensor);
 }
 
+void TensorTreeModel::deviceTagsOfTensors(
+    QStringList& tags, std::vector<std::uint16_t>& recorded, std::vector<std::uint16_t>& planned) const
+{
+    const std::size_t count = m_document->checkpoint().tensors.size();
+    recorded.resize(count);
+    planned.resize(count);
+    std::vector<std::optional<std::string>> seen; // a handful of devices: a linear search is fastest
+    const auto indexOf = [&](const std::optional<std::string>& tag) {
+        const auto found = std::find(seen.begin(), seen.end(), tag);
+        if (found != seen.end())
+            return static_cast<std::uint16_t>(found - seen.begin());
+        seen.push_back(tag);
+        tags.append(tag ? QString::fromStdString(*tag) : QStringLiteral("(none)"));
+        return static_cast<std::uint16_t>(seen.size() - 1);
+    };
+    for (std::uint32_t t = 0; t < count; ++t) {
+        recorded[t] = indexOf(recordedDeviceOfTensor(t));
+        planned[t] = indexOf(plannedDeviceOfTensor(t));
+    }
+}
+
 bool TensorTreeModel::isTensorChanged(std::uint32_t tensor) const
 {
     return plannedDeviceOfTensor(tensor) != recordedDeviceOfTensor(tensor);

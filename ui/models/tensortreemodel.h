@@ -58,6 +58,10 @@ public:
     // Marks the rows of the tensors the findings concern (a badge in the Name column, the worst
     // severity in FindingSeverityRole) and, paler, their ancestors. Replaces earlier findings.
     void setFindings(const std::vector<Finding>& findings);
+    // Every tensor's recorded and planned device as the tree shows them, as indices into `tags`
+    // (a snapshot of the plan for a filter job).
+    void deviceTagsOfTensors(
+        QStringList& tags, std::vector<std::uint16_t>& recorded, std::vector<std::uint16_t>& planned) const;
 
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
     QModelIndex parent(const QModelIndex& child) const override;
