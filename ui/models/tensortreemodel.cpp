@@ -254,7 +254,10 @@ void TensorTreeModel::emitRowsChanged(const std::vector<std::uint32_t>& nodes, c
 {
     // One dataChanged per run of adjacent siblings.
     const Checkpoint& checkpoint = m_document->checkpoint();
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> byParent; // (parent, row)
+    // (parent, row); kept between calls: a fresh buffer of a hundred thousand pairs would be
+    // mapped and page-faulted in again on every drop.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>>& byParent = m_rowsByParent;
+    byParent.clear();
     byParent.reserve(nodes.size());
     for (const std::uint32_t node : nodes)
         if (node != 0 && node < checkpoint.tree.size())
@@ -457,8 +460,8 @@ void TensorTreeModel::onPlacementChanged(const std::vector<std::uint32_t>& units
     // already collected: its ancestors are too. A flag per node instead of a hash set: a drop of a
     // large module collects a hundred thousand rows.
     m_collected.resize(checkpoint.tree.size(), 0);
-    std::vector<std::uint32_t> rows;
-    rows.reserve(tensors.size() + tensors.size() / 8);
+    std::vector<std::uint32_t>& rows = m_changedRows; // kept between calls, like m_rowsByParent
+    rows.clear();
     for (std::uint32_t t : tensors) {
         const bool changed = isTensorChanged(t);
         if (changed != static_cast<bool>(m_tensorChanged[t])) {

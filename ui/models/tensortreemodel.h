@@ -111,6 +111,8 @@ private:
     // Per tensor: whether it counts in m_changedCount now.
     std::vector<char> m_tensorChanged;
     std::vector<char> m_collected; // per tree node, scratch for onPlacementChanged (all 0 between calls)
+    std::vector<std::uint32_t> m_changedRows; // scratch for onPlacementChanged
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> m_rowsByParent; // scratch for emitRowsChanged
     // Swatches by device tag (a handful), and striped ones by mix (cleared when it grows).
     mutable QHash<QString, QPixmap> m_swatches;
     // Per tree node, the worst finding severity (int ckpt::Severity, -1: none) about its own tensor
