@@ -163,6 +163,14 @@ private Q_SLOTS:
             = window.findChild<QTreeView*>(QStringLiteral("tensorTree"))->currentIndex();
         QVERIFY(current.isValid());
         QCOMPARE(current.data(TensorTreeModel::PathRole).toString(), QStringLiteral("layer.a"));
+
+        // For a person to look at: CKPT_GRAB_DIR=DIR writes the window as it is now.
+        if (const QString grabDir = qEnvironmentVariable("CKPT_GRAB_DIR"); !grabDir.isEmpty()) {
+            QTest::qWait(100); // the chart's scene repaints on its next turn of the event loop
+            QVERIFY(window.grab().save(grabDir + QStringLiteral("/valuescan-")
+                + QString::fromLatin1(QTest::currentDataTag()).replace(QLatin1Char(' '), QLatin1Char('-'))
+                + QStringLiteral(".png")));
+        }
     }
 
     void cancelStopsTheScan()

@@ -78,8 +78,8 @@ ValueScanPanel::ValueScanPanel(QWidget* parent)
     splitter->setChildrenCollapsible(false);
     splitter->addWidget(m_table);
     splitter->addWidget(chartBox);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
+    splitter->setStretchFactor(0, 1);
+    splitter->setStretchFactor(1, 1);
 
     auto* top = new QHBoxLayout;
     top->addWidget(m_status, 1);
