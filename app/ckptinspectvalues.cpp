@@ -1,7 +1,8 @@
 // ckpt-inspect-values: value statistics of every tensor of a checkpoint, through libtorch, as JSON.
 // `ckpt-inspect check --values` runs it as a separate process, so that the everyday command-line
 // tool does not load libtorch (hundreds of MiB, 0.4 s at every start) for the one option that needs it.
-// The desktop app runs it the same way with --tensor=INDEX, for the tensor selected in its tree.
+// The desktop app runs it the same way with --tensor=INDEX, for the tensor selected in its tree, and
+// with --progress for its "Scan values" over every tensor (progress lines on stderr).
 #include "core/json/json.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorlocator.h"
@@ -78,6 +79,7 @@ int main(int argc, char** argv)
         return compareValues(argv[2], argv[3]);
     // ckpt-inspect-values [--tensor=INDEX] FILE: every tensor, or only the one at INDEX.
     std::optional<std::uint32_t> only;
+    bool progress = false;
     const char* file = nullptr;
     constexpr std::string_view kTensorOption = "--tensor=";
     for (int i = 1; i < argc; ++i) {
@@ -91,6 +93,8 @@ int main(int argc, char** argv)
                 return 64;
             }
             only = index;
+        } else if (arg == "--progress") {
+            progress = true;
         } else if (!file) {
             file = argv[i];
         } else {
@@ -100,8 +104,8 @@ int main(int argc, char** argv)
     }
     if (!file) {
         std::cerr
-            << "usage: ckpt-inspect-values [--tensor=INDEX] FILE\n       ckpt-inspect-values --diff A B < "
-               "pairs\n";
+            << "usage: ckpt-inspect-values [--tensor=INDEX] [--progress] FILE\n       ckpt-inspect-values "
+               "--diff A B < pairs\n";
         return 64;
     }
     const auto opened = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(file));
@@ -111,12 +115,27 @@ int main(int argc, char** argv)
     writer.beginObject();
     writer.member("file", std::string(file));
     writer.key("tensors").beginArray();
+    // --progress: "progress DONE TOTAL" lines on stderr, in bytes of tensor data, for a caller
+    // that shows a progress bar (the app's Scan values); about a hundred per scan.
+    std::uint64_t totalBytes = 0, doneBytes = 0, reportedBytes = 0;
+    if (progress)
+        for (const ckpt::TensorEntry& tensor : checkpoint.tensors)
+            totalBytes += tensor.storage >= 0 ? tensor.nbytes() : 0;
+    const auto reportProgress = [&](bool last) {
+        if (progress && (last || doneBytes - reportedBytes >= totalBytes / 100 + 1)) {
+            std::cerr << "progress " << doneBytes << ' ' << totalBytes << std::endl;
+            reportedBytes = doneBytes;
+        }
+    };
+    reportProgress(true);
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
         const ckpt::TensorEntry& tensor = checkpoint.tensors[t];
         if (only && t != *only)
             continue;
         if (tensor.storage < 0)
             continue; // composites and storage-less tensors: their parts are listed themselves
+        doneBytes += tensor.nbytes();
+        reportProgress(false);
         const auto statistics = statisticsOf(located[t]);
         writer.beginObject();
         writer.member("index", static_cast<std::uint64_t>(t));
@@ -150,6 +169,7 @@ int main(int argc, char** argv)
     }
     writer.endArray();
     writer.endObject();
+    reportProgress(true);
     std::cout << writer.takeText() << "\n";
     return 0;
 }

@@ -24,6 +24,7 @@
 #include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/safetybanner.h"
 #include "ui/widgets/tensortreepanel.h"
+#include "ui/widgets/valuescanpanel.h"
 #include "version.h"
 
 #include <QApplication>
@@ -213,6 +214,16 @@ void MainWindow::createWidgets()
     addDockWidget(Qt::BottomDockWidgetArea, comparison);
     tabifyDockWidget(m_findingsDock, comparison);
     comparison->hide();
+
+    m_valueScanPanel = new ValueScanPanel(this);
+    m_valueScanPanel->setValuesSource(HelperProcessValues::findForThisProgram());
+    connect(m_valueScanPanel, &ValueScanPanel::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
+    m_valueScanDock = new QDockWidget(tr("Values Scan"), this);
+    m_valueScanDock->setObjectName(QStringLiteral("valueScanDock"));
+    m_valueScanDock->setWidget(m_valueScanPanel);
+    addDockWidget(Qt::BottomDockWidgetArea, m_valueScanDock);
+    tabifyDockWidget(m_findingsDock, m_valueScanDock);
+    m_valueScanDock->hide();
 }
 
 void MainWindow::createActions()
@@ -264,6 +275,14 @@ void MainWindow::createActions()
             [this] {
                 showTransientMessage(tr("%n tensor(s) share the selected storages", nullptr,
                     int(m_treePanel->selectTensorsSharingStorage())));
+            }},
+        {"actionScanValues", tr("Scan &Values"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
+            tr("Reads every tensor's values (every shard of a folder) and lists those holding NaN or "
+               "infinity"),
+            [this] {
+                m_valueScanDock->show();
+                m_valueScanDock->raise();
+                m_valueScanPanel->startScan();
             }},
         {"actionFilter", tr("&Filter Tensors"), QKeySequence(Qt::CTRL | Qt::Key_F), {},
             [this] { m_treePanel->focusFilter(); }},
@@ -327,7 +346,7 @@ void MainWindow::createMenus()
         {tr("&Plan"),
             {"actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced", "actionAutoSequential",
                 "-", "targetMenu"}},
-        {tr("&View"), {"actionShowHistory", "actionShowFindings"}},
+        {tr("&View"), {"actionShowHistory", "actionShowFindings", "-", "actionScanValues"}},
         {tr("&Help"), {"actionOpenDemo", "-", "actionAbout"}},
     };
     const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};
@@ -510,6 +529,7 @@ void MainWindow::attachDocument(CheckpointDocument* current, CheckpointDocument*
     m_devicePanel->setDocument(current);
     m_memoryChart->setDocument(current);
     m_detailsPane->setDocument(current);
+    m_valueScanPanel->setDocument(current);
     if (previous)
         m_undoGroup->removeStack(previous->undoStack());
     m_findingsPanel->clear();
@@ -714,6 +734,9 @@ void MainWindow::updateActions()
     m_exportDeviceMapAction->setEnabled(open);
     m_closeAction->setEnabled(open);
     findChild<QAction*>(QStringLiteral("actionCompareWith"))->setEnabled(open);
+
+    findChild<QAction*>(QStringLiteral("actionScanValues"))
+        ->setEnabled(open && m_valueScanPanel->hasValuesSource());
     m_selectSharingAction->setEnabled(open && m_treePanel->hasSelection());
     m_demoAction->setEnabled(!m_demoCheckpointPath.isEmpty());
     m_planActions->updateActions();

@@ -25,6 +25,7 @@ class DetailsPane;
 class DevicePanel;
 class DocumentController;
 class FindingsPanel;
+class ValueScanPanel;
 class JobProgressDialog;
 class JobTracker;
 class MemoryChartWidget;
@@ -88,6 +89,7 @@ public:
     FindingsPanel* findingsPanel() const { return m_findingsPanel; }
     SafetyBanner* safetyBanner() const;
     QDockWidget* findingsDock() const { return m_findingsDock; }
+    ValueScanPanel* valueScanPanel() const { return m_valueScanPanel; }
     PlanActions* planActions() const { return m_planActions; }
     bool isTriageRunning() const;
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
@@ -160,6 +162,8 @@ private:
     QDockWidget* m_historyDock = nullptr;
     QDockWidget* m_findingsDock = nullptr;
     FindingsPanel* m_findingsPanel = nullptr;
+    ValueScanPanel* m_valueScanPanel = nullptr;
+    QDockWidget* m_valueScanDock = nullptr;
     QUndoGroup* m_undoGroup = nullptr;
     QLabel* m_currentFileLabel = nullptr;
     QLabel* m_summaryLabel = nullptr;

@@ -185,8 +185,11 @@ CrcPart crcOfPart(int fd, std::uint64_t offset, std::uint64_t length)
 
 Expected<std::uint32_t> crc32OfFileRange(int fd, std::uint64_t offset, std::uint64_t length, unsigned threads)
 {
+    // hardware_concurrency() reads /sys on every call, and triage checks the CRC of each of a
+    // million small records: ask once.
+    static const unsigned kCores = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
     if (threads == 0)
-        threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+        threads = kCores;
     // Small ranges are not worth a thread.
     const std::uint64_t pieces
         = std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, length / (64ull << 20)));

@@ -4,7 +4,6 @@
 #include "core/model/checkpoint.h"
 
 #include <algorithm>
-#include <set>
 
 namespace ckpt {
 
@@ -115,9 +114,12 @@ bool PlacementPlan::changesAnything() const
 PlacementChange PlacementPlan::apply(const PlacementRule& rule)
 {
     PlacementChange change;
-    std::set<std::uint32_t> units;
-    std::set<std::uint32_t> namedTensors;
+    // Sorted vectors rather than sets: a drop of a large module names a hundred thousand tensors,
+    // and the app applies it while the person waits.
+    std::vector<std::uint32_t> units;
+    std::vector<std::uint32_t> namedTensors;
     bool metaSkipped = false;
+    const std::optional<std::string> meta("meta");
     switch (rule.kind) {
     case PlacementRule::Kind::MapTag:
         // Like a map_location dict: it looks at the tag recorded in the file.
@@ -130,7 +132,7 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
                     metaSkipped = true;
                     continue;
                 }
-                units.insert(u);
+                units.push_back(u);
             }
         }
         break;
@@ -150,18 +152,22 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
                         && (name[rule.subject.size()] == '.' || name[rule.subject.size()] == '[')));
             if (!matches)
                 continue;
-            namedTensors.insert(t);
+            namedTensors.push_back(t);
             const std::int32_t unit = m_unitOfTensor[t];
             if (unit < 0)
                 continue;
-            if (m_units[static_cast<std::size_t>(unit)].recorded == std::optional<std::string>("meta")) {
+            if (m_units[static_cast<std::size_t>(unit)].recorded == meta) {
                 metaSkipped = true;
                 continue;
             }
-            units.insert(static_cast<std::uint32_t>(unit));
+            units.push_back(static_cast<std::uint32_t>(unit));
         }
         break;
     }
+    std::sort(units.begin(), units.end());
+    units.erase(std::unique(units.begin(), units.end()), units.end());
+    std::sort(namedTensors.begin(), namedTensors.end());
+    namedTensors.erase(std::unique(namedTensors.begin(), namedTensors.end()), namedTensors.end());
     if (metaSkipped)
         change.notes.push_back("meta tensors hold no data and stay on meta");
     for (std::uint32_t u : units) {
@@ -171,13 +177,13 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
             change.unitsChanged.push_back(u);
         }
         // Every other tensor viewing this storage goes with it.
-        if (m_units[u].storage >= 0)
+        if (m_units[u].storage >= 0 && rule.kind != PlacementRule::Kind::MapTag)
             for (std::uint32_t t :
                 m_checkpoint.storages[static_cast<std::size_t>(m_units[u].storage)].tensors)
-                if (!namedTensors.count(t) && rule.kind != PlacementRule::Kind::MapTag)
+                if (!std::binary_search(namedTensors.begin(), namedTensors.end(), t))
                     change.tensorsDraggedAlong.push_back(t);
     }
-    change.tensorsNamed.assign(namedTensors.begin(), namedTensors.end());
+    change.tensorsNamed = std::move(namedTensors);
     m_rules.push_back(rule);
     return change;
 }

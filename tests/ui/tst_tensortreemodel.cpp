@@ -421,7 +421,11 @@ private Q_SLOTS:
         const qint64 walkMs = timer.restart();
         TensorFilterProxyModel proxy;
         proxy.setSourceModel(&model);
+        // A tree this large filters in a job: the window stays responsive while it runs.
+        QSignalSpy applied(&proxy, &TensorFilterProxyModel::filterApplied);
         proxy.setFilterText(QStringLiteral("t99"));
+        QVERIFY(proxy.isFiltering());
+        QVERIFY(applied.wait(120000));
         const int filteredBlocks = proxy.rowCount(proxy.index(0, 0));
         const qint64 filterMs = timer.restart();
         qInfo(
@@ -429,6 +433,16 @@ private Q_SLOTS:
             readMs, buildMs, rows, walkMs, filterMs);
         QCOMPARE(rows, std::size_t(200000 + 2000 + 1));
         QCOMPARE(filteredBlocks, 2000);
+        QCOMPARE(proxy.rowCount(proxy.index(0, 0, proxy.index(0, 0))), 1); // b0 keeps t99 only
+
+        // A move while a device filter is on: the filter looks again, in its job.
+        proxy.setFilterText(QStringLiteral("device:cuda:1"));
+        QVERIFY(applied.wait(120000));
+        QCOMPARE(proxy.rowCount(), 0);
+        document->move({{PlacementRule::Kind::MoveModule, "m.b7", "cuda:1"}}, QStringLiteral("Move m.b7"));
+        QVERIFY(applied.wait(120000));
+        QCOMPARE(proxy.rowCount(proxy.index(0, 0)), 1);
+        QCOMPARE(proxy.rowCount(proxy.index(0, 0, proxy.index(0, 0))), 100);
         QVERIFY(buildMs + walkMs < 20000);
     }
 };

@@ -3,7 +3,8 @@
 #include <QUndoCommand>
 #include <QUndoStack>
 
-#include <set>
+#include <algorithm>
+#include <utility>
 
 namespace ckpt {
 
@@ -116,25 +117,36 @@ MoveReport CheckpointDocument::move(const std::vector<PlacementRule>& rules, con
 void CheckpointDocument::applyRulesWithoutUndo(
     const std::vector<PlacementRule>& rules, DeviceList& previous, std::vector<std::uint32_t>* dragged)
 {
-    std::set<std::uint32_t> seen;
-    std::set<std::uint32_t> named, draggedByAnyRule;
+    // A unit changed by several rules of one step keeps the device it had before the first. Flags
+    // and sorted vectors rather than sets: one drop may move a hundred thousand storages.
+    std::vector<char> seen(rules.size() > 1 ? m_plan->units().size() : 0, 0);
+    std::vector<std::uint32_t> named, draggedByAnyRule;
     PlacementChange all;
     for (const PlacementRule& rule : rules) {
         const PlacementChange change = m_plan->apply(rule);
         m_ledger->apply(change);
-        named.insert(change.tensorsNamed.begin(), change.tensorsNamed.end());
-        draggedByAnyRule.insert(change.tensorsDraggedAlong.begin(), change.tensorsDraggedAlong.end());
+        named.insert(named.end(), change.tensorsNamed.begin(), change.tensorsNamed.end());
+        draggedByAnyRule.insert(
+            draggedByAnyRule.end(), change.tensorsDraggedAlong.begin(), change.tensorsDraggedAlong.end());
+        previous.reserve(previous.size() + change.unitsChanged.size());
         for (std::size_t i = 0; i < change.unitsChanged.size(); ++i) {
-            if (seen.insert(change.unitsChanged[i]).second)
-                previous.emplace_back(change.unitsChanged[i], change.previousDevices[i]);
-            all.unitsChanged.push_back(change.unitsChanged[i]);
+            const std::uint32_t unit = change.unitsChanged[i];
+            if (seen.empty() || !std::exchange(seen[unit], 1))
+                previous.emplace_back(unit, change.previousDevices[i]);
         }
+        all.unitsChanged.insert(
+            all.unitsChanged.end(), change.unitsChanged.begin(), change.unitsChanged.end());
     }
     // A tensor one rule drags along may be named by another rule of the same step (a selection).
-    if (dragged)
+    if (dragged) {
+        std::sort(named.begin(), named.end());
+        std::sort(draggedByAnyRule.begin(), draggedByAnyRule.end());
+        draggedByAnyRule.erase(
+            std::unique(draggedByAnyRule.begin(), draggedByAnyRule.end()), draggedByAnyRule.end());
         for (std::uint32_t t : draggedByAnyRule)
-            if (!named.count(t))
+            if (!std::binary_search(named.begin(), named.end(), t))
                 dragged->push_back(t);
+    }
     notify(all);
 }
 

@@ -23,10 +23,19 @@ QString fromStd(const std::string& text)
     return QString::fromStdString(text);
 }
 
-// What an open job hands back: the checkpoint as read, and whether Cancel was pressed meanwhile.
+// The document and tree model an open job builds beside the read: the plan, the ledger and the
+// model's per-node arrays cost a second at a million tensors, which the GUI thread must not spend.
+struct BuiltDocument {
+    std::unique_ptr<CheckpointDocument> document;
+    std::unique_ptr<TensorTreeModel> model;
+};
+
+// What an open job hands back: the checkpoint as read, whether Cancel was pressed meanwhile, and
+// the document built for it (none when nothing of the file can be shown).
 struct ReadResult {
     std::shared_ptr<Checkpoint> checkpoint;
     bool cancelled = false;
+    std::shared_ptr<BuiltDocument> built;
 };
 
 } // namespace
@@ -48,6 +57,7 @@ DocumentController::~DocumentController()
 void DocumentController::setTarget(const MachineInventory& target)
 {
     m_target = target;
+    ++m_targetGeneration;
     if (m_document)
         m_document->setTarget(m_target);
 }
@@ -65,16 +75,25 @@ bool DocumentController::isTriageRunning() const
 void DocumentController::openFile(const QString& path)
 {
     m_fileJobs->start(
-        [file = path.toStdString()](JobProgress& progress) {
+        [file = path.toStdString(), target = m_target, gui = thread()](JobProgress& progress) {
             ReadOptions options;
             options.pickleLimits.progress = [&progress](std::uint64_t done, std::uint64_t total) {
                 return progress.report(done, total);
             };
-            ReadResult result {std::make_shared<Checkpoint>(readCheckpoint(file, options))};
+            ReadResult result {std::make_shared<Checkpoint>(readCheckpoint(file, options)), false, nullptr};
             result.cancelled = progress.cancelled;
+            if (!result.cancelled && result.checkpoint->format != CheckpointFormat::NotACheckpoint
+                && !result.checkpoint->tree.empty()) {
+                // Built here, then handed to the GUI thread, which owns them from then on.
+                result.built = std::make_shared<BuiltDocument>();
+                result.built->document = std::make_unique<CheckpointDocument>(result.checkpoint, target);
+                result.built->model = std::make_unique<TensorTreeModel>(result.built->document.get());
+                result.built->document->moveToThread(gui);
+                result.built->model->moveToThread(gui);
+            }
             return result;
         },
-        [this](const ReadResult& result) {
+        [this, targetGeneration = m_targetGeneration](const ReadResult& result) {
             const Checkpoint& checkpoint = *result.checkpoint;
             const QString path = fromStd(checkpoint.path);
             const QString name = QFileInfo(path).fileName();
@@ -107,7 +126,12 @@ void DocumentController::openFile(const QString& path)
                 Q_EMIT openFailed(text);
                 return;
             }
-            replace(std::make_unique<CheckpointDocument>(result.checkpoint, m_target));
+            if (!result.built || !result.built->document)
+                return; // delivered once only
+            std::unique_ptr<CheckpointDocument> document = std::move(result.built->document);
+            if (targetGeneration != m_targetGeneration)
+                document->setTarget(m_target); // the target changed while the file was read
+            replace(std::move(document), std::move(result.built->model));
             startTriage();
             Q_EMIT opened(path, errors);
         });
@@ -215,7 +239,8 @@ void DocumentController::close()
         replace(nullptr);
 }
 
-void DocumentController::replace(std::unique_ptr<CheckpointDocument> document)
+void DocumentController::replace(
+    std::unique_ptr<CheckpointDocument> document, std::unique_ptr<TensorTreeModel> model)
 {
     // The old pair stays alive until every view has moved on.
     std::unique_ptr<TensorTreeModel> oldModel = std::move(m_treeModel);
@@ -223,7 +248,7 @@ void DocumentController::replace(std::unique_ptr<CheckpointDocument> document)
     m_triageJobs->reset(); // a triage still running belongs to the old document
     m_document = std::move(document);
     if (m_document) {
-        m_treeModel = std::make_unique<TensorTreeModel>(m_document.get());
+        m_treeModel = model ? std::move(model) : std::make_unique<TensorTreeModel>(m_document.get());
         connect(m_document.get(), &CheckpointDocument::targetChanged, this, &DocumentController::startTriage);
     }
     Q_EMIT documentChanged(m_document.get(), oldDocument.get());

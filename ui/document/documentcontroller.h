@@ -64,9 +64,12 @@ Q_SIGNALS:
     void triageFinished(const std::shared_ptr<const TriageReport>& report);
 
 private:
-    void replace(std::unique_ptr<CheckpointDocument> document);
+    // `model`, when given, was built for `document`; otherwise one is built here.
+    void replace(
+        std::unique_ptr<CheckpointDocument> document, std::unique_ptr<TensorTreeModel> model = nullptr);
 
     MachineInventory m_target;
+    quint64 m_targetGeneration = 0; // counts setTarget() calls: an open job built for an older target
     JobTracker* m_fileJobs = nullptr;
     JobTracker* m_triageJobs = nullptr;
     // Declared in this order so that the model, which reads the document, goes first.

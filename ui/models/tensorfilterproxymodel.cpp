@@ -1,5 +1,8 @@
 #include "ui/models/tensorfilterproxymodel.h"
 
+#include "ui/document/checkpointdocument.h"
+#include "ui/jobs/jobtracker.h"
+#include "ui/models/tensorfilter.h"
 #include "ui/models/tensortreemodel.h"
 
 namespace ckpt {
@@ -50,11 +53,29 @@ int naturalCompare(const QString& a, const QString& b)
 
 TensorFilterProxyModel::TensorFilterProxyModel(QObject* parent)
     : QSortFilterProxyModel(parent)
+    , m_jobs(new JobTracker(this))
 {
-    setRecursiveFilteringEnabled(true);
-    setAutoAcceptChildRows(true);
+    // The flags already keep the ancestors and descendants of a match: Qt's recursive filtering
+    // would ask every row of the tree, and every row of a module the first time it changes.
+    setRecursiveFilteringEnabled(false);
+    setAutoAcceptChildRows(false);
     setSortRole(TensorTreeModel::SortRole);
     setFilterCaseSensitivity(Qt::CaseInsensitive);
+    // A new model (a new document) makes the flags of the old one meaningless.
+    connect(this, &QAbstractProxyModel::sourceModelChanged, this, [this] {
+        if (auto* model = qobject_cast<TensorTreeModel*>(sourceModel()))
+            connect(model->document(), &CheckpointDocument::placementChanged, this, [this] {
+                // Planned devices changed: a device filter must look again.
+                if (!m_needle.isEmpty() && m_field != Field::Name && m_field != Field::DType)
+                    applyFilter();
+            });
+        applyFilter();
+    });
+}
+
+bool TensorFilterProxyModel::isFiltering() const
+{
+    return m_jobs->isRunning();
 }
 
 void TensorFilterProxyModel::setFilterText(const QString& text)
@@ -74,33 +95,52 @@ void TensorFilterProxyModel::setFilterText(const QString& text)
             break;
         }
     }
+    applyFilter();
+}
+
+void TensorFilterProxyModel::applyFilter()
+{
+    auto* model = qobject_cast<TensorTreeModel*>(sourceModel());
+    if (m_needle.isEmpty() || !model) {
+        m_jobs->reset();
+        install({});
+        return;
+    }
+    TensorFilterQuery query;
+    query.field = static_cast<TensorFilterQuery::Field>(m_field);
+    query.needle = m_needle;
+    const CheckpointDocument* document = model->document();
+    const Checkpoint& checkpoint = document->checkpoint();
+    if (m_field == Field::Any || m_field == Field::Device) {
+        // The plan changes under the person's hand: its devices are copied here, as tag indices.
+        model->deviceTagsOfTensors(query.tags, query.recordedTag, query.plannedTag);
+    }
+    if (checkpoint.tree.size() <= m_backgroundThreshold) {
+        m_jobs->reset();
+        install(matchTensorFilter(checkpoint, query));
+        return;
+    }
+    m_jobs->start(
+        [checkpoint = document->sharedCheckpoint(), query = std::move(query)](JobProgress& progress) {
+            return matchTensorFilter(*checkpoint, query, [&progress] { return !progress.cancelled; });
+        },
+        [this](const std::vector<char>& shown) { install(shown); });
+}
+
+void TensorFilterProxyModel::install(std::vector<char> shown)
+{
+    m_shown = std::move(shown);
     invalidateFilter();
+    Q_EMIT filterApplied();
 }
 
 bool TensorFilterProxyModel::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const
 {
-    if (m_needle.isEmpty())
-        return true;
-    const QAbstractItemModel* model = sourceModel();
-    const QModelIndex row = model->index(sourceRow, 0, sourceParent);
-    const auto contains
-        = [this](const QVariant& value) { return value.toString().contains(m_needle, Qt::CaseInsensitive); };
-
-    if (m_field == Field::Any || m_field == Field::Name)
-        if (contains(row.data(TensorTreeModel::PathRole)))
-            return true;
-    // Types and devices select tensors: a module matches through them (recursive filtering),
-    // not by a summary such as "mixed".
-    if (row.data(TensorTreeModel::TensorIndexRole).toInt() < 0)
-        return false;
-    if (m_field == Field::Any || m_field == Field::DType)
-        if (contains(model->index(sourceRow, TensorTreeModel::DTypeColumn, sourceParent).data()))
-            return true;
-    if (m_field == Field::Any || m_field == Field::Device)
-        if (contains(row.data(TensorTreeModel::RecordedDeviceRole))
-            || contains(row.data(TensorTreeModel::PlannedDeviceRole)))
-            return true;
-    return false;
+    if (m_needle.isEmpty() || m_shown.empty())
+        return true; // no needle, or its first match is still running: everything
+    const QModelIndex row = sourceModel()->index(sourceRow, 0, sourceParent);
+    const std::size_t node = row.internalId();
+    return node < m_shown.size() && m_shown[node];
 }
 
 bool TensorFilterProxyModel::lessThan(const QModelIndex& left, const QModelIndex& right) const

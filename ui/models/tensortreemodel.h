@@ -58,6 +58,10 @@ public:
     // Marks the rows of the tensors the findings concern (a badge in the Name column, the worst
     // severity in FindingSeverityRole) and, paler, their ancestors. Replaces earlier findings.
     void setFindings(const std::vector<Finding>& findings);
+    // Every tensor's recorded and planned device as the tree shows them, as indices into `tags`
+    // (a snapshot of the plan for a filter job).
+    void deviceTagsOfTensors(
+        QStringList& tags, std::vector<std::uint16_t>& recorded, std::vector<std::uint16_t>& planned) const;
 
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
     QModelIndex parent(const QModelIndex& child) const override;
@@ -72,6 +76,9 @@ public:
     Qt::DropActions supportedDragActions() const override;
 
 private:
+    static constexpr std::int32_t kNoDevice = -1; // m_recordedDevice: no tensor below
+    static constexpr std::int32_t kMixedDevices = -2;
+
     void onPlacementChanged(const std::vector<std::uint32_t>& unitsChanged);
     void onTargetChanged();
 
@@ -103,6 +110,9 @@ private:
     std::vector<QString> m_recordedTags;
     // Per tensor: whether it counts in m_changedCount now.
     std::vector<char> m_tensorChanged;
+    std::vector<char> m_collected; // per tree node, scratch for onPlacementChanged (all 0 between calls)
+    std::vector<std::uint32_t> m_changedRows; // scratch for onPlacementChanged
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> m_rowsByParent; // scratch for emitRowsChanged
     // Swatches by device tag (a handful), and striped ones by mix (cleared when it grows).
     mutable QHash<QString, QPixmap> m_swatches;
     // Per tree node, the worst finding severity (int ckpt::Severity, -1: none) about its own tensor

@@ -33,39 +33,11 @@ std::shared_ptr<TensorValuesSource> HelperProcessValues::findForThisProgram()
     return std::make_shared<HelperProcessValues>(program);
 }
 
-Expected<TensorValues> HelperProcessValues::compute(
-    const std::string& checkpointPath, std::uint32_t tensor, const std::function<bool()>& keepGoing) const
+namespace {
+
+// One entry of the helper's "tensors" array.
+Expected<TensorValues> valuesFromJson(const JsonValue& entry)
 {
-    QProcess process;
-    process.setProgram(m_program);
-    process.setArguments({QStringLiteral("--tensor=%1").arg(tensor), QString::fromStdString(checkpointPath)});
-    process.start(QIODevice::ReadOnly);
-    if (!process.waitForStarted())
-        return makeError(
-            "cannot run " + m_program.toStdString() + ": " + process.errorString().toStdString());
-    while (!process.waitForFinished(50)) {
-        if (process.state() == QProcess::NotRunning)
-            break;
-        if (!keepGoing()) {
-            process.kill();
-            process.waitForFinished();
-            return makeError("cancelled");
-        }
-    }
-    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
-        return makeError(
-            "ckpt-inspect-values failed: " + process.readAllStandardError().trimmed().toStdString());
-    const QByteArray output = process.readAllStandardOutput();
-    const auto json = parseJson(std::string_view(output.constData(), std::size_t(output.size())));
-    if (!json)
-        return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
-    const JsonValue* found = nullptr;
-    for (const JsonValue& entry : json->member("tensors").items())
-        if (entry.member("index").toUInt64() == tensor)
-            found = &entry;
-    if (!found)
-        return makeError("no values: the tensor has no storage of its own");
-    const JsonValue& entry = *found;
     if (const JsonValue* error = entry.find("error"))
         return makeError(error->toString());
     const auto count = [&](std::string_view key) { return entry.member(key).toUInt64().value_or(0); };
@@ -88,6 +60,111 @@ Expected<TensorValues> HelperProcessValues::compute(
     for (const JsonValue& bin : histogram.member("counts").items())
         values.histogramCounts.push_back(bin.toUInt64().value_or(0));
     return values;
+}
+
+// Runs the helper to its end, or kills it when `keepGoing` turns false (then "cancelled"). Every
+// line it writes on stderr goes to `onErrorLine` as it comes; stdout is returned.
+Expected<QByteArray> runHelper(const QString& program, const QStringList& arguments,
+    const std::function<bool()>& keepGoing, const std::function<void(const QByteArray&)>& onErrorLine = {})
+{
+    QProcess process;
+    process.setProgram(program);
+    process.setArguments(arguments);
+    process.start(QIODevice::ReadOnly);
+    if (!process.waitForStarted())
+        return makeError("cannot run " + program.toStdString() + ": " + process.errorString().toStdString());
+    QByteArray errors;
+    const auto drainErrors = [&] {
+        if (!onErrorLine)
+            return;
+        errors += process.readAllStandardError();
+        for (qsizetype end; (end = errors.indexOf('\n')) >= 0; errors.remove(0, end + 1))
+            onErrorLine(errors.left(end));
+    };
+    while (!process.waitForFinished(50)) {
+        drainErrors();
+        if (process.state() == QProcess::NotRunning)
+            break;
+        if (!keepGoing()) {
+            process.kill();
+            process.waitForFinished();
+            return makeError("cancelled");
+        }
+    }
+    drainErrors();
+    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
+        return makeError("ckpt-inspect-values failed: "
+            + QByteArray(errors + process.readAllStandardError()).trimmed().toStdString());
+    return process.readAllStandardOutput();
+}
+
+} // namespace
+
+Expected<TensorValues> HelperProcessValues::compute(
+    const std::string& checkpointPath, std::uint32_t tensor, const std::function<bool()>& keepGoing) const
+{
+    const auto output = runHelper(m_program,
+        {QStringLiteral("--tensor=%1").arg(tensor), QString::fromStdString(checkpointPath)}, keepGoing);
+    if (!output)
+        return output.error();
+    const auto json = parseJson(std::string_view(output->constData(), std::size_t(output->size())));
+    if (!json)
+        return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
+    const JsonValue* found = nullptr;
+    for (const JsonValue& entry : json->member("tensors").items())
+        if (entry.member("index").toUInt64() == tensor)
+            found = &entry;
+    if (!found)
+        return makeError("no values: the tensor has no storage of its own");
+    return valuesFromJson(*found);
+}
+
+Expected<ValueScanResult> HelperProcessValues::scan(const std::string& checkpointPath,
+    const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress) const
+{
+    // Asked between progress lines too, so that Cancel takes effect while the helper is still
+    // loading libtorch or reading one large tensor.
+    bool keepGoing = true;
+    std::uint64_t done = 0, total = 0;
+    const auto ask = [&] {
+        keepGoing = keepGoing && (!progress || progress(done, total));
+        return keepGoing;
+    };
+    const auto output
+        = runHelper(m_program, {QStringLiteral("--progress"), QString::fromStdString(checkpointPath)}, ask,
+            [&](const QByteArray& line) {
+                // "progress DONE TOTAL"
+                const QList<QByteArray> parts = line.split(' ');
+                if (parts.size() == 3 && parts[0] == "progress") {
+                    done = parts[1].toULongLong();
+                    total = parts[2].toULongLong();
+                    ask();
+                }
+            });
+    ValueScanResult result;
+    if (!output) {
+        if (!keepGoing) {
+            result.cancelled = true;
+            return result;
+        }
+        return output.error();
+    }
+    const auto json = parseJson(std::string_view(output->constData(), std::size_t(output->size())));
+    if (!json)
+        return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
+    for (const JsonValue& entry : json->member("tensors").items()) {
+        ++result.tensorsScanned;
+        const auto values = valuesFromJson(entry);
+        if (!values) {
+            ++result.tensorsWithoutValues;
+            continue;
+        }
+        if (values->nonFiniteCount() == 0)
+            continue;
+        result.nonFinite.push_back({static_cast<std::uint32_t>(entry.member("index").toUInt64().value_or(0)),
+            QString::fromStdString(entry.member("name").toString()), *values});
+    }
+    return result;
 }
 
 } // namespace ckpt

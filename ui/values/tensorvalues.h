@@ -23,6 +23,22 @@ struct TensorValues {
     double histogramLow = 0, histogramHigh = 0;
     std::vector<std::uint64_t> histogramCounts;
     bool isRealDomain() const { return domain == QLatin1String("values"); }
+    std::uint64_t nonFiniteCount() const { return nanCount + positiveInfinityCount + negativeInfinityCount; }
+};
+
+// One tensor of a whole-checkpoint scan.
+struct ScannedTensor {
+    std::uint32_t tensor = 0; // index into Checkpoint::tensors
+    QString name;
+    TensorValues values;
+};
+
+// What "Scan values" found: the tensors holding NaN or ±Inf, with their statistics and histograms.
+struct ValueScanResult {
+    std::vector<ScannedTensor> nonFinite;
+    std::size_t tensorsScanned = 0;
+    std::size_t tensorsWithoutValues = 0; // the helper could not compute them (dtype, missing bytes)
+    bool cancelled = false;
 };
 
 // Where the GUI gets tensor values from. Computing them needs libtorch, which the GUI process
@@ -35,6 +51,10 @@ public:
     // tensor was selected); the source then gives up as soon as it can.
     virtual Expected<TensorValues> compute(const std::string& checkpointPath, std::uint32_t tensor,
         const std::function<bool()>& keepGoing) const = 0;
+    // Every tensor of the checkpoint (all shards of a folder), on a worker thread. `progress` gets
+    // bytes of tensor data done and in all; false from it cancels (the result then says so).
+    virtual Expected<ValueScanResult> scan(const std::string& checkpointPath,
+        const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress) const = 0;
 };
 
 // Asks the ckpt-inspect-values program (the same helper `ckpt-inspect check --values` runs) for
@@ -44,6 +64,8 @@ public:
     explicit HelperProcessValues(QString program);
     Expected<TensorValues> compute(const std::string& checkpointPath, std::uint32_t tensor,
         const std::function<bool()>& keepGoing) const override;
+    Expected<ValueScanResult> scan(const std::string& checkpointPath,
+        const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress) const override;
 
     // The helper for this process: $CKPT_VALUES_HELPER if set, else ckpt-inspect-values next to
     // the running program. Null when there is none (a build without libtorch): no Values section.

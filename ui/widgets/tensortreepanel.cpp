@@ -5,6 +5,7 @@
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/devicecolors.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/tensortreeview.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -13,6 +14,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <set>
 
 namespace ckpt {
@@ -35,7 +37,7 @@ TensorTreePanel::TensorTreePanel(QWidget* parent)
         [this] { m_filterModel->setFilterText(m_filterEdit->text()); });
 
     m_filterModel = new TensorFilterProxyModel(this);
-    m_view = new QTreeView(this);
+    m_view = new TensorTreeView(this);
     m_view->setObjectName(QStringLiteral("tensorTree"));
     m_view->setAccessibleName(tr("Tensors by module"));
     m_view->setToolTip(
@@ -113,8 +115,14 @@ void TensorTreePanel::updateLegend()
     QStringList tags;
     for (const DeviceInfo& device : m_document->target().devices)
         tags.append(QString::fromStdString(device.tag));
-    for (const StorageRecord& storage : m_document->checkpoint().storages) {
-        const QString tag = QString::fromStdString(storage.device.value_or("(none)"));
+    // A million storages on a handful of devices: compare the core's strings, convert each device once.
+    std::vector<const std::optional<std::string>*> devices;
+    for (const StorageRecord& storage : m_document->checkpoint().storages)
+        if (std::none_of(
+                devices.begin(), devices.end(), [&](const auto* seen) { return *seen == storage.device; }))
+            devices.push_back(&storage.device);
+    for (const std::optional<std::string>* device : devices) {
+        const QString tag = QString::fromStdString(device->value_or("(none)"));
         if (!tags.contains(tag))
             tags.append(tag);
     }
