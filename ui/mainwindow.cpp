@@ -1,24 +1,32 @@
-// About 700 lines, on purpose in one file: what is left here is the window's layout, its action and
-// menu tables, and its answers to the signals of the parts that do the work (ui/document's
-// controller for open, save, export and triage; ui/planactions for the Plan menu; ui/jobs; the
-// dialogs), so a reader sees the whole window in one place.
+// On purpose in one file: what is left here is the window's layout, its action and menu tables,
+// and its answers to the signals of the parts that do the work (ui/document's controller for open,
+// save, export and triage; ui/planactions for the Plan menu; ui/deviceshortcuts for keyboard moves;
+// ui/theme, ui/guidedtour, the toolbar; ui/jobs; the dialogs), so a reader sees the whole window in
+// one place.
 #include "ui/mainwindow.h"
 
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
+#include "ui/deviceshortcuts.h"
+#include "ui/dialogs/dangeroussave.h"
 #include "ui/dialogs/filedialogs.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
 #include "ui/document/foldersave.h"
+#include "ui/guidedtour.h"
 #include "ui/jobs/jobprogressdialog.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
 #include "ui/planactions.h"
+#include "ui/theme.h"
 #include "ui/values/tensorvalues.h"
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/devicepanel.h"
 #include "ui/widgets/findingspanel.h"
+#include "ui/widgets/firstrunhint.h"
+#include "ui/widgets/loadsimulationbar.h"
+#include "ui/widgets/maintoolbar.h"
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/safetybanner.h"
@@ -43,6 +51,7 @@
 #include <QUndoGroup>
 #include <QUndoStack>
 #include <QUndoView>
+#include <QVBoxLayout>
 
 namespace ckpt {
 
@@ -97,6 +106,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_planActions, &PlanActions::message, this, &MainWindow::showTransientMessage);
     connect(m_planActions, &PlanActions::errorShown, this, &MainWindow::showError);
     connect(m_planActions, &PlanActions::targetChanged, this, &MainWindow::updateStatusSummary);
+    connect(m_findingsPanel->simulationBar(), &LoadSimulationBar::targetChosen, m_planActions,
+        &PlanActions::chooseTarget);
     connect(m_planActions, &PlanActions::detectingChanged, m_devicePanel, &DevicePanel::setDetecting);
     m_devicePanel->setDetecting(m_planActions->isDetecting());
 
@@ -125,7 +136,7 @@ MainWindow::MainWindow(QWidget* parent)
         m_findingsPanel->setReport(
             *report, document()->sharedCheckpoint(), fromStd(document()->target().name));
         m_treePanel->safetyBanner()->setVerdict(report->safety);
-        treeModel()->setFindings(report->findings);
+        m_treePanel->showFindings(report->findings, document()->checkpoint().tensors.size());
         Q_EMIT triageFinished();
     });
     JobTracker* fileJobs = m_documents->fileJobs();
@@ -138,9 +149,16 @@ MainWindow::MainWindow(QWidget* parent)
         updateActions();
     });
 
+    m_dangerousSave = new DangerousSaveGuard(this);
+    connect(m_dangerousSave, &DangerousSaveGuard::finished, this, &MainWindow::showSaveResult);
+
     createActions();
     createMenus();
+    m_toolBar = new MainToolBar(this, m_planActions->targetMenu());
+    addToolBar(Qt::TopToolBarArea, m_toolBar);
+    m_tour = new GuidedTour(this);
     restoreSettings();
+    updateStatusSummary();
     updateActions();
 }
 
@@ -171,18 +189,38 @@ void MainWindow::createWidgets()
     m_detailsPane->setValuesSource(HelperProcessValues::findForThisProgram());
     connect(m_detailsPane, &DetailsPane::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
 
+    // Right: the device cards (every row of them in view) over the chart. Left: the tree over the
+    // details of its current row.
+    auto* devicesArea = new QWidget(this);
+    auto* devicesLayout = new QVBoxLayout(devicesArea);
+    devicesLayout->setContentsMargins(0, 0, 0, 0);
+    devicesLayout->setSpacing(2);
+    devicesLayout->setSizeConstraint(
+        QLayout::SetMinAndMaxSize); // no taller than its cards: the chart gets the rest
+    m_firstRunHint = new FirstRunHint(devicesArea);
+    m_firstRunHint->setVisible(!m_settings->firstRunHintDismissed());
+    connect(m_firstRunHint, &FirstRunHint::dismissed, this,
+        [this] { m_settings->setFirstRunHintDismissed(true); });
+    devicesLayout->addWidget(m_firstRunHint);
+    devicesLayout->addWidget(m_devicePanel);
     m_sideSplitter = new QSplitter(Qt::Vertical, this);
     m_sideSplitter->setObjectName(QStringLiteral("sideSplitter"));
-    m_sideSplitter->addWidget(m_devicePanel);
+    m_sideSplitter->addWidget(devicesArea);
     m_sideSplitter->addWidget(m_memoryChart);
-    m_sideSplitter->addWidget(m_detailsPane);
-    m_sideSplitter->setStretchFactor(0, 2);
-    m_sideSplitter->setStretchFactor(1, 3);
-    m_sideSplitter->setStretchFactor(2, 2);
+    m_sideSplitter->setStretchFactor(0, 0);
+    m_sideSplitter->setStretchFactor(1, 1);
+    m_sideSplitter->setChildrenCollapsible(false);
+
+    m_treeSplitter = new QSplitter(Qt::Vertical, this);
+    m_treeSplitter->setObjectName(QStringLiteral("treeSplitter"));
+    m_treeSplitter->addWidget(m_treePanel);
+    m_treeSplitter->addWidget(m_detailsPane);
+    m_treeSplitter->setStretchFactor(0, 3);
+    m_treeSplitter->setStretchFactor(1, 1);
 
     m_mainSplitter = new QSplitter(Qt::Horizontal, this);
     m_mainSplitter->setObjectName(QStringLiteral("mainSplitter"));
-    m_mainSplitter->addWidget(m_treePanel);
+    m_mainSplitter->addWidget(m_treeSplitter);
     m_mainSplitter->addWidget(m_sideSplitter);
     m_mainSplitter->setStretchFactor(0, 3);
     m_mainSplitter->setStretchFactor(1, 2);
@@ -257,6 +295,10 @@ void MainWindow::createActions()
             [this] { m_treePanel->focusFilter(); }},
         {"actionOpenDemo", tr("Open &Demo Checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_D),
             tr("A small transformer saved on cuda:0, cuda:1 and cpu"), [this] { openDemoCheckpoint(); }},
+        {"actionGuidedTour", tr("&Guided Tour"), {},
+            tr("Short steps on the demo checkpoint that drive the app: shared storage, moves, targets, "
+               "saving"),
+            [this] { m_tour->start(); }},
         {"actionAbout", tr("&About Checkpoint Inspector"), QKeySequence(Qt::Key_F1), {},
             [this] {
                 QMessageBox::about(this, tr("About Checkpoint Inspector"),
@@ -279,6 +321,23 @@ void MainWindow::createActions()
     m_closeAction = find("actionClose");
     m_selectSharingAction = find("actionSelectSharing");
     m_demoAction = find("actionOpenDemo");
+    m_tourAction = find("actionGuidedTour");
+
+    // Keyboard moves: the selected rows' drag payload, dropped on a device by a shortcut.
+    m_deviceShortcuts = new DeviceShortcuts(
+        m_documents,
+        [this]() -> std::unique_ptr<QMimeData> {
+            QModelIndexList rows;
+            const QModelIndexList selected = treeView()->selectionModel()->selectedRows();
+            for (const QModelIndex& index : selected)
+                rows.append(filterModel()->mapToSource(index));
+            if (rows.isEmpty() || !treeModel())
+                return nullptr;
+            return std::unique_ptr<QMimeData>(treeModel()->mimeData(rows));
+        },
+        this);
+    connect(m_deviceShortcuts, &DeviceShortcuts::moved, this, &MainWindow::showTransientMessage);
+    m_theme = new Theme(m_settings.get(), this);
 
     // The group follows the open document's stack.
     QAction* undo = m_undoGroup->createUndoAction(this, tr("&Undo"));
@@ -312,10 +371,10 @@ void MainWindow::createMenus()
                 "actionExportMapLocation", "actionExportDeviceMap", "-", "actionClose", "actionQuit"}},
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
-            {"actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced", "actionAutoSequential",
-                "-", "targetMenu"}},
-        {tr("&View"), {"actionShowHistory", "actionShowFindings"}},
-        {tr("&Help"), {"actionOpenDemo", "-", "actionAbout"}},
+            {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",
+                "actionAutoSequential", "-", "targetMenu"}},
+        {tr("&View"), {"actionShowHistory", "actionShowFindings", "-", "themeMenu"}},
+        {tr("&Help"), {"actionGuidedTour", "actionOpenDemo", "-", "actionAbout"}},
     };
     const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};
     int index = 0;
@@ -346,10 +405,13 @@ void MainWindow::restoreSettings()
         resizeDocks({m_findingsDock}, {190}, Qt::Vertical);
     const QByteArray mainState = m_settings->splitterState(m_mainSplitter->objectName());
     if (mainState.isEmpty() || !m_mainSplitter->restoreState(mainState))
-        m_mainSplitter->setSizes({720, 680});
+        m_mainSplitter->setSizes({700, 580});
     const QByteArray sideState = m_settings->splitterState(m_sideSplitter->objectName());
     if (sideState.isEmpty() || !m_sideSplitter->restoreState(sideState))
-        m_sideSplitter->setSizes({190, 300, 290});
+        m_sideSplitter->setSizes({200, 400});
+    const QByteArray treeState = m_settings->splitterState(m_treeSplitter->objectName());
+    if (treeState.isEmpty() || !m_treeSplitter->restoreState(treeState))
+        m_treeSplitter->setSizes({420, 200});
 }
 
 void MainWindow::saveSettings()
@@ -358,6 +420,7 @@ void MainWindow::saveSettings()
     m_settings->setWindowState(saveState());
     m_settings->setSplitterState(m_mainSplitter->objectName(), m_mainSplitter->saveState());
     m_settings->setSplitterState(m_sideSplitter->objectName(), m_sideSplitter->saveState());
+    m_settings->setSplitterState(m_treeSplitter->objectName(), m_treeSplitter->saveState());
 }
 
 void MainWindow::setDemoCheckpointPath(const QString& path)
@@ -497,6 +560,7 @@ void MainWindow::attachDocument(CheckpointDocument* current, CheckpointDocument*
     m_devicePanel->setDocument(current);
     m_memoryChart->setDocument(current);
     m_detailsPane->setDocument(current);
+    m_findingsPanel->simulationBar()->setDocument(current);
     if (previous)
         m_undoGroup->removeStack(previous->undoStack());
     m_findingsPanel->clear();
@@ -621,6 +685,9 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
         Q_EMIT saveFinished(bool(exported), message);
         return;
     }
+    // As `ckpt-inspect remap` does (exit 4): no remapped copy of a file that may run code.
+    if (m_dangerousSave->refuse(current->checkpoint(), path))
+        return;
     m_documents->saveRemappedCopy(path);
     showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
 }
@@ -702,7 +769,9 @@ void MainWindow::updateActions()
     m_closeAction->setEnabled(open);
     m_selectSharingAction->setEnabled(open && m_treePanel->hasSelection());
     m_demoAction->setEnabled(!m_demoCheckpointPath.isEmpty());
+    m_tourAction->setEnabled(!m_demoCheckpointPath.isEmpty());
     m_planActions->updateActions();
+    m_deviceShortcuts->updateActions(open && m_treePanel->hasSelection());
 }
 
 QString MainWindow::statusSummary() const
@@ -721,6 +790,12 @@ void MainWindow::updateStatusSummary()
 {
     m_summaryLabel->setText(statusSummary());
     m_treePanel->updateLegend();
+    const QString target = m_planActions->currentTargetChoice();
+    if (m_toolBar)
+        m_toolBar->setTargetName(target);
+    m_findingsPanel->simulationBar()->setTargetChoices(m_planActions->targetChoices(), target);
+    if (m_deviceShortcuts)
+        updateActions();
 }
 
 void MainWindow::showTransientMessage(const QString& text)
