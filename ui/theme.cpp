@@ -10,10 +10,22 @@
 
 namespace ckpt {
 
+namespace {
+
+// The platform's palette as the application started with it, before any theme replaced it (a
+// second window must not take the first one's dark palette for the system's).
+const QPalette& systemPalette()
+{
+    static const QPalette palette = QApplication::palette();
+    return palette;
+}
+
+} // namespace
+
 Theme::Theme(AppSettings* settings, QWidget* menuParent)
     : QObject(menuParent)
     , m_settings(settings)
-    , m_systemPalette(QApplication::palette())
+    , m_systemPalette(systemPalette())
 {
     m_menu = new QMenu(tr("&Theme"), menuParent);
     m_menu->setObjectName(QStringLiteral("themeMenu"));

@@ -5,6 +5,7 @@
 #include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/importrequirements.h"
+#include "core/triage/plannedload.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>

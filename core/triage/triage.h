@@ -116,12 +116,6 @@ struct TriageReport {
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
     const MapLocation& mapLocation, TorchGeneration generation,
     std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {});
-// The same for the copy a plan would write: storage i recorded on (*storageDevices)[i] instead of
-// its own device (the remap rewrites device tags only). The app's "after this plan" line.
-LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
-    const std::vector<std::optional<std::string>>* storageDevices, const MachineInventory& machine,
-    const MapLocation& mapLocation, TorchGeneration generation,
-    std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {});
 WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneration generation);
 
 // Integrity (CRC of every record, sizes, views, truncation and salvage), placement smells (mixed

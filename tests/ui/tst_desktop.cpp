@@ -149,7 +149,7 @@ QString barsNotInFull(MainWindow& window)
             const double bytes
                 = double(model->index(row, column).data(MemoryTableModel::BytesRole).toULongLong());
             const double value = bytes / model->bytesPerUnit();
-            if (bytes > 0 && (value > axis->max() || value < axis->min()))
+            if (bytes > 0 && (value > axis->max() * 1.0001 || value < axis->min() * 0.9999))
                 problems.append(QStringLiteral("%1 column %2: %3 outside %4..%5")
                                     .arg(model->tagAt(row))
                                     .arg(column)
@@ -157,7 +157,7 @@ QString barsNotInFull(MainWindow& window)
                                     .arg(axis->min())
                                     .arg(axis->max()));
         }
-    if (axis->titleText() != QStringLiteral("MiB, log scale"))
+    if (!axis->titleText().endsWith(QStringLiteral("iB, log scale")))
         problems.append(QStringLiteral("axis title ") + axis->titleText());
     if (chart->chartView()->chart()->plotArea().height() < 100)
         problems.append(QStringLiteral("plot area only %1 px high")
@@ -281,20 +281,19 @@ private Q_SLOTS:
         bar->refresh();
         QVERIFY2(
             bar->resultText().contains(QStringLiteral("The file as it is")), qPrintable(bar->resultText()));
-        QVERIFY2(bar->resultText().contains(QStringLiteral("fails")), qPrintable(bar->resultText()));
+        QVERIFY2(bar->resultText().contains(QStringLiteral("fail")), qPrintable(bar->resultText()));
         QVERIFY(!bar->resultText().contains(QStringLiteral("After this plan")));
 
         window.findChild<QAction*>(QStringLiteral("actionEverythingToCpu"))->trigger();
         QTRY_VERIFY2(bar->resultText().contains(
-                         QStringLiteral("After this plan (the saved copy): torch 2.6+ loads it")),
+                         QStringLiteral("After this plan (the saved copy): torch 2.6+ and 1.13 load it")),
             qPrintable(bar->resultText()));
         QVERIFY2(bar->resultText().contains(QStringLiteral("map_location={")), qPrintable(bar->resultText()));
 
         // The map_location chooser: 'cpu' makes the file as it is load too.
         bar->mapLocationBox()->setCurrentText(QStringLiteral("'cpu'"));
         QTRY_VERIFY2(
-            bar->resultText().startsWith(QStringLiteral("The file as it is with map_location='cpu' on laptop "
-                                                        "without a GPU: torch 2.6+ loads it")),
+            bar->resultText().startsWith(QStringLiteral("The file as it is: torch 2.6+ and 1.13 load it")),
             qPrintable(bar->resultText()));
         bar->mapLocationBox()->setCurrentText(QStringLiteral("{'cuda:0"));
         QTRY_VERIFY2(bar->resultText().contains(QStringLiteral("closing")), qPrintable(bar->resultText()));
@@ -454,7 +453,7 @@ private Q_SLOTS:
             QCOMPARE(
                 window.document()->plan().plannedDeviceOfStorage(storage).value_or(""), std::string("cpu"));
         QVERIFY2(tour->stepText().contains(
-                     QStringLiteral("After this plan (the saved copy): torch 2.6+ loads it")),
+                     QStringLiteral("After this plan (the saved copy): torch 2.6+ and 1.13 load it")),
             qPrintable(tour->stepText()));
 
         // 6: map_location='cpu' does the same at load time.

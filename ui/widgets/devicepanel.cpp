@@ -187,11 +187,13 @@ public:
         painter->save();
         painter->setClipPath(barShape);
         // A sliver still shows: a checkpoint of megabytes on a GPU of gigabytes is not nothing.
-        const double plannedWidth = planned ? std::max(2.0, bar.width() * double(planned) / scale) : 0.0;
-        const double contextWidth = bar.width() * double(context) / scale;
+        // A device the target lacks has no capacity to fill: its bar stays empty, its words say why.
+        const double plannedWidth
+            = planned && inTarget ? std::max(2.0, bar.width() * double(planned) / scale) : 0.0;
+        const double contextWidth = inTarget ? bar.width() * double(context) / scale : 0.0;
         QRectF plannedRect(bar.left(), bar.top(), plannedWidth, bar.height());
         painter->fillRect(plannedRect, over || absentWithBytes ? warning : deviceColour);
-        if (context) {
+        if (context && inTarget) {
             const QRectF contextRect(plannedRect.right(), bar.top(), contextWidth, bar.height());
             QColor contextColour = over ? warning : deviceColour;
             painter->fillRect(
@@ -214,8 +216,9 @@ public:
         if (!inTarget) {
             const QString outcome = m_absentOutcomes ? m_absentOutcomes->value(tag) : QString();
             const QString said = planned == 0 ? tr("nothing planned here: loads elsewhere")
-                : outcome.isEmpty() ? tr("%1 planned: torch.load fails").arg(formatByteSize(planned))
-                                    : tr("torch.load raises %1").arg(outcome);
+                : outcome.isEmpty()
+                ? tr("%1 planned: torch.load fails").arg(formatByteSize(planned))
+                : tr("%1 planned: torch.load raises %2").arg(formatByteSize(planned), outcome);
             painter->setPen(planned == 0 ? dimText : warning);
             painter->drawText(words, Qt::AlignLeft | Qt::AlignVCenter,
                 smallMetrics.elidedText(said, Qt::ElideRight, words.width()));

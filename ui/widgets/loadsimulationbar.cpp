@@ -50,8 +50,8 @@ QString outcomeHtml(const LoadSimulation& simulation)
         return text;
     }
     QString error = firstLine(simulation.error);
-    if (error.size() > 140)
-        error = error.left(139) + QChar(0x2026);
+    if (error.size() > 100)
+        error = error.left(99) + QChar(0x2026);
     return LoadSimulationBar::tr("<b>%1</b> <span style=\"color:#c62828\">fails</span>: “%2”")
         .arg(name, error.toHtmlEscaped());
 }
@@ -63,6 +63,12 @@ QString bothHtml(const Checkpoint& checkpoint, const std::vector<std::optional<s
         = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch26Plus);
     const LoadSimulation old
         = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch113);
+    // One line each: the same outcome from both generations is said once.
+    if (modern.loads == old.loads && modern.error == old.error)
+        return outcomeHtml(modern)
+            .replace(QStringLiteral("torch 2.6+</b>"), QStringLiteral("torch 2.6+ and 1.13</b>"))
+            .replace(QStringLiteral("loads it</span>"), QStringLiteral("load it</span>"))
+            .replace(QStringLiteral(">fails</span>"), QStringLiteral(">fail</span>"));
     return outcomeHtml(modern) + QStringLiteral(" · ") + outcomeHtml(old);
 }
 
@@ -203,11 +209,9 @@ void LoadSimulationBar::refresh()
     const Checkpoint& checkpoint = m_document->checkpoint();
     const PlacementPlan& plan = m_document->plan();
     const MachineInventory& target = m_document->target();
-    const QString where = tr("with map_location=%1 on %2")
-                              .arg(fromStd(m_mapLocation.python()), fromStd(target.name))
-                              .toHtmlEscaped();
-    QString html = tr("<b>The file as it is</b> %1: %2")
-                       .arg(where, bothHtml(checkpoint, nullptr, target, m_mapLocation));
+    // The choosers above say which map_location and target: the lines say only what happens.
+    QString html
+        = tr("<b>The file as it is:</b> %1").arg(bothHtml(checkpoint, nullptr, target, m_mapLocation));
     if (plan.changesAnything()) {
         std::vector<std::optional<std::string>> planned(checkpoint.storages.size());
         for (std::uint32_t storage = 0; storage < planned.size(); ++storage)

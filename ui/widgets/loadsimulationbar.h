@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/triage/triage.h"
+#include "core/triage/plannedload.h"
 
 #include <QPointer>
 #include <QWidget>

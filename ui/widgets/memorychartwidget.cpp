@@ -252,26 +252,37 @@ void MemoryChartWidget::refresh()
         m_categories->clear();
         m_categories->append(tags);
     }
-    // One axis for every bar, in full: a log scale in MiB from the decade below the smallest
-    // non-zero cell to the decade above the largest (the demo: 0.1 MiB of tensors, 32 GiB of CPU).
-    constexpr double kMiB = 1024.0 * 1024.0;
-    m_model->setUnit(kMiB, QStringLiteral("MiB"));
-    double smallest = 0.0;
-    double largest = 0.0;
+    // One axis for every bar, in full: a log scale from the power below the smallest non-zero cell
+    // to the power above the largest (the demo: 0.1 MiB of tensors, 32 GiB of CPU). In MiB, or GiB
+    // past 100 GiB; ticks every decade, or every second one when there are many (the labels must
+    // not crowd a short chart).
+    double smallestBytes = 0.0;
+    double largestBytes = 0.0;
     for (int row = 0; row < m_model->rowCount(); ++row)
         for (int column = 0; column < MemoryTableModel::ColumnCount; ++column) {
-            const double value
-                = double(m_model->index(row, column).data(MemoryTableModel::BytesRole).toULongLong()) / kMiB;
-            if (value <= 0)
+            const double bytes
+                = double(m_model->index(row, column).data(MemoryTableModel::BytesRole).toULongLong());
+            if (bytes <= 0)
                 continue;
-            smallest = smallest == 0.0 ? value : std::min(smallest, value);
-            largest = std::max(largest, value);
+            smallestBytes = smallestBytes == 0.0 ? bytes : std::min(smallestBytes, bytes);
+            largestBytes = std::max(largestBytes, bytes);
         }
-    const double low = smallest > 0 ? std::pow(10.0, std::floor(std::log10(smallest))) : 0.1;
-    const double high = largest > 0 ? std::pow(10.0, std::ceil(std::log10(largest * 1.05))) : 10.0;
-    m_values->setRange(low, std::max(high, low * 10));
+    constexpr double kMiB = 1024.0 * 1024.0;
+    constexpr double kGiB = 1024.0 * kMiB;
+    const bool gib = largestBytes >= 100 * kGiB;
+    const double unit = gib ? kGiB : kMiB;
+    m_model->setUnit(unit, gib ? QStringLiteral("GiB") : QStringLiteral("MiB"));
+    const double smallest = smallestBytes / unit;
+    const double largest = largestBytes * 1.05 / unit;
+    const double decades = smallest > 0 ? std::log10(largest) - std::log10(smallest) : 0.0;
+    const double base = decades > 6 ? 100.0 : 10.0;
+    const auto power = [base](double exponent) { return std::pow(base, exponent); };
+    const double low = smallest > 0 ? power(std::floor(std::log(smallest) / std::log(base))) : 0.1;
+    const double high = largest > 0 ? power(std::ceil(std::log(largest) / std::log(base))) : 10.0;
+    m_values->setBase(base);
+    m_values->setRange(low, std::max(high, low * base));
     static_cast<LegendLabels*>(m_floorModel)->setFloor(low);
-    m_values->setTitleText(tr("MiB, log scale"));
+    m_values->setTitleText(gib ? tr("GiB, log scale") : tr("MiB, log scale"));
 
     restyle();
     const QList<QBarSet*> sets = m_series->barSets();
