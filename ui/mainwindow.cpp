@@ -188,31 +188,36 @@ void MainWindow::createWidgets()
     m_detailsPane->setValuesSource(HelperProcessValues::findForThisProgram());
     connect(m_detailsPane, &DetailsPane::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
 
-    // Right: the device cards (every row of them in view) over the chart. Left: the tree over the
-    // details of its current row.
-    auto* devicesArea = new QWidget(this);
-    auto* devicesLayout = new QVBoxLayout(devicesArea);
-    devicesLayout->setContentsMargins(0, 0, 0, 0);
-    devicesLayout->setSpacing(2);
-    devicesLayout->setSizeConstraint(
-        QLayout::SetMinAndMaxSize); // no taller than its cards: the chart gets the rest
-    m_firstRunHint = new FirstRunHint(devicesArea);
-    m_firstRunHint->setVisible(!m_settings->firstRunHintDismissed());
-    connect(m_firstRunHint, &FirstRunHint::dismissed, this,
-        [this] { m_settings->setFirstRunHintDismissed(true); });
-    devicesLayout->addWidget(m_firstRunHint);
-    devicesLayout->addWidget(m_devicePanel);
+    // Right: the device cards (every row of them in view) over the chart. Left: the first-run hint
+    // and the tree over the details of its current row.
     m_sideSplitter = new QSplitter(Qt::Vertical, this);
     m_sideSplitter->setObjectName(QStringLiteral("sideSplitter"));
-    m_sideSplitter->addWidget(devicesArea);
+    m_sideSplitter->addWidget(m_devicePanel);
     m_sideSplitter->addWidget(m_memoryChart);
     m_sideSplitter->setStretchFactor(0, 0);
     m_sideSplitter->setStretchFactor(1, 1);
     m_sideSplitter->setChildrenCollapsible(false);
+    // The cards take what their rows need, the chart the rest (a splitter keeps sizes it was given).
+    connect(m_devicePanel, &DevicePanel::heightChanged, this, [this](int cards) {
+        const QList<int> sizes = m_sideSplitter->sizes();
+        const int total = sizes.value(0) + sizes.value(1);
+        if (total > cards && sizes.value(0) != cards)
+            m_sideSplitter->setSizes({cards, total - cards});
+    });
 
+    auto* treeArea = new QWidget(this);
+    auto* treeLayout = new QVBoxLayout(treeArea);
+    treeLayout->setContentsMargins(0, 0, 0, 0);
+    treeLayout->setSpacing(2);
+    m_firstRunHint = new FirstRunHint(treeArea);
+    m_firstRunHint->setVisible(!m_settings->firstRunHintDismissed());
+    connect(m_firstRunHint, &FirstRunHint::dismissed, this,
+        [this] { m_settings->setFirstRunHintDismissed(true); });
+    treeLayout->addWidget(m_firstRunHint);
+    treeLayout->addWidget(m_treePanel, 1);
     m_treeSplitter = new QSplitter(Qt::Vertical, this);
     m_treeSplitter->setObjectName(QStringLiteral("treeSplitter"));
-    m_treeSplitter->addWidget(m_treePanel);
+    m_treeSplitter->addWidget(treeArea);
     m_treeSplitter->addWidget(m_detailsPane);
     m_treeSplitter->setStretchFactor(0, 3);
     m_treeSplitter->setStretchFactor(1, 1);

@@ -376,14 +376,17 @@ void DevicePanel::resizeEvent(QResizeEvent* event)
     if (minimumHeight() != wanted || maximumHeight() != wanted) {
         setFixedHeight(wanted);
         updateGeometry();
+        Q_EMIT heightChanged(wanted);
     }
 }
 
 void DevicePanel::refreshFit()
 {
     refreshAbsentOutcomes();
-    setFixedHeight(heightForWidth(width()));
+    const int wanted = heightForWidth(width());
+    setFixedHeight(wanted);
     updateGeometry();
+    Q_EMIT heightChanged(wanted);
 }
 
 void DevicePanel::refreshAbsentOutcomes()

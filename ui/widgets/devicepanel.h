@@ -42,6 +42,8 @@ public:
 
 Q_SIGNALS:
     void moved(const QString& statusText); // after a drop, for the status bar
+    void heightChanged(
+        int height); // the height every row of cards needs changed (a new width or device count)
 
 protected:
     void resizeEvent(QResizeEvent* event) override;

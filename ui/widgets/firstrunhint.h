@@ -7,7 +7,7 @@ class QToolButton;
 
 namespace ckpt {
 
-// A short first-run hint above the device cards: what to do first, and where the tour is. Closing
+// A short first-run hint above the tree: what to do first, and where the tour is. Closing
 // it emits dismissed(); the window remembers that (AppSettings::firstRunHintDismissed).
 class FirstRunHint : public QFrame {
     Q_OBJECT
