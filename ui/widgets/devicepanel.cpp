@@ -342,7 +342,8 @@ DevicePanel::DevicePanel(CheckpointDocument* document, QWidget* parent)
     // The panel's height follows the number of rows of cards; what loading does on an absent
     // device follows the plan and the target.
     connect(m_model, &QAbstractItemModel::modelReset, this, &DevicePanel::refreshFit);
-    connect(m_model, &QAbstractItemModel::dataChanged, this, &DevicePanel::refreshAbsentOutcomes);
+    // What torch raises on an absent device depends on the target and the device only: the rows
+    // change (a reset) when either does, not on every move.
     refreshFit();
 }
 

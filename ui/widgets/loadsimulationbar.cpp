@@ -127,6 +127,7 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     connect(m_refreshTimer, &QTimer::timeout, this, &LoadSimulationBar::refresh);
     connect(m_mapLocationBox, &QComboBox::currentTextChanged, this, [this] {
         readMapLocation();
+        forgetFileAsItIs();
         scheduleRefresh();
     });
     connect(m_targetBox, &QComboBox::activated, this,
@@ -141,8 +142,12 @@ void LoadSimulationBar::setDocument(CheckpointDocument* document)
     m_document = document;
     if (document) {
         connect(document, &CheckpointDocument::placementChanged, this, &LoadSimulationBar::scheduleRefresh);
-        connect(document, &CheckpointDocument::targetChanged, this, &LoadSimulationBar::scheduleRefresh);
+        connect(document, &CheckpointDocument::targetChanged, this, [this] {
+            forgetFileAsItIs();
+            scheduleRefresh();
+        });
     }
+    forgetFileAsItIs();
     refresh();
 }
 
@@ -172,6 +177,7 @@ void LoadSimulationBar::setMapLocationText(const QString& text)
 {
     m_mapLocationBox->setCurrentText(text);
     readMapLocation();
+    forgetFileAsItIs();
     refresh();
 }
 
@@ -184,6 +190,11 @@ void LoadSimulationBar::readMapLocation()
     } else {
         m_mapLocationError = fromStd(parsed.error().message);
     }
+}
+
+void LoadSimulationBar::forgetFileAsItIs()
+{
+    m_asItIsHtml.clear();
 }
 
 void LoadSimulationBar::scheduleRefresh()
@@ -210,8 +221,9 @@ void LoadSimulationBar::refresh()
     const PlacementPlan& plan = m_document->plan();
     const MachineInventory& target = m_document->target();
     // The choosers above say which map_location and target: the lines say only what happens.
-    QString html
-        = tr("<b>The file as it is:</b> %1").arg(bothHtml(checkpoint, nullptr, target, m_mapLocation));
+    if (m_asItIsHtml.isEmpty())
+        m_asItIsHtml = bothHtml(checkpoint, nullptr, target, m_mapLocation);
+    QString html = tr("<b>The file as it is:</b> %1").arg(m_asItIsHtml);
     if (plan.changesAnything()) {
         std::vector<std::optional<std::string>> planned(checkpoint.storages.size());
         for (std::uint32_t storage = 0; storage < planned.size(); ++storage)

@@ -43,11 +43,13 @@ Q_SIGNALS:
 
 private:
     void scheduleRefresh();
+    void forgetFileAsItIs(); // the target or map_location changed: the file's own line is recomputed
     void readMapLocation();
 
     QPointer<CheckpointDocument> m_document;
     MapLocation m_mapLocation;
     QString m_mapLocationError;
+    QString m_asItIsHtml; // the file as it is: unchanged by moves, so not recomputed on each one
     QComboBox* m_mapLocationBox = nullptr;
     QComboBox* m_targetBox = nullptr;
     QLabel* m_result = nullptr;
