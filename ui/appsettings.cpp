@@ -14,6 +14,8 @@ constexpr const char* kWindowState = "window/state";
 constexpr const char* kSplitterPrefix = "window/splitters/";
 constexpr const char* kRecentFiles = "files/recent";
 constexpr const char* kLastTargetProfile = "plan/lastTargetProfile";
+constexpr const char* kTheme = "view/theme";
+constexpr const char* kFirstRunHintDismissed = "view/firstRunHintDismissed";
 
 QString normalisedPath(const QString& path)
 {
@@ -116,6 +118,26 @@ QString AppSettings::lastTargetProfile() const
 void AppSettings::setLastTargetProfile(const QString& name)
 {
     setValue(kLastTargetProfile, name);
+}
+
+QString AppSettings::theme() const
+{
+    return value(kTheme, QStringLiteral("system")).toString();
+}
+
+void AppSettings::setTheme(const QString& theme)
+{
+    setValue(kTheme, theme);
+}
+
+bool AppSettings::firstRunHintDismissed() const
+{
+    return value(kFirstRunHintDismissed, false).toBool();
+}
+
+void AppSettings::setFirstRunHintDismissed(bool dismissed)
+{
+    setValue(kFirstRunHintDismissed, dismissed);
 }
 
 } // namespace ckpt

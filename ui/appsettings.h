@@ -38,6 +38,13 @@ public:
     QString lastTargetProfile() const;
     void setLastTargetProfile(const QString& name);
 
+    // "system" (the platform's palette), "light" or "dark".
+    QString theme() const;
+    void setTheme(const QString& theme);
+    // The first-run hint over the device cards, once closed, stays closed.
+    bool firstRunHintDismissed() const;
+    void setFirstRunHintDismissed(bool dismissed);
+
 private:
     QVariant value(const char* key, const QVariant& defaultValue) const;
     void setValue(const char* key, const QVariant& value);

@@ -1,25 +1,32 @@
-// About 700 lines, on purpose in one file: what is left here is the window's layout, its action and
-// menu tables, and its answers to the signals of the parts that do the work (ui/document's
-// controller for open, save, export and triage; ui/planactions for the Plan menu; ui/jobs; the
-// dialogs), so a reader sees the whole window in one place.
+// The window's layout, its wiring to the parts that do the work (ui/document's controller for open,
+// save, export and triage; ui/planactions for the Plan menu; ui/deviceshortcuts for keyboard moves;
+// ui/theme, ui/guidedtour and the toolbar; ui/jobs; the dialogs) and its answers to their signals.
+// The action and menu tables and the File actions' handlers are in mainwindowactions.cpp.
 #include "ui/mainwindow.h"
 
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
 #include "ui/compare/comparisondock.h"
+#include "ui/deviceshortcuts.h"
+#include "ui/dialogs/dangeroussave.h"
 #include "ui/dialogs/filedialogs.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
 #include "ui/document/foldersave.h"
+#include "ui/guidedtour.h"
 #include "ui/jobs/jobprogressdialog.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
 #include "ui/planactions.h"
+#include "ui/theme.h"
 #include "ui/values/tensorvalues.h"
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/devicepanel.h"
 #include "ui/widgets/findingspanel.h"
+#include "ui/widgets/firstrunhint.h"
+#include "ui/widgets/loadsimulationbar.h"
+#include "ui/widgets/maintoolbar.h"
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/safetybanner.h"
@@ -46,6 +53,7 @@
 #include <QUndoGroup>
 #include <QUndoStack>
 #include <QUndoView>
+#include <QVBoxLayout>
 
 namespace ckpt {
 
@@ -100,6 +108,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_planActions, &PlanActions::message, this, &MainWindow::showTransientMessage);
     connect(m_planActions, &PlanActions::errorShown, this, &MainWindow::showError);
     connect(m_planActions, &PlanActions::targetChanged, this, &MainWindow::updateStatusSummary);
+    connect(m_findingsPanel->simulationBar(), &LoadSimulationBar::targetChosen, m_planActions,
+        &PlanActions::chooseTarget);
     connect(m_planActions, &PlanActions::detectingChanged, m_devicePanel, &DevicePanel::setDetecting);
     m_devicePanel->setDetecting(m_planActions->isDetecting());
 
@@ -128,7 +138,7 @@ MainWindow::MainWindow(QWidget* parent)
         m_findingsPanel->setReport(
             *report, document()->sharedCheckpoint(), fromStd(document()->target().name));
         m_treePanel->safetyBanner()->setVerdict(report->safety);
-        treeModel()->setFindings(report->findings);
+        m_treePanel->showFindings(report->findings, document()->checkpoint().tensors.size());
         Q_EMIT triageFinished();
     });
     JobTracker* fileJobs = m_documents->fileJobs();
@@ -141,9 +151,16 @@ MainWindow::MainWindow(QWidget* parent)
         updateActions();
     });
 
+    m_dangerousSave = new DangerousSaveGuard(this);
+    connect(m_dangerousSave, &DangerousSaveGuard::finished, this, &MainWindow::showSaveResult);
+
     createActions();
     createMenus();
+    m_toolBar = new MainToolBar(this, m_planActions->targetMenu());
+    addToolBar(Qt::TopToolBarArea, m_toolBar);
+    m_tour = new GuidedTour(this);
     restoreSettings();
+    updateStatusSummary();
     updateActions();
 }
 
@@ -174,18 +191,43 @@ void MainWindow::createWidgets()
     m_detailsPane->setValuesSource(HelperProcessValues::findForThisProgram());
     connect(m_detailsPane, &DetailsPane::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
 
+    // Right: the device cards (every row of them in view) over the chart. Left: the first-run hint
+    // and the tree over the details of its current row.
     m_sideSplitter = new QSplitter(Qt::Vertical, this);
     m_sideSplitter->setObjectName(QStringLiteral("sideSplitter"));
     m_sideSplitter->addWidget(m_devicePanel);
     m_sideSplitter->addWidget(m_memoryChart);
-    m_sideSplitter->addWidget(m_detailsPane);
-    m_sideSplitter->setStretchFactor(0, 2);
-    m_sideSplitter->setStretchFactor(1, 3);
-    m_sideSplitter->setStretchFactor(2, 2);
+    m_sideSplitter->setStretchFactor(0, 0);
+    m_sideSplitter->setStretchFactor(1, 1);
+    m_sideSplitter->setChildrenCollapsible(false);
+    // The cards take what their rows need, the chart the rest (a splitter keeps sizes it was given).
+    connect(m_devicePanel, &DevicePanel::heightChanged, this, [this](int cards) {
+        const QList<int> sizes = m_sideSplitter->sizes();
+        const int total = sizes.value(0) + sizes.value(1);
+        if (total > cards && sizes.value(0) != cards)
+            m_sideSplitter->setSizes({cards, total - cards});
+    });
+
+    auto* treeArea = new QWidget(this);
+    auto* treeLayout = new QVBoxLayout(treeArea);
+    treeLayout->setContentsMargins(0, 0, 0, 0);
+    treeLayout->setSpacing(2);
+    m_firstRunHint = new FirstRunHint(treeArea);
+    m_firstRunHint->setVisible(!m_settings->firstRunHintDismissed());
+    connect(m_firstRunHint, &FirstRunHint::dismissed, this,
+        [this] { m_settings->setFirstRunHintDismissed(true); });
+    treeLayout->addWidget(m_firstRunHint);
+    treeLayout->addWidget(m_treePanel, 1);
+    m_treeSplitter = new QSplitter(Qt::Vertical, this);
+    m_treeSplitter->setObjectName(QStringLiteral("treeSplitter"));
+    m_treeSplitter->addWidget(treeArea);
+    m_treeSplitter->addWidget(m_detailsPane);
+    m_treeSplitter->setStretchFactor(0, 3);
+    m_treeSplitter->setStretchFactor(1, 1);
 
     m_mainSplitter = new QSplitter(Qt::Horizontal, this);
     m_mainSplitter->setObjectName(QStringLiteral("mainSplitter"));
-    m_mainSplitter->addWidget(m_treePanel);
+    m_mainSplitter->addWidget(m_treeSplitter);
     m_mainSplitter->addWidget(m_sideSplitter);
     m_mainSplitter->setStretchFactor(0, 3);
     m_mainSplitter->setStretchFactor(1, 2);
@@ -226,148 +268,6 @@ void MainWindow::createWidgets()
     m_valueScanDock->hide();
 }
 
-void MainWindow::createActions()
-{
-    const ActionSpec table[] = {
-        {"actionOpen", tr("&Open…"), QKeySequence(Qt::CTRL | Qt::Key_O),
-            tr("Open a PyTorch checkpoint without running its pickle code"),
-            [this] {
-                if (const QString path = askCheckpointToOpen(this, m_currentFile); !path.isEmpty())
-                    openFile(path);
-            }},
-        // A folder of shards (Hugging Face index, DCP) opens as one checkpoint, as a drop of the folder does.
-        {"actionOpenFolder", tr("Open &Folder…"), {},
-            tr("Open a folder of shards (index, .bin, safetensors or DCP) as one checkpoint"),
-            [this] {
-                if (const QString folder = askCheckpointFolderToOpen(this, m_currentFile); !folder.isEmpty())
-                    openFile(folder);
-            }},
-        {"actionSaveRemapped", tr("&Save Remapped Copy…"), QKeySequence(Qt::CTRL | Qt::Key_S),
-            tr("Write a copy whose recorded devices are the planned ones (never over the input)"),
-            [this] { chooseSaveTarget(); }},
-        {"actionExportWeights", tr("E&xport Weights…"), {},
-            tr("A plain state_dict (.pt) that torch.load(weights_only=True) opens, or "
-               "safetensors, with nothing of the file executed"),
-            [this] {
-                if (!document())
-                    return;
-                if (const QString path = askWeightsExportPath(this, *document()); !path.isEmpty())
-                    exportWeightsTo(path);
-            }},
-        {"actionCompareWith", tr("Co&mpare With…"), {},
-            tr("What changed between the open checkpoint and another file or folder: tensors added, "
-               "removed, renamed, and changed in dtype, shape, device or value"),
-            [this] { findChild<ComparisonDock*>()->chooseFileAndCompare(); }},
-        {"actionExportMapLocation", tr("Export Plan as &map_location…"), QKeySequence(Qt::CTRL | Qt::Key_E),
-            tr("Python for torch.load that applies the plan to the original file"),
-            [this] { chooseExportTarget(false); }},
-        {"actionExportDeviceMap", tr("Export Plan as &device_map…"),
-            QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
-            tr("A Hugging Face style device_map (module prefix → device) as JSON"),
-            [this] { chooseExportTarget(true); }},
-        {"actionClose", tr("&Close"), QKeySequence(Qt::CTRL | Qt::Key_W), {}, [this] { closeDocument(); }},
-        // Explicit keys: QKeySequence::Quit is empty under some platform themes.
-        {"actionQuit", tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), tr("Close every window and quit"),
-            [] { QApplication::closeAllWindows(); }},
-        {"actionSelectSharing", tr("Select Tensors &Sharing Storage"),
-            QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A),
-            tr("Adds every tensor that views the same storage as a selected one: they move together"),
-            [this] {
-                showTransientMessage(tr("%n tensor(s) share the selected storages", nullptr,
-                    int(m_treePanel->selectTensorsSharingStorage())));
-            }},
-        {"actionScanValues", tr("Scan &Values"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
-            tr("Reads every tensor's values (every shard of a folder) and lists those holding NaN or "
-               "infinity"),
-            [this] {
-                m_valueScanDock->show();
-                m_valueScanDock->raise();
-                m_valueScanPanel->startScan();
-            }},
-        {"actionFilter", tr("&Filter Tensors"), QKeySequence(Qt::CTRL | Qt::Key_F), {},
-            [this] { m_treePanel->focusFilter(); }},
-        {"actionOpenDemo", tr("Open &Demo Checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_D),
-            tr("A small transformer saved on cuda:0, cuda:1 and cpu"), [this] { openDemoCheckpoint(); }},
-        {"actionAbout", tr("&About Checkpoint Inspector"), QKeySequence(Qt::Key_F1), {},
-            [this] {
-                QMessageBox::about(this, tr("About Checkpoint Inspector"),
-                    tr("<h3>Checkpoint Inspector %1</h3>"
-                       "<p>Opens PyTorch checkpoints without running their pickle code, shows the device "
-                       "every tensor was recorded on, and writes a copy that loads on the devices you "
-                       "plan.</p>")
-                        .arg(QLatin1String(ckpt::kVersion)));
-            }},
-    };
-    for (const ActionSpec& spec : table)
-        m_actions.push_back(createAction(this, spec));
-    const auto find = [this](const char* name) { return findChild<QAction*>(QString::fromLatin1(name)); };
-    find("actionQuit")->setMenuRole(QAction::QuitRole);
-    find("actionAbout")->setMenuRole(QAction::AboutRole);
-    m_saveAction = find("actionSaveRemapped");
-    m_exportWeightsAction = find("actionExportWeights");
-    m_exportMapLocationAction = find("actionExportMapLocation");
-    m_exportDeviceMapAction = find("actionExportDeviceMap");
-    m_closeAction = find("actionClose");
-    m_selectSharingAction = find("actionSelectSharing");
-    m_demoAction = find("actionOpenDemo");
-
-    // The group follows the open document's stack.
-    QAction* undo = m_undoGroup->createUndoAction(this, tr("&Undo"));
-    undo->setObjectName(QStringLiteral("actionUndo"));
-    undo->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Z));
-    QAction* redo = m_undoGroup->createRedoAction(this, tr("&Redo"));
-    redo->setObjectName(QStringLiteral("actionRedo"));
-    redo->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z));
-
-    QAction* history = m_historyDock->toggleViewAction();
-    history->setObjectName(QStringLiteral("actionShowHistory"));
-    history->setText(tr("&History"));
-    history->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
-    QAction* findings = m_findingsDock->toggleViewAction();
-    findings->setObjectName(QStringLiteral("actionShowFindings"));
-    findings->setText(tr("&Findings"));
-    findings->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
-    findings->setStatusTip(
-        tr("Why the file may not load here, whether it is safe to load, whether it is intact"));
-}
-
-void MainWindow::createMenus()
-{
-    auto* recentMenu = new RecentFilesMenu(m_settings.get(), this);
-    connect(recentMenu, &RecentFilesMenu::fileChosen, this, &MainWindow::openFile);
-
-    // The menus as a table: an action or submenu by object name, "-" for a separator.
-    const std::pair<QString, std::vector<const char*>> menus[] = {
-        {tr("&File"),
-            {"actionOpen", "actionOpenFolder", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
-                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-",
-                "actionClose", "actionQuit"}},
-        {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
-        {tr("&Plan"),
-            {"actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced", "actionAutoSequential",
-                "-", "targetMenu"}},
-        {tr("&View"), {"actionShowHistory", "actionShowFindings", "-", "actionScanValues"}},
-        {tr("&Help"), {"actionOpenDemo", "-", "actionAbout"}},
-    };
-    const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};
-    int index = 0;
-    for (const auto& [title, items] : menus) {
-        QMenu* menu = menuBar()->addMenu(title);
-        menu->setObjectName(QString::fromLatin1(menuNames[index++]));
-        for (const char* item : items) {
-            const QString name = QString::fromLatin1(item);
-            if (name == QLatin1String("-"))
-                menu->addSeparator();
-            else if (auto* submenu = findChild<QMenu*>(name))
-                menu->addMenu(submenu);
-            else if (auto* action = findChild<QAction*>(name))
-                menu->addAction(action);
-            else
-                qWarning("MainWindow: no action or menu named %s", item);
-        }
-    }
-}
-
 void MainWindow::restoreSettings()
 {
     const QByteArray geometry = m_settings->windowGeometry();
@@ -375,13 +275,16 @@ void MainWindow::restoreSettings()
         resize(1280, 800);
     const QByteArray state = m_settings->windowState();
     if (state.isEmpty() || !restoreState(state))
-        resizeDocks({m_findingsDock}, {190}, Qt::Vertical);
+        resizeDocks({m_findingsDock}, {215}, Qt::Vertical);
     const QByteArray mainState = m_settings->splitterState(m_mainSplitter->objectName());
     if (mainState.isEmpty() || !m_mainSplitter->restoreState(mainState))
-        m_mainSplitter->setSizes({720, 680});
+        m_mainSplitter->setSizes({700, 580});
     const QByteArray sideState = m_settings->splitterState(m_sideSplitter->objectName());
     if (sideState.isEmpty() || !m_sideSplitter->restoreState(sideState))
-        m_sideSplitter->setSizes({190, 300, 290});
+        m_sideSplitter->setSizes({200, 400});
+    const QByteArray treeState = m_settings->splitterState(m_treeSplitter->objectName());
+    if (treeState.isEmpty() || !m_treeSplitter->restoreState(treeState))
+        m_treeSplitter->setSizes({420, 200});
 }
 
 void MainWindow::saveSettings()
@@ -390,6 +293,7 @@ void MainWindow::saveSettings()
     m_settings->setWindowState(saveState());
     m_settings->setSplitterState(m_mainSplitter->objectName(), m_mainSplitter->saveState());
     m_settings->setSplitterState(m_sideSplitter->objectName(), m_sideSplitter->saveState());
+    m_settings->setSplitterState(m_treeSplitter->objectName(), m_treeSplitter->saveState());
 }
 
 void MainWindow::setDemoCheckpointPath(const QString& path)
@@ -530,6 +434,7 @@ void MainWindow::attachDocument(CheckpointDocument* current, CheckpointDocument*
     m_memoryChart->setDocument(current);
     m_detailsPane->setDocument(current);
     m_valueScanPanel->setDocument(current);
+    m_findingsPanel->simulationBar()->setDocument(current);
     if (previous)
         m_undoGroup->removeStack(previous->undoStack());
     m_findingsPanel->clear();
@@ -618,90 +523,6 @@ void MainWindow::dropEvent(QDropEvent* event)
     }
 }
 
-// --- Saving and exporting --------------------------------------------------------------------
-
-void MainWindow::chooseSaveTarget(std::function<void()> then)
-{
-    CheckpointDocument* current = document();
-    if (!current)
-        return;
-    const QString path = askRemappedCopyPath(this, *current);
-    if (path.isEmpty())
-        return;
-    m_afterSave = std::move(then);
-    saveRemappedCopyTo(path);
-}
-
-void MainWindow::saveRemappedCopyTo(const QString& path)
-{
-    CheckpointDocument* current = document();
-    if (!current || isBusy()) {
-        const QString message
-            = !current ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
-        showError(tr("Cannot Save"), message);
-        Q_EMIT saveFinished(false, message);
-        return;
-    }
-    // Safetensors and DCP shards record no device: the plan is exported, and the window says why.
-    if (folderSaveExportsOnly(current->checkpoint())) {
-        auto exported
-            = exportFolderPlan(current->checkpoint(), current->plan(), current->target(), path.toStdString());
-        const QString message = QString::fromStdString(exported ? *exported : exported.error().message);
-        if (exported)
-            showInformation(tr("Plan Exported, Nothing Rewritten"), message);
-        else
-            showError(tr("Plan Not Exported"), message);
-        Q_EMIT saveFinished(bool(exported), message);
-        return;
-    }
-    m_documents->saveRemappedCopy(path);
-    showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
-}
-
-void MainWindow::exportWeightsTo(const QString& path)
-{
-    if (!document() || isBusy()) {
-        const QString message
-            = !document() ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
-        showError(tr("Cannot Export"), message);
-        Q_EMIT exportFinished(false, message);
-        return;
-    }
-    m_documents->exportWeights(path);
-    showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
-}
-
-void MainWindow::showSaveResult(bool ok, const QString& message, const QString& outputPath)
-{
-    std::function<void()> then = std::move(m_afterSave);
-    m_afterSave = {};
-    if (!ok) {
-        showError(tr("Remapped Copy Not Saved"), message);
-        Q_EMIT saveFinished(false, message);
-        return;
-    }
-    showTransientMessage(tr("Saved %1: %2").arg(QFileInfo(outputPath).fileName(), message));
-    showInformation(
-        tr("Remapped Copy Saved"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(outputPath), message));
-    Q_EMIT saveFinished(true, message);
-    if (then)
-        then();
-}
-
-void MainWindow::chooseExportTarget(bool deviceMap)
-{
-    if (!document())
-        return;
-    const QString path
-        = deviceMap ? askDeviceMapExportPath(this, *document()) : askMapLocationExportPath(this, *document());
-    if (path.isEmpty())
-        return;
-    if (deviceMap && exportDeviceMapTo(path))
-        showTransientMessage(tr("device_map exported to %1").arg(QDir::toNativeSeparators(path)));
-    else if (!deviceMap && exportMapLocationTo(path))
-        showTransientMessage(tr("Plan exported to %1").arg(QDir::toNativeSeparators(path)));
-}
-
 // --- Selection -------------------------------------------------------------------------------
 
 void MainWindow::selectTensors(const std::vector<std::uint32_t>& tensors)
@@ -739,7 +560,9 @@ void MainWindow::updateActions()
         ->setEnabled(open && m_valueScanPanel->hasValuesSource());
     m_selectSharingAction->setEnabled(open && m_treePanel->hasSelection());
     m_demoAction->setEnabled(!m_demoCheckpointPath.isEmpty());
+    m_tourAction->setEnabled(!m_demoCheckpointPath.isEmpty());
     m_planActions->updateActions();
+    m_deviceShortcuts->updateActions(open && m_treePanel->hasSelection());
 }
 
 QString MainWindow::statusSummary() const
@@ -758,36 +581,18 @@ void MainWindow::updateStatusSummary()
 {
     m_summaryLabel->setText(statusSummary());
     m_treePanel->updateLegend();
+    const QString target = m_planActions->currentTargetChoice();
+    if (m_toolBar)
+        m_toolBar->setTargetName(target);
+    m_findingsPanel->simulationBar()->setTargetChoices(m_planActions->targetChoices(), target);
+    if (m_deviceShortcuts)
+        updateActions();
 }
 
 void MainWindow::showTransientMessage(const QString& text)
 {
     if (!text.isEmpty())
         statusBar()->showMessage(text, 10000);
-}
-
-void MainWindow::showError(const QString& title, const QString& message)
-{
-    Q_EMIT errorShown(message);
-    if (m_suppressModalDialogs) {
-        showTransientMessage(message);
-        return;
-    }
-    // Window-modal and non-blocking: no nested event loop in the middle of a job's completion.
-    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    box->open();
-}
-
-void MainWindow::showInformation(const QString& title, const QString& message)
-{
-    if (m_suppressModalDialogs)
-        return;
-    auto* box = new QMessageBox(QMessageBox::Information, title, message, QMessageBox::Ok, this);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    box->open();
 }
 
 } // namespace ckpt

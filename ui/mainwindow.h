@@ -21,7 +21,13 @@ namespace ckpt {
 
 class AppSettings;
 class CheckpointDocument;
+class DangerousSaveGuard;
 class DetailsPane;
+class DeviceShortcuts;
+class FirstRunHint;
+class GuidedTour;
+class MainToolBar;
+class Theme;
 class DevicePanel;
 class DocumentController;
 class FindingsPanel;
@@ -91,6 +97,14 @@ public:
     QDockWidget* findingsDock() const { return m_findingsDock; }
     ValueScanPanel* valueScanPanel() const { return m_valueScanPanel; }
     PlanActions* planActions() const { return m_planActions; }
+    DeviceShortcuts* deviceShortcuts() const { return m_deviceShortcuts; }
+    TensorTreePanel* treePanel() const { return m_treePanel; }
+    MemoryChartWidget* memoryChart() const { return m_memoryChart; }
+    MainToolBar* mainToolBar() const { return m_toolBar; }
+    FirstRunHint* firstRunHint() const { return m_firstRunHint; }
+    GuidedTour* guidedTour() const { return m_tour; }
+    Theme* theme() const { return m_theme; }
+    DangerousSaveGuard* dangerousSaveGuard() const { return m_dangerousSave; }
     bool isTriageRunning() const;
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
     bool isBusy() const; // an open or save is running
@@ -155,6 +169,13 @@ private:
     QLabel* m_emptyStateLabel = nullptr;
     QSplitter* m_mainSplitter = nullptr;
     QSplitter* m_sideSplitter = nullptr;
+    QSplitter* m_treeSplitter = nullptr;
+    FirstRunHint* m_firstRunHint = nullptr;
+    MainToolBar* m_toolBar = nullptr;
+    DeviceShortcuts* m_deviceShortcuts = nullptr;
+    Theme* m_theme = nullptr;
+    GuidedTour* m_tour = nullptr;
+    DangerousSaveGuard* m_dangerousSave = nullptr;
     TensorTreePanel* m_treePanel = nullptr;
     DevicePanel* m_devicePanel = nullptr;
     MemoryChartWidget* m_memoryChart = nullptr;
@@ -176,6 +197,7 @@ private:
     QAction* m_closeAction = nullptr;
     QAction* m_selectSharingAction = nullptr;
     QAction* m_demoAction = nullptr;
+    QAction* m_tourAction = nullptr;
     std::vector<QAction*> m_actions; // the table's, in menu order
 };
 

@@ -83,7 +83,13 @@ PlanActions::PlanActions(DocumentController* documents, AppSettings* settings, Q
 
     // The target: the saved profile used last, else this machine (detected in a job).
     const QString lastProfile = m_settings->lastTargetProfile();
-    if (!lastProfile.isEmpty()) {
+    for (const auto& [name, spec] : targetPresets())
+        if (name == lastProfile)
+            if (auto machine = parseMachineSpec(spec.toStdString(), name.toStdString())) {
+                m_target = std::move(machine.value());
+                m_targetProfile = lastProfile;
+            }
+    if (!lastProfile.isEmpty() && m_targetProfile.isEmpty()) {
         TargetProfiles profiles;
         profiles.load();
         if (auto machine = resolveMachine(lastProfile.toStdString(), profiles)) {
@@ -225,6 +231,59 @@ void PlanActions::useProfile(const QString& name)
     setTarget(std::move(machine.value()), name);
 }
 
+const std::vector<std::pair<QString, QString>>& PlanActions::targetPresets()
+{
+    static const std::vector<std::pair<QString, QString>> presets {
+        {tr("laptop without a GPU"), QStringLiteral("cpu=16GiB")},
+        {tr("workstation (1 GPU)"), QStringLiteral("cuda:0=24GiB,cpu=64GiB")},
+        {tr("lab box (2 GPUs)"), QStringLiteral("cuda:0=16GiB,cuda:1=16GiB,cpu=32GiB")},
+        {tr("server (8 GPUs)"),
+            QStringLiteral("cuda:0=80GiB,cuda:1=80GiB,cuda:2=80GiB,cuda:3=80GiB,cuda:4=80GiB,cuda:5=80GiB,"
+                           "cuda:6=80GiB,cuda:7=80GiB,cpu=1TiB")},
+    };
+    return presets;
+}
+
+QStringList PlanActions::targetChoices() const
+{
+    QStringList choices {tr("this machine")};
+    for (const auto& [name, spec] : targetPresets())
+        choices.append(name);
+    TargetProfiles profiles;
+    profiles.load();
+    for (const auto& [name, spec] : profiles.profiles())
+        if (!choices.contains(fromStd(name)))
+            choices.append(fromStd(name));
+    return choices;
+}
+
+QString PlanActions::currentTargetChoice() const
+{
+    if (m_targetProfile.isEmpty() && !m_target.described)
+        return tr("this machine");
+    return m_targetProfile.isEmpty() ? fromStd(m_target.name) : m_targetProfile;
+}
+
+void PlanActions::chooseTarget(const QString& choice)
+{
+    if (choice == tr("this machine")) {
+        useThisMachine();
+        return;
+    }
+    for (const auto& [name, spec] : targetPresets()) {
+        if (name != choice)
+            continue;
+        auto machine = parseMachineSpec(spec.toStdString(), name.toStdString());
+        if (!machine) {
+            Q_EMIT errorShown(tr("Target Not Usable"), fromStd(machine.error().message));
+            return;
+        }
+        setTarget(std::move(machine.value()), name); // remembered by name, as a profile is
+        return;
+    }
+    useProfile(choice);
+}
+
 void PlanActions::setTarget(MachineInventory machine, const QString& profileName)
 {
     m_useDetectedMachine = false;
@@ -252,6 +311,16 @@ void PlanActions::rebuildTargetMenu()
     thisMachineAction->setChecked(m_targetProfile.isEmpty() && !m_target.described);
     m_targetGroup->addAction(thisMachineAction);
 
+    m_targetMenu->addSeparator();
+    for (const auto& [name, spec] : targetPresets()) {
+        const QString presetName = name;
+        QAction* action
+            = m_targetMenu->addAction(name, this, [this, presetName] { chooseTarget(presetName); });
+        action->setStatusTip(spec);
+        action->setCheckable(true);
+        action->setChecked(presetName == m_targetProfile);
+        m_targetGroup->addAction(action);
+    }
     TargetProfiles profiles;
     profiles.load();
     if (!profiles.profiles().empty())

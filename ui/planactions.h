@@ -4,10 +4,13 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 class QAction;
 class QActionGroup;
@@ -41,6 +44,13 @@ public:
     void updateActions();
 
     const MachineInventory& target() const { return m_target; }
+    // What the target box beside the load simulation offers: this machine, a few typical machines
+    // (targetPresets()), and the saved profiles, by name; and the one in use.
+    QStringList targetChoices() const;
+    QString currentTargetChoice() const;
+    void chooseTarget(const QString& choice);
+    // Typical machines, name and spec: "laptop without a GPU" = "cpu=16GiB", …
+    static const std::vector<std::pair<QString, QString>>& targetPresets();
     void setTarget(MachineInventory machine, const QString& profileName);
     bool isDetecting() const;
 

@@ -5,6 +5,7 @@
 #include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/importrequirements.h"
+#include "core/triage/plannedload.h"
 #include "core/triage/torchmessages.h"
 #include "core/triage/triage.h"
 
@@ -263,6 +264,15 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
     const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly,
     const std::vector<std::string>& importableModules)
 {
+    return simulateLoadWithDevices(
+        checkpoint, nullptr, machine, mapLocation, generation, weightsOnly, importableModules);
+}
+
+LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
+    const std::vector<std::optional<std::string>>* storageDevices, const MachineInventory& machine,
+    const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly,
+    const std::vector<std::string>& importableModules)
+{
     LoadSimulation simulation;
     simulation.generation = generation;
     simulation.weightsOnly = weightsOnly.value_or(generation == TorchGeneration::Torch26Plus);
@@ -286,7 +296,10 @@ LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory
         if (metaEverywhere) {
             outcome.landsOn = "meta"; // nothing is read, restore_location is skipped (§3.2)
         } else {
-            const auto tag = mapTag(storage.device.value_or("cpu"), mapLocation);
+            const std::optional<std::string>& recorded = storageDevices && index < storageDevices->size()
+                ? (*storageDevices)[index]
+                : storage.device;
+            const auto tag = mapTag(recorded.value_or("cpu"), mapLocation);
             auto restored = restoreLocation(tag, machine, generation);
             outcome.landsOn = std::move(restored.landsOn);
             outcome.error = std::move(restored.error);

@@ -28,13 +28,6 @@ std::map<std::string, std::string> devicesOf(const QString& file)
     return devices;
 }
 
-QString describe(const CommandResult& result)
-{
-    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3")
-        .arg(result.exitCode)
-        .arg(QString::fromUtf8(result.out.left(2000)), QString::fromUtf8(result.err.left(2000)));
-}
-
 } // namespace
 
 class TestCommandLine : public QObject {

@@ -139,7 +139,7 @@ private Q_SLOTS:
         } else {
             QCOMPARE(report.member("inputs").size(), std::size_t(3)); // one per shard
         }
-        const CommandResult checked = runPython(m_modern, {kFolderChecker, sharded(folder), output});
+        const CommandResult checked = runProgram(m_modern, {kFolderChecker, sharded(folder), output});
         QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
     }
 
@@ -153,7 +153,7 @@ private Q_SLOTS:
         QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
         QVERIFY(QFileInfo::exists(output + u"/model.safetensors.index.json"_qs));
         QVERIFY(QFile::copy(sharded(QStringLiteral("bin_cpu/config.json")), output + u"/config.json"_qs));
-        const CommandResult loaded = runPython(m_modern,
+        const CommandResult loaded = runProgram(m_modern,
             {kTransformers, QStringLiteral("verify-auto"), sharded(QStringLiteral("bin_cpu")), output});
         QVERIFY2(loaded.exitCode == 0, qPrintable(describe(loaded)));
     }

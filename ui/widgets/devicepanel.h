@@ -1,5 +1,6 @@
 #pragma once
 
+#include <QHash>
 #include <QRect>
 #include <QWidget>
 
@@ -28,11 +29,30 @@ public:
     // "Detecting GPUs…" above the cards while this machine's GPUs are not known yet.
     void setDetecting(bool detecting);
     bool isDetecting() const;
+    // The card's tooltip: exact bytes, headroom, and for a device the target lacks what loading does.
+    QString cardToolTip(int row) const;
+    // What torch 2.6+ raises restoring onto each device of the plan the target lacks (by tag).
+    QHash<QString, QString> absentDeviceOutcomes() const { return m_absentOutcomes; }
+
+    // Tall enough for every row of cards (up to four rows), so no card hides behind a scroll bar.
+    bool hasHeightForWidth() const override { return true; }
+    int heightForWidth(int width) const override;
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
 
 Q_SIGNALS:
     void moved(const QString& statusText); // after a drop, for the status bar
+    void heightChanged(
+        int height); // the height every row of cards needs changed (a new width or device count)
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    void refreshFit();
+    void refreshAbsentOutcomes();
+
+    QHash<QString, QString> m_absentOutcomes;
     DeviceModel* m_model = nullptr;
     QListView* m_view = nullptr;
     QLabel* m_detectingLabel = nullptr;

@@ -2,6 +2,7 @@
 
 #include "core/model/checkpoint.h"
 #include "ui/models/findingsmodel.h"
+#include "ui/widgets/loadsimulationbar.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -92,6 +93,7 @@ FindingsPanel::FindingsPanel(QWidget* parent)
     : QWidget(parent)
     , m_model(new FindingsModel(this))
     , m_proxy(new QSortFilterProxyModel(this))
+    , m_simulationBar(new LoadSimulationBar(this))
 {
     setObjectName(QStringLiteral("findingsPanel"));
     setAccessibleName(tr("Findings"));
@@ -141,6 +143,7 @@ FindingsPanel::FindingsPanel(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);
+    layout->addWidget(m_simulationBar);
     layout->addWidget(m_summary);
     layout->addWidget(splitter, 1);
 

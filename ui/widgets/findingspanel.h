@@ -17,6 +17,7 @@ class QTreeView;
 namespace ckpt {
 
 class FindingsModel;
+class LoadSimulationBar;
 struct Checkpoint;
 
 // The Findings panel: a summary line (is it safe to load with weights_only, would torch 1.13 and
@@ -43,6 +44,8 @@ public:
     FindingsModel* model() const { return m_model; }
     QSortFilterProxyModel* proxyModel() const { return m_proxy; }
     QTreeView* view() const { return m_view; }
+    // map_location and target choosers over what torch.load would do, as the file is and after the plan.
+    LoadSimulationBar* simulationBar() const { return m_simulationBar; }
 
 Q_SIGNALS:
     // The tensors (indices into Checkpoint::tensors) a clicked or activated finding concerns.
@@ -54,6 +57,7 @@ private:
 
     FindingsModel* m_model = nullptr;
     QSortFilterProxyModel* m_proxy = nullptr;
+    LoadSimulationBar* m_simulationBar = nullptr;
     QLabel* m_summary = nullptr;
     QTreeView* m_view = nullptr;
     QTextBrowser* m_details = nullptr;

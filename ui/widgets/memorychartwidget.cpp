@@ -1,5 +1,6 @@
 #include "ui/widgets/memorychartwidget.h"
 
+#include "core/base/textformat.h"
 #include "ui/models/devicemodel.h"
 #include "ui/models/memorytablemodel.h"
 
@@ -15,11 +16,11 @@
 #include <QIdentityProxyModel>
 #include <QLabel>
 #include <QLegend>
+#include <QLogValueAxis>
 #include <QMimeData>
 #include <QToolTip>
 #include <QVBarModelMapper>
 #include <QVBoxLayout>
-#include <QValueAxis>
 #include <algorithm>
 
 #include <cmath>
@@ -102,6 +103,8 @@ QString setLabel(int column)
 
 // The table's headers carry units; the legend names the series (the axis gives the unit). Bar
 // sets take their labels from the model: relabelling a set makes the mapper rebuild every set.
+// On the log axis a zero would lie infinitely far down: cells below the axis floor are shown at
+// the floor, an empty bar.
 class LegendLabels : public QIdentityProxyModel {
 public:
     using QIdentityProxyModel::QIdentityProxyModel;
@@ -111,6 +114,24 @@ public:
             return setLabel(section);
         return QIdentityProxyModel::headerData(section, orientation, role);
     }
+    QVariant data(const QModelIndex& index, int role) const override
+    {
+        const QVariant value = QIdentityProxyModel::data(index, role);
+        if (role == Qt::DisplayRole && value.canConvert<double>())
+            return std::max(value.toDouble(), m_floor);
+        return value;
+    }
+    void setFloor(double floor)
+    {
+        if (floor == m_floor)
+            return;
+        m_floor = floor;
+        if (rowCount() > 0)
+            Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+    }
+
+private:
+    double m_floor = 0.0;
 };
 
 bool isDark(const QPalette& palette)
@@ -127,7 +148,7 @@ MemoryChartWidget::MemoryChartWidget(CheckpointDocument* document, QWidget* pare
     , m_series(new QBarSeries)
     , m_mapper(new QVBarModelMapper(this))
     , m_categories(new QBarCategoryAxis)
-    , m_values(new QValueAxis)
+    , m_values(new QLogValueAxis)
 {
     setAccessibleName(tr("Memory chart"));
     setAccessibleDescription(tr("Bytes per device as recorded and as planned, against capacity"));
@@ -139,9 +160,9 @@ MemoryChartWidget::MemoryChartWidget(CheckpointDocument* document, QWidget* pare
     m_series->attachAxis(m_categories);
     m_series->attachAxis(m_values);
     m_series->setBarWidth(0.8);
-    m_values->setTitleText(tr("GiB"));
-    m_values->setLabelFormat(QStringLiteral("%.1f"));
-    m_values->setMin(0);
+    // A log scale: a checkpoint of megabytes and GPUs of gigabytes both show in full.
+    m_values->setBase(10);
+    m_values->setLabelFormat(QStringLiteral("%g"));
     m_chart->legend()->setAlignment(Qt::AlignBottom);
     m_chart->setAnimationOptions(QChart::NoAnimation); // every drop shows at once
     m_chart->setMargins(QMargins(4, 4, 4, 4));
@@ -154,6 +175,7 @@ MemoryChartWidget::MemoryChartWidget(CheckpointDocument* document, QWidget* pare
     m_mapper->setFirstRow(0);
     m_mapper->setSeries(m_series);
     auto* legendLabels = new LegendLabels(this);
+    m_floorModel = legendLabels;
     legendLabels->setSourceModel(m_model);
     m_mapper->setModel(legendLabels);
     // The mapper does not follow resets (a new target machine): hand it the model again.
@@ -190,8 +212,10 @@ MemoryChartWidget::MemoryChartWidget(CheckpointDocument* document, QWidget* pare
         const QModelIndex cell = m_model->index(row, column);
         if (!cell.isValid())
             return;
-        QString text = m_model->tagAt(row) + QStringLiteral(", ") + setLabel(column) + QStringLiteral(": ")
-            + formatByteSize(m_model->data(cell, MemoryTableModel::BytesRole).toULongLong());
+        const std::uint64_t bytes = m_model->data(cell, MemoryTableModel::BytesRole).toULongLong();
+        QString text = tr("%1, %2: %3 (%4 bytes)")
+                           .arg(m_model->tagAt(row), setLabel(column), formatByteSize(bytes),
+                               QString::fromStdString(formatThousands(bytes)));
         if (column == MemoryTableModel::PlannedColumn && m_model->overCapacity(row))
             text += tr(" (over capacity)");
         QToolTip::showText(QCursor::pos(), text, m_view);
@@ -228,23 +252,37 @@ void MemoryChartWidget::refresh()
         m_categories->clear();
         m_categories->append(tags);
     }
-    // A checkpoint far smaller than its devices (the bundled demo: 1.5 MiB against GiBs) would be
-    // invisible next to the capacity bars: then the axis zooms in on the checkpoint and says that
-    // capacity and context run off the top.
-    const std::uint64_t checkpointBytes = m_model->largestCheckpointBytes();
-    const std::uint64_t allBytes = m_model->largestBytes();
-    const bool zoom = checkpointBytes > 0 && checkpointBytes * 10 < allBytes;
-    const std::uint64_t shown = zoom ? checkpointBytes : allBytes;
-    const double unit = shown < (1ull << 20) ? 1024.0
-        : shown < (1ull << 30)               ? 1024.0 * 1024.0
-                                             : 1024.0 * 1024.0 * 1024.0;
-    const QString unitName = unit == 1024.0 ? QStringLiteral("KiB")
-        : unit == 1024.0 * 1024.0           ? QStringLiteral("MiB")
-                                            : QStringLiteral("GiB");
-    m_model->setUnit(unit, unitName);
-    const double most = double(shown) / unit;
-    m_values->setRange(0, most > 0 ? std::ceil(most * (zoom ? 1.3 : 1.1)) : 1.0);
-    m_values->setTitleText(zoom ? tr("%1 (zoomed in)").arg(unitName) : unitName);
+    // One axis for every bar, in full: a log scale from the power below the smallest non-zero cell
+    // to the power above the largest (the demo: 0.1 MiB of tensors, 32 GiB of CPU). In MiB, or GiB
+    // past 100 GiB; ticks every decade, or every second one when there are many (the labels must
+    // not crowd a short chart).
+    double smallestBytes = 0.0;
+    double largestBytes = 0.0;
+    for (int row = 0; row < m_model->rowCount(); ++row)
+        for (int column = 0; column < MemoryTableModel::ColumnCount; ++column) {
+            const double bytes
+                = double(m_model->index(row, column).data(MemoryTableModel::BytesRole).toULongLong());
+            if (bytes <= 0)
+                continue;
+            smallestBytes = smallestBytes == 0.0 ? bytes : std::min(smallestBytes, bytes);
+            largestBytes = std::max(largestBytes, bytes);
+        }
+    constexpr double kMiB = 1024.0 * 1024.0;
+    constexpr double kGiB = 1024.0 * kMiB;
+    const bool gib = largestBytes >= 100 * kGiB;
+    const double unit = gib ? kGiB : kMiB;
+    m_model->setUnit(unit, gib ? QStringLiteral("GiB") : QStringLiteral("MiB"));
+    const double smallest = smallestBytes / unit;
+    const double largest = largestBytes * 1.05 / unit;
+    const double decades = smallest > 0 ? std::log10(largest) - std::log10(smallest) : 0.0;
+    const double base = decades > 6 ? 100.0 : 10.0;
+    const auto power = [base](double exponent) { return std::pow(base, exponent); };
+    const double low = smallest > 0 ? power(std::floor(std::log(smallest) / std::log(base))) : 0.1;
+    const double high = largest > 0 ? power(std::ceil(std::log(largest) / std::log(base))) : 10.0;
+    m_values->setBase(base);
+    m_values->setRange(low, std::max(high, low * base));
+    static_cast<LegendLabels*>(m_floorModel)->setFloor(low);
+    m_values->setTitleText(gib ? tr("GiB, log scale") : tr("MiB, log scale"));
 
     restyle();
     const QList<QBarSet*> sets = m_series->barSets();
@@ -260,8 +298,8 @@ void MemoryChartWidget::refresh()
     QString note;
     if (m_model->document()) {
         const std::uint64_t context = m_model->document()->ledger().assumptions().cudaContextBytes;
-        note = tr("Bars in red: the device is over capacity. CUDA context: %1 assumed on every GPU that "
-                  "receives storages (not a measurement).")
+        note = tr("Red: over capacity. CUDA context: %1 assumed on every GPU that receives storages "
+                  "(not a measurement). Hover a bar for exact bytes.")
                    .arg(formatByteSize(context));
     }
     m_note->setText(note);

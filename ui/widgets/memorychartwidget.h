@@ -10,7 +10,8 @@ class QChartView;
 class QGraphicsRectItem;
 class QLabel;
 class QMimeData;
-class QValueAxis;
+class QLogValueAxis;
+class QIdentityProxyModel;
 class QVBarModelMapper;
 
 namespace ckpt {
@@ -56,7 +57,8 @@ private:
     QBarSeries* m_series = nullptr;
     QVBarModelMapper* m_mapper = nullptr;
     QBarCategoryAxis* m_categories = nullptr;
-    QValueAxis* m_values = nullptr;
+    QLogValueAxis* m_values = nullptr;
+    QIdentityProxyModel* m_floorModel = nullptr; // cells below the log axis shown at its floor
     QLabel* m_note = nullptr;
     QGraphicsRectItem* m_dropHighlight = nullptr;
 };

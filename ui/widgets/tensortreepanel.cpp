@@ -74,15 +74,76 @@ TensorTreePanel::TensorTreePanel(QWidget* parent)
     layout->setSpacing(4);
     m_safetyBanner = new SafetyBanner(this);
     layout->addWidget(m_safetyBanner);
+    // A finding about the whole file (torch.load fails on the target, say) is said once here,
+    // rather than as a badge on every row.
+    m_fileFindingsLabel = new QLabel(this);
+    m_fileFindingsLabel->setObjectName(QStringLiteral("fileFindingsLabel"));
+    m_fileFindingsLabel->setWordWrap(true);
+    m_fileFindingsLabel->setTextFormat(Qt::RichText);
+    m_fileFindingsLabel->setContentsMargins(6, 3, 6, 3);
+    m_fileFindingsLabel->setAutoFillBackground(true);
+    m_fileFindingsLabel->setToolTip(
+        tr("Findings about the whole file; the Findings dock says why and what to do"));
+    m_fileFindingsLabel->hide();
+    layout->addWidget(m_fileFindingsLabel);
     layout->addWidget(m_filterEdit);
     layout->addWidget(m_view, 1);
     layout->addWidget(m_legendLabel);
+}
+
+void TensorTreePanel::showFindings(const std::vector<Finding>& findings, std::size_t tensorCount)
+{
+    // Badges go on the rows a finding names, and only there (the model marks their ancestors
+    // paler). A finding that names no tensor, or most of them (a torch.load that fails on most
+    // storages fails for the file), is also said once above the tree, where it reads as one cause
+    // rather than as a red column.
+    QStringList fileLines;
+    Severity worst = Severity::Info;
+    for (const Finding& finding : findings) {
+        const bool aboutFile = finding.tensors.empty() || finding.tensors.size() * 2 > tensorCount;
+        if (!aboutFile || finding.severity == Severity::Info)
+            continue; // remarks stay in the Findings dock
+        worst = std::max(worst, finding.severity);
+        QString message = QString::fromStdString(finding.message);
+        if (const qsizetype newline = message.indexOf(QLatin1Char('\n')); newline >= 0)
+            message = message.left(newline);
+        if (message.size() > 160)
+            message = message.left(159) + QChar(0x2026);
+        fileLines.append(
+            QStringLiteral("<b>%1</b> %2")
+                .arg(finding.severity == Severity::Error ? tr("Whole file:") : tr("Whole file (warning):"),
+                    message.toHtmlEscaped()));
+    }
+    if (m_model)
+        m_model->setFindings(findings);
+    m_fileFindingsLabel->setVisible(!fileLines.isEmpty());
+    if (fileLines.isEmpty())
+        return;
+    if (fileLines.size() > 3) {
+        const qsizetype more = fileLines.size() - 3;
+        fileLines = fileLines.mid(0, 3);
+        fileLines.append(tr("… and %n more in the Findings dock", nullptr, int(more)));
+    }
+    QPalette palette = m_fileFindingsLabel->palette();
+    const bool dark = palette.color(QPalette::Window).lightness() < 128;
+    const QColor tint = worst == Severity::Error
+        ? (dark ? QColor(0x5a, 0x1f, 0x1f) : QColor(0xfd, 0xe2, 0xe2))
+        : (dark ? QColor(0x4d, 0x3b, 0x12) : QColor(0xff, 0xf3, 0xd6));
+    palette.setColor(QPalette::Window, tint);
+    m_fileFindingsLabel->setPalette(palette);
+    m_fileFindingsLabel->setText(fileLines.join(QStringLiteral("<br>")));
+}
+
+QString TensorTreePanel::fileFindingsText() const
+{
+    return m_fileFindingsLabel->isHidden() ? QString() : m_fileFindingsLabel->text();
 }
 
 void TensorTreePanel::setDocument(CheckpointDocument* document, TensorTreeModel* model)
 {
     m_document = document;
     m_model = model;
+    m_fileFindingsLabel->hide();
     m_filterModel->setSourceModel(model);
     updateLegend();
 }

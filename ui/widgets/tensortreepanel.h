@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/base/finding.h"
+
 #include <QPointer>
 #include <QWidget>
 
@@ -39,6 +41,10 @@ public:
     void expandFirstLevels();
     void updateLegend(); // the devices of the target and of the file
     void focusFilter();
+    // A triage's findings: badges on the rows a finding is about; findings about the whole file
+    // (no tensor, or most of them) once, above the tree.
+    void showFindings(const std::vector<Finding>& findings, std::size_t tensorCount);
+    QString fileFindingsText() const; // empty when hidden
 
     // The tree node of the current row, if any.
     std::optional<std::uint32_t> currentTreeNode() const;
@@ -64,6 +70,7 @@ private:
     QTreeView* m_view = nullptr;
     TensorFilterProxyModel* m_filterModel = nullptr;
     QLabel* m_legendLabel = nullptr;
+    QLabel* m_fileFindingsLabel = nullptr;
 };
 
 } // namespace ckpt

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTemporaryDir>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+class QDockWidget;
+class QListWidget;
+class QPushButton;
+class QTextBrowser;
+
+namespace ckpt {
+
+class MainWindow;
+
+// Teaching mode (Help > Guided Tour): a side panel of short steps on the bundled demo checkpoint,
+// each of which drives the app itself: the tied embedding and its shared storage, a move that
+// takes the other name along, a laptop without a GPU and torch's error, Everything to CPU, the
+// map_location that does the same at load time, and saving the copy. Any step can be replayed: the
+// demo's plan is put back as the steps before it leave it, then the step runs again. The tour
+// writes only into a temporary folder of its own; it never saves over anything.
+class GuidedTour : public QObject {
+    Q_OBJECT
+
+public:
+    explicit GuidedTour(MainWindow* window);
+    ~GuidedTour() override;
+
+    QDockWidget* dock() const { return m_dock; }
+    QListWidget* stepList() const { return m_steps; }
+    QPushButton* runButton() const { return m_runButton; }
+    QPushButton* nextButton() const { return m_nextButton; }
+    QString stepText() const; // the panel's text, plain (the step and what it showed)
+    int stepCount() const { return int(m_definitions.size()); }
+    bool isRunning() const { return m_running >= 0; }
+    QString outputFolder() const { return m_outputFolder ? m_outputFolder->path() : QString(); }
+    QString lastSavedCopy() const { return m_lastSavedCopy; }
+
+    void start(); // shows the panel on its first step, and runs it (opens the demo)
+    void runStep(int index);
+
+Q_SIGNALS:
+    void stepFinished(int index, const QString& outcome);
+
+private:
+    struct Step {
+        QString title;
+        QString explanation;
+        std::function<QString()> run; // does the step; returns what it showed ("" for async steps)
+    };
+    void defineSteps();
+    void showStep(int index);
+    void whenDemoOpen(std::function<void()> then);
+    void resetDemo();
+    void finishStep(int index, const QString& outcome);
+    QString saveCopy(); // async: finishes the step on saveFinished
+
+    MainWindow* m_window;
+    std::vector<Step> m_definitions;
+    std::vector<QString> m_outcomes;
+    QDockWidget* m_dock = nullptr;
+    QListWidget* m_steps = nullptr;
+    QTextBrowser* m_text = nullptr;
+    QPushButton* m_runButton = nullptr;
+    QPushButton* m_nextButton = nullptr;
+    int m_running = -1;
+    std::unique_ptr<QTemporaryDir> m_outputFolder;
+    QString m_lastSavedCopy;
+    int m_copies = 0;
+    QString m_lastMoveText;
+};
+
+} // namespace ckpt

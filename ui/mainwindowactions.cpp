@@ -1,0 +1,332 @@
+// The main window's action and menu tables and what its File actions do once a path is chosen
+// (save a remapped copy, export weights or the plan), and how it shows errors: the half of
+// MainWindow that is tables and answers, apart from its layout and wiring (mainwindow.cpp).
+#include "ui/actiontable.h"
+#include "ui/appsettings.h"
+#include "ui/compare/comparisondock.h"
+#include "ui/deviceshortcuts.h"
+#include "ui/dialogs/dangeroussave.h"
+#include "ui/dialogs/filedialogs.h"
+#include "ui/document/checkpointdocument.h"
+#include "ui/document/documentcontroller.h"
+#include "ui/document/foldersave.h"
+#include "ui/guidedtour.h"
+#include "ui/jobs/jobprogressdialog.h"
+#include "ui/jobs/jobtracker.h"
+#include "ui/mainwindow.h"
+#include "ui/models/tensorfilterproxymodel.h"
+#include "ui/models/tensortreemodel.h"
+#include "ui/planactions.h"
+#include "ui/theme.h"
+#include "ui/values/tensorvalues.h"
+#include "ui/widgets/detailspane.h"
+#include "ui/widgets/devicepanel.h"
+#include "ui/widgets/findingspanel.h"
+#include "ui/widgets/firstrunhint.h"
+#include "ui/widgets/loadsimulationbar.h"
+#include "ui/widgets/maintoolbar.h"
+#include "ui/widgets/memorychartwidget.h"
+#include "ui/widgets/recentfilesmenu.h"
+#include "ui/widgets/safetybanner.h"
+#include "ui/widgets/tensortreepanel.h"
+#include "ui/widgets/valuescanpanel.h"
+#include "version.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTimer>
+#include <QTreeView>
+#include <QUndoGroup>
+#include <QUndoStack>
+#include <QUndoView>
+#include <QVBoxLayout>
+
+namespace ckpt {
+
+void MainWindow::createActions()
+{
+    const ActionSpec table[] = {
+        {"actionOpen", tr("&Open…"), QKeySequence(Qt::CTRL | Qt::Key_O),
+            tr("Open a PyTorch checkpoint without running its pickle code"),
+            [this] {
+                if (const QString path = askCheckpointToOpen(this, m_currentFile); !path.isEmpty())
+                    openFile(path);
+            }},
+        // A folder of shards (Hugging Face index, DCP) opens as one checkpoint, as a drop of the folder does.
+        {"actionOpenFolder", tr("Open &Folder…"), {},
+            tr("Open a folder of shards (index, .bin, safetensors or DCP) as one checkpoint"),
+            [this] {
+                if (const QString folder = askCheckpointFolderToOpen(this, m_currentFile); !folder.isEmpty())
+                    openFile(folder);
+            }},
+        {"actionSaveRemapped", tr("&Save Remapped Copy…"), QKeySequence(Qt::CTRL | Qt::Key_S),
+            tr("Write a copy whose recorded devices are the planned ones (never over the input)"),
+            [this] { chooseSaveTarget(); }},
+        {"actionExportWeights", tr("E&xport Weights…"), {},
+            tr("A plain state_dict (.pt) that torch.load(weights_only=True) opens, or "
+               "safetensors, with nothing of the file executed"),
+            [this] {
+                if (!document())
+                    return;
+                if (const QString path = askWeightsExportPath(this, *document()); !path.isEmpty())
+                    exportWeightsTo(path);
+            }},
+        {"actionCompareWith", tr("Co&mpare With…"), {},
+            tr("What changed between the open checkpoint and another file or folder: tensors added, "
+               "removed, renamed, and changed in dtype, shape, device or value"),
+            [this] { findChild<ComparisonDock*>()->chooseFileAndCompare(); }},
+        {"actionExportMapLocation", tr("Export Plan as &map_location…"), QKeySequence(Qt::CTRL | Qt::Key_E),
+            tr("Python for torch.load that applies the plan to the original file"),
+            [this] { chooseExportTarget(false); }},
+        {"actionExportDeviceMap", tr("Export Plan as &device_map…"),
+            QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+            tr("A Hugging Face style device_map (module prefix → device) as JSON"),
+            [this] { chooseExportTarget(true); }},
+        {"actionClose", tr("&Close"), QKeySequence(Qt::CTRL | Qt::Key_W), {}, [this] { closeDocument(); }},
+        // Explicit keys: QKeySequence::Quit is empty under some platform themes.
+        {"actionQuit", tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), tr("Close every window and quit"),
+            [] { QApplication::closeAllWindows(); }},
+        {"actionSelectSharing", tr("Select Tensors &Sharing Storage"),
+            QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A),
+            tr("Adds every tensor that views the same storage as a selected one: they move together"),
+            [this] {
+                showTransientMessage(tr("%n tensor(s) share the selected storages", nullptr,
+                    int(m_treePanel->selectTensorsSharingStorage())));
+            }},
+        {"actionScanValues", tr("Scan &Values"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V),
+            tr("Reads every tensor's values (every shard of a folder) and lists those holding NaN or "
+               "infinity"),
+            [this] {
+                m_valueScanDock->show();
+                m_valueScanDock->raise();
+                m_valueScanPanel->startScan();
+            }},
+        {"actionFilter", tr("&Filter Tensors"), QKeySequence(Qt::CTRL | Qt::Key_F), {},
+            [this] { m_treePanel->focusFilter(); }},
+        {"actionOpenDemo", tr("Open &Demo Checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_D),
+            tr("A small transformer saved on cuda:0, cuda:1 and cpu"), [this] { openDemoCheckpoint(); }},
+        {"actionGuidedTour", tr("&Guided Tour"), {},
+            tr("Short steps on the demo checkpoint that drive the app: shared storage, moves, targets, "
+               "saving"),
+            [this] { m_tour->start(); }},
+        {"actionAbout", tr("&About Checkpoint Inspector"), QKeySequence(Qt::Key_F1), {},
+            [this] {
+                QMessageBox::about(this, tr("About Checkpoint Inspector"),
+                    tr("<h3>Checkpoint Inspector %1</h3>"
+                       "<p>Opens PyTorch checkpoints without running their pickle code, shows the device "
+                       "every tensor was recorded on, and writes a copy that loads on the devices you "
+                       "plan.</p>")
+                        .arg(QLatin1String(ckpt::kVersion)));
+            }},
+    };
+    for (const ActionSpec& spec : table)
+        m_actions.push_back(createAction(this, spec));
+    const auto find = [this](const char* name) { return findChild<QAction*>(QString::fromLatin1(name)); };
+    find("actionQuit")->setMenuRole(QAction::QuitRole);
+    find("actionAbout")->setMenuRole(QAction::AboutRole);
+    m_saveAction = find("actionSaveRemapped");
+    m_exportWeightsAction = find("actionExportWeights");
+    m_exportMapLocationAction = find("actionExportMapLocation");
+    m_exportDeviceMapAction = find("actionExportDeviceMap");
+    m_closeAction = find("actionClose");
+    m_selectSharingAction = find("actionSelectSharing");
+    m_demoAction = find("actionOpenDemo");
+    m_tourAction = find("actionGuidedTour");
+
+    // Keyboard moves: the selected rows' drag payload, dropped on a device by a shortcut.
+    m_deviceShortcuts = new DeviceShortcuts(
+        m_documents,
+        [this]() -> std::unique_ptr<QMimeData> {
+            QModelIndexList rows;
+            const QModelIndexList selected = treeView()->selectionModel()->selectedRows();
+            for (const QModelIndex& index : selected)
+                rows.append(filterModel()->mapToSource(index));
+            if (rows.isEmpty() || !treeModel())
+                return nullptr;
+            return std::unique_ptr<QMimeData>(treeModel()->mimeData(rows));
+        },
+        this);
+    connect(m_deviceShortcuts, &DeviceShortcuts::moved, this, &MainWindow::showTransientMessage);
+    m_theme = new Theme(m_settings.get(), this);
+
+    // The group follows the open document's stack.
+    QAction* undo = m_undoGroup->createUndoAction(this, tr("&Undo"));
+    undo->setObjectName(QStringLiteral("actionUndo"));
+    undo->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Z));
+    QAction* redo = m_undoGroup->createRedoAction(this, tr("&Redo"));
+    redo->setObjectName(QStringLiteral("actionRedo"));
+    redo->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z));
+
+    QAction* history = m_historyDock->toggleViewAction();
+    history->setObjectName(QStringLiteral("actionShowHistory"));
+    history->setText(tr("&History"));
+    history->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
+    QAction* findings = m_findingsDock->toggleViewAction();
+    findings->setObjectName(QStringLiteral("actionShowFindings"));
+    findings->setText(tr("&Findings"));
+    findings->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+    findings->setStatusTip(
+        tr("Why the file may not load here, whether it is safe to load, whether it is intact"));
+}
+
+void MainWindow::createMenus()
+{
+    auto* recentMenu = new RecentFilesMenu(m_settings.get(), this);
+    connect(recentMenu, &RecentFilesMenu::fileChosen, this, &MainWindow::openFile);
+
+    // The menus as a table: an action or submenu by object name, "-" for a separator.
+    const std::pair<QString, std::vector<const char*>> menus[] = {
+        {tr("&File"),
+            {"actionOpen", "actionOpenFolder", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
+                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-", "actionClose",
+                "actionQuit"}},
+        {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
+        {tr("&Plan"),
+            {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",
+                "actionAutoSequential", "-", "targetMenu"}},
+        {tr("&View"), {"actionShowHistory", "actionShowFindings", "-", "actionScanValues", "-", "themeMenu"}},
+        {tr("&Help"), {"actionGuidedTour", "actionOpenDemo", "-", "actionAbout"}},
+    };
+    const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};
+    int index = 0;
+    for (const auto& [title, items] : menus) {
+        QMenu* menu = menuBar()->addMenu(title);
+        menu->setObjectName(QString::fromLatin1(menuNames[index++]));
+        for (const char* item : items) {
+            const QString name = QString::fromLatin1(item);
+            if (name == QLatin1String("-"))
+                menu->addSeparator();
+            else if (auto* submenu = findChild<QMenu*>(name))
+                menu->addMenu(submenu);
+            else if (auto* action = findChild<QAction*>(name))
+                menu->addAction(action);
+            else
+                qWarning("MainWindow: no action or menu named %s", item);
+        }
+    }
+}
+
+// --- Saving and exporting --------------------------------------------------------------------
+
+void MainWindow::chooseSaveTarget(std::function<void()> then)
+{
+    CheckpointDocument* current = document();
+    if (!current)
+        return;
+    const QString path = askRemappedCopyPath(this, *current);
+    if (path.isEmpty())
+        return;
+    m_afterSave = std::move(then);
+    saveRemappedCopyTo(path);
+}
+
+void MainWindow::saveRemappedCopyTo(const QString& path)
+{
+    CheckpointDocument* current = document();
+    if (!current || isBusy()) {
+        const QString message
+            = !current ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
+        showError(tr("Cannot Save"), message);
+        Q_EMIT saveFinished(false, message);
+        return;
+    }
+    // Safetensors and DCP shards record no device: the plan is exported, and the window says why.
+    if (folderSaveExportsOnly(current->checkpoint())) {
+        auto exported
+            = exportFolderPlan(current->checkpoint(), current->plan(), current->target(), path.toStdString());
+        const QString message = QString::fromStdString(exported ? *exported : exported.error().message);
+        if (exported)
+            showInformation(tr("Plan Exported, Nothing Rewritten"), message);
+        else
+            showError(tr("Plan Not Exported"), message);
+        Q_EMIT saveFinished(bool(exported), message);
+        return;
+    }
+    // As `ckpt-inspect remap` does (exit 4): no remapped copy of a file that may run code.
+    if (m_dangerousSave->refuse(current->checkpoint(), path))
+        return;
+    m_documents->saveRemappedCopy(path);
+    showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+}
+
+void MainWindow::exportWeightsTo(const QString& path)
+{
+    if (!document() || isBusy()) {
+        const QString message
+            = !document() ? tr("No checkpoint is open.") : tr("Another file operation is still running.");
+        showError(tr("Cannot Export"), message);
+        Q_EMIT exportFinished(false, message);
+        return;
+    }
+    m_documents->exportWeights(path);
+    showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+}
+
+void MainWindow::showSaveResult(bool ok, const QString& message, const QString& outputPath)
+{
+    std::function<void()> then = std::move(m_afterSave);
+    m_afterSave = {};
+    if (!ok) {
+        showError(tr("Remapped Copy Not Saved"), message);
+        Q_EMIT saveFinished(false, message);
+        return;
+    }
+    showTransientMessage(tr("Saved %1: %2").arg(QFileInfo(outputPath).fileName(), message));
+    showInformation(
+        tr("Remapped Copy Saved"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(outputPath), message));
+    Q_EMIT saveFinished(true, message);
+    if (then)
+        then();
+}
+
+void MainWindow::chooseExportTarget(bool deviceMap)
+{
+    if (!document())
+        return;
+    const QString path
+        = deviceMap ? askDeviceMapExportPath(this, *document()) : askMapLocationExportPath(this, *document());
+    if (path.isEmpty())
+        return;
+    if (deviceMap && exportDeviceMapTo(path))
+        showTransientMessage(tr("device_map exported to %1").arg(QDir::toNativeSeparators(path)));
+    else if (!deviceMap && exportMapLocationTo(path))
+        showTransientMessage(tr("Plan exported to %1").arg(QDir::toNativeSeparators(path)));
+}
+
+void MainWindow::showError(const QString& title, const QString& message)
+{
+    Q_EMIT errorShown(message);
+    if (m_suppressModalDialogs) {
+        showTransientMessage(message);
+        return;
+    }
+    // Window-modal and non-blocking: no nested event loop in the middle of a job's completion.
+    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    box->open();
+}
+
+void MainWindow::showInformation(const QString& title, const QString& message)
+{
+    if (m_suppressModalDialogs)
+        return;
+    auto* box = new QMessageBox(QMessageBox::Information, title, message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    box->open();
+}
+
+} // namespace ckpt

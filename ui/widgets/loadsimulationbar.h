@@ -1,0 +1,59 @@
+#pragma once
+
+#include "core/triage/plannedload.h"
+
+#include <QPointer>
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QTimer;
+
+namespace ckpt {
+
+class CheckpointDocument;
+
+// The load simulation as a question a person can change: which map_location, on which target,
+// for the file as it is and for the copy the current plan would write ("after this plan, torch 2.6+
+// loads it on the target"). It follows the plan move by move; the target box asks the window to
+// switch the target (targetChosen), which every other view follows too.
+class LoadSimulationBar : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit LoadSimulationBar(QWidget* parent = nullptr);
+
+    void setDocument(CheckpointDocument* document); // nullptr: nothing to simulate
+    // The choices of the target box and the current one (PlanActions::targetChoices()).
+    void setTargetChoices(const QStringList& choices, const QString& current);
+
+    QComboBox* mapLocationBox() const { return m_mapLocationBox; }
+    QComboBox* targetBox() const { return m_targetBox; }
+    // Sets the map_location as torch.load is given it ("None", "'cpu'", "{'cuda:1': 'cuda:0'}").
+    void setMapLocationText(const QString& text);
+    MapLocation mapLocation() const { return m_mapLocation; }
+    // The outcome lines as plain text (tests, the tour, accessibility); current after refresh().
+    QString resultText() const;
+    // Recomputes now (it otherwise waits for the event loop, once per burst of moves).
+    void refresh();
+
+Q_SIGNALS:
+    void targetChosen(const QString& choice);
+    void refreshed();
+
+private:
+    void scheduleRefresh();
+    void forgetFileAsItIs(); // the target or map_location changed: the file's own line is recomputed
+    void readMapLocation();
+
+    QPointer<CheckpointDocument> m_document;
+    MapLocation m_mapLocation;
+    QString m_mapLocationError;
+    QString m_asItIsHtml; // the file as it is: unchanged by moves, so not recomputed on each one
+    QComboBox* m_mapLocationBox = nullptr;
+    QComboBox* m_targetBox = nullptr;
+    QLabel* m_result = nullptr;
+    QTimer* m_refreshTimer = nullptr;
+};
+
+} // namespace ckpt
