@@ -190,8 +190,8 @@ void MainWindow::createMenus()
     const std::pair<QString, std::vector<const char*>> menus[] = {
         {tr("&File"),
             {"actionOpen", "actionOpenFolder", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
-                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-", "actionClose",
-                "actionQuit"}},
+                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-",
+                "actionClose", "actionQuit"}},
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
             {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",
