@@ -114,8 +114,16 @@ void TensorTreePanel::showFindings(const std::vector<Finding>& findings, std::si
                 .arg(finding.severity == Severity::Error ? tr("Whole file:") : tr("Whole file (warning):"),
                     message.toHtmlEscaped()));
     }
-    if (m_model)
-        m_model->setFindings(findings);
+    if (m_model) {
+        // A finding that names every tensor would put the same badge on every row, where it points
+        // nowhere (issue 14): it is said above the tree only. One that names some rows, even most of
+        // them, still marks those rows, as they differ from the rest.
+        std::vector<Finding> rowFindings;
+        for (const Finding& finding : findings)
+            if (tensorCount == 0 || finding.tensors.size() < tensorCount)
+                rowFindings.push_back(finding);
+        m_model->setFindings(rowFindings);
+    }
     m_fileFindingsLabel->setVisible(!fileLines.isEmpty());
     if (fileLines.isEmpty())
         return;
