@@ -1,6 +1,13 @@
+// The JSON value and its strict parser: errors that name the byte, limits that hold against hostile
+// input (depth, size, duplicate keys kept for the safetensors checks). The writer is jsonwriter.cpp.
+//
+// Why one file of about 750 lines: the parser is one state machine (an explicit stack, so hostile
+// nesting never reaches the C++ stack) whose error messages and limits are read together, and the
+// value type it builds is the rest; neither half reads well without the other.
 #include "core/json/json.h"
 #include "core/base/ascii.h"
 #include "core/base/textformat.h"
+#include "core/json/utf8sequence.h"
 
 #include <algorithm>
 #include <charconv>
@@ -16,36 +23,12 @@ namespace ckpt {
 
 namespace {
 
+using jsondetail::utf8SequenceLength;
+
 const JsonValue kNullValue;
 const std::string kEmptyString;
 const JsonValue::Array kEmptyArray;
 const JsonValue::Object kEmptyObject;
-
-// Length of the well-formed UTF-8 sequence at `p` (Unicode table 3-7), 0 when it is not one:
-// overlong forms, encoded surrogates and code points above U+10FFFF are all rejected, so whatever
-// passes here can be written back as JSON and read by any strict parser.
-std::size_t utf8SequenceLength(const unsigned char* p, std::size_t available)
-{
-    const unsigned char lead = p[0];
-    if (lead < 0x80)
-        return 1;
-    auto continuation = [&](std::size_t i, unsigned char low = 0x80, unsigned char high = 0xBF) {
-        return i < available && p[i] >= low && p[i] <= high;
-    };
-    if (lead >= 0xC2 && lead <= 0xDF)
-        return continuation(1) ? 2 : 0;
-    if (lead >= 0xE0 && lead <= 0xEF) {
-        const unsigned char low = lead == 0xE0 ? 0xA0 : 0x80;
-        const unsigned char high = lead == 0xED ? 0x9F : 0xBF;
-        return continuation(1, low, high) && continuation(2) ? 3 : 0;
-    }
-    if (lead >= 0xF0 && lead <= 0xF4) {
-        const unsigned char low = lead == 0xF0 ? 0x90 : 0x80;
-        const unsigned char high = lead == 0xF4 ? 0x8F : 0xBF;
-        return continuation(1, low, high) && continuation(2) && continuation(3) ? 4 : 0;
-    }
-    return 0;
-}
 
 // A byte as people should read it in a message: 'x' for printable ASCII, 0xC3 otherwise.
 std::string describeByte(unsigned char byte)
@@ -517,27 +500,6 @@ Expected<JsonValue> JsonParser::run()
     }
 }
 
-void appendDouble(std::string& out, double number)
-{
-    if (!std::isfinite(number)) {
-        out += "null";
-        return;
-    }
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, number);
-    const std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
-    out += text;
-    if (text.find_first_of(".eE") == std::string_view::npos)
-        out += ".0";
-}
-
-void appendInteger(std::string& out, auto number)
-{
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, number);
-    out.append(buffer, static_cast<std::size_t>(result.ptr - buffer));
-}
-
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -786,315 +748,6 @@ bool JsonValue::operator==(const JsonValue& other) const
 Expected<JsonValue> parseJson(std::string_view text, const JsonParseLimits& limits)
 {
     return JsonParser(text, limits).run();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Writing
-
-void appendJsonString(std::string& out, std::string_view text)
-{
-    static const char* hex = "0123456789abcdef";
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-    out += '"';
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const unsigned char c = bytes[i];
-        if (c >= 0x80) {
-            const std::size_t length = utf8SequenceLength(bytes + i, text.size() - i);
-            if (length == 0) {
-                out += "\\ufffd";
-                ++i;
-            } else {
-                out.append(text.data() + i, length);
-                i += length;
-            }
-            continue;
-        }
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\b':
-            out += "\\b";
-            break;
-        case '\f':
-            out += "\\f";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                out += "\\u00";
-                out += hex[c >> 4];
-                out += hex[c & 0xF];
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-        ++i;
-    }
-    out += '"';
-}
-
-JsonWriter::JsonWriter(JsonStyle style)
-    : m_style(style)
-{ }
-
-JsonWriter::JsonWriter(std::ostream& out, JsonStyle style)
-    : m_stream(&out)
-    , m_style(style)
-{ }
-
-JsonWriter::~JsonWriter()
-{
-    flush();
-}
-
-std::string JsonWriter::takeText()
-{
-    std::string text = std::move(m_buffer);
-    m_buffer.clear();
-    return text;
-}
-
-void JsonWriter::flush()
-{
-    if (m_stream && !m_buffer.empty()) {
-        m_stream->write(m_buffer.data(), static_cast<std::streamsize>(m_buffer.size()));
-        m_buffer.clear();
-    }
-}
-
-void JsonWriter::maybeFlush()
-{
-    constexpr std::size_t kChunk = std::size_t {64} << 10;
-    if (m_stream && m_buffer.size() >= kChunk)
-        flush();
-}
-
-bool JsonWriter::isComplete() const
-{
-    return m_topLevelDone && m_stack.empty();
-}
-
-void JsonWriter::fail(std::string message)
-{
-    if (m_error.empty())
-        m_error = std::move(message);
-}
-
-void JsonWriter::newlineAndIndent()
-{
-    if (m_style != JsonStyle::Pretty)
-        return;
-    m_buffer += '\n';
-    m_buffer.append(2 * m_stack.size(), ' ');
-}
-
-bool JsonWriter::beforeValue(const char* what)
-{
-    if (m_stack.empty()) {
-        if (m_topLevelDone) {
-            fail(std::string("JsonWriter: ") + what + " after the top-level value was complete");
-            return false;
-        }
-        return true;
-    }
-    Frame& frame = m_stack.back();
-    if (frame.isObject) {
-        if (!frame.keyWritten) {
-            fail(std::string("JsonWriter: ") + what + " inside an object without a key() first");
-            return false;
-        }
-        return true;
-    }
-    if (frame.hasEntries)
-        m_buffer += ',';
-    newlineAndIndent();
-    return true;
-}
-
-void JsonWriter::afterValue()
-{
-    if (m_stack.empty()) {
-        m_topLevelDone = true;
-    } else {
-        m_stack.back().hasEntries = true;
-        m_stack.back().keyWritten = false;
-    }
-    maybeFlush();
-}
-
-JsonWriter& JsonWriter::beginObject()
-{
-    if (beforeValue("beginObject()")) {
-        m_buffer += '{';
-        m_stack.push_back(Frame {true, false, false});
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::beginArray()
-{
-    if (beforeValue("beginArray()")) {
-        m_buffer += '[';
-        m_stack.push_back(Frame {false, false, false});
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::endObject()
-{
-    if (m_stack.empty() || !m_stack.back().isObject || m_stack.back().keyWritten) {
-        fail(m_stack.empty() || !m_stack.back().isObject
-                ? "JsonWriter: endObject() without a matching beginObject()"
-                : "JsonWriter: endObject() after a key() without its value");
-        return *this;
-    }
-    const bool hadEntries = m_stack.back().hasEntries;
-    m_stack.pop_back();
-    if (hadEntries)
-        newlineAndIndent();
-    m_buffer += '}';
-    afterValue();
-    return *this;
-}
-
-JsonWriter& JsonWriter::endArray()
-{
-    if (m_stack.empty() || m_stack.back().isObject) {
-        fail("JsonWriter: endArray() without a matching beginArray()");
-        return *this;
-    }
-    const bool hadEntries = m_stack.back().hasEntries;
-    m_stack.pop_back();
-    if (hadEntries)
-        newlineAndIndent();
-    m_buffer += ']';
-    afterValue();
-    return *this;
-}
-
-JsonWriter& JsonWriter::key(std::string_view name)
-{
-    if (m_stack.empty() || !m_stack.back().isObject || m_stack.back().keyWritten) {
-        fail(m_stack.empty() || !m_stack.back().isObject ? "JsonWriter: key() outside an object"
-                                                         : "JsonWriter: key() twice without a value");
-        return *this;
-    }
-    Frame& frame = m_stack.back();
-    if (frame.hasEntries)
-        m_buffer += ',';
-    newlineAndIndent();
-    appendJsonString(m_buffer, name);
-    m_buffer += m_style == JsonStyle::Pretty ? ": " : ":";
-    frame.keyWritten = true;
-    return *this;
-}
-
-JsonWriter& JsonWriter::value(std::string_view text)
-{
-    if (beforeValue("a string value")) {
-        appendJsonString(m_buffer, text);
-        afterValue();
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::value(const char* text)
-{
-    return value(std::string_view(text ? text : ""));
-}
-
-JsonWriter& JsonWriter::value(const std::string& text)
-{
-    return value(std::string_view(text));
-}
-
-JsonWriter& JsonWriter::value(std::int64_t number)
-{
-    if (beforeValue("a number")) {
-        appendInteger(m_buffer, number);
-        afterValue();
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::value(std::uint64_t number)
-{
-    if (beforeValue("a number")) {
-        appendInteger(m_buffer, number);
-        afterValue();
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::value(double number)
-{
-    if (beforeValue("a number")) {
-        appendDouble(m_buffer, number);
-        afterValue();
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::value(bool flag)
-{
-    if (beforeValue("a boolean")) {
-        m_buffer += flag ? "true" : "false";
-        afterValue();
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::null()
-{
-    if (beforeValue("null")) {
-        m_buffer += "null";
-        afterValue();
-    }
-    return *this;
-}
-
-JsonWriter& JsonWriter::value(const JsonValue& json)
-{
-    switch (json.type()) {
-    case JsonValue::Type::Null:
-        return null();
-    case JsonValue::Type::Bool:
-        return value(json.toBool());
-    case JsonValue::Type::Number:
-        if (const auto integer = json.toInt64())
-            return value(*integer);
-        if (const auto unsignedInteger = json.toUInt64())
-            return value(*unsignedInteger);
-        return value(json.toDouble());
-    case JsonValue::Type::String:
-        return value(std::string_view(json.toString()));
-    case JsonValue::Type::Array:
-        beginArray();
-        for (const JsonValue& item : json.items())
-            value(item);
-        return endArray();
-    case JsonValue::Type::Object:
-        beginObject();
-        for (const JsonMember& member : json.members()) {
-            key(member.key);
-            value(member.value);
-        }
-        return endObject();
-    }
-    return *this;
 }
 
 } // namespace ckpt

@@ -1,3 +1,10 @@
+// The pickle machine: runs a pickle's opcodes (protocols 0 to 5) symbolically into a PickleGraph.
+// Nothing is imported or called: GLOBAL/STACK_GLOBAL become names, REDUCE/BUILD/NEWOBJ become
+// call nodes, persistent ids become storage references, with limits on every resource.
+//
+// Why one file of about 820 lines: it is one dispatch loop over the opcodes (declared once in
+// opcodes.h), and each case is a few lines that share the stack, memo and mark bookkeeping; split
+// by opcode family, every part would need that machinery's internals.
 #include "core/pickle/picklemachine.h"
 #include "core/base/ascii.h"
 #include "core/base/textformat.h"
