@@ -238,7 +238,7 @@ std::string CheckpointBuilder::summarize(NodeId id, int depth) const
     }
     case NodeKind::Call:
     case NodeKind::NewObject: {
-        const std::string cls = className(id);
+        std::string cls = className(id); // not const: returned by move
         const NodeId args = m_graph.arguments(id);
         if (cls == "torch.Size") {
             auto dims = intList(id);
