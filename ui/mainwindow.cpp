@@ -188,7 +188,9 @@ void MainWindow::createWidgets()
     m_memoryChart->setAccessibleName(tr("Memory per device, recorded and planned"));
     connect(m_memoryChart, &MemoryChartWidget::moved, this, &MainWindow::showTransientMessage);
     m_detailsPane = new DetailsPane(this);
-    m_detailsPane->setValuesSource(HelperProcessValues::findForThisProgram());
+    // One helper for the details pane and Scan Values: found once, on start-up.
+    const std::shared_ptr<TensorValuesSource> valuesSource = HelperProcessValues::findForThisProgram();
+    m_detailsPane->setValuesSource(valuesSource);
     connect(m_detailsPane, &DetailsPane::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
 
     // Right: the device cards (every row of them in view) over the chart. Left: the first-run hint
@@ -258,7 +260,7 @@ void MainWindow::createWidgets()
     comparison->hide();
 
     m_valueScanPanel = new ValueScanPanel(this);
-    m_valueScanPanel->setValuesSource(HelperProcessValues::findForThisProgram());
+    m_valueScanPanel->setValuesSource(valuesSource);
     connect(m_valueScanPanel, &ValueScanPanel::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
     m_valueScanDock = new QDockWidget(tr("Values Scan"), this);
     m_valueScanDock->setObjectName(QStringLiteral("valueScanDock"));

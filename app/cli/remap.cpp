@@ -182,18 +182,7 @@ int runRemap(const RemapArguments& arguments)
         writer.member("input", arguments.file);
         writer.member("output", result->outputPath);
         writer.member("format", std::string(ckpt::checkpointFormatName(checkpoint.format)));
-        writer.key("storages").beginArray();
-        for (const ckpt::RemappedStorage& storage : result->storages) {
-            writer.beginObject();
-            writer.member("key", storage.key);
-            writer.member("output_key", storage.outputKey);
-            writer.key("recorded");
-            storage.recorded ? writer.value(*storage.recorded) : writer.null();
-            writer.key("planned");
-            storage.planned ? writer.value(*storage.planned) : writer.null();
-            writer.endObject();
-        }
-        writer.endArray();
+        writeRemappedStoragesJson(writer, result->storages, true);
         writer.key("globals_renamed").beginArray();
         for (const std::string& renamed : result->globalsRenamed)
             writer.value(renamed);

@@ -6,6 +6,7 @@
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/triage.h"
+#include "core/write/remapwriter.h"
 
 #include <iomanip>
 #include <ostream>
@@ -168,6 +169,24 @@ void writeFindingJson(
             writer.value(checkpoint.tensors[tensor].name);
     writer.endArray();
     writer.endObject();
+}
+
+void writeRemappedStoragesJson(
+    ckpt::JsonWriter& writer, const std::vector<ckpt::RemappedStorage>& storages, bool withOutputKey)
+{
+    writer.key("storages").beginArray();
+    for (const ckpt::RemappedStorage& storage : storages) {
+        writer.beginObject();
+        writer.member("key", storage.key);
+        if (withOutputKey)
+            writer.member("output_key", storage.outputKey);
+        writer.key("recorded");
+        storage.recorded ? writer.value(*storage.recorded) : writer.null();
+        writer.key("planned");
+        storage.planned ? writer.value(*storage.planned) : writer.null();
+        writer.endObject();
+    }
+    writer.endArray();
 }
 
 } // namespace cli

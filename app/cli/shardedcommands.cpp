@@ -1,4 +1,5 @@
 #include "app/cli/shardedcommands.h"
+#include "app/cli/report.h"
 
 #include "core/base/escaping.h"
 #include "core/base/pythonliteral.h"
@@ -118,17 +119,7 @@ int saveShardedPlan(const Checkpoint& checkpoint, const PlacementPlan& plan, con
             writer.member("verified", shard.verified);
             writer.member("records_copied", shard.recordsCopied);
             writer.member("records_rewritten", shard.recordsRewritten);
-            writer.key("storages").beginArray();
-            for (const RemappedStorage& storage : shard.storages) {
-                writer.beginObject();
-                writer.member("key", storage.key);
-                writer.key("recorded");
-                storage.recorded ? writer.value(*storage.recorded) : writer.null();
-                writer.key("planned");
-                storage.planned ? writer.value(*storage.planned) : writer.null();
-                writer.endObject();
-            }
-            writer.endArray();
+            ::cli::writeRemappedStoragesJson(writer, shard.storages, false);
             writer.endObject();
         }
         writer.endArray();
