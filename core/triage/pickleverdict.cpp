@@ -804,7 +804,10 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
     const std::string label = givenLabel.empty() ? std::string("the archive") : givenLabel;
     std::vector<ZipMember> members;
     std::map<std::uint64_t, std::size_t> byLocalOffset;
-    std::int64_t shift = 0;
+    // Bytes before the archive move every offset the directory records by the same amount. Added
+    // modulo 2^64: the offsets are the file's words, and a hostile one near 2^64 must wrap (and then
+    // fail the bounds checks below), not overflow a signed sum.
+    std::uint64_t shift = 0;
     std::uint64_t centralStart = bytes.size(), centralEnd = bytes.size();
     if (const auto eocd = findEndOfCentralDirectory(bytes)) {
         std::uint64_t count = le(bytes, *eocd + 10, 2);
@@ -830,7 +833,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         if (size <= directoryEnd) {
             centralStart = directoryEnd - size;
             centralEnd = directoryEnd;
-            shift = static_cast<std::int64_t>(centralStart) - static_cast<std::int64_t>(offset);
+            shift = centralStart - offset;
         }
         std::uint64_t at = centralStart;
         for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
@@ -861,7 +864,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 }
                 e += 4 + length;
             }
-            member.localOffset = static_cast<std::uint64_t>(static_cast<std::int64_t>(local) + shift);
+            member.localOffset = local + shift;
             member.sizeKnown = true;
             byLocalOffset[member.localOffset] = members.size();
             members.push_back(std::move(member));
