@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect: the command-line twin of the desktop app, for scripts, servers and tests. This file
 // only builds the parser and runs the chosen command; each command lives in app/cli/.
 #include "app/cli/command.h"

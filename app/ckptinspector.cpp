@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The desktop app: parses the command line and shows the main window; everything else lives in ui/.
 #include "ui/mainwindow.h"
 #include "version.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect-values: value statistics of every tensor of a checkpoint, through libtorch, as JSON.
 // `ckpt-inspect check --values` runs it as a separate process, so that the everyday command-line
 // tool does not load libtorch (hundreds of MiB, 0.4 s at every start) for the one option that needs it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The desktop app's moments that must not keep a person waiting, on a checkpoint of a million
 // tensors: from launch to a usable tree, and applying a drop of a 100,000-tensor module (the tree
 // model, the device cards and the memory chart all updated) and its undo. Runs offscreen; prints

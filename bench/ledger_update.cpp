@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Time to update the memory ledger after one move, on a large checkpoint: the desktop app does
 // this on every drop, so it must cost what the move touches, not what the checkpoint holds.
 // usage: bench_ledger_update FILE [MOVES]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Runs a command a few times and prints its median wall time, median CPU time (user + system) and
 largest peak resident memory, as the bench/run-*.sh scripts report them.
 

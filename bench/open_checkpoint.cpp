@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Time to open a checkpoint with the core reader: sniff, central directory, pickle, model, tree.
 // Tensor bytes are memory-mapped and never touched, which is the point being measured.
 // usage: bench_open_checkpoint [--repeat N] FILE...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: `ckpt-inspect diff` of two ~2 GiB checkpoints written by real torch (a training step
 # apart: most blocks equal, a few changed), with 1 thread and with every thread, next to `cat` of
 # both files (the disk/page-cache speed the hashing should reach) and to the Python way

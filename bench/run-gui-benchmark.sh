@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: launch to a usable tree for a 1,000,000-tensor checkpoint, and a drop of a
 # 100,000-tensor module and its undo, in the desktop app (offscreen). The checkpoint is written by
 # real torch 1.13: ten modules part0..part9 of 100,000 tensors each (writing it takes minutes; it

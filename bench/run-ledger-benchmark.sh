@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: memory-ledger update time per move on a 100,000-tensor checkpoint written by real
 # torch (a deep module tree: 1,000 blocks of 100 tensors). Not a test.
 #   usage: bench/run-ledger-benchmark.sh [BUILD_DIR]   (default build/dev)

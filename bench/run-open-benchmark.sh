@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: time to open checkpoints with ckpt-inspect's reader, next to the time
 # `torch.load(f, map_location='cpu', weights_only=True)` takes for the same files.
 # Writes its inputs with real torch under build/bench/ (a 2,000+ tensor state_dict and a >= 1 GiB

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: `ckpt-inspect remap` of a >= 2 GiB checkpoint recorded on cuda:0/cuda:1, remapped to
 # cpu, next to `cp` of the same file and to the Python round trip
 # `torch.save(torch.load(f, map_location='cpu'), out)`; wall time and peak memory of each.

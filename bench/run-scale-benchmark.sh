@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: the CLI at scale, next to torch.load(weights_only=True) of the same file in the same
 # run. `info --json`, `info` and `check` of a 100,000-tensor torch.save file, and `check` of a file
 # of 200,000 storages (torch's legacy format, where every storage follows the pickle). Wall time,

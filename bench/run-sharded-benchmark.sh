@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: time to open a 100-shard Hugging Face index folder as one checkpoint with
 # ckpt-inspect's reader (shards in parallel, memory-mapped, no tensor bytes read), next to the time
 # real torch takes to torch.load every shard (weights_only=True, map_location='cpu'; also with

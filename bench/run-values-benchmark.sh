@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Benchmark: `check --values` throughput on a 2 GiB float32 checkpoint written by real torch, next
 # to numpy's isfinite/min/max/sum over the same mapped bytes in one thread, in the same run; and
 # the value scan alone (bench_value_scan) with the native kernels on 1 and on every thread and with

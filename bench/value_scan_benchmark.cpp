@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Benchmark (not a test): value-scan throughput over a checkpoint written by torch, with the native
 // kernels on 1 thread and on every thread, and with libtorch's kernels, with and without the
 // histogram. bench/run-values-benchmark.sh writes the file and prints numpy's figure next to these.

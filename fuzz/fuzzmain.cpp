@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The libFuzzer entry point, compiled once per harness with CKPT_FUZZ_HARNESS naming it
 // (fuzz_reader, fuzz_pickle, ...). libFuzzer supplies main().
 #include "fuzz/fuzztargets.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "fuzz/fuzztargets.h"
 
 #include "core/devices/machinespec.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Builds the fuzzers' seed corpora from the repository's own samples (nothing is downloaded).
 
     fuzz/make-corpus.py OUTDIR [--extra DIR]...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-fuzz-replay: runs saved inputs through the fuzz harnesses' entry points, in any build (no
 // libFuzzer needed), so every crash a campaign ever found stays a test.
 //

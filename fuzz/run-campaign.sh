@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A long fuzz campaign for one harness, with a corpus that persists between campaigns.
 #
 #   fuzz/run-campaign.sh HARNESS [SECONDS]       (HARNESS: reader pickle zip safetensors check;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The fuzz smoke test that packaging/build-and-test.sh runs: every harness of the `fuzz` build, a
 # few seconds each (about a minute in all), from fresh seeds built out of the repository's samples.
 # Any crash, sanitizer report, leak, timeout or broken promise fails it; the input that did it is

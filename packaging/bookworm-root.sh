@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Creates (if missing or incomplete) a clean Debian 12 (bookworm) root in which the package test
 # (packaging/test-package-install.sh, ctest `package.install`) installs the .deb with apt, as a
 # user's machine would. The root itself stays clean: the test installs into a throw-away overlay

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds Checkpoint Inspector the way CI does (the `ci` preset: warnings are errors), checks the
 # formatting and runs every test suite with clang-tidy over every source alongside; then runs the
 # suites again under AddressSanitizer and UBSan (the `asan` preset) and gives each fuzz harness a

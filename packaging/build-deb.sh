@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages of Checkpoint Inspector for this Debian release and checks them:
 #
 #   packaging/build-deb.sh [OUT_DIR]          (default build/deb/packages)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks the desktop integration files of data/ as a desktop would use them:
 #   - the desktop entry with desktop-file-validate, the metainfo with appstreamcli validate;
 #   - the MIME types by real sniffing: a private MIME database (freedesktop's types plus ours) and

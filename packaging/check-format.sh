@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks every C++ source of the repository (tracked, or untracked and not ignored) against the
 # repository's .clang-format with clang-format 14, the version that file is written for.
 #   packaging/check-format.sh         list the files that need formatting; non-zero exit if any

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The Debian packages (cpack -G DEB, or packaging/build-deb.sh): ckpt-inspector (both programs,
 # the demo, desktop integration, man pages) and ckpt-inspector-values (the libtorch helper), from
 # the `main` and `values` install components of data/CMakeLists.txt. Their library dependencies

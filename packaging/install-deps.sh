@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs every Debian 12 (bookworm) package that building, running and testing Checkpoint
 # Inspector needs, CI included. Runs as root, or through sudo otherwise. Packages that are already
 # installed are skipped without touching apt, so a second run takes a fraction of a second.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks the Debian packages in DIR as Debian would: lintian (any error fails; warnings are
 # printed, see the README of packaging/ for the ones that stay and why), and the desktop entry and
 # AppStream metainfo the main package ships, with desktop-file-validate and appstreamcli validate.

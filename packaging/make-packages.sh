@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Makes the Debian packages of an existing build tree with CPack into OUT_DIR (emptied first), and
 # lists them. Used by packaging/build-deb.sh and by ctest's package.build (on the ci build).
 # Exits 77 (skip) when dpkg-deb or dpkg-shlibdeps is missing: not a Debian system.

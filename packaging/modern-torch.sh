@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Creates (if missing or incomplete) a Debian sid root holding a modern torch
 # (python3-torch 2.x), python3-numpy and the Hugging Face writers/readers of
 # sharded and safetensors checkpoints (python3-transformers, -safetensors,

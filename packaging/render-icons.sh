@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Renders data/icons/ckpt-inspector.svg to the PNG sizes installed under share/icons/hicolor.
 # The PNGs are committed (so a build needs no SVG renderer); run this after editing the SVG.
 # Needs rsvg-convert (Debian package librsvg2-bin).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the desktop app (the `dev` preset) and starts it: on FILE when one is given, otherwise on
 # the bundled demo checkpoint when it is there. Run packaging/install-deps.sh first.
 #   packaging/run-app.sh [FILE]

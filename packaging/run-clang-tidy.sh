@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs clang-tidy 14 with the repository's .clang-tidy over the project sources of a build's
 # compile_commands.json (generated files left out).
 #   packaging/run-clang-tidy.sh [BUILD_DIR [FOLDER...]]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the ckpt-inspector package of DIR with apt into a clean Debian 12 root, as a user would
 # (`apt-get install ./ckpt-inspector_*.deb`: dependencies resolved by apt from the archive), then
 # runs both installed programs there: `ckpt-inspect info` on the installed demo checkpoint, and the

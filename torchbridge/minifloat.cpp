@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "minifloat.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Exact decoders for the 8-bit floating dtypes torch 2.x saves and Debian's libtorch 1.13 lacks.

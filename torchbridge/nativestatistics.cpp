@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "nativestatistics.h"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The value statistics of a contiguous floating-point tensor computed over its native dtype, on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tensorstatistics.h"
 
 #include "core/io/mappedfile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // No libtorch header here: ckpt_ui and the CLI include this file (style.md, "libtorch lives in one

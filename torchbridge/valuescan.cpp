@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "valuescan.h"
 
 #include "core/model/checkpoint.h"

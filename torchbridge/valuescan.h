@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The value scan of a whole checkpoint, for the CLI's --values and the GUI's background job. No

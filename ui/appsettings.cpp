@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/appsettings.h"
 
 #include <QDir>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/deviceshortcuts.h"
 
 #include "ui/actiontable.h"

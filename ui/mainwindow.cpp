@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The window's layout, its wiring to the parts that do the work (ui/document's controller for open,
 // save, export and triage; ui/planactions for the Plan menu; ui/deviceshortcuts for keyboard moves;
 // ui/theme, ui/guidedtour and the toolbar; ui/jobs; the dialogs) and its answers to their signals.

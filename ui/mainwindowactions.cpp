@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The main window's action and menu tables and what its File actions do once a path is chosen
 // (save a remapped copy, export weights or the plan), and how it shows errors: the half of
 // MainWindow that is tables and answers, apart from its layout and wiring (mainwindow.cpp).

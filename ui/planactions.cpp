@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/planactions.h"
 
 #include "core/plan/autoplacement.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/theme.h"
 
 #include "ui/appsettings.h"

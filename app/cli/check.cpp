@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect check: triage. Integrity (the CRC of every record, truncation and what can be
 // salvaged), placement smells, what torch.load would do on the target, the weights_only verdict and,
 // with --values, each tensor's value statistics (through the libtorch helper).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The commands of ckpt-inspect, one file each (KeePassXC's src/cli shape): every file adds its
 // subcommand to the program's CLI11 parser, binds the options to its own state and returns the

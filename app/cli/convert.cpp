@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect convert: torch checkpoints to safetensors (one file or shards) and safetensors back
 // to a torch.save file, without running any pickle.
 #include "command.h"

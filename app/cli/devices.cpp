@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect devices: this machine's CUDA GPUs as torch numbers them, and its CPU memory.
 #include "command.h"
 #include "report.h"

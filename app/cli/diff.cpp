@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect diff: what changed between two checkpoints (files or folders, any formats), by
 // content hashes first; for float tensors whose values changed, how far apart (through libtorch,
 // in the ckpt-inspect-values helper, so this program never loads libtorch).

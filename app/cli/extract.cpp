@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect extract: a plain state_dict out of any readable checkpoint, without running it.
 #include "command.h"
 #include "extractreport.h"

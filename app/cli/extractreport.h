@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // How extract and convert report what they wrote and what they left behind.
 #include "core/json/json.h"

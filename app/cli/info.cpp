@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect info: the tree of tensors, totals per device and findings, led by the safety rating.
 #include "command.h"
 #include "report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "command.h"
 
 #include "core/devices/deviceinventory.h"

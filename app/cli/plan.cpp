@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect plan: every storage placed automatically on a target machine, with the reasons and the
 // memory per device; saved as a remapped copy or exported for Python.
 #include "command.h"

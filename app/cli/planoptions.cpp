@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "planoptions.h"
 #include "terminal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The placement options `remap` takes (--map, --tensor, --module), shared by every command that
 // writes a torch file, so a plan is said the same way everywhere.

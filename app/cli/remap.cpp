@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect remap: a copy whose storages are recorded on the planned devices, so that plain
 // torch.load puts them there; or the plan printed as a map_location.
 #include "command.h"

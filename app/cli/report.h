@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Renderers for results more than one command prints: the safety verdict (info, check, remap), a
 // machine (devices, plan) and a finding (check).

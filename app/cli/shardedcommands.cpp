@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "app/cli/shardedcommands.h"
 #include "app/cli/report.h"
 

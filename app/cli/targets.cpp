@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ckpt-inspect targets: described machines saved by name, for --target NAME.
 #include "command.h"
 #include "terminal.h"

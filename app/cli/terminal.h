@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // What ckpt-inspect prints to a terminal: a checkpoint is untrusted, so no byte taken from one may
 // reach the terminal as a control sequence.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/base/pythonliteral.h"
 
 #include "core/base/escaping.h"

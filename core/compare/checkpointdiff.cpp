@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/compare/checkpointdiff.h"
 
 #include "core/io/mappedfile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // This machine's devices as torch would number them: the driver's GPUs put in CUDA's order (asked
 // of libcuda, or emulated from CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES), then the CPU with
 // /proc/meminfo's memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The whole devices room for callers that use several of its parts (a plan needs the inventory and

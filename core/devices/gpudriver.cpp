@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The real GpuDriver: NVML for every physical GPU (name, memory, PCI bus, UUID, compute
 // capability) and libcuda for CUDA's own device order, both loaded with dlopen so that the binary
 // runs on machines without a driver.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/devices/machineinventory.h"
 
 namespace ckpt {

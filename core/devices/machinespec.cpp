@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Described machines ("cuda:0=24GiB,cpu=64GiB") and byte sizes, parsed exactly and written back.
 #include "core/devices/machinespec.h"
 #include "core/devices/devicetext.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Described machines saved by name in $XDG_CONFIG_HOME/ckpt-inspector/targets.json, and the one
 // rule that turns a command's SPEC (profile name, spec or nothing) into a machine.
 #include "core/devices/targetprofiles.h"

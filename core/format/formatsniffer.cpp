@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Says what a file is (torch zip, legacy stream, tar, TorchScript, safetensors, DCP, gzip, an LFS
 // pointer, HTML, ...) from its first and last few kilobytes, and why, for a person.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/format/inflate.h"
 #include "core/base/textformat.h"
 

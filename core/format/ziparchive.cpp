@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tolerant zip reader: central directory with ZIP64, and local-header recovery when the directory
 // is missing or damaged (a truncated download), every problem a finding with its byte offset.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/format/zipwriter.h"
 
 #include "core/format/inflate.h"

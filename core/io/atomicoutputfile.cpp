@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/io/atomicoutputfile.h"
 
 #include "core/base/textformat.h"

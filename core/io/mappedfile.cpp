@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/io/mappedfile.h"
 
 #include <cerrno>

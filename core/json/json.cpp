@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JSON value and its strict parser: errors that name the byte, limits that hold against hostile
 // input (depth, size, duplicate keys kept for the safetensors checks). The writer is jsonwriter.cpp.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JsonWriter: JSON written as it is produced (into a string or streamed to an ostream in chunks),
 // with the checks that keep its output parseable: one value at the top, keys only in objects,
 // every string valid UTF-8 (invalid bytes become U+FFFD), non-finite numbers as null.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // One UTF-8 validator for the JSON parser and writer (core/json only): what the parser accepts
 // and what the writer passes through unescaped must be the same set of byte sequences.

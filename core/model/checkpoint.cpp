@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/model/checkpoint.h"
 
 #include "core/base/checkedarithmetic.h"

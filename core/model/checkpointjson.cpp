@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/model/checkpointjson.h"
 
 #include "core/base/escaping.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/model/dtype.h"
 
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/model/shardset.h"
 
 #include "core/base/textformat.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/pickle/opcodes.h"
 
 namespace ckpt {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes a PickleGraph back as pickle bytes, with replacements (device tags, storage ids, globals).
 //
 // Why one file of about 600 lines: it is one job, the inverse of the machine, and its parts (the

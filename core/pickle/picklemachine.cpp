@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pickle machine: runs a pickle's opcodes (protocols 0 to 5) symbolically into a PickleGraph.
 // Nothing is imported or called: GLOBAL/STACK_GLOBAL become names, REDUCE/BUILD/NEWOBJ become
 // call nodes, persistent ids become storage references, with limits on every resource.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/pickle/picklesummary.h"
 
 namespace ckpt {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/plan/autoplacement.h"
 
 #include "core/base/checkedarithmetic.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/plan/devicemap.h"
 
 #include "core/base/pythonliteral.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/plan/memoryledger.h"
 
 #include "core/devices/machineinventory.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/plan/placementplan.h"
 
 #include "core/base/pythonliteral.h"

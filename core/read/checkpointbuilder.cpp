@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CheckpointBuilder turns the pickle machine's object graph into the checkpoint's tree of modules:
 // dicts, modules' __setstate__ state, tuples and lists become tree nodes with dotted names, and
 // anything else a one-line summary. The tensors themselves are rebuilt in tensorrebuilding.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/read/checkpointreader.h"
 
 #include "core/io/mappedfile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // torch.distributed.checkpoint folders (torch-format.md §7.1): `.metadata` is a plain pickle of
 // Metadata. It runs through the symbolic pickle machine (nothing is imported or called) and the
 // inert graph is walked by the dataclasses' field names.

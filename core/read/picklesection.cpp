@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/read/picklesection.h"
 
 namespace ckpt {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safetensors reader: header length, the JSON header (with repeated keys and byte offsets kept),
 // dtypes, shapes and data offsets, checked against what the safetensors library itself enforces.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hugging Face sharded checkpoints (torch-format.md §7.2) read as one checkpoint.
 #include "core/read/shardedreader.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads the PyTorch 0.1.x tar layout (torch-format.md §4.3): members sys_info, pickle, tensors,
 // storages inside a POSIX tar.
 #include "core/base/checkedarithmetic.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/read/tensorbytes.h"
 
 #include "core/io/mappedfile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tensor half of CheckpointBuilder: how a torch._utils._rebuild_* call (or a Parameter, a
 // quantized or sparse tensor, a legacy storage record) becomes a TensorEntry with its storage,
 // and the view checks torch makes when it rebuilds (sizes, strides, storage bounds, with torch's

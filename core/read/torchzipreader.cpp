@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads torch.save's zip format and TorchScript archives (torch-format.md §1, §2, §5).
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"

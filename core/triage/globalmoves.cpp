@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Globals that moved between library versions: a pickle names a class where the version that
 // wrote it kept it, and an environment with another version cannot import it. The copy written
 // by `remap --rename-global` names it where the reader's version keeps it.

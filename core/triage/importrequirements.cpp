@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which Python modules torch.load(weights_only=False) must import to unpickle a file, and the
 // exact exception when one is missing (checked against torch 1.13 / Python 3.11 and torch 2.14 /
 // Python 3.14 by tests/core/tst_loadsimulation.cpp on fixtures whose module is and is not importable).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Integrity (CRC of every record, sizes, truncation and what can be salvaged, files that are not
 // checkpoints) and placement smells (mixed devices in one module, optimizer state away from its
 // parameters, TorchScript code that names a device), as findings with an explanation and a fix.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The load simulation: what torch.load would do with each storage on a given machine, with the
 // messages torch prints (torch-format.md §3). The texts were checked against torch 1.13 and 2.14
 // on a CPU-only machine (tests/core/tst_loadsimulation.cpp runs both).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The vetted catalog of inert globals and the reasons known gadgets are dangerous. See
 // picklecatalog.h for why the verdict is an allowlist.
 #include "core/triage/picklecatalog.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safety verdict over every pickle a loader could run (pickleverdict.h). It does not trust the
 // checkpoint reader's view of the file, because scanner bypasses live exactly where a reader and a
 // loader disagree (hostile-techniques.md §A): it walks the raw bytes itself — every zip member

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checks across the files of one checkpoint (torch-format.md §7): each finding names the shard
 // and the tensors, and says what to do.
 #include "core/base/textformat.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/triage/torchmessages.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The whole triage of one checkpoint: integrity, placement smells, what torch.load would do on the
 // target machine (torch 1.13 and 2.6+), and whether weights_only=True accepts it, as findings.
 #include "core/triage/triage.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The weights_only verdict: what torch.load(weights_only=True) of torch 1.13 and of 2.6+ would say
 // about a checkpoint, found without unpickling anything (torch-format.md §6).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/write/extractwriter.h"
 #include "core/io/inputdescriptor.h"
 

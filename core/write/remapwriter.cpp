@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/write/remapwriter.h"
 #include "core/io/inputdescriptor.h"
 

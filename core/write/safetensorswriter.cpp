@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/write/safetensorswriter.h"
 
 #include "core/io/atomicoutputfile.h"

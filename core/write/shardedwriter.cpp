@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/write/shardedwriter.h"
 
 #include "core/base/textformat.h"

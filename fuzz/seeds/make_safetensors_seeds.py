@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Writes small safetensors seeds for the fuzzers with the real safetensors library.
 
     tests/tools/modern-python fuzz/seeds/make_safetensors_seeds.py

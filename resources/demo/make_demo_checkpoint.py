@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes resources/demo/demo-checkpoint.pt with real torch: the classic "will not load on my
 laptop" file for the desktop app's first start and for teaching. A small transformer-like model
 (embedding tied to the output head, two blocks), its Adam state after one step, and storages

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Shared by the command-line tests: run the real ckpt-inspect binary and compare its JSON with
 // what torch computed for the same file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect check`: exit codes (0 clean, 1 warnings, 2 errors, 3 could not read, 4 dangerous), torch's
 // own message and a fix for a file this CPU machine cannot load, the hostile pickle rated dangerous, and a
 // verdict plus a valid JSON document for every corpus file. The real binary runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The command line itself (issue 12): every command answers --help, takes --opt=value as well as
 // --opt value, refuses numbers and sizes that are not what they say (exit 64, naming the option),
 // keeps the command-line order of --map/--tensor/--module (later rules win), and --version prints

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bash completion installed with ckpt-inspect (data/completion/ckpt-inspect), sourced in a real
 // bash: what COMPREPLY holds for a few command lines, and that its option lists are exactly the ones
 // each command's --help shows, so completion and program cannot drift apart.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect convert` judged by the real safetensors library, torch and transformers (the
 // modern-torch root): conversions hold exactly torch's tensors (views as contiguous copies, shared
 // storages as separate copies), shards load with from_pretrained, unsupported dtypes are refused

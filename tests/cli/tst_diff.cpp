@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect diff` judged by torch: two training steps written by torch differ in exactly the
 // tensors torch.equal says differ, with torch's maximum absolute and relative differences
 // (tests/compare/make_training_steps.py); a file and its remapped copy differ only in devices; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect extract` judged by real torch: checkpoints that torch.load(weights_only=True)
 // refuses (a whole pickled model whose class is not importable, a Lightning file with an argparse
 // Namespace, NumPy objects) are written by torch 1.13 and by the modern torch at test time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The committed fixtures were written by the torch versions of the day. This suite writes them
 // again with the torches installed now — Debian 12's 1.13 and the modern one of the sid root
 // (CKPT_MODERN_PYTHON, prepared by packaging/modern-torch.sh) — and checks the reader against

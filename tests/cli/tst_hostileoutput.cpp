@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the real `ckpt-inspect` prints for hostile files, and what it leaves when killed (issue 9):
 // no control character from a file reaches the terminal (a tensor or global named
 // "\x1b[30A\x1b[J..." must not move the cursor and hide the "dangerous" lines), the Python it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect info --json` on every fixture written by real torch (tests/fixtures/torch-*/)
 // must agree, field by field, with what torch itself computed when it loaded the same file
 // (NAME.expected.json, see tests/fixtures/README.md). The real binary runs, as a user would run it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect plan`, `devices` and `targets` as a user runs them. The copy that `plan --save`
 // writes is loaded by real torch, whose map_location callable must see exactly the planned tags.
 #include "fixturecomparison.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect remap` as a user runs it, judged by real torch: every generated fixture and every
 // readable corpus checkpoint is remapped three ways and each copy is checked by
 // tests/remap/verify_remap.py under torch 1.13 and under the modern torch (tags torch sees, values,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `ckpt-inspect remap --rename-global` and the `check` finding that proposes it, judged by real
 // torch: a NumPy 2 pickle written by the modern torch fails in Debian 12's torch 1.13 + NumPy 1.24
 // with "No module named 'numpy._core'"; the renamed copy loads there with the same values

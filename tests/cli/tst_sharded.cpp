@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checkpoints of several files (tests/fixtures/sharded/, written by transformers, huggingface_hub,
 // torch.save and torch.distributed.checkpoint; expectations from torch.load, safe_open, DCP's
 // read_metadata and from_pretrained): `info`, `check`, `remap` and `plan --save` on folders,

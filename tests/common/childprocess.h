@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Work that must not touch the test process itself (a resource limit, a change of user, a signal),

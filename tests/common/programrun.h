@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Running a program (ckpt-inspect, a python with torch) from a suite and describing what it did

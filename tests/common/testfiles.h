@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Where the suites find their data and how they read and write whole files; shared by every suite

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Helpers the ui suites had each written for themselves: writing a fixture with real torch at test

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Two training steps written by torch, and what torch says differs between them.
 
 usage: make_training_steps.py OUTDIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Judges `ckpt-inspect convert DIR` with the real readers of each kind of folder.
 
 usage: check_folder_conversion.py SOURCE_DIR CONVERTED

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Judges `ckpt-inspect convert` with the real safetensors library and torch.
 
 usage:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A sharded `ckpt-inspect convert` output judged by transformers' own loader.
 
 usage:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A canonical text form of a pickled value, the same one tests/data/pickle/make_pickle_samples.py
 // computes from the Python object: used to compare what the pickle machine read, and what the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs tests/triage/torch_load_probe.py under a real torch and returns its answers: the truth the
 // load simulation and the weights_only verdict are compared with.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // AtomicOutputFile: the target appears only on commit, never replaces the input (same path, a
 // symbolic link, a hard link, a "dir/../file" spelling), and every refusal or failure (missing or
 // unwritable folder, too little space, a write past RLIMIT_FSIZE, no commit) leaves nothing behind.

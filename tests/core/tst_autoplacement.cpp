@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Automatic placement of a 40-block, 16 GiB model written by real torch (without its data, see
 // tests/data/placement/make_forty_blocks.py) on a described 2 x 8 GiB + CPU machine: no GPU over
 // budget, no block split, tied weights together, every storage placed exactly once.

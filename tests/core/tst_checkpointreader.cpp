@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reader as a whole on damaged copies of torch-written fixtures: a file cut at any point is
 // read without a crash, says that it is truncated, and salvages exactly the storages whose bytes
 // lie before the cut. Hostile pickles are shown, never run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every real checkpoint of ../shared/corpus/files (written by other people; some hostile) against
 // what MANIFEST.tsv says about it: its container, the recorded location of every storage, the
 // number of tensor rebuild calls; and for broken or hostile files, a clear classification.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device inventory: detection against a fake driver layer (no driver, 0/1/4 GPUs, CUDA's own order
 // or the emulated one, CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES as CUDA applies them), described
 // machines and byte sizes, saved target profiles, and one detection on this real machine.

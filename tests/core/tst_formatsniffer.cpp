@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The format sniffer: every file written by a real tool, and every file of the real-world corpus, is
 // classified as what it is; nothing a user can open makes it crash.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Integrity and placement-smell checks of the triage: CRC of every record, truncation with the
 // storages that can be salvaged, files that are not checkpoints, mixed devices in one module, and
 // TorchScript code that names a device (written by real torch 1.13 into a temporary folder).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The core's JSON library: strict parsing with errors that name the byte, limits that hold against
 // hostile input, and a writer whose output always parses, here and in Python's json module.
 //

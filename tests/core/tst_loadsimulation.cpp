@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The load simulation against real torch: every fixture x a table of map_locations x weights_only
 // (default, True, False), loaded by torch 1.13 and by the modern torch on this CPU-only machine.
 // Outcome and the full message text (str() of the exception) must match. Rows where torch fails

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // MappedFile: read-only maps of whole files, and the errors a person sees when a path is wrong.
 
 #include "core/io/mappedfile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory ledger against a brute-force recount after random sequences of moves on torch-written
 // fixtures: bytes per device and per module, each storage counted once however many tensors view it.
 #include "core/devices/machineinventory.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pickle emitter: what it writes must read back to the same values (every sample written by
 // CPython, every pickle of every torch-written fixture), use only the opcodes torch's
 // weights_only unpickler accepts for torch's own pickles, and change a replaced location tag

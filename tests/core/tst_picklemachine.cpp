@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The symbolic pickle machine on its own: pickles written by CPython's pickler (protocols 0-5,
 // tests/data/pickle/make_pickle_samples.py) must read back to the same values Python loads, and
 // truncated, corrupt or hostile pickles must stop with a message, never crash or run anything.

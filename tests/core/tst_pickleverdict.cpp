@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safety verdict (core/triage/pickleverdict): regressions of issue 9 on bytes built opcode by
 // opcode (never unpickled), no false alarms on the fixtures torch's own weights_only=True accepts
 // (real torch 1.13 and the modern torch, file by file), and the corpus rated against what its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one Python-literal quoter and the terminal-safe text of the project (issue 9, issue 12 bug
 // 2): every literal parses with real Python and means exactly the bytes it quotes, whatever a
 // hostile file put in a name (quotes, newlines, terminal escapes, direction overrides, bytes that

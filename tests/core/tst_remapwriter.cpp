@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The placement plan's rules and the remap writer's safety, at the core level: a tensor drags its
 // storage's other tensors along, later rules win, the plan exports as map_location when it can,
 // and a cancelled or refused write leaves nothing behind. Whether torch loads the result is

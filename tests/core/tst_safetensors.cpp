@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safetensors reader against files written by the real safetensors library (the shared corpus:
 // Debian 12 has no python3-safetensors to write fresh ones), compared with what an independent
 // json+struct reader says about them (tests/data/safetensors/*.expected.json, written by

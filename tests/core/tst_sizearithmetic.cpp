@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Size arithmetic on numbers a file controls (issue 9): a view whose byte size overflows is
 // reported with torch's own words (asked of torch 1.13 and 2.14 directly, by calling the rebuild
 // function torch.load would call, never by unpickling the file), a storage of 2^62 floats never

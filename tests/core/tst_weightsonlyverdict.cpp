@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The weights_only verdict against real torch: every fixture, every corpus file the reader takes
 // for a torch zip, legacy file or TorchScript archive, and the hostile samples, loaded by
 // torch.load(weights_only=True, map_location='cpu') of torch 1.13 and of the modern torch (corpus

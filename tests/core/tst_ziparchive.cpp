@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tolerant zip reader against zips written by torch and by Python's zipfile: what it lists must
 // agree with what zipfile reports (tests/data/zip/*.json, written by make_zip_samples.py), every
 // truncation must leave the records before the cut readable, and hostile input must not crash it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // TorchZipWriter against zips written by real torch: every torch.save / torch.jit.save fixture
 // (torch 1.13 and 2.14) rebuilt record by record must come out byte-identical, which proves the
 // framing (local headers, FB padding, data descriptors, ZIP64 rules, central directory, end

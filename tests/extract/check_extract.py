@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Judges a state_dict written by `ckpt-inspect extract` with the torch running this script.
 
 usage: check_extract.py OUT.pt EXPECTED.json [--names-from KEY] [--device TAG]

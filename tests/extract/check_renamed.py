@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Judges a `ckpt-inspect remap --rename-global numpy._core=numpy.core` copy of a NumPy 2 pickle
 with a torch whose NumPy is 1.x (Debian 12's torch 1.13).
 

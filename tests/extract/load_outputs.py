@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Loads every file ckpt-inspect wrote into a folder: *.pt with torch.load(weights_only=True),
 *.safetensors with safetensors.torch.load_file where that library is installed. Only files this
 project wrote are loaded (from the corpus they keep nothing but tensors).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Writes the checkpoints `ckpt-inspect extract` must rescue, with the torch that runs this script
 (Debian's 1.13 or the modern one), and next to each one the truth from torch itself:
 <name>.expected.json = the state_dict names in order (as model.state_dict() gives them), per tensor

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Model classes for the extract fixtures. The fixtures pickle these classes whole, so loading them
 needs this module: the checker runs where it cannot be imported, as a user without the code would."""
 import torch

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generates the hostile files (make_hostile.py) and checks what ckpt-inspect says about each:
 
 - rated as the manifest says ("dangerous" for every hostile file), with `check` exiting 4;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes hostile pickles and checkpoints, opcode by opcode, one or more per technique of
 hostile-techniques.md that applies to a static verdict, and a manifest of what the verdict must say.
 

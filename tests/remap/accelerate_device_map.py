@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """accelerate's infer_auto_device_map for the model of a folder (built on the meta device from its
 config.json, weights tied as from_pretrained ties them, no-split classes from the model):
 

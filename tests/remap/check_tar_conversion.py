@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks a zip checkpoint converted by `ckpt-inspect remap` from a 0.1.x tar file against the tar
 file itself, without unpickling the tar (corpus files may be hostile): the tar's `storages` member
 is walked with pickletools.genops, which only decodes opcodes, to find each storage's raw bytes;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The headline case, seen from torch: ORIGINAL records every storage on a CUDA device, COPY is
 what `ckpt-inspect remap --map '*=cpu'` wrote. On this CPU-only machine plain
 torch.load(ORIGINAL, weights_only=True) must fail with torch's own CUDA message, and plain

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Proves that verify_remap.py is not vacuous: it must pass an honest copy and fail copies with
 the defects a remap writer could have. Each copy is written with torch's own zip writer
 (torch._C.PyTorchFileWriter, so the framing is torch.save's) from one of our torch 1.13 fixtures.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Check a remapped copy written by `ckpt-inspect remap` against its original, with real torch.
 
 Usage:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Judges a remapped folder of .bin shards with real torch (and transformers).
 
     verify_sharded.py INPUT_DIR OUTPUT_DIR EXPECTED_TAGS_JSON [--from-pretrained]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Fails when an #include points against the architecture's dependency direction.
 
 The allowed edges are not written here: they are the table "Which room may include which" in

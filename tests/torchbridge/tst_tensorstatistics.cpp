@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Value statistics computed through libtorch over the memory-mapped file must equal what real
 // torch computes after torch.load of the same file: torch 1.13 (CKPT_LEGACY_PYTHON) for the dtypes
 // it has, the modern torch (CKPT_MODERN_PYTHON) for float8, uint16+ and complex32. Checkpoints

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Runs the real torch.load on a list of files and prints what happened, as JSON.
 
 The truth the C++ load simulation and weights_only verdict are compared with. Run once per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The app as a user runs it: open the demo, drag a module onto a device card through the real
 // views, undo and redo, save a remapped copy and load it back with real torch; open a broken file;
 // render the window for the README.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The document behind the app: one undoable step per move, and a report that says which tensors a
 // move dragged along because they share a storage with what was named.
 #include "core/read/checkpointreader.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // File > Compare With… through the real widgets: the open checkpoint (a training step written by
 // torch 1.13) against the next step, judged by torch itself (tests/compare/make_training_steps.py:
 // exactly the tensors torch.equal says differ, with torch's largest absolute and relative

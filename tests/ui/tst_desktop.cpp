@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The desktop layout and teaching mode through the real widgets (issue 14): every device card and
 // bar in view at 1280×800 for up to 8 devices, badges only where a finding points, the load
 // simulation's map_location and target choosers following the plan, keyboard moves through the

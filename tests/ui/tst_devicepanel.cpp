@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The device panel, the memory chart and their models: drops through the real views, then undo
 // and redo; every model under QAbstractItemModelTester; renders to look at.
 

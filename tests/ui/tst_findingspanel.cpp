@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Findings panel: its model under QAbstractItemModelTester, the triage of a CUDA checkpoint on a
 // CPU-only target in a main window (torch's message, selection of the tensors concerned, badges in
 // the tree), the weights_only rating of a hostile file, the Values section, and a render to look at.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pieces the main window is built from: the job tracker drops stale results and delivers on
 // the GUI thread; the document controller's views let go of a document before it is destroyed;
 // the histogram model behaves under QAbstractItemModelTester.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/appsettings.h"
 #include "ui/dialogs/targetdialog.h"
 #include "ui/mainwindow.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The drag payload from the tree to the device cards (issue 12, bug 3). Tensor names come from the
 // file and may hold any byte; one dragged tensor must become exactly one rule, whatever its name,
 // and a payload that is not exactly what the tree writes must be refused as a whole.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The safety banner above the tree: red and naming the callable for a hostile checkpoint, green for a
 // plain state_dict, and a render of each to look at (build/.../renders/safety-*.png).
 #include "core/devices/deviceinventory.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The app with a checkpoint of several files, as a user runs it: drop a folder of .bin shards on the
 // window, see one tree across shards (each tensor naming its shard), drag a block onto a device
 // card through the real viewport, save a new folder and judge it with real torch; a safetensors

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tensor tree model and its filter proxy: model invariants (QAbstractItemModelTester), the
 // whole tree of several fixtures as indented text against golden files, targeted updates after a
 // move, drag data, filtering, and a large generated checkpoint.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // "Scan values" through the real widgets: a checkpoint written by torch 1.13 with NaN and ±Inf in
 // some tensors (and a folder of two shards holding the same tensors) is opened in the main window,
 // the action runs the scan through the ckpt-inspect-values helper, and the list must hold exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/compare/comparisondock.h"
 
 #include "core/base/textformat.h"

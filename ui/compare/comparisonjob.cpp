@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/compare/comparisonjob.h"
 
 #include "core/json/json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/compare/comparisonmodel.h"
 
 #include "core/model/checkpoint.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/dialogs/dangeroussave.h"
 
 #include "core/io/atomicoutputfile.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/dialogs/filedialogs.h"
 
 #include "ui/document/checkpointdocument.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/dialogs/mapeverydialog.h"
 
 #include "ui/document/checkpointdocument.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/dialogs/targetdialog.h"
 
 #include "core/model/checkpoint.h"

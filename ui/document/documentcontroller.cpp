@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/document/documentcontroller.h"
 
 #include "core/read/checkpointreader.h"

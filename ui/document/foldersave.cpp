@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/document/foldersave.h"
 
 #include "core/base/pythonliteral.h"

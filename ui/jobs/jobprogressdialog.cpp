@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/jobs/jobprogressdialog.h"
 
 #include "ui/jobs/jobtracker.h"

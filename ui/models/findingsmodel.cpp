@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/models/findingsmodel.h"
 
 #include "core/model/checkpoint.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/models/memorytablemodel.h"
 
 #include "ui/models/devicemodel.h"

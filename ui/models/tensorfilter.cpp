@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/models/tensorfilter.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/models/tensorfilterproxymodel.h"
 
 #include "ui/document/checkpointdocument.h"

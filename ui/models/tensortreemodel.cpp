@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tree model's structure, updates, roles and drag source; how a row reads (texts, tooltips,
 // swatches, headers) is in tensortreemodeltext.cpp.
 #include "ui/models/tensortreemodel.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How a row of the tensor tree reads: its texts per column, tooltips, the device swatch (striped
 // for a module that mixes devices) with its findings badge, and the column headers.
 #include "ui/models/tensortreemodel.h"

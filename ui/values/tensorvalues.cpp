@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/values/tensorvalues.h"
 
 #include "core/json/json.h"

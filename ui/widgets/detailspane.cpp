@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/detailspane.h"
 
 #include "core/model/shardset.h"

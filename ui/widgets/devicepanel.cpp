@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/devicepanel.h"
 
 #include "ui/models/devicemodel.h"

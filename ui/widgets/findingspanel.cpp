@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/findingspanel.h"
 
 #include "core/model/checkpoint.h"

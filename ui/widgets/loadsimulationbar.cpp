@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/loadsimulationbar.h"
 
 #include "core/model/checkpoint.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/maintoolbar.h"
 
 #include "ui/widgets/icons.h"

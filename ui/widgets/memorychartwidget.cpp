@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/memorychartwidget.h"
 
 #include "core/base/textformat.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/tensortreepanel.h"
 
 #include "ui/document/checkpointdocument.h"

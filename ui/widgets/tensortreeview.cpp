@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/tensortreeview.h"
 
 namespace ckpt {

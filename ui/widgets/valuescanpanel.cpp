@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ui/widgets/valuescanpanel.h"
 
 #include "ui/document/checkpointdocument.h"
