@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "core/format/inflate.h"
 #include "core/base/textformat.h"
+#include "core/format/crc32.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -136,14 +138,7 @@ Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
 
 std::uint32_t crc32Of(ByteView bytes)
 {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    std::uint64_t done = 0;
-    while (done < bytes.size()) {
-        const auto chunk = std::min<std::uint64_t>(bytes.size() - done, kMaxZlibChunk);
-        crc = crc32(crc, bytes.data() + done, static_cast<uInt>(chunk));
-        done += chunk;
-    }
-    return static_cast<std::uint32_t>(crc);
+    return crc32Update(0, bytes.data(), bytes.size());
 }
 
 } // namespace ckpt
@@ -152,7 +147,9 @@ namespace ckpt {
 
 namespace {
 
-constexpr std::uint64_t kCrcBuffer = 4 << 20;
+// Small enough to stay in the core's L2 cache between pread's copy and the CRC that reads it
+// (measured: 256 KiB reads back a cached file at about twice the rate of 4 MiB).
+constexpr std::uint64_t kCrcBuffer = 256 << 10;
 
 // One thread's share: its CRC, or the errno that stopped it.
 struct CrcPart {
@@ -164,7 +161,7 @@ CrcPart crcOfPart(int fd, std::uint64_t offset, std::uint64_t length)
 {
     CrcPart part;
     std::vector<unsigned char> buffer(static_cast<std::size_t>(std::min(length, kCrcBuffer)));
-    uLong crc = ::crc32(0L, Z_NULL, 0);
+    std::uint32_t crc = 0;
     while (length > 0) {
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
         const ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
@@ -174,50 +171,78 @@ CrcPart crcOfPart(int fd, std::uint64_t offset, std::uint64_t length)
             part.error = got < 0 ? errno : EIO;
             return part;
         }
-        crc = ::crc32(crc, buffer.data(), static_cast<uInt>(got));
+        crc = crc32Update(crc, buffer.data(), static_cast<std::size_t>(got));
         offset += static_cast<std::uint64_t>(got);
         length -= static_cast<std::uint64_t>(got);
     }
-    part.crc = static_cast<std::uint32_t>(crc);
+    part.crc = crc;
     return part;
 }
 
 } // namespace
 
-Expected<std::uint32_t> crc32OfFileRange(int fd, std::uint64_t offset, std::uint64_t length, unsigned threads)
+Expected<std::vector<std::uint32_t>> crc32OfFileRanges(
+    int fd, const std::vector<FileRange>& ranges, unsigned threads)
 {
     // hardware_concurrency() reads /sys on every call, and triage checks the CRC of each of a
     // million small records: ask once.
     static const unsigned kCores = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
     if (threads == 0)
         threads = kCores;
-    // Small ranges are not worth a thread.
-    const std::uint64_t pieces
-        = std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, length / (64ull << 20)));
-    const std::uint64_t pieceLength = length / pieces;
-    std::vector<CrcPart> parts(static_cast<std::size_t>(pieces));
-    std::vector<std::thread> workers;
-    for (std::uint64_t i = 1; i < pieces; ++i) {
-        const std::uint64_t start = offset + i * pieceLength;
-        const std::uint64_t size = i + 1 == pieces ? length - i * pieceLength : pieceLength;
-        workers.emplace_back([&parts, fd, start, size, i] {
-            parts[static_cast<std::size_t>(i)] = crcOfPart(fd, start, size);
-        });
+    // Every range cut into pieces of at most kPiece bytes, taken by the threads in order from one
+    // shared counter: a checkpoint of many 64 MiB storages keeps every thread busy, not only a
+    // storage larger than the rest.
+    constexpr std::uint64_t kPiece = 32ull << 20;
+    struct Piece {
+        std::size_t range;
+        std::uint64_t offset, length;
+        CrcPart result;
+    };
+    std::vector<Piece> pieces;
+    std::uint64_t total = 0;
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+        total += ranges[r].length;
+        std::uint64_t done = 0;
+        do {
+            const std::uint64_t length = std::min(kPiece, ranges[r].length - done);
+            pieces.push_back({r, ranges[r].offset + done, length, {}});
+            done += length;
+        } while (done < ranges[r].length);
     }
-    parts[0] = crcOfPart(fd, offset, pieces == 1 ? length : pieceLength);
-    for (std::thread& worker : workers)
-        worker.join();
-    uLong crc = parts[0].crc;
-    for (std::uint64_t i = 0; i < pieces; ++i) {
-        if (parts[static_cast<std::size_t>(i)].error)
-            return makeError(std::string("cannot read the file to check its bytes: ")
-                + std::strerror(parts[static_cast<std::size_t>(i)].error));
-        if (i > 0) {
-            const std::uint64_t size = i + 1 == pieces ? length - i * pieceLength : pieceLength;
-            crc = ::crc32_combine(crc, parts[static_cast<std::size_t>(i)].crc, static_cast<z_off_t>(size));
-        }
+    // Small work is not worth a thread.
+    const auto workers = static_cast<unsigned>(
+        std::min<std::uint64_t>({threads, std::max<std::uint64_t>(1, total / (64ull << 20)), pieces.size()}));
+    std::atomic<std::size_t> next {0};
+    auto work = [&] {
+        for (std::size_t i = next++; i < pieces.size(); i = next++)
+            pieces[i].result = crcOfPart(fd, pieces[i].offset, pieces[i].length);
+    };
+    std::vector<std::thread> helpers;
+    for (unsigned t = 1; t < workers; ++t)
+        helpers.emplace_back(work);
+    work();
+    for (std::thread& helper : helpers)
+        helper.join();
+
+    std::vector<std::uint32_t> crcs(ranges.size(), 0);
+    std::vector<bool> started(ranges.size(), false);
+    for (const Piece& piece : pieces) {
+        if (piece.result.error)
+            return makeError(
+                std::string("cannot read the file to check its bytes: ") + std::strerror(piece.result.error));
+        std::uint32_t& crc = crcs[piece.range];
+        crc = started[piece.range] ? crc32Combine(crc, piece.result.crc, piece.length) : piece.result.crc;
+        started[piece.range] = true;
     }
-    return static_cast<std::uint32_t>(crc);
+    return crcs;
+}
+
+Expected<std::uint32_t> crc32OfFileRange(int fd, std::uint64_t offset, std::uint64_t length, unsigned threads)
+{
+    auto crcs = crc32OfFileRanges(fd, {FileRange {offset, length}}, threads);
+    if (!crcs)
+        return crcs.error();
+    return crcs->front();
 }
 
 } // namespace ckpt

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "core/format/zipwriter.h"
 
+#include "core/format/crc32.h"
 #include "core/format/inflate.h"
 #include "core/format/zipformat.h"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -287,7 +286,7 @@ Status TorchZipWriter::copyPayload(
     // inside the page cache, or clones extents where the file system can).
     bool kernelCopy = crc == nullptr;
     std::vector<std::uint8_t> buffer;
-    uLong crcValue = crc32(0L, Z_NULL, 0);
+    std::uint32_t crcValue = 0;
 
     while (done < size) {
         const std::uint64_t slice = std::min<std::uint64_t>(size - done, kCopySlice);
@@ -343,7 +342,7 @@ Status TorchZipWriter::copyPayload(
                 filled += static_cast<std::size_t>(n);
             }
             if (crc)
-                crcValue = crc32(crcValue, buffer.data(), static_cast<uInt>(chunk));
+                crcValue = crc32Update(crcValue, buffer.data(), chunk);
             std::size_t written = 0;
             while (written < chunk) {
                 const ssize_t n
@@ -365,7 +364,7 @@ Status TorchZipWriter::copyPayload(
             return error;
     }
     if (crc)
-        *crc = static_cast<std::uint32_t>(crcValue);
+        *crc = crcValue;
     return std::nullopt;
 }
 

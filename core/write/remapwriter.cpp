@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <map>
 #include <set>
+#include <thread>
 #include <unistd.h>
 
 namespace ckpt {
@@ -477,9 +478,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
 
     // 3. Verify the written file before it takes the target's name: every storage on its planned
     // device, every storage's bytes unchanged.
-    if (options.verifyAfterWriting) {
-        if (::fsync(output->get()->fd()) != 0)
-            return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
+    // The flush to disk runs on its own thread while the copy is read back and checked: one waits
+    // on the disk, the other on the cores, and the read-back sees the same bytes either way (the
+    // page cache the flush writes out). The copy takes the target's name only when both succeeded.
+    auto verify = [&]() -> Status {
         const Checkpoint written = readCheckpoint(output->get()->temporaryPath());
         if (written.hasErrors()) {
             for (const Finding& finding : written.findings)
@@ -495,21 +497,25 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                 return makeError("the written copy records storage " + moved.outputKey + " on "
                     + storage.device.value_or("(none)") + " instead of " + moved.planned.value_or("(none)"));
         }
+        std::vector<FileRange> ranges;
+        ranges.reserve(expectedCrcs.size());
         for (const CrcCheck& check : expectedCrcs) {
             const StorageRecord& storage = written.storages[written.storageIndexByKey.at(check.key)];
             if (!storage.dataOffset)
                 return makeError("the written copy lacks the bytes of storage " + check.key);
-            const std::uint64_t length = std::min(storage.nbytes, storage.availableBytes.value_or(0));
-            // Read back through the file descriptor, not the map: memory stays flat however large
-            // the checkpoint is.
-            const auto crc = crc32OfFileRange(output->get()->fd(), *storage.dataOffset, length);
-            if (!crc)
-                return crc.error();
-            // An input written with torch's CRC computation switched off records 0.
-            if (*crc != check.crc && check.crc != 0)
-                return makeError(
-                    "the bytes of storage " + check.key + " differ in the written copy (CRC mismatch)");
+            ranges.push_back(
+                {*storage.dataOffset, std::min(storage.nbytes, storage.availableBytes.value_or(0))});
         }
+        // Read back through the file descriptor, not the map: memory stays flat however large the
+        // checkpoint is. Every storage at once, on every core.
+        const auto crcs = crc32OfFileRanges(output->get()->fd(), ranges);
+        if (!crcs)
+            return crcs.error();
+        for (std::size_t i = 0; i < expectedCrcs.size(); ++i)
+            // An input written with torch's CRC computation switched off records 0.
+            if ((*crcs)[i] != expectedCrcs[i].crc && expectedCrcs[i].crc != 0)
+                return makeError("the bytes of storage " + expectedCrcs[i].key
+                    + " differ in the written copy (CRC mismatch)");
         for (NodeId id = 0; id < written.graph.size(); ++id)
             if (written.graph.kind(id) == NodeKind::Global
                 && renamedFrom.count(written.graph.qualifiedName(id)) && !options.renameGlobals.empty()) {
@@ -533,6 +539,23 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                 return makeError("tensor '" + checkpoint.tensors[t].name + "' reads back on "
                     + written.tensors[t].device.value_or("(none)") + " instead of its planned device");
         }
+        return std::nullopt;
+    };
+    if (options.verifyAfterWriting) {
+        int flushError = 0;
+        Status problem;
+        {
+            const int fd = output->get()->fd();
+            const std::jthread flusher([fd, &flushError] {
+                if (::fsync(fd) != 0)
+                    flushError = errno;
+            });
+            problem = verify();
+        } // joins the flush
+        if (flushError != 0)
+            return makeError(std::string("cannot flush the output: ") + std::strerror(flushError));
+        if (problem)
+            return *problem;
         result.verified = true;
     }
     if (Status status = output->get()->commit())

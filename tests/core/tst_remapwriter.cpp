@@ -217,6 +217,58 @@ private Q_SLOTS:
             QByteArray(python.readAllStandardError() + python.readAllStandardOutput()).constData());
     }
 
+    // The copy is checked after it is flushed: every storage's bytes read back from disk against
+    // the CRC the input's zip records for them. A file torch wrote whose storage byte changed
+    // afterwards (the reader does not check CRCs, so it opens cleanly) gives a copy whose bytes
+    // differ from the recorded CRC: the check must refuse it and leave nothing behind.
+    void copyWithAWrongByteIsRefused()
+    {
+        QTemporaryDir dir;
+        const QString input = dir.path() + QStringLiteral("/input.pt");
+        QVERIFY(
+            QFile::copy(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/many_tensors.pt"), input));
+        QVERIFY(QFile::setPermissions(input, QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        std::uint64_t at = 0;
+        {
+            const Checkpoint original = readCheckpoint(input.toStdString());
+            for (const StorageRecord& storage : original.storages)
+                if (storage.dataOffset && storage.nbytes > 2)
+                    at = *storage.dataOffset + storage.nbytes / 2;
+        }
+        QVERIFY(at > 0);
+        QFile file(input);
+        QVERIFY(file.open(QIODevice::ReadWrite));
+        QVERIFY(file.seek(static_cast<qint64>(at)));
+        char byte = 0;
+        QVERIFY(file.getChar(&byte));
+        QVERIFY(file.seek(static_cast<qint64>(at)));
+        QVERIFY(file.putChar(static_cast<char>(byte ^ 0x40)));
+        file.close();
+
+        const Checkpoint checkpoint = readCheckpoint(input.toStdString());
+        QVERIFY(!checkpoint.hasErrors());
+        PlacementPlan plan(checkpoint);
+        plan.apply(rule(PlacementRule::Kind::MapTag, "*=cpu"));
+        const std::string target = QString(dir.path() + QStringLiteral("/out.pt")).toStdString();
+        const auto result = writeRemappedCopy(checkpoint, plan, target);
+        QVERIFY(!result.hasValue());
+        QVERIFY2(QString::fromStdString(result.error().message).contains(QStringLiteral("CRC mismatch")),
+            result.error().message.c_str());
+        QVERIFY(!QFile::exists(QString::fromStdString(target)));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 1);
+
+        // The same file unchanged is copied and checked.
+        QVERIFY(QFile::remove(input));
+        QVERIFY(
+            QFile::copy(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/many_tensors.pt"), input));
+        const Checkpoint unchanged = readCheckpoint(input.toStdString());
+        PlacementPlan unchangedPlan(unchanged);
+        unchangedPlan.apply(rule(PlacementRule::Kind::MapTag, "*=cpu"));
+        const auto clean = writeRemappedCopy(unchanged, unchangedPlan, target);
+        QVERIFY2(clean.hasValue(), clean.hasValue() ? "" : clean.error().message.c_str());
+        QVERIFY(clean->verified);
+    }
+
     void refusesToWriteOverTheInput()
     {
         QTemporaryDir dir;
