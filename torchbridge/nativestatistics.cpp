@@ -20,11 +20,16 @@ constexpr std::uint64_t kBlock = 2048;
 // Elements per thread per round. Slices have fixed boundaries, so the merge order, and with it
 // every rounding, is the same whatever the number of threads.
 constexpr std::uint64_t kSlice = std::uint64_t(1) << 22;
-constexpr int kLanes = 8; // blocks are padded to a multiple of this
 // Two doubles: one register of x86-64's baseline (SSE2); wider types are split into scalar code
 // with spills there, measured five times slower.
 using Vec = double __attribute__((vector_size(16)));
 using Mask = long long __attribute__((vector_size(16)));
+
+// mask ? a : b lane by lane, in bit operations: GCC turns some vector ?: into branches per lane.
+inline Vec select(Mask mask, Vec a, Vec b)
+{
+    return Vec(((Mask)a & mask) | ((Mask)b & ~mask));
+}
 
 float floatFromBits(std::uint32_t bits)
 {
@@ -62,6 +67,13 @@ template<> struct Traits<NativeFloat::Float32> {
         std::memcpy(&v, p, 4);
         return v;
     }
+    static Vec pair(const std::uint8_t* p)
+    {
+        using Pair = float __attribute__((vector_size(8)));
+        Pair v;
+        std::memcpy(&v, p, 8);
+        return __builtin_convertvector(v, Vec); // one cvtps2pd
+    }
 };
 template<> struct Traits<NativeFloat::Float64> {
     using Value = double;
@@ -70,6 +82,12 @@ template<> struct Traits<NativeFloat::Float64> {
     {
         double v;
         std::memcpy(&v, p, 8);
+        return v;
+    }
+    static Vec pair(const std::uint8_t* p)
+    {
+        Vec v;
+        std::memcpy(&v, p, 16);
         return v;
     }
 };
@@ -82,6 +100,7 @@ template<> struct Traits<NativeFloat::Float16> {
         std::memcpy(&bits, p, 2);
         return halfToFloat(bits);
     }
+    static Vec pair(const std::uint8_t* p) { return Vec {double(load(p)), double(load(p + 2))}; }
 };
 template<> struct Traits<NativeFloat::BFloat16> {
     using Value = float;
@@ -92,7 +111,18 @@ template<> struct Traits<NativeFloat::BFloat16> {
         std::memcpy(&bits, p, 2);
         return floatFromBits(std::uint32_t(bits) << 16);
     }
+    static Vec pair(const std::uint8_t* p) { return Vec {double(load(p)), double(load(p + 2))}; }
 };
+
+// Values i and i + 1 of `count` at `bytes`, widened to double; past the end, NaN (which every
+// kernel below leaves out).
+template<NativeFloat Type> Vec pairAt(const std::uint8_t* bytes, std::size_t i, std::size_t count)
+{
+    using T = Traits<Type>;
+    if (i + 1 < count)
+        return T::pair(bytes + i * T::size);
+    return Vec {double(T::load(bytes + i * T::size)), std::numeric_limits<double>::quiet_NaN()};
+}
 
 // Mean and sum of squared deviations merged block by block (Chan et al.).
 void mergeMoments(NativeStatistics& into, double n, double mean, double m2)
@@ -125,32 +155,34 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
 {
     using T = Traits<Type>;
     // Every dtype here widens exactly to double; working in doubles throughout keeps the lanes
-    // below one type, which is what lets the compiler turn them into vector instructions.
-    double values[kBlock + kLanes];
+    // below one type, which is what lets the compiler turn them into vector instructions. Pairs are
+    // widened straight from the mapping (one cvtps2pd for float32): no copy to a buffer first.
     for (std::uint64_t blockStart = begin; blockStart < end; blockStart += kBlock) {
         const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
         const std::uint8_t* bytes = data + blockStart * T::size;
-        for (std::size_t i = 0; i < n; ++i)
-            values[i] = double(T::load(bytes + i * T::size));
-        for (std::size_t i = n; i < (n + kLanes - 1) / kLanes * kLanes; ++i)
-            values[i] = std::numeric_limits<double>::quiet_NaN(); // padding: counted as non-finite below
-        const std::size_t padded = (n + kLanes - 1) / kLanes * kLanes;
 
         // Branch-free lanes in GCC/Clang vector types (the auto-vectoriser leaves these masked
         // reductions scalar): x - x is 0 exactly when x is finite (NaN for NaN and ±Inf).
         const Vec one = {1, 1}, nothing = {0, 0};
         const double inf = std::numeric_limits<double>::infinity();
         Vec low = {inf, inf}, high = -low, sum = nothing, finite = nothing, zeros = nothing;
-        for (std::size_t i = 0; i < padded; i += 2) {
-            Vec x;
-            std::memcpy(&x, values + i, sizeof x);
+        const Vec infinity = {inf, inf};
+        auto count = [&](const Vec x) {
             const Mask isFinite = (x - x) == nothing;
-            finite += isFinite ? one : nothing;
-            zeros += x == nothing ? one : nothing;
-            sum += isFinite ? x : nothing;
-            low = (isFinite & (x < low)) ? x : low;
-            high = (isFinite & (x > high)) ? x : high;
-        }
+            finite += select(isFinite, one, nothing);
+            zeros += select(x == nothing, one, nothing);
+            sum += select(isFinite, x, nothing);
+            // Non-finite values enter the range as the infinity that changes nothing; a plain
+            // comparison of one mask is one minpd/maxpd (two masks and'ed became branches).
+            const Vec forLow = select(isFinite, x, infinity), forHigh = select(isFinite, x, -infinity);
+            low = forLow < low ? forLow : low;
+            high = forHigh > high ? forHigh : high;
+        };
+        const std::size_t pairs = n & ~std::size_t(1);
+        for (std::size_t i = 0; i < pairs; i += 2)
+            count(T::pair(bytes + i * T::size));
+        if (pairs < n)
+            count(pairAt<Type>(bytes, pairs, n)); // the odd last value and a NaN
         NativeStatistics block;
         double blockSum = 0, blockFinite = 0, blockZeros = 0;
         double blockLow = low[0], blockHigh = high[0];
@@ -165,7 +197,7 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
         block.zeroCount = std::uint64_t(blockZeros);
         if (block.finiteCount < n) { // rare: say which kind each non-finite value is
             for (std::size_t k = 0; k < n; ++k) {
-                const double x = values[k];
+                const double x = double(T::load(bytes + k * T::size));
                 if (std::isnan(x))
                     ++block.nanCount;
                 else if (x == std::numeric_limits<double>::infinity())
@@ -180,12 +212,14 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
             const double mean = blockSum / blockFinite;
             const Vec center = {mean, mean};
             Vec m2 = nothing;
-            for (std::size_t k = 0; k < padded; k += 2) {
-                Vec x;
-                std::memcpy(&x, values + k, sizeof x);
-                const Vec d = ((x - x) == nothing) ? x - center : nothing;
+            auto deviate = [&](const Vec x) {
+                const Vec d = select((x - x) == nothing, x - center, nothing);
                 m2 += d * d;
-            }
+            };
+            for (std::size_t k = 0; k < pairs; k += 2)
+                deviate(T::pair(bytes + k * T::size));
+            if (pairs < n)
+                deviate(pairAt<Type>(bytes, pairs, n));
             block.mean = mean;
             block.m2 = m2[0] + m2[1];
         }
@@ -193,27 +227,64 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
     }
 }
 
+// The bin of every value of [begin, end), by torch's own arithmetic: torch.histc bins by linear
+// interpolation without the local search torch.histogram adds (HistogramKernel.cpp,
+// LINEAR_INTERPOLATION): pos = int64((x - edges[0]) * bins / (edges[bins] - edges[0])), pos ==
+// bins moved into the last bin, values outside [edges[0], edges[bins]] skipped. The same double
+// operations in the same order give the same bin for every value, on an edge or not; a multiply by
+// the reciprocal would not (it rounds differently next to an edge).
+//
+// Branch-free in vector lanes: a value to skip (NaN, ±Inf, outside) gets the index `bins`, a slot
+// past the real ones. The counting then goes to four interleaved sub-histograms in turn, so
+// consecutive values falling in the same bin do not wait on each other's store.
 template<NativeFloat Type>
 void histogramOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
     const std::vector<double>& edges, std::vector<std::uint64_t>& counts)
 {
     using T = Traits<Type>;
-    const std::int64_t bins = std::int64_t(edges.size()) - 1;
-    const double low = edges.front(), high = edges.back();
-    const double scale = double(bins) / (high - low);
-    for (std::uint64_t i = begin; i < end; ++i) {
-        const double x = double(T::load(data + i * T::size));
-        if (!(x >= low && x <= high)) // NaN, ±Inf and anything outside the range
-            continue;
-        auto bin = std::int64_t((x - low) * scale);
-        bin = std::clamp<std::int64_t>(bin, 0, bins - 1);
-        // The estimate can be one off where rounding differs from torch's edges; the edges decide.
-        while (bin > 0 && x < edges[std::size_t(bin)])
-            --bin;
-        while (bin + 1 < bins && x >= edges[std::size_t(bin + 1)])
-            ++bin;
-        ++counts[std::size_t(bin)];
+    using Index = std::int32_t __attribute__((vector_size(8)));
+    const std::size_t bins = edges.size() - 1;
+    const std::size_t stride = bins + 1;
+    const double lowest = edges.front(), highest = edges.back();
+    const Vec low = {lowest, lowest}, high = {highest, highest};
+    const Vec width = high - low, binCount = {double(bins), double(bins)};
+    const Vec last = {double(bins - 1), double(bins - 1)}, skip = binCount, nothing = {0, 0};
+    // 32-bit counters: a call covers at most one slice (kSlice values).
+    std::vector<std::uint32_t> lanes(4 * stride, 0);
+    std::int32_t index[kBlock + 4]; // + 4: the last block padded to whole groups of four
+    auto binOf = [&](const Vec x) {
+        const Mask inside = (x >= low) & (x <= high);
+        Vec position = (x - low) * binCount / width;
+        position = position >= last ? last : position;
+        // Only a range wider than the largest double (x - low overflowing) gives NaN here.
+        position = position >= nothing ? position : nothing;
+        position = inside ? position : skip;
+        return __builtin_convertvector(position, Index); // one cvttpd2dq
+    };
+    for (std::uint64_t blockStart = begin; blockStart < end; blockStart += kBlock) {
+        const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
+        const std::uint8_t* bytes = data + blockStart * T::size;
+        const std::size_t pairs = n & ~std::size_t(1);
+        for (std::size_t i = 0; i < pairs; i += 2) {
+            const Index bin = binOf(T::pair(bytes + i * T::size));
+            std::memcpy(index + i, &bin, sizeof bin);
+        }
+        const std::size_t padded = (n + 3) & ~std::size_t(3);
+        for (std::size_t i = pairs; i < padded; i += 2) { // the odd last value, then skipped slots
+            const Index bin
+                = i < n ? binOf(pairAt<Type>(bytes, i, n)) : Index {std::int32_t(bins), std::int32_t(bins)};
+            std::memcpy(index + i, &bin, sizeof bin);
+        }
+        for (std::size_t i = 0; i < padded; i += 4) {
+            ++lanes[std::size_t(index[i])];
+            ++lanes[stride + std::size_t(index[i + 1])];
+            ++lanes[2 * stride + std::size_t(index[i + 2])];
+            ++lanes[3 * stride + std::size_t(index[i + 3])];
+        }
     }
+    for (std::size_t b = 0; b < bins; ++b)
+        counts[b]
+            += std::uint64_t(lanes[b]) + lanes[stride + b] + lanes[2 * stride + b] + lanes[3 * stride + b];
 }
 
 // Runs `work(begin, end, slot)` over [0, count) in rounds of `threads` slices, merging nothing

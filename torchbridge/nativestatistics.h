@@ -33,10 +33,10 @@ struct NativeScanOptions {
 bool nativeMoments(NativeFloat type, const std::uint8_t* data, std::uint64_t count,
     const NativeScanOptions& options, std::uint64_t& done, NativeStatistics& out);
 
-// Pass 2: how many finite values fall in each bin between consecutive `edges` (torch.histc's
-// rule: bin i holds edges[i] <= x < edges[i + 1], the last bin also holds x == edges.back();
-// values outside are not counted). `edges` are torch's own (linspace), so bins match histc's
-// exactly. Returns false when cancelled.
+// Pass 2: how many finite values fall in each of the bins between `edges.front()` and
+// `edges.back()`, by torch.histc's own rule on float64 values: bin int64((x - front) * bins /
+// (back - front)), x == back in the last bin, values outside not counted. `edges` are torch's
+// (linspace); only their ends take part, as in histc. Returns false when cancelled.
 bool nativeHistogram(NativeFloat type, const std::uint8_t* data, std::uint64_t count,
     const std::vector<double>& edges, const NativeScanOptions& options, std::uint64_t& done,
     std::vector<std::uint64_t>& counts);

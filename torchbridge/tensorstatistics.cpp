@@ -392,7 +392,7 @@ Expected<TensorStatistics> computeTensorStatistics(const Checkpoint& checkpoint,
             ValueHistogram& histogram = statistics.histogram;
             histogram.low = moments.min == moments.max ? moments.min - 1 : moments.min;
             histogram.high = moments.min == moments.max ? moments.max + 1 : moments.max;
-            // torch.histc's own edges, so a value on an edge lands in the bin histc puts it in.
+            // torch.histc's own edges (linspace): its ends are the range histc bins within.
             std::vector<double> edges;
             try {
                 c10::InferenceMode inferenceMode;

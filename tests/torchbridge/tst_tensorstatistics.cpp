@@ -36,7 +36,17 @@ if writer == "legacy":
     big[0, 5, 6] = nan; big[0, 13, 14] = nan; big[1, 999, 0] = inf; big[2, 0, 0] = -inf; big[1, 3, :] = 0
     base = torch.tensor([[1.0, nan, 3.0, -0.0], [inf, -inf, 0.0, 2.5], [nan, 7.0, -9.0, inf]])
     special = out_dir + "/nonfinite.pt"
-    torch.save({"f32": base, "f32_t": base.t(), "f16": base.half(), "bf16": base.bfloat16(),
+    # Histogram edge cases: values on torch's own bin edges and one step either side (histc bins by
+    # (x - low) * bins / (high - low), not by comparing with the edges: the two differ here), the
+    # maximum on the last edge, subnormals of both widths, signed zeros next to NaN and infinities.
+    e = torch.linspace(0.1, 0.7, 65, dtype=torch.float64)
+    on_edges = torch.cat([e, torch.nextafter(e, torch.full_like(e, -1.0)), torch.nextafter(e, torch.full_like(e, 2.0))])
+    extra = {"edges_f64": on_edges, "edges_f32": on_edges.float(), "edges_f16": on_edges.half(),
+             "edges_bf16": on_edges.bfloat16(), "halves_to_64": torch.arange(0, 64.5, 0.5),
+             "subnormal_f32": torch.arange(0, 200, dtype=torch.float64).mul(1.4e-45).float(),
+             "subnormal_f64": torch.arange(0, 200, dtype=torch.float64).mul(5e-324),
+             "signed_zeros": torch.tensor([0.0, -0.0, nan, inf, -inf, 1e-45, -1e-45, 0.0, -0.0, 3e-39])}
+    torch.save({**extra, "f32": base, "f32_t": base.t(), "f16": base.half(), "bf16": base.bfloat16(),
                 "f64_col": base.double()[:, 1], "clean": torch.arange(12.0).reshape(3, 4),
                 "const": torch.full((5,), 2.5), "all_nan": torch.full((4,), nan),
                 "i": torch.arange(-5, 7, dtype=torch.int32).reshape(3, 4).t(),
@@ -227,10 +237,11 @@ private Q_SLOTS:
         if (QTest::currentTestFailed())
             return;
         QVERIFY2(compared >= 40, qPrintable(QStringLiteral("only %1 tensors compared").arg(compared)));
-        for (const char* name :
-            {"f32", "f32_t", "f16", "bf16", "f64_col", "all_nan", "c64", "big", "big_bf16_view"})
+        for (const char* name : {"f32", "f32_t", "f16", "bf16", "f64_col", "all_nan", "c64", "big",
+                 "big_bf16_view", "signed_zeros"})
             QVERIFY2(nonFinite.count(name), name);
-        for (const char* name : {"clean", "const", "i"})
+        for (const char* name : {"clean", "const", "i", "edges_f64", "edges_f32", "edges_f16", "edges_bf16",
+                 "halves_to_64", "subnormal_f32", "subnormal_f64"})
             QVERIFY2(!nonFinite.count(name), name);
     }
 
