@@ -30,6 +30,12 @@ inline Vec select(Mask mask, Vec a, Vec b)
 {
     return Vec(((Mask)a & mask) | ((Mask)b & ~mask));
 }
+using Floats = float __attribute__((vector_size(16)));
+using Ints = std::int32_t __attribute__((vector_size(16)));
+inline Floats selectFloats(Ints mask, Floats a, Floats b)
+{
+    return Floats(((Ints)a & mask) | ((Ints)b & ~mask));
+}
 
 float floatFromBits(std::uint32_t bits)
 {
@@ -179,7 +185,32 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
             high = forHigh > high ? forHigh : high;
         };
         const std::size_t pairs = n & ~std::size_t(1);
-        for (std::size_t i = 0; i < pairs; i += 2)
+        // float32, four at a time: counts and range need no widening (a float's min, max and
+        // finiteness are those of its double), so they run in four float lanes; only the sum goes
+        // through doubles, added pair by pair in the same order as below.
+        std::size_t widened = 0;
+        const float infF = std::numeric_limits<float>::infinity();
+        Floats low4 = {infF, infF, infF, infF}, high4 = -low4;
+        Ints finite4 = {0, 0, 0, 0}, zeros4 = finite4;
+        if constexpr (Type == NativeFloat::Float32) {
+            const Floats zero4 = {0, 0, 0, 0}, infinity4 = low4;
+            widened = n & ~std::size_t(3);
+            for (std::size_t i = 0; i < widened; i += 4) {
+                Floats x;
+                std::memcpy(&x, bytes + i * 4, sizeof x);
+                const Ints isFinite = (x - x) == zero4;
+                finite4 -= isFinite; // true is -1
+                zeros4 -= x == zero4;
+                const Floats kept = selectFloats(isFinite, x, zero4);
+                sum += __builtin_convertvector(__builtin_shufflevector(kept, kept, 0, 1), Vec);
+                sum += __builtin_convertvector(__builtin_shufflevector(kept, kept, 2, 3), Vec);
+                const Floats forLow = selectFloats(isFinite, x, infinity4);
+                const Floats forHigh = selectFloats(isFinite, x, -infinity4);
+                low4 = forLow < low4 ? forLow : low4;
+                high4 = forHigh > high4 ? forHigh : high4;
+            }
+        }
+        for (std::size_t i = widened; i < pairs; i += 2)
             count(T::pair(bytes + i * T::size));
         if (pairs < n)
             count(pairAt<Type>(bytes, pairs, n)); // the odd last value and a NaN
@@ -192,6 +223,12 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
             blockSum += sum[j];
             blockLow = std::min(blockLow, low[j]);
             blockHigh = std::max(blockHigh, high[j]);
+        }
+        for (int j = 0; j < 4; ++j) {
+            blockFinite += finite4[j];
+            blockZeros += zeros4[j];
+            blockLow = std::min(blockLow, double(low4[j]));
+            blockHigh = std::max(blockHigh, double(high4[j]));
         }
         block.finiteCount = std::uint64_t(blockFinite);
         block.zeroCount = std::uint64_t(blockZeros);
@@ -216,7 +253,13 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
                 const Vec d = select((x - x) == nothing, x - center, nothing);
                 m2 += d * d;
             };
-            for (std::size_t k = 0; k < pairs; k += 2)
+            std::size_t k = 0;
+            if (block.finiteCount == n) // nothing to mask: (x - mean)^2 of every pair
+                for (; k < pairs; k += 2) {
+                    const Vec d = T::pair(bytes + k * T::size) - center;
+                    m2 += d * d;
+                }
+            for (; k < pairs; k += 2)
                 deviate(T::pair(bytes + k * T::size));
             if (pairs < n)
                 deviate(pairAt<Type>(bytes, pairs, n));
