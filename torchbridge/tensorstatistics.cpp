@@ -11,6 +11,9 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -298,6 +301,22 @@ bool isContiguous(const TensorEntry& tensor)
     return true;
 }
 
+// The cores this process may run on (its affinity mask, so `taskset` is honoured), or libtorch's
+// thread count where that is larger. libtorch alone is not enough: Debian's torch 1.13 counts the
+// cores through cpuinfo and reports one on this two-core virtual machine.
+unsigned coresToScanOn()
+{
+    static const unsigned cores = [] {
+        int available = 0;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            available = CPU_COUNT(&set);
+        return unsigned(std::max({1, available, at::get_num_threads()}));
+    }();
+    return cores;
+}
+
 std::uint64_t countOf(const at::Tensor& mask)
 {
     return std::uint64_t(mask.sum().item<std::int64_t>());
@@ -368,7 +387,7 @@ Expected<TensorStatistics> computeTensorStatistics(const Checkpoint& checkpoint,
             = base + std::uint64_t(*tensor.storageOffset) * c10::elementSize(plan->viewType);
         adviseSequential(start, numel * c10::elementSize(plan->viewType));
         NativeScanOptions scan;
-        scan.threads = options.threads ? options.threads : unsigned(std::max(1, at::get_num_threads()));
+        scan.threads = options.threads ? options.threads : coresToScanOn();
         scan.progress = progress;
         scan.totalForProgress = numel * passes;
         NativeStatistics moments;

@@ -55,8 +55,8 @@ struct StatisticsOptions {
     // Elements converted to float64 at a time; bounds the memory a tensor's scan takes (8 bytes
     // each, plus libtorch's temporaries) whatever the tensor's size.
     std::uint64_t chunkElements = std::uint64_t(1) << 16;
-    // Threads for the native kernels (contiguous float32/float64/float16/bfloat16); 0: libtorch's
-    // at::get_num_threads(), the count its own kernels use.
+    // Threads for the native kernels (contiguous float32/float64/float16/bfloat16); 0: every core
+    // this process may run on (at least at::get_num_threads()).
     unsigned threads = 0;
     // Always take libtorch's kernels (widened to float64 per chunk), never the native ones: for
     // benchmarks that compare the two engines.
