@@ -99,7 +99,7 @@ private Q_SLOTS:
         }
     }
 
-    // Ranges larger than the 32 MiB pieces, on one and on several threads, equal the CRC of the same
+    // Ranges larger than the 16 MiB pieces, on one and on several threads, equal the CRC of the same
     // bytes in memory; a byte changed at the start, on a piece boundary or at the end is caught.
     void fileRangesMatchMemoryAndCatchAWrongByte()
     {
@@ -126,9 +126,10 @@ private Q_SLOTS:
         QCOMPARE(*single, expected[2]);
         ::close(fd);
 
-        // The third range starts at 100: its pieces meet at 100 + 32 MiB.
-        for (const std::uint64_t at : {std::uint64_t(100), std::uint64_t(100 + (32u << 20)),
-                 std::uint64_t(100 + (32u << 20) - 1), std::uint64_t(bytes.size() - 1)}) {
+        // The third range starts at 100: its pieces meet at 100 + 16 MiB, 100 + 32 MiB, ...
+        for (const std::uint64_t at :
+            {std::uint64_t(100), std::uint64_t(100 + (16u << 20)), std::uint64_t(100 + (32u << 20) - 1),
+                std::uint64_t(100 + (32u << 20)), std::uint64_t(bytes.size() - 1)}) {
             std::vector<std::uint8_t> changed = bytes;
             changed[at] ^= 0x10;
             QVERIFY(writeFile(path, changed));
