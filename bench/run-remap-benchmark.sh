@@ -31,7 +31,7 @@ measure() { # label output command... : median wall time and largest peak memory
     "$py" - "$@" <<'PY'
 import os, resource, statistics, subprocess, sys, time
 label, output, command = sys.argv[1], sys.argv[2], sys.argv[3:]
-times, peaks = [], []
+times, cpus, peaks = [], [], []
 for _ in range(3):
     if os.path.exists(output):
         os.remove(output)
@@ -40,12 +40,13 @@ for _ in range(3):
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     times.append(time.perf_counter() - start)
+    cpus.append(usage.ru_utime + usage.ru_stime)
     peaks.append(usage.ru_maxrss / 1024)
     if status != 0:
         sys.exit(f"{label}: command failed")
-print(f"{label:44s} median {statistics.median(times):6.2f} s (runs {', '.join(f'{t:.2f}' for t in times)})   peak memory {max(peaks):8.1f} MiB")
+print(f"{label:44s} median {statistics.median(times):6.2f} s (runs {', '.join(f'{t:.2f}' for t in times)})   cpu {statistics.median(cpus):5.2f} s   peak memory {max(peaks):8.1f} MiB")
 with open(os.environ["RESULTS"], "a") as results:
-    results.write(f"{label}\t{statistics.median(times)}\t{max(peaks)}\n")
+    results.write(f"{label}\t{statistics.median(times)}\t{max(peaks)}\t{statistics.median(cpus)}\n")
 os.remove(output)
 PY
 }
@@ -67,8 +68,8 @@ measure "python torch.load(map_location=cpu)+save" "$out/python.pt" "$py" -c \
     "import sys, torch; torch.save(torch.load(sys.argv[1], map_location='cpu'), sys.argv[2])" "$input" "$out/python.pt"
 "$py" - "$RESULTS" <<'PY'
 import sys
-rows = {label: (float(t), float(m)) for label, t, m in (line.rstrip("\n").split("\t") for line in open(sys.argv[1]))}
+rows = {label: (float(t), float(m), float(c)) for label, t, m, c in (line.rstrip("\n").split("\t") for line in open(sys.argv[1]))}
 base = rows["cp + sync"][0]
 for label in ("ckpt-inspect remap --map *=cpu", "ckpt-inspect remap --map *=cpu --no-verify", "python torch.load(map_location=cpu)+save"):
-    print(f"{label:44s} {rows[label][0] / base:5.2f}x the flushed cp's time, peak memory {rows[label][1]:.0f} MiB")
+    print(f"{label:44s} {rows[label][0] / base:5.2f}x the flushed cp's time, cpu {rows[label][2]:.2f} s (cp + sync: {rows['cp + sync'][2]:.2f} s), peak memory {rows[label][1]:.0f} MiB")
 PY

@@ -28,9 +28,12 @@ size=$(stat -c %s "$file")
 echo "input: $file ($((size / 1048576)) MiB), page cache warmed by a first read; $(nproc) cores"
 cat "$file" > /dev/null
 
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+
 echo "== numpy, one thread, over the mapped file (isfinite, min, max, sum per tensor) =="
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$py" - "$file" <<'PY'
-import sys, time, zipfile, numpy as np
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$py" - "$file" "$results" <<'PY'
+import json, sys, time, zipfile, numpy as np
 path = sys.argv[1]
 # The storages of a torch zip are stored uncompressed: map each one where it lies.
 z = zipfile.ZipFile(path)
@@ -55,10 +58,28 @@ for _ in range(3):
     best_cpu = cpu if best_cpu is None else min(best_cpu, cpu)
 nbytes = sum(v.nbytes for v in views)
 print(f"numpy    1 thread               wall {best:6.2f} s {nbytes / best / 1e9:6.3f} GB/s  cpu {best_cpu:6.2f} s {nbytes / best_cpu / 1e9:6.3f} GB per cpu-s (best of 3)")
+with open(sys.argv[2], "a") as out:
+    out.write(json.dumps({"label": "numpy", "bytes": nbytes, "wall": best, "cpu": best_cpu}) + "\n")
 PY
 
 echo "== ckpt-inspect value scan (bench_value_scan) =="
 "$build/bench/bench_value_scan" "$file"
 
 echo "== ckpt-inspect check --values (whole process: read, scan with histogram, report) =="
-"$py" bench/measure.py "check --values" -- "$build/app/ckpt-inspect" check --values "$file"
+"$py" bench/measure.py --json "check --values" -- "$build/app/ckpt-inspect" check --values "$file" >> "$results"
+
+# Every figure against numpy's from this run: the machine is shared, so ratios and CPU time are
+# what carries over; wall time is printed as measured, under whatever load there was.
+"$py" - "$results" "$(nproc)" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+numpy = next(r for r in rows if r["label"] == "numpy")
+check = next(r for r in rows if r["label"] == "check --values")
+nbytes = numpy["bytes"]
+numpy_cpu = nbytes / numpy["cpu"] / 1e9
+check_cpu = nbytes / check["cpu"] / 1e9
+print(f"numpy (1 thread, no histogram)        {numpy_cpu:6.3f} GB per cpu-s")
+print(f"check --values (histogram, whole run) {check_cpu:6.3f} GB per cpu-s = {check_cpu / numpy_cpu:4.2f}x numpy; "
+      f"wall {check['wall']:.2f} s = {nbytes / check['wall'] / 1e9:.2f} GB/s on {sys.argv[2]} shared cores "
+      f"(cpu {check['cpu']:.2f} s, peak {check['peak_mib']:.0f} MiB)")
+PY
