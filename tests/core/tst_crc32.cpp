@@ -111,6 +111,7 @@ private Q_SLOTS:
         const std::vector<FileRange> ranges {
             {0, 0}, {5, 90}, {100, (70u << 20) + 3}, {(70u << 20) + 103, bytes.size() - (70u << 20) - 103}};
         std::vector<std::uint32_t> expected;
+        expected.reserve(ranges.size());
         for (const FileRange& range : ranges)
             expected.push_back(crc32Update(0, bytes.data() + range.offset, range.length));
 
