@@ -6,6 +6,7 @@
 #include "core/model/dtype.h"
 
 #include <cstdio>
+#include <functional>
 
 namespace ckpt {
 
@@ -180,17 +181,26 @@ std::uint32_t Checkpoint::modulePathFor(
             return parent;
         }
         const std::string_view component = dottedName.substr(start, dot - start);
-        std::string indexKey = std::to_string(parent);
-        indexKey += '/';
-        indexKey += component;
-        std::uint32_t& found = moduleNodeIndex[indexKey];
+        const std::uint64_t indexKey
+            = std::hash<std::string_view> {}(component) ^ (std::uint64_t(parent) * 0x9E3779B97F4A7C15ull);
         // An entry can be stale when the builder pruned a tensor-free subtree: check it still is
         // the module it was made as.
-        const bool valid = found != 0 && found < tree.size() && tree[found].parent == parent
-            && tree[found].kind == TreeNodeKind::Module && tree[found].name == component
-            && tree[found].className.empty();
-        if (!valid)
+        const auto isTheModule = [&](std::uint32_t candidate) {
+            return candidate != 0 && candidate < tree.size() && tree[candidate].parent == parent
+                && tree[candidate].kind == TreeNodeKind::Module && tree[candidate].name == component
+                && tree[candidate].className.empty();
+        };
+        std::uint32_t found = 0;
+        auto [first, last] = moduleNodeIndex.equal_range(indexKey);
+        for (auto it = first; it != last; ++it)
+            if (isTheModule(it->second)) {
+                found = it->second;
+                break;
+            }
+        if (found == 0) {
             found = addTreeNode(parent, TreeNodeKind::Module, std::string(component));
+            moduleNodeIndex.emplace(indexKey, found);
+        }
         parent = found;
         start = dot + 1;
     }

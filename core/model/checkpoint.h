@@ -145,9 +145,11 @@ struct Checkpoint {
     std::vector<PickleSection> pickles;
 
     std::unordered_map<std::string, std::uint32_t> storageIndexByKey;
-    // Module nodes made from dotted names, by "parent index/name": finding a prefix must not
-    // scan a node's children, or a flat state_dict of a million names would take quadratic time.
-    std::unordered_map<std::string, std::uint32_t> moduleNodeIndex;
+    // Module nodes made from dotted names, by a hash of (parent index, name): finding a prefix must
+    // not scan a node's children, or a flat state_dict of a million names would take quadratic
+    // time. Keyed by the hash alone so that a lookup builds no string; the node itself says
+    // whether it is the one sought (two names may share a hash).
+    std::unordered_multimap<std::uint64_t, std::uint32_t> moduleNodeIndex;
 
     // Bytes per recorded device, each storage counted once ("(none)" for storages without a tag).
     std::map<std::string, std::uint64_t> bytesByDevice() const;

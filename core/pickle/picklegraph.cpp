@@ -7,8 +7,12 @@ namespace ckpt {
 
 NodeId PickleGraph::add(PickleNode node)
 {
-    m_nodes.push_back(node);
-    return static_cast<NodeId>(m_nodes.size() - 1);
+    if ((m_nodeCount & (kChunkSize - 1)) == 0)
+        m_chunks.push_back(std::make_unique_for_overwrite<PickleNode[]>(kChunkSize));
+    const auto id = static_cast<NodeId>(m_nodeCount);
+    at(id) = node;
+    ++m_nodeCount;
+    return id;
 }
 
 NodeId PickleGraph::addScalar(NodeKind kind, std::int64_t value)
@@ -92,7 +96,7 @@ std::string_view PickleGraph::text(NodeId id) const
     const NodeKind k = kind(id);
     if (k != NodeKind::String && k != NodeKind::Bytes && k != NodeKind::BigInt && k != NodeKind::ByteArray)
         return {};
-    const PickleNode& n = m_nodes[id];
+    const PickleNode& n = at(id);
     return std::string_view(m_text).substr(static_cast<std::size_t>(n.value), n.count);
 }
 
@@ -100,7 +104,7 @@ std::string_view PickleGraph::module(NodeId id) const
 {
     if (kind(id) != NodeKind::Global)
         return {};
-    const PickleNode& n = m_nodes[id];
+    const PickleNode& n = at(id);
     return std::string_view(m_text).substr(static_cast<std::size_t>(n.value), n.count);
 }
 
@@ -108,7 +112,7 @@ std::string_view PickleGraph::name(NodeId id) const
 {
     if (kind(id) != NodeKind::Global)
         return {};
-    const PickleNode& n = m_nodes[id];
+    const PickleNode& n = at(id);
     return std::string_view(m_text).substr(static_cast<std::size_t>(n.value) + n.count, n.extra);
 }
 
@@ -126,7 +130,7 @@ std::int64_t PickleGraph::intValue(NodeId id) const
 {
     const NodeKind k = kind(id);
     if (k == NodeKind::Int || k == NodeKind::Bool)
-        return m_nodes[id].value;
+        return at(id).value;
     return 0;
 }
 
@@ -134,11 +138,11 @@ double PickleGraph::floatValue(NodeId id) const
 {
     if (kind(id) == NodeKind::Float) {
         double value;
-        std::memcpy(&value, &m_nodes[id].value, sizeof value);
+        std::memcpy(&value, &at(id).value, sizeof value);
         return value;
     }
     if (kind(id) == NodeKind::Int)
-        return static_cast<double>(m_nodes[id].value);
+        return static_cast<double>(at(id).value);
     return 0.0;
 }
 
@@ -146,7 +150,7 @@ std::vector<NodeId> PickleGraph::sequence(NodeId id) const
 {
     const NodeKind k = kind(id);
     if (k == NodeKind::Tuple) {
-        const PickleNode& n = m_nodes[id];
+        const PickleNode& n = at(id);
         return {m_tupleItems.begin() + n.body, m_tupleItems.begin() + n.body + n.count};
     }
     if (k == NodeKind::List || k == NodeKind::Set || k == NodeKind::FrozenSet) {
@@ -158,14 +162,14 @@ std::vector<NodeId> PickleGraph::sequence(NodeId id) const
 
 std::size_t PickleGraph::tupleSize(NodeId id) const
 {
-    return kind(id) == NodeKind::Tuple ? m_nodes[id].count : 0;
+    return kind(id) == NodeKind::Tuple ? at(id).count : 0;
 }
 
 NodeId PickleGraph::tupleItem(NodeId id, std::size_t index) const
 {
-    if (kind(id) != NodeKind::Tuple || index >= m_nodes[id].count)
+    if (kind(id) != NodeKind::Tuple || index >= at(id).count)
         return kNoNode;
-    return m_tupleItems[m_nodes[id].body + index];
+    return m_tupleItems[at(id).body + index];
 }
 
 NodeId PickleGraph::callee(NodeId id) const
@@ -173,7 +177,7 @@ NodeId PickleGraph::callee(NodeId id) const
     const NodeKind k = kind(id);
     if (k != NodeKind::Call && k != NodeKind::NewObject)
         return kNoNode;
-    return static_cast<NodeId>(m_nodes[id].value);
+    return static_cast<NodeId>(at(id).value);
 }
 
 NodeId PickleGraph::arguments(NodeId id) const
@@ -181,7 +185,7 @@ NodeId PickleGraph::arguments(NodeId id) const
     const NodeKind k = kind(id);
     if (k != NodeKind::Call && k != NodeKind::NewObject)
         return kNoNode;
-    return m_nodes[id].extra;
+    return at(id).extra;
 }
 
 std::string PickleGraph::calleeName(NodeId id) const
@@ -193,14 +197,14 @@ NodeId PickleGraph::persistentIdPayload(NodeId id) const
 {
     if (kind(id) != NodeKind::PersistentId)
         return kNoNode;
-    return static_cast<NodeId>(m_nodes[id].value);
+    return static_cast<NodeId>(at(id).value);
 }
 
 const ContainerBody* PickleGraph::bodyOf(NodeId id) const
 {
-    if (id >= m_nodes.size())
+    if (id >= m_nodeCount)
         return nullptr;
-    const PickleNode& n = m_nodes[id];
+    const PickleNode& n = at(id);
     switch (n.kind) {
     case NodeKind::List:
     case NodeKind::Dict:
@@ -216,7 +220,7 @@ const ContainerBody* PickleGraph::bodyOf(NodeId id) const
 
 ContainerBody& PickleGraph::ensureBody(NodeId id)
 {
-    PickleNode& n = m_nodes[id];
+    PickleNode& n = at(id);
     if (n.body == kNoNode) {
         n.body = static_cast<std::uint32_t>(m_bodies.size());
         m_bodies.emplace_back();
@@ -226,8 +230,9 @@ ContainerBody& PickleGraph::ensureBody(NodeId id)
 
 std::size_t PickleGraph::approximateBytes() const
 {
-    std::size_t bytes = m_nodes.capacity() * sizeof(PickleNode) + m_tupleItems.capacity() * sizeof(NodeId)
-        + m_text.capacity() + m_bodies.capacity() * sizeof(ContainerBody);
+    std::size_t bytes = m_chunks.size() * kChunkSize * sizeof(PickleNode)
+        + m_tupleItems.capacity() * sizeof(NodeId) + m_text.capacity()
+        + m_bodies.capacity() * sizeof(ContainerBody);
     for (const ContainerBody& b : m_bodies)
         bytes += (b.items.capacity() + b.dictItems.capacity() + b.states.capacity()) * sizeof(NodeId);
     return bytes;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,9 +83,9 @@ public:
     NodeId addCall(NodeKind kind, NodeId callee, NodeId args);
     NodeId addPersistentId(NodeId pid);
 
-    std::size_t size() const { return m_nodes.size(); }
-    const PickleNode& node(NodeId id) const { return m_nodes[id]; }
-    NodeKind kind(NodeId id) const { return id < m_nodes.size() ? m_nodes[id].kind : NodeKind::None; }
+    std::size_t size() const { return m_nodeCount; }
+    const PickleNode& node(NodeId id) const { return at(id); }
+    NodeKind kind(NodeId id) const { return id < m_nodeCount ? at(id).kind : NodeKind::None; }
 
     // Accessors that are safe on any node id: they return empty values for the wrong kind.
     std::string_view text(NodeId id) const; // String, Bytes, BigInt
@@ -110,12 +111,22 @@ public:
 
     const ContainerBody* bodyOf(NodeId id) const;
     ContainerBody& ensureBody(NodeId id);
-    void setFlags(NodeId id, std::uint8_t flags) { m_nodes[id].flags |= flags; }
+    void setFlags(NodeId id, std::uint8_t flags) { at(id).flags |= flags; }
 
     std::size_t approximateBytes() const;
 
 private:
-    std::vector<PickleNode> m_nodes;
+    // Nodes live in fixed chunks rather than one vector: a pickle of a million tensors has tens of
+    // millions of nodes, and a growing vector would copy them all at each doubling and hold the old
+    // and the new block at once (half again the graph's size at the peak, the largest single cost
+    // of reading such a file). A chunk never moves, so growth is one allocation per 65,536 nodes.
+    static constexpr unsigned kChunkBits = 16;
+    static constexpr std::size_t kChunkSize = std::size_t(1) << kChunkBits;
+    const PickleNode& at(NodeId id) const { return m_chunks[id >> kChunkBits][id & (kChunkSize - 1)]; }
+    PickleNode& at(NodeId id) { return m_chunks[id >> kChunkBits][id & (kChunkSize - 1)]; }
+
+    std::vector<std::unique_ptr<PickleNode[]>> m_chunks;
+    std::size_t m_nodeCount = 0;
     std::vector<NodeId> m_tupleItems;
     std::vector<ContainerBody> m_bodies;
     std::string m_text;

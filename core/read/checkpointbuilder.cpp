@@ -120,6 +120,20 @@ CheckpointBuilder::CheckpointBuilder(Checkpoint& checkpoint)
     m_checkpoint.ensureRoot();
 }
 
+void CheckpointBuilder::reserveForPersistentIds(std::size_t persistentIds)
+{
+    // Only from empty: a file of many small pickles (TorchScript) must not reserve exactly at each
+    // one, which would defeat the vector's geometric growth. Capped: a hostile pickle of bare
+    // persistent ids (three bytes each) must not reserve gigabytes for tensors it never holds.
+    persistentIds = std::min<std::size_t>(persistentIds, std::size_t(1) << 20);
+    if (m_checkpoint.tensors.empty())
+        m_checkpoint.tensors.reserve(persistentIds);
+    if (m_checkpoint.storages.empty())
+        m_checkpoint.storages.reserve(persistentIds);
+    if (m_checkpoint.tree.size() <= 1) // a dotted state_dict adds about one module per two tensors
+        m_checkpoint.tree.reserve(persistentIds + persistentIds / 2 + 1);
+}
+
 std::string CheckpointBuilder::className(NodeId id) const
 {
     NodeId callee = m_graph.callee(id);

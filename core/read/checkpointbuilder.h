@@ -39,6 +39,11 @@ public:
     void addRoot(
         NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName);
 
+    // Makes room for what a pickle with `persistentIds` persistent ids will add: about one tensor
+    // and at most one storage each. Growing by doubling instead would copy every record at each
+    // step and hold the old and new blocks at once, half again the model's size at the peak.
+    void reserveForPersistentIds(std::size_t persistentIds);
+
     // Registers a storage from its persistent-id tuple ('storage', cls, key, location, numel[, view]).
     // Returns its index, or -1 when the tuple is not a storage reference.
     std::int32_t storageFromPersistentTuple(NodeId tuple, std::int64_t* viewOffsetElements = nullptr);
@@ -47,7 +52,7 @@ public:
     void checkViews();
 
     // Storages this builder's pickles referenced (indices into checkpoint.storages).
-    const std::set<std::uint32_t>& storagesUsed() const { return m_storagesUsed; }
+    std::vector<std::uint32_t> storagesUsed() const; // ascending
 
 private:
     struct TensorParts {
@@ -81,7 +86,9 @@ private:
     PickleGraph& m_graph;
     std::unordered_map<NodeId, std::string> m_expanded; // containers already shown, by their path
     std::unordered_set<NodeId> m_onStack;
-    std::set<std::uint32_t> m_storagesUsed;
+    // By storage index: a flag per storage rather than a std::set node per storage (one heap
+    // object for each of a million storages).
+    std::vector<bool> m_storageUsed;
     bool m_depthFindingReported = false;
 };
 

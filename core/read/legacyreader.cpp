@@ -89,7 +89,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     const bool mainComplete = section.run.complete();
     addUnreadablePickleFinding(checkpoint, section.run, "the main pickle", {}, offset);
     const std::uint64_t mainEnd = offset + section.run.endOffset;
-    section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
+    section.storagesUsed = builder.storagesUsed();
     checkpoint.pickles.push_back(std::move(section));
     if (!mainComplete) {
         builder.checkViews();

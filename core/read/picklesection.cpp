@@ -6,6 +6,7 @@ namespace ckpt {
 void addPickleRoots(
     CheckpointBuilder& builder, const PickleRun& run, std::uint32_t treeParent, const std::string& baseName)
 {
+    builder.reserveForPersistentIds(run.persistentIdOffsets.size());
     if (run.root != kNoNode) {
         builder.addRoot(run.root, treeParent, {}, baseName);
         return;

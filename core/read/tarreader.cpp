@@ -228,7 +228,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
         addPickleRoots(builder, section.run);
         addUnreadablePickleFinding(
             checkpoint, section.run, "the tar member 'pickle'", "pickle", pickle->offset);
-        section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
+        section.storagesUsed = builder.storagesUsed();
         checkpoint.pickles.push_back(std::move(section));
     }
     builder.checkViews();

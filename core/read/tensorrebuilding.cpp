@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace ckpt {
 
@@ -128,9 +129,43 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
 std::int32_t CheckpointBuilder::storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements)
 {
     const std::int32_t index = resolveStorageArgument(storageArg, viewOffsetElements);
-    if (index >= 0)
-        m_storagesUsed.insert(static_cast<std::uint32_t>(index));
+    if (index >= 0) {
+        const auto used = static_cast<std::size_t>(index);
+        if (used >= m_storageUsed.size())
+            m_storageUsed.resize(std::max(used + 1, m_checkpoint.storages.size()));
+        m_storageUsed[used] = true;
+    }
     return index;
+}
+
+std::vector<std::uint32_t> CheckpointBuilder::storagesUsed() const
+{
+    std::vector<std::uint32_t> used;
+    for (std::size_t i = 0; i < m_storageUsed.size(); ++i)
+        if (m_storageUsed[i])
+            used.push_back(static_cast<std::uint32_t>(i));
+    return used;
+}
+
+bool CheckpointBuilder::isTensorCall(NodeId id) const
+{
+    if (m_graph.kind(id) != NodeKind::Call && m_graph.kind(id) != NodeKind::NewObject)
+        return false;
+    // Asked several times for every tensor: the qualified name is composed on the stack, not in a
+    // heap string (rebuild functions' names are longer than a short string holds).
+    const NodeId callee = m_graph.callee(id);
+    const std::string_view module = m_graph.module(callee);
+    const std::string_view name = m_graph.name(callee);
+    char buffer[96];
+    if (module.empty() || module.size() + 1 + name.size() > sizeof buffer)
+        return false; // not a GLOBAL, or longer than any rebuild function's name
+    std::memcpy(buffer, module.data(), module.size());
+    buffer[module.size()] = '.';
+    std::memcpy(buffer + module.size() + 1, name.data(), name.size());
+    const std::string_view qualified(buffer, module.size() + 1 + name.size());
+    if (qualified == "torch.nn.parameter.Parameter")
+        return isTensorCall(m_graph.tupleItem(m_graph.arguments(id), 0));
+    return isTensorRebuildFunction(qualified);
 }
 
 std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements)
@@ -154,16 +189,6 @@ std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::i
         }
     }
     return -1;
-}
-
-bool CheckpointBuilder::isTensorCall(NodeId id) const
-{
-    if (m_graph.kind(id) != NodeKind::Call && m_graph.kind(id) != NodeKind::NewObject)
-        return false;
-    const std::string name = m_graph.calleeName(id);
-    if (name == "torch.nn.parameter.Parameter")
-        return isTensorCall(m_graph.tupleItem(m_graph.arguments(id), 0));
-    return isTensorRebuildFunction(name);
 }
 
 std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(NodeId id, int depth)

@@ -132,7 +132,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     addPickleRoots(builder, section.run, parent, baseName);
     addUnreadablePickleFinding(
         checkpoint, section.run, "the pickle in " + entry.name, entry.name, entry.dataOffset);
-    section.storagesUsed.assign(builder.storagesUsed().begin(), builder.storagesUsed().end());
+    section.storagesUsed = builder.storagesUsed();
     checkpoint.pickles.push_back(std::move(section));
 }
 

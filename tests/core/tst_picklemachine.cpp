@@ -178,6 +178,59 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(*run.error).contains(expectedWords), run.error->c_str());
     }
 
+    void memoKeysFarApartAndRewrittenReadBack()
+    {
+        // Built opcode by opcode (no pickler writes these): LONG_BINPUT keys 4,000,000,000 (far past
+        // any dense range), 0 and 1; key 0 stored twice (the second wins, as in Python's memo); then
+        // a list of the three memo entries. MEMOIZE afterwards numbers by the entry count (3).
+        QByteArray pickle("\x80\x04", 2);
+        pickle += QByteArray("K\x07r\x00\x28\x6b\xee", 7); // BININT1 7, LONG_BINPUT 4000000000
+        pickle += QByteArray("0K\x08r\x00\x00\x00\x00", 8); // POP, BININT1 8, LONG_BINPUT 0
+        pickle += QByteArray("0K\x09r\x00\x00\x00\x00", 8); // POP, BININT1 9, LONG_BINPUT 0 (again)
+        pickle += QByteArray("0K\x0ar\x01\x00\x00\x00", 8); // POP, BININT1 10, LONG_BINPUT 1
+        pickle += QByteArray("0K\x0b\x94", 4); // POP, BININT1 11, MEMOIZE (key 3)
+        pickle += QByteArray("0(j\x00\x28\x6b\xeej\x00\x00\x00\x00j\x01\x00\x00\x00j\x03\x00\x00\x00l.", 24);
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        const std::vector<NodeId> items = graph.sequence(run.root);
+        QCOMPARE(items.size(), std::size_t(4));
+        QCOMPARE(graph.intValue(items[0]), std::int64_t(7));
+        QCOMPARE(graph.intValue(items[1]), std::int64_t(9));
+        QCOMPARE(graph.intValue(items[2]), std::int64_t(10));
+        QCOMPARE(graph.intValue(items[3]), std::int64_t(11));
+
+        // The entry limit counts far keys and near keys alike.
+        PickleLimits limits;
+        limits.maxMemoEntries = 2;
+        PickleGraph limited;
+        const PickleRun stopped = PickleMachine(limits).run(view(pickle), limited);
+        QVERIFY(!stopped.complete());
+        QVERIFY2(stopped.error->find("memo grows past") != std::string::npos, stopped.error->c_str());
+    }
+
+    void graphsPastOneChunkKeepEveryNode()
+    {
+        // 200,000 ints appended to one list: the graph's nodes span several of its fixed chunks,
+        // and each node must read back as written.
+        QByteArray pickle("\x80\x02](", 4);
+        for (int i = 0; i < 200'000; ++i) {
+            pickle += 'J';
+            const std::int32_t value = i * 3 - 7;
+            pickle += QByteArray(reinterpret_cast<const char*>(&value), 4); // little-endian hosts
+        }
+        pickle += "e.";
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        QVERIFY(graph.size() > 200'000);
+        const std::vector<NodeId> items = graph.sequence(run.root);
+        QCOMPARE(items.size(), std::size_t(200'000));
+        for (std::size_t i = 0; i < items.size(); ++i)
+            if (graph.intValue(items[i]) != static_cast<std::int64_t>(i) * 3 - 7)
+                QFAIL(qPrintable(QStringLiteral("item %1 reads back wrong").arg(i)));
+    }
+
     void hostileReduceIsOnlyANode()
     {
         // What "python -c 'import pickle, os; class E: __reduce__ = lambda s: (os.system, ("echo pwned",))'"
