@@ -36,6 +36,7 @@ int main(int argc, char** argv)
     std::mt19937 random(2026);
     const char* devices[] = {"cpu", "cuda:0", "cuda:1", "cuda:2", "cuda:3"};
     std::vector<ckpt::PlacementRule> rules;
+    rules.reserve(static_cast<std::size_t>(moves));
     for (int i = 0; i < moves; ++i)
         rules.push_back({ckpt::PlacementRule::Kind::MoveTensor,
             checkpoint.tensors[random() % checkpoint.tensors.size()].name, devices[random() % 5]});

@@ -68,9 +68,9 @@ step format packaging/check-format.sh
 # clang-tidy (.clang-tidy, every warning an error) with the ci build's compile_commands.json. It
 # needs only the configured and built tree, so it runs in the background while the tests run and
 # is waited for after them. Its output goes to build/ci/clang-tidy.log and is shown when it fails.
-# The folders that are clean so far; the others join this list as they are cleaned
-# (packaging/run-clang-tidy.sh build/ci ui shows what is left in ui/).
-tidy_folders=(core)
+# Every folder of C++ the ci build compiles (fuzz/'s libFuzzer entry point, fuzzmain.cpp, is built
+# by the fuzz preset only and so is not in build/ci's compile_commands.json).
+tidy_folders=(core ui app torchbridge tests bench fuzz)
 tidy_log=$root/build/ci/clang-tidy.log
 packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}" >"$tidy_log" 2>&1 </dev/null &
 tidy_pid=$!

@@ -291,7 +291,7 @@ void GuidedTour::finishStep(int index, const QString& outcome)
     Q_EMIT stepFinished(index, outcome);
 }
 
-void GuidedTour::whenDemoOpen(std::function<void()> then)
+void GuidedTour::whenDemoOpen(const std::function<void()>& then)
 {
     const QString demo = m_window->demoCheckpointPath();
     if (m_window->document() && QFileInfo(m_window->document()->filePath()) == QFileInfo(demo)) {

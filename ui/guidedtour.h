@@ -55,7 +55,7 @@ private:
     };
     void defineSteps();
     void showStep(int index);
-    void whenDemoOpen(std::function<void()> then);
+    void whenDemoOpen(const std::function<void()>& then);
     void resetDemo();
     void finishStep(int index, const QString& outcome);
     QString saveCopy(); // async: finishes the step on saveFinished

@@ -185,14 +185,14 @@ InfoReport readInfo(const QString& checkpoint)
     report.safety
         = info.value(QStringLiteral("safety")).toObject().value(QStringLiteral("rating")).toString();
     const QJsonArray tensors = info.value(QStringLiteral("tensors")).toArray();
-    for (const QJsonValue& value : tensors) {
+    for (const auto& value : tensors) {
         const QJsonObject t = value.toObject();
         report.tensors.append(
             {t.value(QStringLiteral("name")).toString(), t.value(QStringLiteral("storage")).toString(),
                 t.value(QStringLiteral("device")).toString(), t.value(QStringLiteral("layout")).toString()});
     }
     const QJsonArray storages = info.value(QStringLiteral("storages")).toArray();
-    for (const QJsonValue& value : storages) {
+    for (const auto& value : storages) {
         const QJsonObject s = value.toObject();
         report.storages.append(
             {s.value(QStringLiteral("key")).toString(), s.value(QStringLiteral("device")).toString()});
@@ -349,7 +349,7 @@ private:
         for (const auto& [key, device] : info.storages)
             recorded.insert(key, device);
         int reported = 0;
-        for (const QJsonValue& value : storages) {
+        for (const auto& value : storages) {
             const QJsonObject s = value.toObject();
             const QString key = s.value(QStringLiteral("key")).toString();
             if (!plan.storageTags.contains(key)) {
@@ -634,7 +634,7 @@ private Q_SLOTS:
         // many_tensors.pt is ~600 KiB; `ulimit -f 8` allows a few KiB. The tool ignores SIGXFSZ
         // and must report the failed write, remove its temporary file and leave no target.
         const QString input = fixturesDir() + QStringLiteral("/torch-2/many_tensors.pt");
-        QVERIFY(QFileInfo(input).size() > 64 * 1024);
+        QVERIFY(QFileInfo(input).size() > qint64 {64} * 1024);
         QTemporaryDir dir(m_work.filePath(QStringLiteral("ulimit-XXXXXX")));
         const QString output = dir.filePath(QStringLiteral("copy.pt"));
         const QByteArray before = sha256Of(input);

@@ -74,6 +74,7 @@ inline std::string dump(const PickleGraph& g, NodeId id)
 {
     auto join = [&](const std::vector<NodeId>& items, bool sorted) {
         std::vector<std::string> parts;
+        parts.reserve(items.size());
         for (NodeId item : items)
             parts.push_back(dump(g, item));
         if (sorted)

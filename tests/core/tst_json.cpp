@@ -559,7 +559,7 @@ private Q_SLOTS:
             build(toStream);
             QVERIFY(toStream.isComplete());
         }
-        QVERIFY(toString.text().size() > 256 * 1024);
+        QVERIFY(toString.text().size() > std::size_t {256} * 1024);
         QCOMPARE(stream.str(), toString.text());
     }
 

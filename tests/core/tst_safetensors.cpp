@@ -192,8 +192,9 @@ QString inconsistency(const Checkpoint& checkpoint)
 void dumpTree(const Checkpoint& checkpoint, std::uint32_t node, int depth, QString& out)
 {
     const TreeNode& entry = checkpoint.tree[node];
-    out += QString(depth * 2, QLatin1Char(' ')) + QString::fromLatin1(treeNodeKindName(entry.kind))
-        + QLatin1Char(' ') + QString::fromStdString(entry.name) + QLatin1Char('\n');
+    out += QString(qsizetype {depth} * 2, QLatin1Char(' '))
+        + QString::fromLatin1(treeNodeKindName(entry.kind)) + QLatin1Char(' ')
+        + QString::fromStdString(entry.name) + QLatin1Char('\n');
     for (const std::uint32_t child : entry.children)
         dumpTree(checkpoint, child, depth + 1, out);
 }

@@ -99,7 +99,7 @@ bool dragAndDrop(QWidget* target, const QPoint& position, const QMimeData& data)
 
 QString renderDir()
 {
-    const QString dir = QStringLiteral(CKPT_BINARY_DIR "/renders");
+    QString dir = QStringLiteral(CKPT_BINARY_DIR "/renders");
     QDir().mkpath(dir);
     return dir;
 }
@@ -218,6 +218,7 @@ void TestDevicePanel::dropOnACardMovesAndUndoes()
     QVERIFY2(moving > 0, "the demo's model.layers.1 should not be on the CPU already");
     const DeviceLedgerLine before = ledgerLine(*document, "cpu");
     std::vector<std::optional<std::string>> devicesBefore;
+    devicesBefore.reserve(layer.size());
     for (std::uint32_t t : layer)
         devicesBefore.push_back(document->plan().plannedDeviceOfTensor(t));
 
@@ -274,6 +275,7 @@ void TestDevicePanel::dropOnAChartBarMovesAndUndoes()
     QVERIFY(moving > 0);
     const DeviceLedgerLine before = ledgerLine(*document, device);
     std::vector<std::optional<std::string>> devicesBefore;
+    devicesBefore.reserve(layer.size());
     for (std::uint32_t t : layer)
         devicesBefore.push_back(document->plan().plannedDeviceOfTensor(t));
 

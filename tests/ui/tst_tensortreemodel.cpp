@@ -54,7 +54,8 @@ void dumpRows(const QAbstractItemModel& model, const QModelIndex& parent, int de
         QStringList cells;
         for (int column = 0; column < TensorTreeModel::ColumnCount; ++column)
             cells << model.index(row, column, parent).data().toString();
-        out += QString(depth * 2, QLatin1Char(' ')) + cells.join(QStringLiteral(" | ")) + QLatin1Char('\n');
+        out += QString(qsizetype {depth} * 2, QLatin1Char(' ')) + cells.join(QStringLiteral(" | "))
+            + QLatin1Char('\n');
         dumpRows(model, model.index(row, 0, parent), depth + 1, out);
     }
 }

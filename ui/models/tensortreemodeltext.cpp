@@ -134,7 +134,7 @@ QString TensorTreeModel::plannedText(std::uint32_t node) const
 {
     if (m_tensorCount[node] == 0)
         return {};
-    const QString planned = plannedSingleDevice(node);
+    QString planned = plannedSingleDevice(node);
     if (planned.isEmpty()) {
         const QVariantList mix = deviceMix(node);
         if (mix.isEmpty())
@@ -314,9 +314,9 @@ QVariant TensorTreeModel::decorationWithBadge(std::uint32_t node) const
     int badge = -1;
     bool faint = false;
     if (m_findingSeverity[node] >= 0) {
-        badge = m_findingSeverity[node];
+        badge = m_findingSeverity[node]; // NOLINT(bugprone-signed-char-misuse) a severity, not a char
     } else if (m_findingSeverityBelow[node] >= 0) {
-        badge = m_findingSeverityBelow[node];
+        badge = m_findingSeverityBelow[node]; // NOLINT(bugprone-signed-char-misuse) a severity, not a char
         faint = true;
     }
     if (swatch.isNull() && badge < 0)

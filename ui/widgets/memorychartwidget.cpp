@@ -117,7 +117,7 @@ public:
     }
     QVariant data(const QModelIndex& index, int role) const override
     {
-        const QVariant value = QIdentityProxyModel::data(index, role);
+        QVariant value = QIdentityProxyModel::data(index, role);
         if (role == Qt::DisplayRole && value.canConvert<double>())
             return std::max(value.toDouble(), m_floor);
         return value;

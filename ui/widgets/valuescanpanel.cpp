@@ -179,7 +179,7 @@ void ValueScanPanel::startScan()
                 if (m_sorted->rowCount() > 0)
                     m_table->selectRow(0);
             }
-            Q_EMIT scanFinished();
+            Q_EMIT scanFinished(); // NOLINT(readability-misleading-indentation) Q_EMIT expands to nothing
         });
 }
 
