@@ -132,6 +132,9 @@ private:
     void restoreSettings();
     void saveSettings();
 
+    static QString emptyStateText();
+    void followDocuments(); // the DocumentController's signals (mainwindowdocument.cpp)
+    void showCentralWidget(QWidget* widget); // the empty state or the main splitter
     void openDemoCheckpoint();
     void keepShownFile(); // after an open that did not replace the shown file
     void showOpenedFile(const QString& path, const QStringList& problems);

@@ -3,23 +3,20 @@
 // salvaged), placement smells, what torch.load would do on the target, the weights_only verdict and,
 // with --values, each tensor's value statistics (through the libtorch helper).
 #include "command.h"
-#include "report.h"
 #include "terminal.h"
 
 #include "core/devices/deviceinventory.h"
+#include "core/io/process.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/safetyreport.h"
+#include "core/report/triagereport.h"
 #include "core/triage/triage.h"
 
-#include <cerrno>
-#include <cstring>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace cli {
 
@@ -31,65 +28,25 @@ struct CheckArguments {
     ckpt::TriageOptions options;
 };
 
-// The outcome most storages share, so that only the storages that differ are listed.
-std::string commonOutcome(const ckpt::LoadSimulation& simulation)
-{
-    std::map<std::string, std::size_t> counts;
-    for (const ckpt::StorageLoadOutcome& outcome : simulation.storages)
-        ++counts[outcome.landsOn ? "lands on " + *outcome.landsOn : "fails: " + outcome.error];
-    std::string best;
-    std::size_t bestCount = 0;
-    for (const auto& [text, count] : counts)
-        if (count > bestCount) {
-            best = text;
-            bestCount = count;
-        }
-    return best;
-}
-
 // Runs ckpt-inspect-values (built next to this program when libtorch is available) and returns
 // its JSON, or why there is none.
 ckpt::Expected<ckpt::JsonValue> computeValues(const std::string& file)
 {
-    char self[4096];
-    const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (length <= 0)
-        return ckpt::makeError("cannot find this program's folder to run ckpt-inspect-values");
-    std::string program(self, static_cast<std::size_t>(length));
-    program = program.substr(0, program.find_last_of('/') + 1) + "ckpt-inspect-values";
-    if (::access(program.c_str(), X_OK) != 0)
-        return ckpt::makeError(
-            "value statistics need ckpt-inspect-values, built only where libtorch is installed (" + program
-            + " is missing)");
-    int pipeEnds[2];
-    if (::pipe(pipeEnds) != 0)
-        return ckpt::makeError(std::string("cannot run ckpt-inspect-values: ") + std::strerror(errno));
-    const pid_t child = ::fork();
-    if (child == 0) {
-        ::dup2(pipeEnds[1], STDOUT_FILENO);
-        ::close(pipeEnds[0]);
-        ::close(pipeEnds[1]);
-        ::execl(program.c_str(), program.c_str(), file.c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    ::close(pipeEnds[1]);
-    std::string output;
-    char buffer[65536];
-    for (ssize_t n; (n = ::read(pipeEnds[0], buffer, sizeof buffer)) != 0;) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        output.append(buffer, static_cast<std::size_t>(n));
-    }
-    ::close(pipeEnds[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    const auto program = ckpt::programBesideThisOne("ckpt-inspect-values");
+    if (!program)
+        return ckpt::makeError("value statistics need ckpt-inspect-values, built only where libtorch is "
+                               "installed (it is missing beside this program)");
+    ckpt::ProcessRequest request;
+    request.program = *program;
+    request.arguments = {file};
+    const auto run = ckpt::runProcess(request);
+    if (!run)
+        return run.error();
+    if (!run->succeeded())
         return ckpt::makeError("ckpt-inspect-values failed on " + file);
     ckpt::JsonParseLimits limits;
     limits.maxBytes = std::size_t(1) << 31;
-    return ckpt::parseJson(output, limits);
+    return ckpt::parseJson(run->output, limits);
 }
 
 // NaN and infinities found by the value scan, as findings.
@@ -164,64 +121,7 @@ int runCheck(CheckArguments& arguments)
         writer.member("file", arguments.file);
         writer.member("format", format);
         writer.member("exit_code", exitCode);
-        writer.key("safety");
-        writeSafetyJson(writer, report.safety);
-        writer.key("findings").beginArray();
-        for (const ckpt::Finding& finding : report.findings)
-            writeFindingJson(writer, checkpoint, finding);
-        writer.endArray();
-        writer.key("load_simulation").beginArray();
-        for (const ckpt::LoadSimulation& simulation : report.loadSimulations) {
-            writer.beginObject();
-            writer.member("torch", ckpt::torchGenerationName(simulation.generation));
-            writer.member("weights_only", simulation.weightsOnly);
-            writer.member("loads", simulation.loads);
-            writer.key("error");
-            simulation.error.empty() ? writer.null() : writer.value(simulation.error);
-            writer.key("error_type");
-            simulation.errorType.empty() ? writer.null() : writer.value(simulation.errorType);
-            writer.key("storages").beginArray();
-            for (const ckpt::StorageLoadOutcome& outcome : simulation.storages) {
-                writer.beginObject();
-                writer.member("storage",
-                    outcome.storage < checkpoint.storages.size() ? checkpoint.storages[outcome.storage].key
-                                                                 : std::to_string(outcome.storage));
-                writer.key("lands_on");
-                outcome.landsOn ? writer.value(*outcome.landsOn) : writer.null();
-                writer.key("error");
-                outcome.error.empty() ? writer.null() : writer.value(outcome.error);
-                writer.endObject();
-            }
-            writer.endArray();
-            writer.endObject();
-        }
-        writer.endArray();
-        const ckpt::WeightsOnlyVerdict& verdict = report.weightsOnly;
-        writer.key("weights_only").beginObject();
-        writer.member("rating", ckpt::safetyRatingName(verdict.rating));
-        writer.member("torch", ckpt::torchGenerationName(verdict.generation));
-        writer.key("globals").beginArray();
-        for (const ckpt::GlobalClassification& global : verdict.globals) {
-            writer.beginObject();
-            writer.member("name", global.name);
-            writer.member("verdict", ckpt::globalVerdictName(global.verdict));
-            writer.member("reason", global.reason);
-            writer.endObject();
-        }
-        writer.endArray();
-        writer.key("rejected_opcodes").beginArray();
-        for (const std::string& opcode : verdict.rejectedOpcodes)
-            writer.value(opcode);
-        writer.endArray();
-        writer.key("add_safe_globals");
-        verdict.addSafeGlobalsCall.empty() ? writer.null() : writer.value(verdict.addSafeGlobalsCall);
-        writer.key("call_chains").beginArray();
-        for (const std::string& chain : verdict.dangerousCallChains)
-            writer.value(chain);
-        writer.endArray();
-        writer.key("torch_message");
-        verdict.torchMessage.empty() ? writer.null() : writer.value(verdict.torchMessage);
-        writer.endObject();
+        ckpt::writeTriageJsonMembers(writer, checkpoint, report);
         if (values)
             writer.member("values", values->member("tensors"));
         else if (options.values)
@@ -231,67 +131,8 @@ int runCheck(CheckArguments& arguments)
         return exitCode;
     }
 
-    std::cout << shown(arguments.file) << ": " << shown(format) << "\n" << safetyText(report.safety);
-    for (const ckpt::Severity severity :
-        {ckpt::Severity::Error, ckpt::Severity::Warning, ckpt::Severity::Info}) {
-        std::size_t count = 0;
-        for (const ckpt::Finding& finding : report.findings)
-            count += finding.severity == severity;
-        if (!count)
-            continue;
-        std::cout << "\n"
-                  << (severity == ckpt::Severity::Error            ? "Errors"
-                             : severity == ckpt::Severity::Warning ? "Warnings"
-                                                                   : "Notes")
-                  << " (" << count << "):\n";
-        for (const ckpt::Finding& finding : report.findings) {
-            if (finding.severity != severity)
-                continue;
-            std::cout << "  [" << finding.code << "] " << shown(finding.message) << "\n";
-            if (!finding.explanation.empty())
-                std::cout << "      why: " << shown(finding.explanation) << "\n";
-            if (!finding.fix.empty())
-                std::cout << "      fix: " << shown(finding.fix) << "\n";
-        }
-    }
-    if (report.findings.empty())
-        std::cout << "\nNo findings.\n";
-    if (!report.loadSimulations.empty()) {
-        std::cout << "\nLoad simulation"
-                  << (options.target ? " on " + shown(options.target->name) : std::string(" on this machine"))
-                  << ", map_location=" << shown(options.mapLocation.python()) << ":\n";
-        for (const ckpt::LoadSimulation& simulation : report.loadSimulations) {
-            std::cout << "  " << ckpt::torchGenerationName(simulation.generation)
-                      << (simulation.weightsOnly ? " (weights_only=True)" : " (weights_only=False)") << ": "
-                      << (simulation.loads ? "loads"
-                                           : "fails: "
-                                     + shown((simulation.errorType.empty() ? std::string()
-                                                                           : simulation.errorType + ": ")
-                                         + simulation.error))
-                      << "\n";
-            const std::string common = commonOutcome(simulation);
-            if (!common.empty())
-                std::cout << "    most storages: " << shown(common) << "\n";
-            for (const ckpt::StorageLoadOutcome& outcome : simulation.storages) {
-                const std::string text
-                    = outcome.landsOn ? "lands on " + *outcome.landsOn : "fails: " + outcome.error;
-                if (text != common && outcome.storage < checkpoint.storages.size())
-                    std::cout << "    storage " << shown(checkpoint.storages[outcome.storage].key) << ": "
-                              << shown(text) << "\n";
-            }
-        }
-    }
-    const ckpt::WeightsOnlyVerdict& verdict = report.weightsOnly;
-    std::cout << "\nweights_only verdict (" << ckpt::torchGenerationName(verdict.generation)
-              << "): " << ckpt::safetyRatingName(verdict.rating) << "\n";
-    for (const ckpt::GlobalClassification& global : verdict.globals)
-        std::cout << "  " << std::left << std::setw(16) << ckpt::globalVerdictName(global.verdict)
-                  << std::right << " " << shown(global.name)
-                  << (global.reason.empty() ? std::string() : ": " + shown(global.reason)) << "\n";
-    if (!verdict.addSafeGlobalsCall.empty())
-        std::cout << "  allow with: " << shownLines(verdict.addSafeGlobalsCall) << "\n";
-    for (const std::string& chain : verdict.dangerousCallChains)
-        std::cout << "  would run: " << shown(chain) << "\n";
+    std::cout << shown(arguments.file) << ": " << shown(format) << "\n" << ckpt::safetyText(report.safety);
+    ckpt::writeTriageText(std::cout, checkpoint, report, options);
     if (values) {
         std::size_t computed = 0, nonFinite = 0;
         for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
@@ -335,9 +176,7 @@ Command addCheckCommand(CLI::App& program)
         "what "
         "torch.load would do on the target (torch 1.13 and 2.6+) and the weights_only verdict. Exit 0 clean, "
         "1 warnings, 2 errors, 3 could not read, 4 dangerous or cannot verify (loading it may run code).");
-    command->add_option("FILE", arguments->file, "a checkpoint file, or a folder of shards")
-        ->type_name("")
-        ->required();
+    addPathArgument(*command, "FILE", arguments->file, "a checkpoint file, or a folder of shards");
     command
         ->add_option("--target", arguments->target,
             "a machine: a saved target's name or a SPEC such as cuda:0=24GiB,cpu=64GiB (default: this "

@@ -42,6 +42,11 @@ CLI::Option* addWholeNumberOption(CLI::App& command, const std::string& name, st
 CLI::Option* addByteSizeOption(CLI::App& command, const std::string& name, std::uint64_t& target,
     const std::string& description, bool positive = false);
 
+// A required positional argument naming a file or folder (FILE, INPUT, A, B): shown in --help by
+// its name alone, without CLI11's TEXT type.
+CLI::Option* addPathArgument(
+    CLI::App& command, const std::string& name, std::string& target, const std::string& description);
+
 // --json, which every command that reports takes.
 void addJsonFlag(CLI::App& command, bool& json);
 

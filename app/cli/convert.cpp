@@ -2,7 +2,7 @@
 // ckpt-inspect convert: torch checkpoints to safetensors (one file or shards) and safetensors back
 // to a torch.save file, without running any pickle.
 #include "command.h"
-#include "extractreport.h"
+#include "extractoptions.h"
 #include "planoptions.h"
 
 #include "core/devices/deviceinventory.h"
@@ -12,6 +12,7 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorlocator.h"
+#include "core/report/extractreport.h"
 #include "core/write/extractwriter.h"
 #include "core/write/safetensorswriter.h"
 
@@ -63,10 +64,10 @@ int toTorch(const std::string& file, const std::string& output, const PlanOption
     }
     if (json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        writeExtractJson(writer, file, checkpoint, *result);
+        ckpt::writeExtractJson(writer, file, checkpoint, *result);
         std::cout << writer.takeText() << "\n";
     } else {
-        printExtractReport(std::cout, checkpoint, *result);
+        ckpt::writeExtractText(std::cout, *result);
     }
     return 0;
 }
@@ -236,23 +237,14 @@ int runConvert(ConvertArguments& arguments)
             writer.beginObject();
             writer.member("path", shard.path);
             writer.member("tensor_bytes", shard.tensorBytes);
-            writer.key("tensors").beginArray();
-            for (const std::string& name : shard.names)
-                writer.value(name);
-            writer.endArray();
+            writer.member("tensors", shard.names);
             writer.endObject();
         }
         writer.endArray();
         writer.key("index");
         result->indexPath.empty() ? writer.null() : writer.value(result->indexPath);
-        writer.key("shared_written_as_copies").beginArray();
-        for (const std::string& item : result->sharedWrittenAsCopies)
-            writer.value(item);
-        writer.endArray();
-        writer.key("views_made_contiguous").beginArray();
-        for (const std::string& item : result->viewsMadeContiguous)
-            writer.value(item);
-        writer.endArray();
+        writer.member("shared_written_as_copies", result->sharedWrittenAsCopies);
+        writer.member("views_made_contiguous", result->viewsMadeContiguous);
         writer.key("inputs").beginArray();
         for (const ConvertedInput& converted : inputs) {
             writer.beginObject();
@@ -262,7 +254,7 @@ int runConvert(ConvertArguments& arguments)
             dropped.droppedTensors = converted.selection.droppedTensors;
             dropped.droppedObjects = converted.selection.droppedObjects;
             dropped.globalsNotCarried = converted.selection.globalsNotCarried;
-            writeDroppedJson(writer, dropped);
+            ckpt::writeDroppedJson(writer, dropped);
             writer.endObject();
         }
         writer.endArray();
@@ -289,7 +281,7 @@ int runConvert(ConvertArguments& arguments)
         dropped.droppedTensors = converted.selection.droppedTensors;
         dropped.droppedObjects = converted.selection.droppedObjects;
         dropped.globalsNotCarried = converted.selection.globalsNotCarried;
-        printDropped(std::cout, dropped);
+        ckpt::writeDroppedText(std::cout, dropped);
     }
     return 0;
 }
@@ -305,9 +297,7 @@ Command addConvertCommand(CLI::App& program)
         "model.safetensors.index.json (tensors that share a storage become separate copies, views contiguous "
         "copies); or from safetensors back to a torch.save file whose storages are recorded on --device.");
     command->footer(kConvertUsage);
-    command->add_option("INPUT", arguments->input, "a checkpoint file or a folder of them")
-        ->type_name("")
-        ->required();
+    addPathArgument(*command, "INPUT", arguments->input, "a checkpoint file or a folder of them");
     command
         ->add_option("-o,--output", arguments->output,
             "OUT.safetensors, a folder for shards (with --max-shard-size), or OUT.pt from safetensors")

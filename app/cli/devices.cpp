@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ckpt-inspect devices: this machine's CUDA GPUs as torch numbers them, and its CPU memory.
 #include "command.h"
-#include "report.h"
+#include "core/report/machinereport.h"
 
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
@@ -22,10 +22,10 @@ Command addDevicesCommand(CLI::App& program)
                 const ckpt::MachineInventory machine = ckpt::detectThisMachine();
                 if (*json) {
                     ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-                    writeMachineJson(writer, machine);
+                    ckpt::writeMachineJson(writer, machine);
                     std::cout << writer.takeText() << "\n";
                 } else {
-                    printMachine(std::cout, machine);
+                    ckpt::writeMachineText(std::cout, machine);
                 }
                 return 0;
             }};

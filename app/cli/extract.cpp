@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // ckpt-inspect extract: a plain state_dict out of any readable checkpoint, without running it.
 #include "command.h"
-#include "extractreport.h"
+#include "extractoptions.h"
 #include "planoptions.h"
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/extractreport.h"
 #include "core/write/extractwriter.h"
 
 #include <iostream>
@@ -52,10 +53,10 @@ int runExtract(const ExtractArguments& arguments)
     addUnsafeNotCarried(checkpoint, result->globalsNotCarried);
     if (arguments.json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        writeExtractJson(writer, file, checkpoint, *result);
+        ckpt::writeExtractJson(writer, file, checkpoint, *result);
         std::cout << writer.takeText() << "\n";
     } else {
-        printExtractReport(std::cout, checkpoint, *result);
+        ckpt::writeExtractText(std::cout, *result);
     }
     return 0;
 }
@@ -70,7 +71,7 @@ Command addExtractCommand(CLI::App& program)
         "any "
         "readable checkpoint (whole pickled modules, Lightning files, NumPy or argparse objects): storage "
         "bytes copied unchanged, nothing executed; says what was dropped.");
-    command->add_option("FILE", arguments->file, "a checkpoint file")->type_name("")->required();
+    addPathArgument(*command, "FILE", arguments->file, "a checkpoint file");
     command->add_option("-o,--output", arguments->output, "the state_dict file to write")
         ->required()
         ->type_name("OUT.pt");

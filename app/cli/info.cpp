@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // ckpt-inspect info: the tree of tensors, totals per device and findings, led by the safety rating.
 #include "command.h"
-#include "report.h"
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/checkpointjson.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/safetyreport.h"
 #include "core/triage/triage.h"
 
 #include <iostream>
@@ -15,6 +15,19 @@
 namespace cli {
 
 namespace {
+
+// 0 read, 1 read with warnings, 2 read with errors, 3 could not read.
+int exitCodeFor(const ckpt::Checkpoint& checkpoint)
+{
+    if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint)
+        return 3;
+    if (checkpoint.hasErrors())
+        return 2;
+    for (const ckpt::Finding& finding : checkpoint.findings)
+        if (finding.severity == ckpt::Severity::Warning)
+            return 1;
+    return 0;
+}
 
 struct InfoArguments {
     std::string file;
@@ -32,13 +45,13 @@ int runInfo(const InfoArguments& arguments)
         ckpt::JsonWriter writer(std::cout, ckpt::JsonStyle::Pretty);
         writer.beginObject();
         writer.key("safety");
-        writeSafetyJson(writer, safety);
+        ckpt::writeSafetyJson(writer, safety);
         ckpt::writeCheckpointJsonMembers(writer, checkpoint);
         writer.endObject();
         writer.flush();
         std::cout << "\n";
     } else {
-        std::cout << safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
+        std::cout << ckpt::safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
     }
     return exitCodeFor(checkpoint);
 }
@@ -51,9 +64,8 @@ Command addInfoCommand(CLI::App& program)
     CLI::App* command = program.add_subcommand("info",
         "The tree of tensors with dtype, shape, size and the device each storage was recorded on; totals "
         "per device; findings. Exit 0 read, 1 warnings, 2 errors, 3 could not read.");
-    command->add_option("FILE", arguments->file, "a checkpoint file, or a folder of shards or an index")
-        ->type_name("")
-        ->required();
+    addPathArgument(
+        *command, "FILE", arguments->file, "a checkpoint file, or a folder of shards or an index");
     addJsonFlag(*command, arguments->json);
     return {command, [arguments] { return runInfo(*arguments); }};
 }

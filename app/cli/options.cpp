@@ -47,6 +47,12 @@ CLI::Option* addByteSizeOption(CLI::App& command, const std::string& name, std::
     return option;
 }
 
+CLI::Option* addPathArgument(
+    CLI::App& command, const std::string& name, std::string& target, const std::string& description)
+{
+    return command.add_option(name, target, description)->type_name("")->required();
+}
+
 void addJsonFlag(CLI::App& command, bool& json)
 {
     command.add_flag("--json", json, "print JSON instead of text");

@@ -2,11 +2,9 @@
 // ckpt-inspect plan: every storage placed automatically on a target machine, with the reasons and the
 // memory per device; saved as a remapped copy or exported for Python.
 #include "command.h"
-#include "report.h"
 #include "shardedcommands.h"
 #include "terminal.h"
 
-#include "core/base/textformat.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -15,9 +13,9 @@
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/planreport.h"
 #include "core/write/remapwriter.h"
 
-#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -67,93 +65,10 @@ int runPlan(PlanArguments& arguments)
         std::cout << shownLines(plan.asPython(arguments.file));
     } else if (arguments.json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        writer.beginObject();
-        writer.member("file", arguments.file);
-        writer.key("target");
-        writeMachineJson(writer, *machine);
-        writer.member("strategy",
-            std::string(options.strategy == ckpt::PlacementStrategy::Balanced ? "balanced" : "sequential"));
-        writer.key("groups").beginArray();
-        for (const ckpt::PlacementGroup& group : placement->groups) {
-            writer.beginObject();
-            writer.key("prefixes").beginArray();
-            for (const std::string& prefix : group.prefixes)
-                writer.value(prefix);
-            writer.endArray();
-            writer.member("bytes", group.bytes);
-            writer.member("device", group.device);
-            writer.member("reason", group.reason);
-            writer.endObject();
-        }
-        writer.endArray();
-        writer.key("ledger").beginArray();
-        for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
-            writer.beginObject();
-            writer.member("device", line.tag);
-            writer.member("in_target", line.inMachine);
-            writer.member("recorded_bytes", line.recordedBytes);
-            writer.member("planned_bytes", line.plannedBytes);
-            writer.member("allocated_bytes", line.allocatedBytes);
-            writer.member("storages", line.storageCount);
-            writer.member("cuda_context_bytes", line.contextBytes);
-            writer.member("reserved_bytes", line.reservedBytes);
-            writer.key("capacity_bytes");
-            line.capacity ? writer.value(*line.capacity) : writer.null();
-            writer.member("headroom_bytes", line.headroom());
-            writer.member("over_capacity", line.overCapacity());
-            writer.endObject();
-        }
-        writer.endArray();
-        writer.member("cpu_staging_bytes", ledger.cpuStagingBytes());
-        writer.key("did_not_fit").beginArray();
-        for (const std::string& item : placement->didNotFit)
-            writer.value(item);
-        writer.endArray();
-        writer.endObject();
+        ckpt::writePlacementJson(writer, arguments.file, *machine, options, *placement, ledger);
         std::cout << writer.takeText() << "\n";
     } else {
-        printMachine(std::cout, *machine);
-        std::cout << "\nStrategy: "
-                  << (options.strategy == ckpt::PlacementStrategy::Balanced ? "balanced" : "sequential")
-                  << "; blocks kept together by name prefix"
-                  << (options.noSplitDepth > 0 ? " of depth " + std::to_string(options.noSplitDepth)
-                                               : std::string(" (automatic depth)"))
-                  << "\n";
-        for (const std::string& line : placement->summary)
-            std::cout << "  " << shown(line) << "\n";
-        std::cout << "\nPlacement:\n";
-        for (const ckpt::PlacementGroup& group : placement->groups)
-            std::cout << "  " << shown(group.reason) << "\n";
-        std::cout << "\nMemory per device (each storage once):\n";
-        std::cout << "  " << std::left << std::setw(10) << "device" << std::right << std::setw(12)
-                  << "recorded" << std::setw(12) << "planned" << std::setw(14) << "CUDA context"
-                  << std::setw(12) << "capacity" << std::setw(12) << "headroom"
-                  << "\n";
-        for (const ckpt::DeviceLedgerLine& line : ledger.lines()) {
-            std::cout << "  " << std::left << std::setw(10) << shown(line.tag) << std::right << std::setw(12)
-                      << ckpt::formatBytes(line.recordedBytes) << std::setw(12)
-                      << ckpt::formatBytes(line.allocatedBytes) << std::setw(14)
-                      << (line.contextBytes ? ckpt::formatBytes(line.contextBytes) : std::string("-"))
-                      << std::setw(12)
-                      << (line.capacity ? ckpt::formatBytes(*line.capacity) : std::string("-"))
-                      << std::setw(12)
-                      << (line.capacity ? (line.headroom() < 0
-                                  ? "-" + ckpt::formatBytes(static_cast<std::uint64_t>(-line.headroom()))
-                                  : ckpt::formatBytes(static_cast<std::uint64_t>(line.headroom())))
-                                        : std::string("-"))
-                      << (line.overCapacity() ? "  OVER CAPACITY" : "")
-                      << (line.inMachine ? "" : "  (not in the target)") << "\n";
-        }
-        std::cout
-            << "  CUDA context: " << ckpt::formatBytes(options.assumptions.cudaContextBytes)
-            << " per GPU in use, an assumption (accelerate documents 1-2 GB); change it with --context\n";
-        std::cout << "  A plain torch.load stages up to " << ckpt::formatBytes(ledger.cpuStagingBytes())
-                  << " in CPU memory on the way (each storage is read into CPU memory before it moves)\n";
-        if (!placement->didNotFit.empty()) {
-            std::cout << "\nDid not fit:\n";
-            for (const std::string& item : placement->didNotFit)
-                std::cout << "  " << shown(item) << "\n";
-        }
+        ckpt::writePlacementText(std::cout, *machine, options, *placement, ledger);
     }
     if (!arguments.save.empty() && checkpoint.shardSet) {
         if (const int status = ckpt::cli::saveShardedPlan(
@@ -179,9 +94,7 @@ Command addPlanCommand(CLI::App& program)
         "Places every storage automatically on the target (this machine when no --target), shows why each "
         "block went where, and memory per device; --save writes the remapped copy, --export prints the plan "
         "for Python. Exit 1 when something did not fit.");
-    command->add_option("FILE", arguments->file, "a checkpoint file, or a folder of shards")
-        ->type_name("")
-        ->required();
+    addPathArgument(*command, "FILE", arguments->file, "a checkpoint file, or a folder of shards");
     command
         ->add_option("--target", arguments->target,
             "a machine: a saved target's name or a SPEC such as cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB")

@@ -3,7 +3,6 @@
 // torch.load puts them there; or the plan printed as a map_location.
 #include "command.h"
 #include "planoptions.h"
-#include "report.h"
 #include "shardedcommands.h"
 #include "terminal.h"
 
@@ -15,6 +14,8 @@
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/remapreport.h"
+#include "core/report/safetyreport.h"
 #include "core/triage/triage.h"
 #include "core/write/remapwriter.h"
 
@@ -108,7 +109,7 @@ int copyDangerousUnchanged(
         writer.member("output", output);
         writer.member("copied_unchanged", true);
         writer.key("safety");
-        writeSafetyJson(writer, copied);
+        ckpt::writeSafetyJson(writer, copied);
         writer.member("summary", summary);
         writer.endObject();
         std::cout << writer.takeText() << "\n";
@@ -179,27 +180,10 @@ int runRemap(const RemapArguments& arguments)
     }
     if (arguments.json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        writer.beginObject();
-        writer.member("input", arguments.file);
-        writer.member("output", result->outputPath);
-        writer.member("format", std::string(ckpt::checkpointFormatName(checkpoint.format)));
-        writeRemappedStoragesJson(writer, result->storages, true);
-        writer.key("globals_renamed").beginArray();
-        for (const std::string& renamed : result->globalsRenamed)
-            writer.value(renamed);
-        writer.endArray();
-        writer.member("records_copied", result->recordsCopied);
-        writer.member("records_rewritten", result->recordsRewritten);
-        writer.member("bytes_written", result->bytesWritten);
-        writer.member("seconds", result->seconds);
-        writer.member("verified", result->verified);
-        writer.member("summary", result->summary());
-        writer.endObject();
+        ckpt::writeRemapJson(writer, arguments.file, checkpoint, *result);
         std::cout << writer.takeText() << "\n";
     } else {
-        std::cout << shown(arguments.output) << ": " << shown(result->summary()) << "\n";
-        for (const std::string& renamed : result->globalsRenamed)
-            std::cout << "  renamed " << shown(renamed) << "\n";
+        ckpt::writeRemapText(std::cout, arguments.output, *result);
     }
     return 0;
 }
@@ -213,9 +197,7 @@ Command addRemapCommand(CLI::App& program)
         "Writes a copy whose storages are recorded on the planned devices, so plain torch.load puts them "
         "there (a tensor moves with every tensor that shares its storage), or prints the plan as a "
         "map_location. Refuses a file rated dangerous (exit 4) unless --allow-dangerous.");
-    command->add_option("FILE", arguments->file, "a checkpoint file, or a folder of shards")
-        ->type_name("")
-        ->required();
+    addPathArgument(*command, "FILE", arguments->file, "a checkpoint file, or a folder of shards");
     command->add_option("-o,--output", arguments->output, "where to write the copy (a folder for shards)")
         ->type_name("OUT");
     arguments->planOptions.addTo(*command);

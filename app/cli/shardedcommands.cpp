@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include "app/cli/shardedcommands.h"
-#include "app/cli/report.h"
 
 #include "core/base/escaping.h"
 #include "core/base/pythonliteral.h"
@@ -10,6 +9,7 @@
 #include "core/model/shardset.h"
 #include "core/plan/devicemap.h"
 #include "core/plan/placementplan.h"
+#include "core/report/remapreport.h"
 #include "core/write/shardedwriter.h"
 
 #include <filesystem>
@@ -108,40 +108,10 @@ int saveShardedPlan(const Checkpoint& checkpoint, const PlacementPlan& plan, con
     }
     if (json) {
         JsonWriter writer(JsonStyle::Pretty);
-        writer.beginObject();
-        writer.member("input", checkpoint.shardSet->folder);
-        writer.member("output", result->outputFolder);
-        writer.member("layout", std::string(shardLayoutName(layout)));
-        writer.member("rewritten", true);
-        writer.key("shards").beginArray();
-        for (const RemapResult& shard : result->shards) {
-            writer.beginObject();
-            writer.member("output", shard.outputPath);
-            writer.member("verified", shard.verified);
-            writer.member("records_copied", shard.recordsCopied);
-            writer.member("records_rewritten", shard.recordsRewritten);
-            ::cli::writeRemappedStoragesJson(writer, shard.storages, false);
-            writer.endObject();
-        }
-        writer.endArray();
-        writer.key("files_copied").beginArray();
-        for (const std::string& name : result->filesCopied)
-            writer.value(name);
-        writer.endArray();
-        writer.key("files_left_out").beginArray();
-        for (const std::string& name : result->filesLeftOut)
-            writer.value(name);
-        writer.endArray();
-        writer.member("bytes_written", result->bytesWritten);
-        writer.member("summary", result->summary());
-        writer.endObject();
+        writeShardedRemapJson(writer, checkpoint, *result);
         out << writer.takeText() << "\n";
     } else {
-        for (const RemapResult& shard : result->shards)
-            out << printableText(shard.outputPath) << ": " << printableText(shard.summary()) << "\n";
-        for (const std::string& left : result->filesLeftOut)
-            out << "left out " << printableText(left) << "\n";
-        out << printableText(result->outputFolder) << ": " << printableText(result->summary()) << "\n";
+        writeShardedRemapText(out, *result);
     }
     return 0;
 }

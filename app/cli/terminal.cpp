@@ -3,7 +3,6 @@
 
 #include "core/base/escaping.h"
 
-#include <algorithm>
 #include <cstdio>
 
 namespace cli {
@@ -15,15 +14,7 @@ std::string shown(std::string_view text)
 
 std::string shownLines(std::string_view text)
 {
-    std::string out;
-    for (std::size_t start = 0; start <= text.size();) {
-        const std::size_t end = std::min(text.find('\n', start), text.size());
-        out += shown(text.substr(start, end - start));
-        if (end < text.size())
-            out += '\n';
-        start = end + 1;
-    }
-    return out;
+    return ckpt::printableLines(text);
 }
 
 TerminalSafeBuffer::int_type TerminalSafeBuffer::overflow(int_type c)

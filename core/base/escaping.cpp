@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/base/escaping.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ckpt {
@@ -86,6 +87,19 @@ std::string printableText(std::string_view text)
             out += buffer;
         }
         i += step.length;
+    }
+    return out;
+}
+
+std::string printableLines(std::string_view text)
+{
+    std::string out;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        out += printableText(text.substr(start, end - start));
+        if (end < text.size())
+            out += '\n';
+        start = end + 1;
     }
     return out;
 }

@@ -31,4 +31,8 @@ bool isControlCodePoint(std::uint32_t codePoint);
 // Backslashes stay as they are: the escape only has to keep the terminal from acting on the text.
 std::string printableText(std::string_view text);
 
+// Multi-line text (a Python snippet, an add_safe_globals call) made printable line by line: each
+// line as printableText makes it, the line breaks kept.
+std::string printableLines(std::string_view text);
+
 } // namespace ckpt

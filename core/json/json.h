@@ -186,6 +186,7 @@ public:
     JsonWriter& value(double number);
     JsonWriter& value(bool flag);
     JsonWriter& value(const JsonValue& json); // a whole value, members in their order
+    JsonWriter& value(const std::vector<std::string>& texts); // an array of strings
     JsonWriter& null();
     // key(name) followed by value(v).
     template<class T> JsonWriter& member(std::string_view name, const T& v)

@@ -309,6 +309,14 @@ JsonWriter& JsonWriter::value(double number)
     return *this;
 }
 
+JsonWriter& JsonWriter::value(const std::vector<std::string>& texts)
+{
+    beginArray();
+    for (const std::string& text : texts)
+        value(text);
+    return endArray();
+}
+
 JsonWriter& JsonWriter::value(bool flag)
 {
     if (beforeValue("a boolean")) {

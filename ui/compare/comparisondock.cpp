@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/compare/comparisondock.h"
 
-#include "core/base/textformat.h"
 #include "core/model/checkpoint.h"
+#include "core/report/diffreport.h"
 #include "ui/compare/comparisonjob.h"
 #include "ui/compare/comparisonmodel.h"
 #include "ui/dialogs/filedialogs.h"
@@ -214,20 +214,13 @@ void ComparisonDock::showComparison(std::shared_ptr<const Comparison> comparison
     }
     m_model->setComparison(comparison);
     const CheckpointDiff& diff = comparison->diff;
-    const QString counts = tr("%1 removed, %2 added, %3 renamed, %4 changed, %5 unchanged")
-                               .arg(diff.removed.size())
-                               .arg(diff.added.size())
-                               .arg(diff.renamed.size())
-                               .arg(diff.changed.size())
-                               .arg(diff.unchanged);
-    m_summary->setText(diff.identical() ? tr("Against %1: the same tensors with the same bytes (%2 compared)")
-                                              .arg(other)
-                                              .arg(diff.unchanged)
-                                        : tr("Against %1: %2").arg(other, counts));
-    m_summary->setToolTip(tr("%1 hashed in %2 s on %3 threads")
-                              .arg(QString::fromStdString(formatBytes(diff.bytesHashed)))
-                              .arg(diff.hashSeconds, 0, 'f', 2)
-                              .arg(diff.threads));
+    // The same counts and hashing figures as `ckpt-inspect diff` prints (core/report).
+    m_summary->setText(diff.identical()
+            ? tr("Against %1: the same tensors with the same bytes (%2 compared)")
+                  .arg(other)
+                  .arg(diff.unchanged)
+            : tr("Against %1: %2").arg(other, QString::fromStdString(diffCountsText(diff))));
+    m_summary->setToolTip(QString::fromStdString(diffHashingText(diff)));
     m_note->setText(comparison->valuesProblem);
     m_note->setVisible(!comparison->valuesProblem.isEmpty());
     m_view->resizeColumnToContents(ComparisonModel::KindColumn);

@@ -1,31 +1,20 @@
 // SPDX-License-Identifier: MIT
 #include "ui/compare/comparisonjob.h"
 
+#include "core/io/process.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/read/checkpointreader.h"
 #include "ui/jobs/jobtracker.h"
 
-#include <QProcess>
-
 namespace ckpt {
 
 namespace {
 
-bool isFloat(const std::string& dtype)
-{
-    return dtype == "float64" || dtype == "float32" || dtype == "float16" || dtype == "bfloat16";
-}
-
 // One run of the helper for every pair (it reads all pairs before it answers); cancelling kills it.
 void measureValueDifferences(Comparison& comparison, const QString& helper, JobProgress& progress)
 {
-    std::vector<std::size_t> members;
-    for (std::size_t c = 0; c < comparison.diff.changed.size(); ++c) {
-        const TensorChange& change = comparison.diff.changed[c];
-        if (change.valueChangeComparable() && isFloat(change.a.checkpoint->tensors[change.a.tensor].dtype))
-            members.push_back(c);
-    }
+    const std::vector<std::size_t> members = changesToMeasure(comparison.diff);
     if (members.empty())
         return;
     if (helper.isEmpty()) {
@@ -33,58 +22,40 @@ void measureValueDifferences(Comparison& comparison, const QString& helper, JobP
                                                "built only where libtorch is installed");
         return;
     }
-    QByteArray pairs;
-    for (std::size_t c : members)
-        pairs += QByteArray::number(comparison.diff.changed[c].a.sideIndex) + ' '
-            + QByteArray::number(comparison.diff.changed[c].b.sideIndex) + '\n';
-    QProcess process;
-    process.setProgram(helper);
-    process.setArguments({QStringLiteral("--diff"), comparison.pathA, comparison.pathB});
-    process.start();
-    if (!process.waitForStarted()) {
-        comparison.valuesProblem = QObject::tr("Cannot run %1: %2").arg(helper, process.errorString());
-        return;
-    }
-    process.write(pairs);
-    process.closeWriteChannel();
+    ProcessRequest request;
+    request.program = helper.toStdString();
+    request.arguments = {"--diff", comparison.pathA.toStdString(), comparison.pathB.toStdString()};
+    request.input = valueHelperPairs(comparison.diff, members);
+    request.keepGoing = [&progress] { return !progress.cancelled; };
+    request.captureErrors = true;
     progress.report(0, members.size());
-    while (!process.waitForFinished(50)) {
-        if (process.state() == QProcess::NotRunning)
-            break;
-        if (progress.cancelled) {
-            process.kill();
-            process.waitForFinished();
-            comparison.cancelled = true;
-            return;
-        }
-    }
-    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
-        comparison.valuesProblem = QObject::tr("ckpt-inspect-values failed: %1")
-                                       .arg(QString::fromUtf8(process.readAllStandardError().trimmed()));
+    const auto run = runProcess(request);
+    if (!run) {
+        comparison.valuesProblem = QString::fromStdString(run.error().message);
         return;
     }
-    const QByteArray output = process.readAllStandardOutput();
+    if (run->cancelled) {
+        comparison.cancelled = true;
+        return;
+    }
+    if (!run->succeeded()) {
+        comparison.valuesProblem = QObject::tr("ckpt-inspect-values failed: %1")
+                                       .arg(QString::fromStdString(run->errors).trimmed());
+        return;
+    }
     JsonParseLimits limits;
     limits.maxBytes = std::size_t(1) << 31;
-    const auto json = parseJson(std::string_view(output.constData(), std::size_t(output.size())), limits);
+    const auto json = parseJson(run->output, limits);
     if (!json) {
         comparison.valuesProblem = QObject::tr("ckpt-inspect-values wrote no JSON: %1")
                                        .arg(QString::fromStdString(json.error().message));
         return;
     }
-    const auto& items = json->member("pairs").items();
-    for (std::size_t k = 0; k < members.size() && k < items.size(); ++k) {
-        if (const JsonValue* error = items[k].find("error")) {
-            comparison.deltaErrors[members[k]] = QString::fromStdString(error->toString());
-            continue;
-        }
-        ValueDelta delta;
-        delta.count = items[k].member("count").toUInt64().value_or(0);
-        delta.differing = items[k].member("differing").toUInt64().value_or(0);
-        delta.maxAbsolute = items[k].member("max_abs").toDouble();
-        delta.maxRelative = items[k].member("max_rel").toDouble();
-        comparison.deltas[members[k]] = delta;
-    }
+    ValueDeltas deltas = readValueDeltas(*json, members, comparison.diff.changed.size());
+    comparison.deltas = std::move(deltas.measured);
+    for (std::size_t c = 0; c < deltas.errors.size(); ++c)
+        if (deltas.errors[c])
+            comparison.deltaErrors[c] = QString::fromStdString(*deltas.errors[c]);
     progress.report(members.size(), members.size());
 }
 

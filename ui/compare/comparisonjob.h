@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/compare/checkpointdiff.h"
+#include "core/compare/valuedelta.h"
 
 #include <QString>
 
@@ -15,22 +16,15 @@ namespace ckpt {
 struct Checkpoint;
 struct JobProgress;
 
-// How far the values of a float tensor moved, as ckpt-inspect-values (libtorch, in its own
-// process: the GUI never loads libtorch) measured them.
-struct ValueDelta {
-    std::uint64_t count = 0; // elements compared
-    std::uint64_t differing = 0;
-    double maxAbsolute = 0;
-    double maxRelative = 0; // max |a - b| / max(|a|, |b|)
-};
-
 // The open checkpoint against another file or folder: what `ckpt-inspect diff` reports, with the
 // two sides kept alive because the diff points into them.
 struct Comparison {
     QString pathA, pathB;
     DiffSide a, b;
     CheckpointDiff diff;
-    std::vector<std::optional<ValueDelta>> deltas; // per diff.changed: measured value differences
+    // per diff.changed: value differences the ckpt-inspect-values helper measured (libtorch, in its
+    // own process: the GUI never loads libtorch)
+    std::vector<std::optional<ValueDelta>> deltas;
     std::vector<QString> deltaErrors; // per diff.changed: why the helper could not measure
     QString valuesProblem; // why no value differences were measured at all (no helper, it failed)
     QString error; // B could not be read: nothing else is set

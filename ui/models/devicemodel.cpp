@@ -20,69 +20,21 @@ QString formatByteSize(std::uint64_t bytes)
 }
 
 DeviceModel::DeviceModel(CheckpointDocument* document, QObject* parent)
-    : QAbstractListModel(parent)
+    : LedgerModelBase(parent)
 {
     setDocument(document);
 }
 
-void DeviceModel::setDocument(CheckpointDocument* document)
-{
-    if (document == m_document)
-        return;
-    beginResetModel();
-    if (m_document)
-        disconnect(m_document, nullptr, this, nullptr);
-    m_document = document;
-    m_lines.clear();
-    m_lastMoveReport = {};
-    if (m_document) {
-        m_lines = m_document->ledger().lines();
-        connect(m_document, &CheckpointDocument::placementChanged, this, &DeviceModel::reload);
-        connect(m_document, &CheckpointDocument::targetChanged, this, &DeviceModel::resetRows);
-        connect(m_document, &QObject::destroyed, this, [this] {
-            beginResetModel();
-            m_lines.clear();
-            endResetModel();
-        });
-    }
-    endResetModel();
-}
-
-void DeviceModel::reload()
-{
-    std::vector<DeviceLedgerLine> lines = m_document->ledger().lines();
-    const bool sameDevices = lines.size() == m_lines.size()
-        && std::equal(lines.begin(), lines.end(), m_lines.begin(),
-            [](const DeviceLedgerLine& a, const DeviceLedgerLine& b) { return a.tag == b.tag; });
-    if (!sameDevices) {
-        // A move onto or off a device the target lacks adds or removes its row.
-        beginResetModel();
-        m_lines = std::move(lines);
-        endResetModel();
-        return;
-    }
-    m_lines = std::move(lines);
-    if (!m_lines.empty())
-        Q_EMIT dataChanged(index(0), index(rowCount() - 1));
-}
-
-void DeviceModel::resetRows()
-{
-    beginResetModel();
-    m_lines = m_document ? m_document->ledger().lines() : std::vector<DeviceLedgerLine> {};
-    endResetModel();
-}
-
 int DeviceModel::rowCount(const QModelIndex& parent) const
 {
-    return parent.isValid() ? 0 : static_cast<int>(m_lines.size());
+    return ledgerRowCount(parent);
 }
 
 QVariant DeviceModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
         return {};
-    const DeviceLedgerLine& line = m_lines[static_cast<std::size_t>(index.row())];
+    const DeviceLedgerLine& line = lines()[static_cast<std::size_t>(index.row())];
     const QString tag = QString::fromStdString(line.tag);
     switch (role) {
     case Qt::DisplayRole:
@@ -200,7 +152,7 @@ bool DeviceModel::canDropMimeData(
     const QMimeData* data, Qt::DropAction action, int row, int column, const QModelIndex& parent) const
 {
     Q_UNUSED(column);
-    if (!m_document || !data || action == Qt::IgnoreAction
+    if (!document() || !data || action == Qt::IgnoreAction
         || !data->hasFormat(QString::fromLatin1(kPlacementMimeType)))
         return false;
     return dropRow(row, parent) >= 0;
@@ -211,29 +163,13 @@ bool DeviceModel::dropMimeData(
 {
     if (!canDropMimeData(data, action, row, column, parent))
         return false;
-    const std::optional<MoveReport> report = dropOnDevice(m_document, data, tagAt(dropRow(row, parent)));
+    const std::optional<MoveReport> report = dropOnDevice(document(), data, tagAt(dropRow(row, parent)));
     if (!report)
         return false;
     m_lastMoveReport = *report;
     Q_EMIT moved(report->text);
     // The plan changed through the document; nothing for the view to remove from its source.
     return true;
-}
-
-int DeviceModel::rowOfTag(const QString& tag) const
-{
-    const std::string wanted = tag.toStdString();
-    for (std::size_t i = 0; i < m_lines.size(); ++i)
-        if (m_lines[i].tag == wanted)
-            return static_cast<int>(i);
-    return -1;
-}
-
-QString DeviceModel::tagAt(int row) const
-{
-    if (row < 0 || row >= rowCount())
-        return {};
-    return QString::fromStdString(m_lines[static_cast<std::size_t>(row)].tag);
 }
 
 QString DeviceModel::moveDescription(const std::vector<PlacementRule>& rules, const QString& tag)

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "ui/document/checkpointdocument.h"
+#include "ui/models/ledgermodelbase.h"
 
 #include <QAbstractListModel>
 #include <QColor>
-#include <QPointer>
 
 #include <optional>
 #include <vector>
@@ -18,7 +17,7 @@ namespace ckpt {
 // The devices a plan can put storages on, one row per line of the document's memory ledger: the
 // target machine's devices first, then devices only the file names. Tensors and modules dragged
 // out of the tree (kPlacementMimeType) can be dropped onto a row; the drop is one undoable move.
-class DeviceModel : public QAbstractListModel {
+class DeviceModel : public LedgerModelBase<QAbstractListModel> {
     Q_OBJECT
 
 public:
@@ -37,9 +36,6 @@ public:
 
     explicit DeviceModel(CheckpointDocument* document, QObject* parent = nullptr);
 
-    void setDocument(CheckpointDocument* document); // nullptr: no rows
-    CheckpointDocument* document() const { return m_document; }
-
     int rowCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
@@ -53,8 +49,6 @@ public:
     bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
         const QModelIndex& parent) override;
 
-    int rowOfTag(const QString& tag) const; // -1 when absent
-    QString tagAt(int row) const;
     MoveReport lastMoveReport() const { return m_lastMoveReport; }
 
     // The move a drop of `data` onto `tag` makes, shared by every drop target (cards, chart bars):
@@ -68,13 +62,10 @@ Q_SIGNALS:
     void moved(const QString& statusText); // after a drop, for the status bar
 
 private:
-    void reload(); // rows follow the ledger: dataChanged when the devices are the same, else a reset
-    void resetRows();
+    void documentReplaced() override { m_lastMoveReport = {}; }
     // Which device a drop means: onto an item, or (between items) the row it was dropped at.
     int dropRow(int row, const QModelIndex& parent) const;
 
-    QPointer<CheckpointDocument> m_document;
-    std::vector<DeviceLedgerLine> m_lines;
     MoveReport m_lastMoveReport;
 };
 

@@ -12,64 +12,14 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }
 
 MemoryTableModel::MemoryTableModel(CheckpointDocument* document, QObject* parent)
-    : QAbstractTableModel(parent)
+    : LedgerModelBase(parent)
 {
     setDocument(document);
 }
 
-void MemoryTableModel::setDocument(CheckpointDocument* document)
-{
-    if (document == m_document)
-        return;
-    beginResetModel();
-    if (m_document)
-        disconnect(m_document, nullptr, this, nullptr);
-    m_document = document;
-    m_lines.clear();
-    if (m_document) {
-        m_lines = m_document->ledger().lines();
-        connect(m_document, &CheckpointDocument::placementChanged, this, &MemoryTableModel::reload);
-        connect(m_document, &CheckpointDocument::targetChanged, this, &MemoryTableModel::resetRows);
-        connect(m_document, &QObject::destroyed, this, [this] {
-            beginResetModel();
-            m_lines.clear();
-            endResetModel();
-            Q_EMIT refreshed();
-        });
-    }
-    endResetModel();
-    Q_EMIT refreshed();
-}
-
-void MemoryTableModel::reload()
-{
-    std::vector<DeviceLedgerLine> lines = m_document->ledger().lines();
-    const bool sameDevices = lines.size() == m_lines.size()
-        && std::equal(lines.begin(), lines.end(), m_lines.begin(),
-            [](const DeviceLedgerLine& a, const DeviceLedgerLine& b) { return a.tag == b.tag; });
-    if (!sameDevices) {
-        beginResetModel();
-        m_lines = std::move(lines);
-        endResetModel();
-    } else {
-        m_lines = std::move(lines);
-        if (!m_lines.empty())
-            Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
-    }
-    Q_EMIT refreshed();
-}
-
-void MemoryTableModel::resetRows()
-{
-    beginResetModel();
-    m_lines = m_document ? m_document->ledger().lines() : std::vector<DeviceLedgerLine> {};
-    endResetModel();
-    Q_EMIT refreshed();
-}
-
 int MemoryTableModel::rowCount(const QModelIndex& parent) const
 {
-    return parent.isValid() ? 0 : static_cast<int>(m_lines.size());
+    return ledgerRowCount(parent);
 }
 
 int MemoryTableModel::columnCount(const QModelIndex& parent) const
@@ -79,7 +29,7 @@ int MemoryTableModel::columnCount(const QModelIndex& parent) const
 
 std::uint64_t MemoryTableModel::bytes(int row, int column) const
 {
-    const DeviceLedgerLine& line = m_lines[static_cast<std::size_t>(row)];
+    const DeviceLedgerLine& line = lines()[static_cast<std::size_t>(row)];
     switch (column) {
     case RecordedColumn:
         return line.recordedBytes;
@@ -98,7 +48,7 @@ QVariant MemoryTableModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
         return {};
-    const DeviceLedgerLine& line = m_lines[static_cast<std::size_t>(index.row())];
+    const DeviceLedgerLine& line = lines()[static_cast<std::size_t>(index.row())];
     switch (role) {
     case Qt::DisplayRole:
     case Qt::EditRole:
@@ -168,25 +118,9 @@ Qt::ItemFlags MemoryTableModel::flags(const QModelIndex& index) const
     return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemNeverHasChildren;
 }
 
-QString MemoryTableModel::tagAt(int row) const
-{
-    if (row < 0 || row >= rowCount())
-        return {};
-    return QString::fromStdString(m_lines[static_cast<std::size_t>(row)].tag);
-}
-
-int MemoryTableModel::rowOfTag(const QString& tag) const
-{
-    const std::string wanted = tag.toStdString();
-    for (std::size_t i = 0; i < m_lines.size(); ++i)
-        if (m_lines[i].tag == wanted)
-            return static_cast<int>(i);
-    return -1;
-}
-
 bool MemoryTableModel::overCapacity(int row) const
 {
-    return row >= 0 && row < rowCount() && m_lines[static_cast<std::size_t>(row)].overCapacity();
+    return row >= 0 && row < rowCount() && lines()[static_cast<std::size_t>(row)].overCapacity();
 }
 
 void MemoryTableModel::setUnit(double bytesPerUnit, const QString& name)

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "ui/document/checkpointdocument.h"
+#include "ui/models/ledgermodelbase.h"
 
 #include <QAbstractTableModel>
-#include <QPointer>
 
 #include <vector>
 
@@ -12,7 +11,7 @@ namespace ckpt {
 
 // Memory per device as a table, for the chart (QVBarModelMapper reads one column per bar set)
 // and for anyone who wants the numbers: rows are the ledger's devices, cells are GiB as doubles.
-class MemoryTableModel : public QAbstractTableModel {
+class MemoryTableModel : public LedgerModelBase<QAbstractTableModel> {
     Q_OBJECT
 
 public:
@@ -25,17 +24,12 @@ public:
 
     explicit MemoryTableModel(CheckpointDocument* document, QObject* parent = nullptr);
 
-    void setDocument(CheckpointDocument* document); // nullptr: no rows
-    CheckpointDocument* document() const { return m_document; }
-
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
     Qt::ItemFlags flags(const QModelIndex& index) const override;
 
-    QString tagAt(int row) const;
-    int rowOfTag(const QString& tag) const; // -1 when absent
     bool overCapacity(int row) const;
     double maximumGiB() const; // the largest cell, for the chart's axis
     // The unit the display values are in (GiB unless the chart zooms in on a small checkpoint):
@@ -51,12 +45,9 @@ Q_SIGNALS:
     void refreshed();
 
 private:
-    void reload();
-    void resetRows();
+    void rowsRefreshed() override { Q_EMIT refreshed(); }
     std::uint64_t bytes(int row, int column) const;
 
-    QPointer<CheckpointDocument> m_document;
-    std::vector<DeviceLedgerLine> m_lines;
     double m_bytesPerUnit = 1024.0 * 1024.0 * 1024.0;
     QString m_unitName = QStringLiteral("GiB");
 };

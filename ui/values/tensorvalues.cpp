@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "ui/values/tensorvalues.h"
 
+#include "core/io/process.h"
 #include "core/json/json.h"
 
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
-#include <QProcess>
 
 namespace ckpt {
 
@@ -63,40 +63,28 @@ Expected<TensorValues> valuesFromJson(const JsonValue& entry)
     return values;
 }
 
-// Runs the helper to its end, or kills it when `keepGoing` turns false (then "cancelled"). Every
-// line it writes on stderr goes to `onErrorLine` as it comes; stdout is returned.
-Expected<QByteArray> runHelper(const QString& program, const QStringList& arguments,
-    const std::function<bool()>& keepGoing, const std::function<void(const QByteArray&)>& onErrorLine = {})
+// Runs the helper to its end (core/io/process, as the CLI runs it), or kills it when `keepGoing`
+// turns false (then "cancelled"). Every line it writes on stderr goes to `onErrorLine` as it comes;
+// stdout is returned.
+Expected<std::string> runHelper(const QString& program, const QStringList& arguments,
+    const std::function<bool()>& keepGoing, const std::function<void(std::string_view)>& onErrorLine = {})
 {
-    QProcess process;
-    process.setProgram(program);
-    process.setArguments(arguments);
-    process.start(QIODevice::ReadOnly);
-    if (!process.waitForStarted())
-        return makeError("cannot run " + program.toStdString() + ": " + process.errorString().toStdString());
-    QByteArray errors;
-    const auto drainErrors = [&] {
-        if (!onErrorLine)
-            return;
-        errors += process.readAllStandardError();
-        for (qsizetype end; (end = errors.indexOf('\n')) >= 0; errors.remove(0, end + 1))
-            onErrorLine(errors.left(end));
-    };
-    while (!process.waitForFinished(50)) {
-        drainErrors();
-        if (process.state() == QProcess::NotRunning)
-            break;
-        if (!keepGoing()) {
-            process.kill();
-            process.waitForFinished();
-            return makeError("cancelled");
-        }
-    }
-    drainErrors();
-    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
-        return makeError("ckpt-inspect-values failed: "
-            + QByteArray(errors + process.readAllStandardError()).trimmed().toStdString());
-    return process.readAllStandardOutput();
+    ProcessRequest request;
+    request.program = program.toStdString();
+    for (const QString& argument : arguments)
+        request.arguments.push_back(argument.toStdString());
+    request.keepGoing = keepGoing;
+    request.onErrorLine = onErrorLine;
+    request.captureErrors = true;
+    auto run = runProcess(request);
+    if (!run)
+        return run.error();
+    if (run->cancelled)
+        return makeError("cancelled");
+    if (!run->succeeded())
+        return makeError(
+            "ckpt-inspect-values failed: " + QByteArray::fromStdString(run->errors).trimmed().toStdString());
+    return std::move(run->output);
 }
 
 } // namespace
@@ -108,7 +96,7 @@ Expected<TensorValues> HelperProcessValues::compute(
         {QStringLiteral("--tensor=%1").arg(tensor), QString::fromStdString(checkpointPath)}, keepGoing);
     if (!output)
         return output.error();
-    const auto json = parseJson(std::string_view(output->constData(), std::size_t(output->size())));
+    const auto json = parseJson(*output);
     if (!json)
         return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
     const JsonValue* found = nullptr;
@@ -133,9 +121,9 @@ Expected<ValueScanResult> HelperProcessValues::scan(const std::string& checkpoin
     };
     const auto output
         = runHelper(m_program, {QStringLiteral("--progress"), QString::fromStdString(checkpointPath)}, ask,
-            [&](const QByteArray& line) {
+            [&](std::string_view line) {
                 // "progress DONE TOTAL"
-                const QList<QByteArray> parts = line.split(' ');
+                const QList<QByteArray> parts = QByteArray(line.data(), qsizetype(line.size())).split(' ');
                 if (parts.size() == 3 && parts[0] == "progress") {
                     done = parts[1].toULongLong();
                     total = parts[2].toULongLong();
@@ -150,7 +138,7 @@ Expected<ValueScanResult> HelperProcessValues::scan(const std::string& checkpoin
         }
         return output.error();
     }
-    const auto json = parseJson(std::string_view(output->constData(), std::size_t(output->size())));
+    const auto json = parseJson(*output);
     if (!json)
         return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
     for (const JsonValue& entry : json->member("tensors").items()) {

@@ -14,8 +14,6 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
-#include <set>
-
 namespace ckpt {
 
 namespace {
@@ -28,14 +26,6 @@ QString fromStd(const std::string& text)
 QString esc(const std::string& text)
 {
     return QString::fromStdString(text).toHtmlEscaped();
-}
-
-// The first line of a message: torch's messages can run to a paragraph.
-QString firstLine(const std::string& text)
-{
-    const QString all = fromStd(text);
-    const qsizetype newline = all.indexOf(QLatin1Char('\n'));
-    return newline < 0 ? all : all.left(newline);
 }
 
 QString ratingHtml(const WeightsOnlyVerdict& verdict)
@@ -71,13 +61,7 @@ QString simulationHtml(const LoadSimulation& simulation)
     text += simulation.weightsOnly ? QObject::tr(" (weights_only=True)")
                                    : QObject::tr(" (weights_only=False)");
     if (simulation.loads) {
-        std::set<std::string> devices;
-        for (const StorageLoadOutcome& outcome : simulation.storages)
-            if (outcome.landsOn)
-                devices.insert(*outcome.landsOn);
-        QStringList names;
-        for (const std::string& device : devices)
-            names.append(fromStd(device).toHtmlEscaped());
+        const QStringList names = landingDevicesHtml(simulation);
         text += QObject::tr(": <span style=\"color:#2e7d32\">loads</span>");
         if (!names.isEmpty())
             text += QObject::tr(", tensors land on %1").arg(names.join(QStringLiteral(", ")));
@@ -85,7 +69,7 @@ QString simulationHtml(const LoadSimulation& simulation)
     }
     return text
         + QObject::tr(": <span style=\"color:#c62828\">fails</span> with “%1”")
-              .arg(firstLine(simulation.error).toHtmlEscaped());
+              .arg(firstLineOf(simulation.error).toHtmlEscaped());
 }
 
 } // namespace
@@ -191,7 +175,7 @@ void FindingsPanel::setReport(
                     .arg(QString::fromLatin1(torchGenerationName(simulations[0].generation)), tr("and"),
                         QString::fromLatin1(torchGenerationName(simulations[1].generation)))
             + tr("<span style=\"color:#c62828\">fail</span> with “%1”")
-                  .arg(firstLine(simulations[0].error).toHtmlEscaped());
+                  .arg(firstLineOf(simulations[0].error).toHtmlEscaped());
     } else {
         for (const LoadSimulation& simulation : simulations)
             html += QStringLiteral("<br>") + simulationHtml(simulation);

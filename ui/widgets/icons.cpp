@@ -12,6 +12,22 @@ namespace ckpt {
 
 namespace {
 
+// A path through `points` in order (closed back to the first when `closed`): the icons are drawn
+// as polylines on the grid.
+QPainterPath pathThrough(std::initializer_list<QPointF> points, bool closed = false)
+{
+    QPainterPath path;
+    for (const QPointF& point : points) {
+        if (path.elementCount() == 0)
+            path.moveTo(point);
+        else
+            path.lineTo(point);
+    }
+    if (closed)
+        path.closeSubpath();
+    return path;
+}
+
 // Draws one icon on a 24×24 grid scaled to `rect`.
 void drawIcon(
     QPainter& painter, const QString& name, const QRectF& rect, const QColor& ink, const QColor& accent)
@@ -24,38 +40,14 @@ void drawIcon(
     painter.setPen(pen);
     painter.setBrush(Qt::NoBrush);
     const auto arrowHead = [&](QPointF tip, QPointF back1, QPointF back2) {
-        QPainterPath head;
-        head.moveTo(back1);
-        head.lineTo(tip);
-        head.lineTo(back2);
-        painter.drawPath(head);
+        painter.drawPath(pathThrough({back1, tip, back2}));
     };
     if (name == QLatin1String("open")) {
-        QPainterPath folder;
-        folder.moveTo(3, 19);
-        folder.lineTo(3, 5);
-        folder.lineTo(9, 5);
-        folder.lineTo(11, 7);
-        folder.lineTo(20, 7);
-        folder.lineTo(20, 10);
-        painter.drawPath(folder);
-        QPainterPath front;
-        front.moveTo(3, 19);
-        front.lineTo(6, 10);
-        front.lineTo(22, 10);
-        front.lineTo(19, 19);
-        front.closeSubpath();
+        painter.drawPath(pathThrough({{3, 19}, {3, 5}, {9, 5}, {11, 7}, {20, 7}, {20, 10}}));
         painter.setBrush(accent);
-        painter.drawPath(front);
+        painter.drawPath(pathThrough({{3, 19}, {6, 10}, {22, 10}, {19, 19}}, true));
     } else if (name == QLatin1String("save")) {
-        QPainterPath disk;
-        disk.moveTo(4, 4);
-        disk.lineTo(17, 4);
-        disk.lineTo(20, 7);
-        disk.lineTo(20, 20);
-        disk.lineTo(4, 20);
-        disk.closeSubpath();
-        painter.drawPath(disk);
+        painter.drawPath(pathThrough({{4, 4}, {17, 4}, {20, 7}, {20, 20}, {4, 20}}, true));
         painter.setBrush(accent);
         painter.drawRect(QRectF(7, 13, 10, 7));
         painter.setBrush(Qt::NoBrush);
@@ -102,13 +94,7 @@ void drawIcon(
         painter.drawEllipse(QPointF(12, 10), 2.5, 2.5);
     } else if (name == QLatin1String("tour")) {
         painter.setBrush(accent);
-        QPainterPath cap;
-        cap.moveTo(2, 9);
-        cap.lineTo(12, 4);
-        cap.lineTo(22, 9);
-        cap.lineTo(12, 14);
-        cap.closeSubpath();
-        painter.drawPath(cap);
+        painter.drawPath(pathThrough({{2, 9}, {12, 4}, {22, 9}, {12, 14}}, true));
         painter.setBrush(Qt::NoBrush);
         QPainterPath band;
         band.moveTo(6, 11);

@@ -25,32 +25,19 @@ QString fromStd(const std::string& text)
     return QString::fromStdString(text);
 }
 
-QString firstLine(const std::string& text)
-{
-    const QString all = fromStd(text);
-    const qsizetype newline = all.indexOf(QLatin1Char('\n'));
-    return newline < 0 ? all : all.left(newline);
-}
-
 // "torch 2.6+ loads it (tensors on cpu)" or "torch 2.6+ fails: RuntimeError …", as HTML.
 QString outcomeHtml(const LoadSimulation& simulation)
 {
     const QString name = QString::fromLatin1(torchGenerationName(simulation.generation));
     if (simulation.loads) {
-        std::set<std::string> devices;
-        for (const StorageLoadOutcome& outcome : simulation.storages)
-            if (outcome.landsOn)
-                devices.insert(*outcome.landsOn);
-        QStringList names;
-        for (const std::string& device : devices)
-            names.append(fromStd(device).toHtmlEscaped());
+        const QStringList names = landingDevicesHtml(simulation);
         QString text
             = LoadSimulationBar::tr("<b>%1</b> <span style=\"color:#2e7d32\">loads it</span>").arg(name);
         if (!names.isEmpty())
             text += LoadSimulationBar::tr(" (tensors on %1)").arg(names.join(QStringLiteral(", ")));
         return text;
     }
-    QString error = firstLine(simulation.error);
+    QString error = firstLineOf(simulation.error);
     if (error.size() > 100)
         error = error.left(99) + QChar(0x2026);
     return LoadSimulationBar::tr("<b>%1</b> <span style=\"color:#c62828\">fails</span>: “%2”")
@@ -74,6 +61,25 @@ QString bothHtml(const Checkpoint& checkpoint, const std::vector<std::optional<s
 }
 
 } // namespace
+
+QStringList landingDevicesHtml(const LoadSimulation& simulation)
+{
+    std::set<std::string> devices;
+    for (const StorageLoadOutcome& outcome : simulation.storages)
+        if (outcome.landsOn)
+            devices.insert(*outcome.landsOn);
+    QStringList names;
+    for (const std::string& device : devices)
+        names.append(fromStd(device).toHtmlEscaped());
+    return names;
+}
+
+QString firstLineOf(const std::string& text)
+{
+    const QString all = fromStd(text);
+    const qsizetype newline = all.indexOf(QLatin1Char('\n'));
+    return newline < 0 ? all : all.left(newline);
+}
 
 LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     : QWidget(parent)

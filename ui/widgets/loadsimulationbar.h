@@ -6,6 +6,8 @@
 #include <QPointer>
 #include <QWidget>
 
+#include <string>
+
 class QComboBox;
 class QLabel;
 class QTimer;
@@ -13,6 +15,13 @@ class QTimer;
 namespace ckpt {
 
 class CheckpointDocument;
+struct LoadSimulation;
+
+// Shared by the bar and the Findings summary, which both say how a simulated load ends: the
+// devices its tensors land on (sorted, HTML-escaped), and the first line of a message (torch's
+// can run to a paragraph).
+QStringList landingDevicesHtml(const LoadSimulation& simulation);
+QString firstLineOf(const std::string& text);
 
 // The load simulation as a question a person can change: which map_location, on which target,
 // for the file as it is and for the copy the current plan would write ("after this plan, torch 2.6+

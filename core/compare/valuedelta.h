@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// How far the values of changed float tensors moved: measured by `ckpt-inspect-values --diff A B`
+// (libtorch, in its own process), which reads "INDEX_A INDEX_B" lines and answers with JSON. The
+// CLI's `diff` and the app's Compare With ask it the same way through these.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+class JsonValue;
+struct CheckpointDiff;
+
+struct ValueDelta {
+    std::uint64_t count = 0; // elements compared
+    std::uint64_t differing = 0;
+    double maxAbsolute = 0;
+    double maxRelative = 0; // max |a - b| / max(|a|, |b|)
+};
+
+// One entry per CheckpointDiff::changed.
+struct ValueDeltas {
+    std::vector<std::optional<ValueDelta>> measured;
+    std::vector<std::optional<std::string>> errors; // why the helper could not measure that one
+};
+
+// The changes worth asking about: float tensors whose bytes changed with the same dtype and shape
+// (indices into diff.changed).
+std::vector<std::size_t> changesToMeasure(const CheckpointDiff& diff);
+
+// The helper's standard input for those changes: "INDEX_A INDEX_B\n" per change, each tensor by
+// its number in its own checkpoint.
+std::string valueHelperPairs(const CheckpointDiff& diff, const std::vector<std::size_t>& changes);
+
+// The helper's answer {"pairs": [...]} (in the order of `changes`) spread over diff.changed.
+ValueDeltas readValueDeltas(
+    const JsonValue& answer, const std::vector<std::size_t>& changes, std::size_t changedCount);
+
+} // namespace ckpt

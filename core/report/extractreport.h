@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What `extract` and `convert` wrote and what they left behind, as text and as JSON.
+#include <iosfwd>
+#include <string>
+
+namespace ckpt {
+
+class JsonWriter;
+struct Checkpoint;
+struct ExtractResult;
+
+// The tensors and other values not written (the first few, --json lists all) and the globals the
+// input named that the output does not carry.
+void writeDroppedText(std::ostream& out, const ExtractResult& result);
+// The output, its summary, the root taken and why, then what was dropped.
+void writeExtractText(std::ostream& out, const ExtractResult& result);
+
+// The members "dropped_tensors", "dropped_objects" and "globals_not_carried" of an open object.
+void writeDroppedJson(JsonWriter& writer, const ExtractResult& result);
+void writeExtractJson(
+    JsonWriter& writer, const std::string& input, const Checkpoint& checkpoint, const ExtractResult& result);
+
+} // namespace ckpt

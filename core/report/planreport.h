@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// An automatic placement (`plan`): the target, why each block went where, and the memory per
+// device that results, as text and as JSON.
+#include <iosfwd>
+#include <string>
+
+namespace ckpt {
+
+class JsonWriter;
+class MemoryLedger;
+struct AutoPlacement;
+struct AutoPlacementOptions;
+struct MachineInventory;
+
+// The memory per device, one JSON object a line of the ledger, as an array.
+void writeLedgerJson(JsonWriter& writer, const MemoryLedger& ledger);
+
+// {"file", "target", "strategy", "groups", "ledger", "cpu_staging_bytes", "did_not_fit"}.
+void writePlacementJson(JsonWriter& writer, const std::string& file, const MachineInventory& machine,
+    const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger);
+void writePlacementText(std::ostream& out, const MachineInventory& machine,
+    const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger);
+
+} // namespace ckpt

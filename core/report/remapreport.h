@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What a remapped copy holds (`remap`, `plan --save`): one file, or a folder of shards, as text
+// and as JSON.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+class JsonWriter;
+struct Checkpoint;
+struct RemapResult;
+struct RemappedStorage;
+struct ShardedRemapResult;
+
+// The member "storages" of an open object: key, recorded and planned device per storage;
+// `withOutputKey` adds the storage's key in the copy, which only a single file's report has.
+void writeRemappedStoragesJson(
+    JsonWriter& writer, const std::vector<RemappedStorage>& storages, bool withOutputKey);
+
+// A remapped copy of one file.
+void writeRemapJson(
+    JsonWriter& writer, const std::string& input, const Checkpoint& checkpoint, const RemapResult& result);
+void writeRemapText(std::ostream& out, const std::string& output, const RemapResult& result);
+
+// A remapped folder of .bin shards.
+void writeShardedRemapJson(
+    JsonWriter& writer, const Checkpoint& checkpoint, const ShardedRemapResult& result);
+void writeShardedRemapText(std::ostream& out, const ShardedRemapResult& result);
+
+} // namespace ckpt
