@@ -241,8 +241,7 @@ int runConvert(ConvertArguments& arguments)
             writer.endObject();
         }
         writer.endArray();
-        writer.key("index");
-        result->indexPath.empty() ? writer.null() : writer.value(result->indexPath);
+        writer.memberOrNull("index", result->indexPath);
         writer.member("shared_written_as_copies", result->sharedWrittenAsCopies);
         writer.member("views_made_contiguous", result->viewsMadeContiguous);
         writer.key("inputs").beginArray();

@@ -194,6 +194,20 @@ public:
         key(name);
         return value(v);
     }
+    // key(name) followed by the value, or by null when there is none. The reports write "not
+    // known" (an empty optional) and "none" (an empty text or list) as JSON null, never as "" or [].
+    template<class T> JsonWriter& memberOrNull(std::string_view name, const std::optional<T>& v)
+    {
+        key(name);
+        return v ? value(*v) : null();
+    }
+    template<class T>
+    requires requires(const T& v) { v.empty(); }
+    JsonWriter& memberOrNull(std::string_view name, const T& v)
+    {
+        key(name);
+        return v.empty() ? null() : value(v);
+    }
 
     // Text written so far (writers without a stream), and taking it out.
     const std::string& text() const { return m_buffer; }

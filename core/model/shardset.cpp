@@ -58,16 +58,14 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
     json.member("layout", std::string(shardLayoutName(set.layout)));
     json.member("folder", set.folder);
     json.member("index", set.indexPath);
-    json.key("index_total_size");
-    set.indexTotalSize ? json.value(*set.indexTotalSize) : json.null();
+    json.memberOrNull("index_total_size", set.indexTotalSize);
     json.key("shards").beginArray();
     for (const ShardFile& shard : set.shards) {
         json.beginObject();
         json.member("name", shard.name);
         json.member("present", shard.present);
         json.member("file_size", shard.fileSize);
-        json.key("problem");
-        shard.problem.empty() ? json.null() : json.value(shard.problem);
+        json.memberOrNull("problem", shard.problem);
         if (set.layout != ShardLayout::Distributed) {
             json.member("storages", static_cast<std::uint64_t>(shard.storageCount));
             json.key("bytes_by_device").beginObject();

@@ -22,8 +22,7 @@ void writeMachineJson(JsonWriter& writer, const MachineInventory& machine)
         writer.member("tag", device.tag);
         writer.member("name", device.name);
         writer.member("total_bytes", device.totalBytes);
-        writer.key("free_bytes");
-        device.freeBytes ? writer.value(*device.freeBytes) : writer.null();
+        writer.memberOrNull("free_bytes", device.freeBytes);
         writer.key("compute_capability");
         if (device.computeCapability)
             writer.value(std::to_string(device.computeCapability->first) + "."

@@ -35,8 +35,7 @@ void writeLedgerJson(JsonWriter& writer, const MemoryLedger& ledger)
         writer.member("storages", line.storageCount);
         writer.member("cuda_context_bytes", line.contextBytes);
         writer.member("reserved_bytes", line.reservedBytes);
-        writer.key("capacity_bytes");
-        line.capacity ? writer.value(*line.capacity) : writer.null();
+        writer.memberOrNull("capacity_bytes", line.capacity);
         writer.member("headroom_bytes", line.headroom());
         writer.member("over_capacity", line.overCapacity());
         writer.endObject();

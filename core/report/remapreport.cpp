@@ -21,10 +21,8 @@ void writeRemappedStoragesJson(
         writer.member("key", storage.key);
         if (withOutputKey)
             writer.member("output_key", storage.outputKey);
-        writer.key("recorded");
-        storage.recorded ? writer.value(*storage.recorded) : writer.null();
-        writer.key("planned");
-        storage.planned ? writer.value(*storage.planned) : writer.null();
+        writer.memberOrNull("recorded", storage.recorded);
+        writer.memberOrNull("planned", storage.planned);
         writer.endObject();
     }
     writer.endArray();

@@ -50,8 +50,7 @@ void writeSafetyJson(JsonWriter& writer, const SafetyVerdict& safety)
         writer.member("known_dangerous", callable.knownDangerous);
         writer.member("reason", callable.reason);
         writer.member("where", callable.where);
-        writer.key("call");
-        callable.call.empty() ? writer.null() : writer.value(callable.call);
+        writer.memberOrNull("call", callable.call);
         writer.endObject();
     }
     writer.endArray();
@@ -66,10 +65,8 @@ void writeSafetyJson(JsonWriter& writer, const SafetyVerdict& safety)
         writer.endObject();
     }
     writer.endArray();
-    writer.key("add_safe_globals_torch2");
-    safety.addSafeGlobals2.empty() ? writer.null() : writer.value(safety.addSafeGlobals2);
-    writer.key("add_safe_globals_torch113");
-    safety.addSafeGlobals113.empty() ? writer.null() : writer.value(safety.addSafeGlobals113);
+    writer.memberOrNull("add_safe_globals_torch2", safety.addSafeGlobals2);
+    writer.memberOrNull("add_safe_globals_torch113", safety.addSafeGlobals113);
     writer.member("pickles", safety.pickles);
     writer.member("notes", safety.notes);
     writer.endObject();

@@ -38,20 +38,16 @@ void writeLoadSimulationJson(
     writer.member("torch", torchGenerationName(simulation.generation));
     writer.member("weights_only", simulation.weightsOnly);
     writer.member("loads", simulation.loads);
-    writer.key("error");
-    simulation.error.empty() ? writer.null() : writer.value(simulation.error);
-    writer.key("error_type");
-    simulation.errorType.empty() ? writer.null() : writer.value(simulation.errorType);
+    writer.memberOrNull("error", simulation.error);
+    writer.memberOrNull("error_type", simulation.errorType);
     writer.key("storages").beginArray();
     for (const StorageLoadOutcome& outcome : simulation.storages) {
         writer.beginObject();
         writer.member("storage",
             outcome.storage < checkpoint.storages.size() ? checkpoint.storages[outcome.storage].key
                                                          : std::to_string(outcome.storage));
-        writer.key("lands_on");
-        outcome.landsOn ? writer.value(*outcome.landsOn) : writer.null();
-        writer.key("error");
-        outcome.error.empty() ? writer.null() : writer.value(outcome.error);
+        writer.memberOrNull("lands_on", outcome.landsOn);
+        writer.memberOrNull("error", outcome.error);
         writer.endObject();
     }
     writer.endArray();
@@ -73,11 +69,9 @@ void writeWeightsOnlyJson(JsonWriter& writer, const WeightsOnlyVerdict& verdict)
     }
     writer.endArray();
     writer.member("rejected_opcodes", verdict.rejectedOpcodes);
-    writer.key("add_safe_globals");
-    verdict.addSafeGlobalsCall.empty() ? writer.null() : writer.value(verdict.addSafeGlobalsCall);
+    writer.memberOrNull("add_safe_globals", verdict.addSafeGlobalsCall);
     writer.member("call_chains", verdict.dangerousCallChains);
-    writer.key("torch_message");
-    verdict.torchMessage.empty() ? writer.null() : writer.value(verdict.torchMessage);
+    writer.memberOrNull("torch_message", verdict.torchMessage);
     writer.endObject();
 }
 
@@ -91,10 +85,8 @@ void writeFindingJson(JsonWriter& writer, const Checkpoint& checkpoint, const Fi
     writer.member("message", finding.message);
     writer.member("explanation", finding.explanation);
     writer.member("fix", finding.fix);
-    writer.key("record");
-    finding.record.empty() ? writer.null() : writer.value(finding.record);
-    writer.key("offset");
-    finding.offset ? writer.value(*finding.offset) : writer.null();
+    writer.memberOrNull("record", finding.record);
+    writer.memberOrNull("offset", finding.offset);
     writer.key("tensors").beginArray();
     for (std::uint32_t tensor : finding.tensors)
         if (tensor < checkpoint.tensors.size())
