@@ -5,6 +5,10 @@
 // same undoable path as a drop, the toolbar, palettes and the first-run hint, the guided tour step
 // by step (its saved copy loaded back with real torch), the refusal to remap a hostile file and
 // its byte-for-byte override, and the screenshots (light and dark, 1280×800 and 1920×1080).
+//
+// Why one file of about 620 lines: every case drives a real main window through the helpers at the
+// top (select a row, find cards and bars out of view) on the bundled demo checkpoint; the
+// guided tour alone is a third of it, one step after another.
 #include "core/read/checkpointreader.h"
 #include "tests/common/uitesthelpers.h"
 #include "ui/deviceshortcuts.h"
