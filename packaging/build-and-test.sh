@@ -31,7 +31,7 @@ step() {
 finish() {
     echo
     if ((${#failed[@]} == 0)); then
-        echo "build-and-test: PASSED (configure, build, format, tests, clang-tidy, asan, fuzz smoke)"
+        echo "build-and-test: PASSED (configure, build, format, tests, clang-tidy, asan, fuzz tidy and smoke)"
         exit 0
     fi
     echo "build-and-test: FAILED: ${failed[*]}"
@@ -69,7 +69,8 @@ step format packaging/check-format.sh
 # needs only the configured and built tree, so it runs in the background while the tests run and
 # is waited for after them. Its output goes to build/ci/clang-tidy.log and is shown when it fails.
 # Every folder of C++ the ci build compiles (fuzz/'s libFuzzer entry point, fuzzmain.cpp, is built
-# by the fuzz preset only and so is not in build/ci's compile_commands.json).
+# by the fuzz preset only and so is not in build/ci's compile_commands.json: the fuzz steps below
+# tidy fuzz/ again with the fuzz build's).
 tidy_folders=(core ui app torchbridge tests bench fuzz)
 tidy_log=$root/build/ci/clang-tidy.log
 packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}" >"$tidy_log" 2>&1 </dev/null &
@@ -101,5 +102,6 @@ step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHO
 # leaves its input under build/fuzz/artifacts/ (fuzz/README.md: make it a regression test).
 step fuzz-configure cmake --preset fuzz &&
     step fuzz-build cmake --build --preset fuzz -j"$(nproc)" &&
+    step fuzz-tidy packaging/run-clang-tidy.sh build/fuzz fuzz &&
     step fuzz-smoke fuzz/smoke.sh 12
 finish
