@@ -33,6 +33,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -918,7 +919,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
 {
     const std::string label = givenLabel.empty() ? std::string("the archive") : givenLabel;
     std::vector<ZipMember> members;
-    std::map<std::uint64_t, std::size_t> byLocalOffset;
+    std::unordered_set<std::uint64_t> localOffsets; // of the members found so far
     // Bytes before the archive move every offset the directory records by the same amount. Added
     // modulo 2^64: the offsets are the file's words, and a hostile one near 2^64 must wrap (and then
     // fail the bounds checks below), not overflow a signed sum.
@@ -950,6 +951,11 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             centralEnd = directoryEnd;
             shift = centralStart - offset;
         }
+        // (The count is the file's word: reserve no more than the directory could hold.)
+        const std::uint64_t room
+            = std::min<std::uint64_t>(count, (centralEnd - centralStart) / zipformat::kCentralHeaderSize);
+        members.reserve(room);
+        localOffsets.reserve(room);
         std::uint64_t at = centralStart;
         for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
              ++i) {
@@ -981,7 +987,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             }
             member.localOffset = local + shift;
             member.sizeKnown = true;
-            byLocalOffset[member.localOffset] = members.size();
+            localOffsets.insert(member.localOffset);
             members.push_back(std::move(member));
             at = nameAt + nameLength + extraLength + commentLength;
         }
@@ -1036,8 +1042,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
         ZipMember member;
         member.localOffset = header;
-        if (!byLocalOffset.contains(header) && readLocal(header, member)) {
-            byLocalOffset[header] = members.size();
+        if (!localOffsets.contains(header) && readLocal(header, member)) {
+            localOffsets.insert(header);
             members.push_back(member);
             m_verdict.notes.push_back(label + ": member '" + member.name + "' at byte "
                 + formatThousands(header)
@@ -1057,7 +1063,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             depth, false, depth == 0);
     }
     // Duplicate names, name mismatches, several roots: notes; every member is rated anyway.
-    std::map<std::string, int> seen;
+    std::unordered_map<std::string_view, int> seen; // views of the members' names
+    seen.reserve(members.size());
     std::set<std::string> roots;
     for (const ZipMember& member : members) {
         if (member.inCentral && ++seen[member.name] == 2)
