@@ -121,6 +121,14 @@ struct PickleSection {
     std::uint64_t fileOffset = 0; // where the pickle starts in the file (or record)
     PickleRun run;
     std::vector<std::uint32_t> storagesUsed; // storages its persistent ids reference
+    // What the safety verdict needs to reuse this run rather than make it again (pickleverdict.cpp):
+    // the run's nodes in Checkpoint::graph, [firstNode, endNode); how many bytes of
+    // Checkpoint::file, from fileOffset, the machine was given, when it read them there as they
+    // are (not inflated, not copied); and the limits it ran under (progress left out).
+    NodeId firstNode = kNoNode;
+    NodeId endNode = kNoNode;
+    std::optional<std::uint64_t> mappedByteLength;
+    PickleLimits limits;
 };
 
 // Everything known about one opened file.

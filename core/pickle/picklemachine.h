@@ -28,6 +28,16 @@ struct PickleLimits {
     std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
 };
 
+// Whether two sets of limits bound a run alike: every limit but `progress` (which can only cancel
+// a run) is equal. A field added to PickleLimits belongs here too.
+inline bool sameBounds(const PickleLimits& a, const PickleLimits& b)
+{
+    return a.maxPickleBytes == b.maxPickleBytes && a.maxOpcodes == b.maxOpcodes
+        && a.maxStackDepth == b.maxStackDepth && a.maxMarkDepth == b.maxMarkDepth
+        && a.maxMemoEntries == b.maxMemoEntries && a.maxIntegerBytes == b.maxIntegerBytes
+        && a.maxNodes == b.maxNodes;
+}
+
 // A GLOBAL (or STACK_GLOBAL, INST) the pickle references, where it does.
 struct GlobalReference {
     std::string module;

@@ -18,7 +18,7 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
     PickleMachine machine(options.pickleLimits);
     PickleSection section;
     section.record = "pickle";
-    section.run = machine.run(checkpoint.file->bytes(), checkpoint.graph);
+    runPickleSection(checkpoint, section, checkpoint.file->bytes(), true, machine, options.pickleLimits);
     CheckpointBuilder builder(checkpoint);
     addPickleRoots(builder, section.run);
     addUnreadablePickleFinding(checkpoint, section.run, "the pickle", {}, 0);

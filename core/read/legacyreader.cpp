@@ -65,13 +65,14 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     }
 
     // 4: the main pickle.
-    auto mainRun = runAt("main pickle");
-    if (!mainRun)
+    if (offset >= bytes.size()) {
+        runAt("main pickle"); // says the file is truncated
         return;
+    }
     PickleSection section;
     section.record = "main pickle";
     section.fileOffset = offset;
-    section.run = std::move(*mainRun);
+    runPickleSection(checkpoint, section, bytes.subspan(offset), true, machine, options.pickleLimits);
     CheckpointBuilder builder(checkpoint);
     addPickleRoots(builder, section.run);
     for (StorageRecord& storage : checkpoint.storages) {

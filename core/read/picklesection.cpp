@@ -3,6 +3,18 @@
 
 namespace ckpt {
 
+void runPickleSection(Checkpoint& checkpoint, PickleSection& section, ByteView bytes, bool inFile,
+    const PickleMachine& machine, const PickleLimits& limits)
+{
+    section.firstNode = static_cast<NodeId>(checkpoint.graph.size());
+    section.run = machine.run(bytes, checkpoint.graph);
+    section.endNode = static_cast<NodeId>(checkpoint.graph.size());
+    if (inFile)
+        section.mappedByteLength = bytes.size();
+    section.limits = limits;
+    section.limits.progress = nullptr; // it can only cancel, and a cancelled run is never reused
+}
+
 void addPickleRoots(
     CheckpointBuilder& builder, const PickleRun& run, std::uint32_t treeParent, const std::string& baseName)
 {

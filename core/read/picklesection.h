@@ -10,6 +10,13 @@
 
 namespace ckpt {
 
+// Runs one pickle into checkpoint.graph for `section` (whose record and fileOffset are set) and
+// records what lets the safety verdict reuse the run: its nodes, its limits, and, when `inFile`
+// (the bytes are Checkpoint::file's own from section.fileOffset, not inflated or copied), how
+// many bytes the machine was given.
+void runPickleSection(Checkpoint& checkpoint, PickleSection& section, ByteView bytes, bool inFile,
+    const PickleMachine& machine, const PickleLimits& limits);
+
 // One rule, for every pickle-based format, for what a pickle run adds to the tree: its root when
 // the pickle reached its STOP; otherwise the partial containers left on the machine's stack, as
 // "(incomplete 0)", "(incomplete 1)", ..., because they may still hold complete tensors (salvage).

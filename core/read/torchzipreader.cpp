@@ -59,7 +59,8 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     PickleSection section;
     section.record = entry.name;
     section.fileOffset = entry.dataOffset;
-    section.run = PickleMachine(options.pickleLimits).run(bytes->bytes(), checkpoint.graph);
+    runPickleSection(checkpoint, section, bytes->bytes(), bytes->view.has_value(),
+        PickleMachine(options.pickleLimits), options.pickleLimits);
 
     CheckpointBuilder builder(checkpoint);
     builder.storageKeyPrefix = keyPrefix;

@@ -6,7 +6,9 @@
 // compression; every stacked pickle of a stream and anything after a STOP; gzip/bz2/xz/zstd/7z/tar
 // wrappers, unpacked with libarchive; and bytes handed to nested loaders (pickle.loads,
 // torch.storage._load_from_bytes) — and runs each pickle through the symbolic machine, which never
-// imports or calls anything.
+// imports or calls anything. What it takes from the reader is only a machine run it would have
+// made itself: the same bytes of the same mapping, the same limits, read to the STOP (ReaderRun);
+// the walk that decides which bytes to run stays its own.
 //
 // Why one file of about 1,250 lines: the scanner is one walk whose parts (opcode scan, zip members,
 // archive wrappers, nested loaders, the rating of each run) call one another recursively and share
@@ -30,6 +32,8 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -77,7 +81,9 @@ bool isIdentifierPath(std::string_view text)
 
 // One pass over the opcodes without a stack (like pickletools.genops): names the globals in parts
 // of a pickle the machine did not reach, and checks that FRAME lengths agree with the opcodes in
-// them (a frame that ends inside an opcode makes loaders disagree on where opcodes start).
+// them (a frame that ends inside an opcode makes loaders disagree on where opcodes start). Without
+// `collectNames` it only walks: the same opcodes, end, STOP and frame problems, but no names, and
+// none of the strings and memo it takes to find them (most of its cost on a large pickle).
 struct OpcodeScan {
     struct Name {
         std::string module, name;
@@ -89,7 +95,7 @@ struct OpcodeScan {
     bool reachedStop = false;
 };
 
-OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
+OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool collectNames = true)
 {
     OpcodeScan scan;
     std::uint64_t pos = from;
@@ -127,8 +133,10 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         pos += bytes;
         return true;
     };
-    auto pushString = [&](std::string text) {
-        recent.push_back(std::move(text));
+    auto pushString = [&](std::string_view text) {
+        if (!collectNames)
+            return;
+        recent.emplace_back(text);
         if (recent.size() > 2)
             recent.erase(recent.begin());
         lastWasString = true;
@@ -194,6 +202,8 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         case pickleop::BINGET:
         case pickleop::LONG_BINGET: {
             ok = le(op == pickleop::BINGET ? 1 : 4, n);
+            if (!collectNames)
+                break;
             if (auto it = memo.find(std::to_string(n)); ok && it != memo.end())
                 pushString(it->second);
             break;
@@ -249,6 +259,8 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
             break;
         case pickleop::GET:
             ok = line(a);
+            if (!collectNames)
+                break;
             if (auto it = memo.find(a); ok && it != memo.end())
                 pushString(it->second);
             break;
@@ -261,7 +273,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         case pickleop::GLOBAL:
         case pickleop::INST:
             ok = line(a) && line(b);
-            if (ok)
+            if (ok && collectNames)
                 scan.names.push_back({a, b, at});
             break;
         case pickleop::SHORT_BINSTRING:
@@ -270,7 +282,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         case pickleop::LONG1: { // 1-byte length
             ok = le(1, n) && n <= data.size() - pos;
             if (ok && (op == pickleop::SHORT_BINSTRING || op == pickleop::SHORT_BINUNICODE))
-                pushString(std::string(reinterpret_cast<const char*>(data.data()) + pos, n));
+                pushString(std::string_view(reinterpret_cast<const char*>(data.data()) + pos, n));
             ok = ok && skip(n);
             break;
         }
@@ -280,7 +292,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         case pickleop::LONG4: { // 4-byte length
             ok = le(4, n) && n <= data.size() - pos;
             if (ok && (op == pickleop::BINSTRING || op == pickleop::BINUNICODE))
-                pushString(std::string(
+                pushString(std::string_view(
                     reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
             break;
@@ -290,7 +302,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop)
         case pickleop::BYTEARRAY8: { // 8-byte length
             ok = le(8, n) && n <= data.size() - pos;
             if (ok && op == pickleop::BINUNICODE8)
-                pushString(std::string(
+                pushString(std::string_view(
                     reinterpret_cast<const char*>(data.data()) + pos, std::min<std::uint64_t>(n, 4096)));
             ok = ok && skip(n);
             break;
@@ -407,21 +419,45 @@ std::optional<std::uint64_t> findEndOfCentralDirectory(ByteView bytes)
     return std::nullopt;
 }
 
+// A pickle run the reader already made, over bytes of the mapped file, under limits that bound it
+// as the scanner's own would: when the scanner comes to run the machine over exactly those bytes,
+// the run and its nodes would be the same, so it rates them instead of making them again.
+struct ReaderRun {
+    const std::uint8_t* start = nullptr;
+    std::uint64_t length = 0;
+    const PickleGraph* graph = nullptr;
+    NodeId firstNode = kNoNode;
+    NodeId endNode = kNoNode;
+    const PickleRun* run = nullptr;
+};
+
+// How much work the scanner may save. Neither changes the verdict: ratePickleSafetyReference makes
+// none of them, and tests compare the two on every fixture, hostile file and corpus file.
+enum class Shortcuts {
+    None, // every stackless pass in full, every machine run made
+    Taken, // stackless passes only where their result is needed; the reader's runs reused
+};
+
 class Scanner {
 public:
-    Scanner(SafetyVerdict& verdict, const SafetyScanLimits& limits)
+    Scanner(SafetyVerdict& verdict, const SafetyScanLimits& limits, Shortcuts shortcuts)
         : m_verdict(verdict)
         , m_limits(limits)
+        , m_shortcuts(shortcuts == Shortcuts::Taken)
     { }
 
+    void offerReaderRun(const ReaderRun& run) { m_readerRuns.push_back(run); }
+    std::size_t readerRunsReused() const { return m_readerRunsReused; }
     void scanFile(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel);
 
 private:
     void scanZip(ByteView bytes, const std::string& label, int depth);
     bool unpackWrapper(ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet);
     void scanStream(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel);
-    void rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
+    void rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode, const PickleRun& run,
         const std::string& label, std::uint64_t base, int depth);
+    const ReaderRun* readerRunFor(
+        ByteView pickle, std::uint64_t nodesBefore, const PickleLimits& limits) const;
     void rateGlobal(const std::string& module, const std::string& name, const std::string& where);
     void addUnsafe(UnsafeCallable callable);
     std::string resolveValue(const PickleGraph& graph, NodeId id, int depth) const;
@@ -437,9 +473,27 @@ private:
 
     SafetyVerdict& m_verdict;
     const SafetyScanLimits& m_limits;
+    const bool m_shortcuts;
+    std::vector<ReaderRun> m_readerRuns;
+    std::size_t m_readerRunsReused = 0;
     std::uint64_t m_unpacked = 0;
     std::vector<ByteBuffer> m_buffers; // unpacked bytes stay alive while their pickles are rated
 };
+
+const ReaderRun* Scanner::readerRunFor(
+    ByteView pickle, std::uint64_t nodesBefore, const PickleLimits& limits) const
+{
+    if (!m_shortcuts)
+        return nullptr;
+    for (const ReaderRun& reader : m_readerRuns) {
+        // The node limit counts every node of the graph a run goes into: the scanner's run would
+        // have met it exactly when the nodes before it and the run's own exceed it.
+        if (reader.start == pickle.data() && reader.length == pickle.size()
+            && nodesBefore + (reader.endNode - reader.firstNode) <= limits.maxNodes)
+            return &reader;
+    }
+    return nullptr;
+}
 
 void Scanner::addUnsafe(UnsafeCallable callable)
 {
@@ -625,14 +679,21 @@ std::string Scanner::summarise(const PickleGraph& graph, NodeId id) const
     return summarisePickleValue(graph, id, naming);
 }
 
-void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRun& run, ByteView pickle,
+void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode, const PickleRun& run,
     const std::string& label, std::uint64_t base, int depth)
 {
     m_verdict.pickles.push_back(label + " (bytes " + formatThousands(base) + "-"
         + formatThousands(base + run.endOffset) + (run.complete() ? ")" : ", not read to its end)"));
     for (const GlobalReference& global : run.globals)
         rateGlobal(global.module, global.name, label + ", byte " + formatThousands(base + global.offset));
-    for (NodeId id = firstNode; id < graph.size(); ++id) {
+    // A torch pickle calls the same few globals once per tensor (through one memoized node): what a
+    // global callee names, and whether that is inert, is worked out once per node.
+    struct GlobalCallee {
+        std::string name;
+        bool inert = false;
+    };
+    std::unordered_map<NodeId, GlobalCallee> globalCallees;
+    for (NodeId id = firstNode; id < endNode; ++id) {
         const NodeKind kind = graph.kind(id);
         if (kind == NodeKind::Extension) {
             addUnsafe({"copyreg extension code " + std::to_string(graph.node(id).value),
@@ -644,14 +705,30 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRu
         if (kind != NodeKind::Call && kind != NodeKind::NewObject)
             continue;
         const NodeId callee = graph.callee(id);
-        const std::string name
-            = kind == NodeKind::Call ? calledName(graph, id) : resolveValue(graph, callee, 0);
+        const bool reached = graph.kind(callee) != NodeKind::Global;
+        auto inertGlobal = [](const std::string& name) {
+            const auto dot = name.rfind('.');
+            return dot != std::string::npos
+                && findInertGlobal(name.substr(0, dot), name.substr(dot + 1)).has_value();
+        };
+        std::string name;
+        bool inert = false;
+        if (!reached && m_shortcuts) {
+            // (A call of a GLOBAL is named by resolveValue alone: calledName looks further only
+            // when the callee is itself a call.)
+            auto [known, added] = globalCallees.try_emplace(callee);
+            if (added) {
+                known->second.name = resolveValue(graph, callee, 0);
+                known->second.inert = !known->second.name.empty() && inertGlobal(known->second.name);
+            }
+            name = known->second.name;
+            inert = known->second.inert;
+        } else {
+            name = kind == NodeKind::Call ? calledName(graph, id) : resolveValue(graph, callee, 0);
+            inert = !reached && inertGlobal(name);
+        }
         if (name.empty())
             continue;
-        const bool reached = graph.kind(callee) != NodeKind::Global;
-        const auto dot = name.rfind('.');
-        const bool inert = !reached && dot != std::string::npos
-            && findInertGlobal(name.substr(0, dot), name.substr(dot + 1)).has_value();
         if (reached) {
             // Reached through getattr/attrgetter/resolve_name: rate the name it resolves to.
             const auto splitAt = name.rfind('.');
@@ -689,15 +766,21 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, const PickleRu
             scanFile(ByteView(buffer.data(), buffer.size()), innerLabel, depth + 1, true, false);
         }
     }
-    (void)pickle;
 }
 
 void Scanner::scanStream(
     ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel)
 {
-    PickleLimits limits;
+    const PickleLimits limits;
     PickleGraph graph;
-    const PickleMachine machine(limits);
+    // Nodes of reader runs rated in place of runs into `graph`: the node limit counts them as if
+    // they were there, so every later run stops exactly where it would have.
+    std::uint64_t reusedNodes = 0;
+    auto runMachine = [&](ByteView pickle) {
+        PickleLimits bounds = limits;
+        bounds.maxNodes -= std::min<std::uint64_t>(reusedNodes, bounds.maxNodes);
+        return PickleMachine(bounds).run(pickle, graph);
+    };
     std::uint64_t offset = 0;
     int index = 0;
     auto pickleLabel = [&](int i) {
@@ -706,25 +789,48 @@ void Scanner::scanStream(
     // 1. Stacked pickles, back to back, as repeated pickle.load calls (and torch's legacy format) read them.
     while (offset < bytes.size()) {
         const ByteView rest = bytes.subspan(offset);
-        // The stackless pass first: it costs no memory, so tensor bytes that merely start with an
-        // opcode are dismissed before the machine builds anything from them.
-        const OpcodeScan opcodes = scanOpcodes(rest, 0, true);
-        bool namedGlobal = false;
-        for (const auto& name : opcodes.names)
-            namedGlobal |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
+        // The stackless pass: it costs no memory, so tensor bytes that merely start with an opcode
+        // are dismissed before the machine builds anything from them. With shortcuts it is made
+        // only where its answer is needed, and its names (the costly part) only where they decide.
+        std::optional<OpcodeScan> walk;
+        auto walked = [&]() -> const OpcodeScan& {
+            if (!walk)
+                walk = scanOpcodes(rest, 0, true, !m_shortcuts);
+            return *walk;
+        };
+        std::optional<bool> namedGlobalFound;
+        auto namedGlobal = [&] {
+            auto names = [](const OpcodeScan& scan) {
+                bool found = false;
+                for (const auto& name : scan.names)
+                    found |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
+                return found;
+            };
+            if (!namedGlobalFound)
+                namedGlobalFound = m_shortcuts ? names(scanOpcodes(rest, 0, true)) : names(walked());
+            return *namedGlobalFound;
+        };
+        if (!m_shortcuts)
+            namedGlobal(); // the reference makes the pass first, always
         const bool protoStart = rest.size() >= 2 && rest[0] == pickleop::PROTO && rest[1] <= 5;
         const bool required = index == 0 && (mustBePickle || (topLevel && protoStart));
-        if (!required && !namedGlobal && !opcodes.reachedStop) {
+        // A run the reader made over exactly these bytes is complete: the stackless pass would have
+        // reached its STOP (the two agree on every opcode's length), so nothing below needs it.
+        const ReaderRun* reader = readerRunFor(rest, graph.size() + reusedNodes, limits);
+        if (!reader && !required && !walked().reachedStop && !namedGlobal()) {
             if (index > 0)
                 break;
             return;
         }
-        const NodeId first = static_cast<NodeId>(graph.size());
-        PickleRun run = machine.run(rest, graph);
+        const auto ownFirst = static_cast<NodeId>(graph.size());
+        PickleRun ownRun;
+        if (!reader)
+            ownRun = runMachine(rest);
+        const PickleRun& run = reader ? *reader->run : ownRun;
         // Tensor bytes can start with an opcode: only a pickle that finishes, names a global or
         // must be one (data.pkl, a top-level PROTO) counts.
-        const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2) || namedGlobal
-            || (index == 0 && (mustBePickle || (topLevel && protoStart)));
+        const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2)
+            || (index == 0 && (mustBePickle || (topLevel && protoStart))) || namedGlobal();
         if (!looksLikePickle) {
             if (index > 0)
                 break; // the stacked pickles end here: what follows is data (legacy storages) or junk
@@ -735,9 +841,18 @@ void Scanner::scanStream(
             // The first pickle was labelled with the bare label; say it is the first of several.
             m_verdict.pickles.back().insert(label.size(), " [pickle 1]");
         }
-        rateRun(graph, first, run, rest, name, offset, depth);
-        for (const std::string& problem : opcodes.frameProblems)
-            cannotVerify(name + ": " + problem);
+        if (reader) {
+            rateRun(*reader->graph, reader->firstNode, reader->endNode, run, name, offset, depth);
+            reusedNodes += reader->endNode - reader->firstNode;
+            ++m_readerRunsReused;
+        } else {
+            rateRun(graph, ownFirst, static_cast<NodeId>(graph.size()), run, name, offset, depth);
+        }
+        // A complete run without a FRAME opcode has no frame to disagree with its opcodes.
+        const bool frameFree = m_shortcuts && run.complete() && !run.opcodesSeen.test(pickleop::FRAME);
+        if (!frameFree)
+            for (const std::string& problem : walked().frameProblems)
+                cannotVerify(name + ": " + problem);
         if (!run.complete()) {
             cannotVerify(name + ": not read to its end, so what it would do cannot be verified: "
                 + run.error.value_or("no STOP opcode") + " (at byte "
@@ -777,13 +892,13 @@ void Scanner::scanStream(
             continue;
         }
         const ByteView rest = bytes.subspan(at);
-        const OpcodeScan opcodes = scanOpcodes(rest, 0, true);
-        if (!opcodes.reachedStop || opcodes.names.empty()) {
+        const OpcodeScan opcodes = scanOpcodes(rest, 0, true, !m_shortcuts);
+        if (!opcodes.reachedStop || (m_shortcuts ? scanOpcodes(rest, 0, true) : opcodes).names.empty()) {
             ++at;
             continue;
         }
         PickleGraph scratch;
-        const PickleRun run = machine.run(rest, scratch);
+        const PickleRun run = PickleMachine(limits).run(rest, scratch);
         bool named = false;
         for (const GlobalReference& global : run.globals)
             named |= isIdentifierPath(global.module) && isIdentifierPath(global.name);
@@ -793,8 +908,8 @@ void Scanner::scanStream(
         }
         const std::string name
             = label + " [a pickle at byte " + formatThousands(at) + ", after the stream's end]";
-        rateRun(scratch, 0, run, rest, name, at, depth);
-        for (const std::string& problem : scanOpcodes(rest, 0, true).frameProblems)
+        rateRun(scratch, 0, static_cast<NodeId>(scratch.size()), run, name, at, depth);
+        for (const std::string& problem : opcodes.frameProblems)
             cannotVerify(name + ": " + problem);
         at += std::max<std::uint64_t>(1, run.endOffset);
     }
@@ -804,7 +919,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
 {
     const std::string label = givenLabel.empty() ? std::string("the archive") : givenLabel;
     std::vector<ZipMember> members;
-    std::map<std::uint64_t, std::size_t> byLocalOffset;
+    std::unordered_set<std::uint64_t> localOffsets; // of the members found so far
     // Bytes before the archive move every offset the directory records by the same amount. Added
     // modulo 2^64: the offsets are the file's words, and a hostile one near 2^64 must wrap (and then
     // fail the bounds checks below), not overflow a signed sum.
@@ -836,6 +951,11 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             centralEnd = directoryEnd;
             shift = centralStart - offset;
         }
+        // (The count is the file's word: reserve no more than the directory could hold.)
+        const std::uint64_t room
+            = std::min<std::uint64_t>(count, (centralEnd - centralStart) / zipformat::kCentralHeaderSize);
+        members.reserve(room);
+        localOffsets.reserve(room);
         std::uint64_t at = centralStart;
         for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
              ++i) {
@@ -867,7 +987,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             }
             member.localOffset = local + shift;
             member.sizeKnown = true;
-            byLocalOffset[member.localOffset] = members.size();
+            localOffsets.insert(member.localOffset);
             members.push_back(std::move(member));
             at = nameAt + nameLength + extraLength + commentLength;
         }
@@ -922,8 +1042,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
         ZipMember member;
         member.localOffset = header;
-        if (!byLocalOffset.contains(header) && readLocal(header, member)) {
-            byLocalOffset[header] = members.size();
+        if (!localOffsets.contains(header) && readLocal(header, member)) {
+            localOffsets.insert(header);
             members.push_back(member);
             m_verdict.notes.push_back(label + ": member '" + member.name + "' at byte "
                 + formatThousands(header)
@@ -943,7 +1063,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             depth, false, depth == 0);
     }
     // Duplicate names, name mismatches, several roots: notes; every member is rated anyway.
-    std::map<std::string, int> seen;
+    std::unordered_map<std::string_view, int> seen; // views of the members' names
+    seen.reserve(members.size());
     std::set<std::string> roots;
     for (const ZipMember& member : members) {
         if (member.inCentral && ++seen[member.name] == 2)
@@ -1195,14 +1316,9 @@ std::string addSafeGlobalsCall(const std::vector<std::string>& paths)
     return "import torch\n" + imports + "torch.serialization.add_safe_globals([" + list + "])";
 }
 
-} // namespace
-
-SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
+// The rating, headline and allowlist calls, from what the scan found.
+void concludeVerdict(SafetyVerdict& verdict)
 {
-    SafetyVerdict verdict;
-    Scanner scanner(verdict, limits);
-    scanner.scanFile(bytes, {}, 0, false, true);
-
     std::vector<std::string> dangerous, unknown;
     for (const UnsafeCallable& callable : verdict.unsafe)
         (callable.knownDangerous ? dangerous : unknown).push_back(callable.name);
@@ -1262,17 +1378,57 @@ SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
         verdict.addSafeGlobals113 = addSafeGlobalsCall(for113);
         verdict.addSafeGlobals2 = addSafeGlobalsCall(for2);
     }
+}
+
+SafetyVerdict rate(ByteView bytes, const SafetyScanLimits& limits, Shortcuts shortcuts,
+    const std::vector<ReaderRun>& readerRuns = {}, std::size_t* readerRunsReused = nullptr)
+{
+    SafetyVerdict verdict;
+    Scanner scanner(verdict, limits, shortcuts);
+    for (const ReaderRun& run : readerRuns)
+        scanner.offerReaderRun(run);
+    scanner.scanFile(bytes, {}, 0, false, true);
+    concludeVerdict(verdict);
+    if (readerRunsReused)
+        *readerRunsReused = scanner.readerRunsReused();
     return verdict;
 }
 
-SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint)
+} // namespace
+
+SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
 {
+    return rate(bytes, limits, Shortcuts::Taken);
+}
+
+SafetyVerdict ratePickleSafetyReference(ByteView bytes, const SafetyScanLimits& limits)
+{
+    return rate(bytes, limits, Shortcuts::None);
+}
+
+SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* readerRunsReused)
+{
+    if (readerRunsReused)
+        *readerRunsReused = 0;
     if (!checkpoint.file) {
         SafetyVerdict verdict;
         verdict.headline = "no pickle: the file could not be read";
         return verdict;
     }
-    return ratePickleSafety(checkpoint.file->bytes());
+    // The reader's complete runs over bytes of this very mapping, under the bounds the scanner's
+    // machine uses: the scanner rates those in place of running them again (ReaderRun).
+    const ByteView bytes = checkpoint.file->bytes();
+    std::vector<ReaderRun> readerRuns;
+    for (const PickleSection& section : checkpoint.pickles) {
+        if (!section.mappedByteLength || !section.run.complete()
+            || !sameBounds(section.limits, PickleLimits {}) || section.firstNode == kNoNode
+            || section.endNode > checkpoint.graph.size() || section.fileOffset > bytes.size()
+            || bytes.size() - section.fileOffset < *section.mappedByteLength)
+            continue;
+        readerRuns.push_back({bytes.data() + section.fileOffset, *section.mappedByteLength, &checkpoint.graph,
+            section.firstNode, section.endNode, &section.run});
+    }
+    return rate(bytes, {}, Shortcuts::Taken, readerRuns, readerRunsReused);
 }
 
 } // namespace ckpt

@@ -3,6 +3,7 @@
 
 #include "core/base/bytes.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,7 +67,13 @@ struct SafetyScanLimits {
 
 // Rates the whole file. `bytes` is the file as it is on disk.
 SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits = {});
-// The same for an opened checkpoint (its mapped file); NoPickle when the file is not at hand.
-SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint);
+// The same for an opened checkpoint (its mapped file); NoPickle when the file is not at hand. Where
+// the scan comes to a pickle the reader already ran, over the same bytes of the same mapping under
+// the same limits, to its STOP, it rates the reader's run and nodes instead of running it again.
+// `readerRunsReused`, when given, counts the runs rated that way (for tests).
+SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* readerRunsReused = nullptr);
+// The verdict made with no shortcut at all: every stackless opcode pass in full, every pickle run
+// by the scanner itself. Slower, never different: tests hold the two functions above to it.
+SafetyVerdict ratePickleSafetyReference(ByteView bytes, const SafetyScanLimits& limits = {});
 
 } // namespace ckpt

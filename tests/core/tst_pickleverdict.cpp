@@ -4,12 +4,16 @@
 // (real torch 1.13 and the modern torch, file by file), and the corpus rated against what its
 // MANIFEST says torch did (corpus files are never unpickled here).
 #include "core/io/mappedfile.h"
+#include "core/read/checkpointreader.h"
 #include "core/triage/pickleverdict.h"
 #include "tests/common/testfiles.h"
 #include "torchprobe.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QTemporaryFile>
 #include <QTest>
 
@@ -58,6 +62,89 @@ QStringList fixtureFiles()
             files << dir.filePath(name);
     }
     return files;
+}
+
+// Where two verdicts differ, field by field; empty when they are the same.
+QStringList differences(const SafetyVerdict& a, const SafetyVerdict& b)
+{
+    QStringList out;
+    auto text = [](const std::string& value) { return QString::fromStdString(value).left(160); };
+    auto same = [&](const char* field, const std::string& x, const std::string& y) {
+        if (x != y)
+            out << QStringLiteral("%1: '%2' vs '%3'").arg(QLatin1String(field), text(x), text(y));
+    };
+    auto sameList
+        = [&](const char* field, const std::vector<std::string>& x, const std::vector<std::string>& y) {
+              if (x.size() != y.size())
+                  out << QStringLiteral("%1: %2 vs %3 entries")
+                             .arg(QLatin1String(field))
+                             .arg(x.size())
+                             .arg(y.size());
+              for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i)
+                  same(field, x[i], y[i]);
+          };
+    same("rating", pickleSafetyName(a.rating), pickleSafetyName(b.rating));
+    same("headline", a.headline, b.headline);
+    if (a.unsafe.size() != b.unsafe.size())
+        out << QStringLiteral("unsafe: %1 vs %2 entries").arg(a.unsafe.size()).arg(b.unsafe.size());
+    for (std::size_t i = 0; i < std::min(a.unsafe.size(), b.unsafe.size()); ++i) {
+        same("unsafe.name", a.unsafe[i].name, b.unsafe[i].name);
+        same("unsafe.reason", a.unsafe[i].reason, b.unsafe[i].reason);
+        same("unsafe.knownDangerous", a.unsafe[i].knownDangerous ? "yes" : "no",
+            b.unsafe[i].knownDangerous ? "yes" : "no");
+        same("unsafe.where", a.unsafe[i].where, b.unsafe[i].where);
+        same("unsafe.call", a.unsafe[i].call, b.unsafe[i].call);
+    }
+    sameList("cannotVerify", a.cannotVerify, b.cannotVerify);
+    if (a.allowlist.size() != b.allowlist.size())
+        out << QStringLiteral("allowlist: %1 vs %2 entries").arg(a.allowlist.size()).arg(b.allowlist.size());
+    for (std::size_t i = 0; i < std::min(a.allowlist.size(), b.allowlist.size()); ++i) {
+        const AllowlistCandidate &x = a.allowlist[i], &y = b.allowlist[i];
+        same("allowlist.name", x.name, y.name);
+        same("allowlist.reason", x.reason, y.reason);
+        if (x.torch113Default != y.torch113Default || x.torch2Default != y.torch2Default
+            || x.offerAllowlist != y.offerAllowlist)
+            out << QStringLiteral("allowlist flags of %1").arg(text(x.name));
+    }
+    sameList("pickles", a.pickles, b.pickles);
+    sameList("notes", a.notes, b.notes);
+    same("addSafeGlobals113", a.addSafeGlobals113, b.addSafeGlobals113);
+    same("addSafeGlobals2", a.addSafeGlobals2, b.addSafeGlobals2);
+    return out;
+}
+
+struct ShortcutComparison {
+    int files = 0;
+    int reusedFiles = 0;
+    QStringList mismatches;
+    QStringList notReused; // torch-written files whose reader run the verdict did not reuse
+};
+
+// Rates `path` three ways, the reference (no shortcut), the bytes alone (stackless passes skipped
+// where not needed) and the opened checkpoint (the reader's runs reused as well): all must agree.
+void compareWithReference(const QString& path, ShortcutComparison& comparison, bool expectReuse)
+{
+    auto mapped = MappedFile::open(path.toStdString());
+    if (!mapped)
+        return;
+    ++comparison.files;
+    const ByteView bytes = (*mapped)->bytes();
+    const SafetyVerdict reference = ratePickleSafetyReference(bytes);
+    auto record = [&](const char* how, const SafetyVerdict& verdict) {
+        const QStringList found = differences(reference, verdict);
+        if (!found.isEmpty())
+            comparison.mismatches << path + QStringLiteral(" (") + QLatin1String(how) + QStringLiteral("): ")
+                    + found.mid(0, 4).join(QStringLiteral("; "));
+    };
+    record("bytes", ratePickleSafety(bytes));
+    const Checkpoint checkpoint = readCheckpoint(*mapped);
+    std::size_t reused = 0;
+    record("checkpoint", ratePickleSafety(checkpoint, &reused));
+    comparison.reusedFiles += reused > 0;
+    if (expectReuse && reused == 0
+        && (checkpoint.format == CheckpointFormat::TorchZip
+            || checkpoint.format == CheckpointFormat::TorchLegacy))
+        comparison.notReused << path;
 }
 
 } // namespace
@@ -182,6 +269,85 @@ private Q_SLOTS:
     void fixturesModernTorchAcceptsAreKnownInert()
     {
         torchAcceptsMeansLoadable(QStringLiteral(CKPT_MODERN_PYTHON), true);
+    }
+
+    // The shortcuts (stackless passes only where needed, the reader's runs reused) must never change
+    // a verdict: every torch-written fixture, every hostile file and every corpus file is rated
+    // with and without them, and the verdicts compared field by field. The torch-written zip and
+    // legacy fixtures must actually take the reuse path, or this would compare nothing new.
+    void shortcutsGiveTheReferenceVerdict()
+    {
+        ShortcutComparison comparison;
+        QDirIterator fixtures(
+            QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures"), QDir::Files, QDirIterator::Subdirectories);
+        while (fixtures.hasNext()) {
+            const QString path = fixtures.next();
+            const bool torchWritten
+                = path.contains(QStringLiteral("/torch-1.13/")) || path.contains(QStringLiteral("/torch-2/"));
+            compareWithReference(path, comparison, torchWritten && path.endsWith(QStringLiteral(".pt")));
+        }
+        const int fixtureFilesCompared = comparison.files;
+        const int fixturesReused = comparison.reusedFiles;
+
+        // The hostile set, built from bytes by its generator (never unpickled).
+        if (!QStringLiteral(CKPT_LEGACY_PYTHON).isEmpty()) {
+            QTemporaryDir hostile;
+            QVERIFY(hostile.isValid());
+            QProcess generator;
+            generator.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+                {QStringLiteral(CKPT_SOURCE_DIR "/tests/hostile/make_hostile.py"), hostile.path()});
+            QVERIFY(generator.waitForFinished(300000));
+            QVERIFY2(generator.exitCode() == 0, generator.readAllStandardError().constData());
+            const int before = comparison.files;
+            const QDir dir(hostile.path());
+            for (const QString& name : dir.entryList(QDir::Files, QDir::Name))
+                if (name != QStringLiteral("manifest.tsv"))
+                    compareWithReference(dir.filePath(name), comparison, false);
+            QVERIFY2(comparison.files - before > 100, "the hostile generator wrote too few files");
+        }
+        const QDir corpus(corpusFilesDir());
+        for (const QString& name : corpus.entryList(QDir::Files, QDir::Name))
+            compareWithReference(corpus.filePath(name), comparison, false);
+
+        qInfo("shortcuts: %d files rated three ways; the reader's runs reused in %d (%d of %d fixtures)",
+            comparison.files, comparison.reusedFiles, fixturesReused, fixtureFilesCompared);
+        if (!comparison.mismatches.isEmpty())
+            QFAIL(qPrintable(comparison.mismatches.join(u'\n')));
+        if (!comparison.notReused.isEmpty())
+            QFAIL(qPrintable(
+                QStringLiteral("the reader's run was not reused for:\n") + comparison.notReused.join(u'\n')));
+        QVERIFY(fixturesReused > 20);
+    }
+
+    // A reader run is reused only when it is the run the scanner would make: under other bounds, or
+    // cut short, it is made again (and the verdict is the scanner's own).
+    void readerRunsUnderOtherLimitsAreNotReused()
+    {
+        const QString path = fixturePath("torch-1.13/state_dict.pt");
+        QVERIFY(QFile::exists(path));
+        auto mapped = MappedFile::open(path.toStdString());
+        QVERIFY(mapped.hasValue());
+        const SafetyVerdict reference = ratePickleSafetyReference((*mapped)->bytes());
+        std::size_t reused = 0;
+        ratePickleSafety(readCheckpoint(*mapped), &reused);
+        QCOMPARE(reused, std::size_t {1});
+
+        ReadOptions otherBounds;
+        otherBounds.pickleLimits.maxStackDepth = 1000; // still completes, but is not the scanner's run
+        const Checkpoint bounded = readCheckpoint(*mapped, otherBounds);
+        QVERIFY(bounded.pickles.at(0).run.complete());
+        QStringList found = differences(reference, ratePickleSafety(bounded, &reused));
+        QCOMPARE(reused, std::size_t {0});
+        QVERIFY2(found.isEmpty(), qPrintable(found.join(u'\n')));
+
+        ReadOptions cutShort;
+        cutShort.pickleLimits.maxOpcodes = 3; // the reader stops early; the verdict does not
+        const Checkpoint partial = readCheckpoint(*mapped, cutShort);
+        QVERIFY(!partial.pickles.at(0).run.complete());
+        found = differences(reference, ratePickleSafety(partial, &reused));
+        QCOMPARE(reused, std::size_t {0});
+        QVERIFY2(found.isEmpty(), qPrintable(found.join(u'\n')));
+        QCOMPARE(reference.rating, PickleSafety::KnownInert);
     }
 
     void corpusAgreesWithManifest()
