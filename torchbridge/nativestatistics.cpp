@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "nativestatistics.h"
 
+#include "core/format/crc32.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -157,15 +159,19 @@ void mergeStatistics(NativeStatistics& into, const NativeStatistics& part)
 }
 
 template<NativeFloat Type>
-void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end, NativeStatistics& out)
+void momentsOf(
+    const std::uint8_t* data, std::uint64_t begin, std::uint64_t end, bool withCrc, NativeStatistics& out)
 {
     using T = Traits<Type>;
+    std::uint32_t crc = 0;
     // Every dtype here widens exactly to double; working in doubles throughout keeps the lanes
     // below one type, which is what lets the compiler turn them into vector instructions. Pairs are
     // widened straight from the mapping (one cvtps2pd for float32): no copy to a buffer first.
     for (std::uint64_t blockStart = begin; blockStart < end; blockStart += kBlock) {
         const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
         const std::uint8_t* bytes = data + blockStart * T::size;
+        if (withCrc) // first, so the block comes into the cache for the lanes below
+            crc = crc32Update(crc, bytes, n * T::size);
 
         // Branch-free lanes in GCC/Clang vector types (the auto-vectoriser leaves these masked
         // reductions scalar): x - x is 0 exactly when x is finite (NaN for NaN and ±Inf).
@@ -268,6 +274,7 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
         }
         mergeStatistics(out, block);
     }
+    out.crc = crc;
 }
 
 // The bin of every value of [begin, end), by torch's own arithmetic: torch.histc bins by linear
@@ -280,51 +287,128 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
 // Branch-free in vector lanes: a value to skip (NaN, ±Inf, outside) gets the index `bins`, a slot
 // past the real ones. The counting then goes to four interleaved sub-histograms in turn, so
 // consecutive values falling in the same bin do not wait on each other's store.
-template<NativeFloat Type>
-void histogramOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
-    const std::vector<double>& edges, std::vector<std::uint64_t>& counts)
+//
+// The division bounds this pass (divpd: two doubles every few cycles), so it runs as wide as the
+// processor allows: `Lanes` is two doubles in SSE2 (x86-64's baseline) or four in AVX2, chosen at
+// run time. Each value goes through the same IEEE operations whatever the width (no contraction:
+// there is no addition after a multiply), so the counts are the same.
+struct Sse2Lanes {
+    static constexpr std::size_t width = 2;
+    using Vec = double __attribute__((vector_size(16)));
+    using Index = std::int32_t __attribute__((vector_size(8)));
+    using Floats = float __attribute__((vector_size(8)));
+};
+struct Avx2Lanes {
+    static constexpr std::size_t width = 4;
+    using Vec = double __attribute__((vector_size(32)));
+    using Index = std::int32_t __attribute__((vector_size(16)));
+    using Floats = float __attribute__((vector_size(16)));
+};
+
+// Values i .. i + width - 1 of `count` at `bytes`, widened to double; past the end, NaN (which
+// the binning skips). Results through references: a function returning an AVX vector would change
+// the calling convention where the caller is built for the baseline.
+template<NativeFloat Type, class Lanes>
+[[gnu::always_inline]] inline void lanesAt(
+    const std::uint8_t* bytes, std::size_t i, std::size_t count, typename Lanes::Vec& out)
 {
     using T = Traits<Type>;
-    using Index = std::int32_t __attribute__((vector_size(8)));
-    const std::size_t bins = edges.size() - 1;
+    if (i + Lanes::width <= count) {
+        if constexpr (Type == NativeFloat::Float32) {
+            typename Lanes::Floats floats;
+            std::memcpy(&floats, bytes + i * 4, sizeof floats);
+            out = __builtin_convertvector(floats, typename Lanes::Vec);
+        } else if constexpr (Type == NativeFloat::Float64) {
+            std::memcpy(&out, bytes + i * 8, sizeof out);
+        } else {
+            for (std::size_t k = 0; k < Lanes::width; ++k)
+                out[k] = double(T::load(bytes + (i + k) * T::size));
+        }
+        return;
+    }
+    for (std::size_t k = 0; k < Lanes::width; ++k)
+        out[k] = i + k < count ? double(T::load(bytes + (i + k) * T::size))
+                               : std::numeric_limits<double>::quiet_NaN();
+}
+
+template<NativeFloat Type, class Lanes>
+[[gnu::always_inline]] inline void histogramLanes(const std::uint8_t* data, std::uint64_t begin,
+    std::uint64_t end, double lowest, double highest, std::size_t bins, std::uint32_t* lanes)
+{
+    using T = Traits<Type>;
+    using V = typename Lanes::Vec;
+    using Index = typename Lanes::Index;
+    constexpr std::size_t width = Lanes::width;
     const std::size_t stride = bins + 1;
-    const double lowest = edges.front(), highest = edges.back();
-    const Vec low = {lowest, lowest}, high = {highest, highest};
-    const Vec width = high - low, binCount = {double(bins), double(bins)};
-    const Vec last = {double(bins - 1), double(bins - 1)}, skip = binCount, nothing = {0, 0};
-    // 32-bit counters: a call covers at most one slice (kSlice values).
-    std::vector<std::uint32_t> lanes(4 * stride, 0);
-    std::int32_t index[kBlock + 4]; // + 4: the last block padded to whole groups of four
-    auto binOf = [&](const Vec x) {
-        const Mask inside = (x >= low) & (x <= high);
-        Vec position = (x - low) * binCount / width;
-        position = position >= last ? last : position;
-        // Only a range wider than the largest double (x - low overflowing) gives NaN here.
-        position = position >= nothing ? position : nothing;
-        position = inside ? position : skip;
-        return __builtin_convertvector(position, Index); // one cvttpd2dq
-    };
+    // Vector op scalar broadcasts the scalar to every lane.
+    const V zero = {};
+    const V low = zero + lowest, high = zero + highest;
+    const V span = high - low, binCount = zero + double(bins);
+    const V last = zero + double(bins - 1), skip = binCount;
+    std::int32_t index[kBlock + 8]; // + 8: the last block padded to whole groups of four
     for (std::uint64_t blockStart = begin; blockStart < end; blockStart += kBlock) {
         const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
         const std::uint8_t* bytes = data + blockStart * T::size;
-        const std::size_t pairs = n & ~std::size_t(1);
-        for (std::size_t i = 0; i < pairs; i += 2) {
-            const Index bin = binOf(T::pair(bytes + i * T::size));
+        const std::size_t padded = (n + width - 1) / width * width;
+        for (std::size_t i = 0; i < padded; i += width) {
+            V x;
+            lanesAt<Type, Lanes>(bytes, i, n, x);
+            const auto inside = (x >= low) & (x <= high);
+            V position = (x - low) * binCount / span;
+            position = position >= last ? last : position;
+            // Only a range wider than the largest double (x - low overflowing) gives NaN here.
+            position = position >= zero ? position : zero;
+            position = inside ? position : skip;
+            const Index bin = __builtin_convertvector(position, Index); // one cvttpd2dq
             std::memcpy(index + i, &bin, sizeof bin);
         }
-        const std::size_t padded = (n + 3) & ~std::size_t(3);
-        for (std::size_t i = pairs; i < padded; i += 2) { // the odd last value, then skipped slots
-            const Index bin
-                = i < n ? binOf(pairAt<Type>(bytes, i, n)) : Index {std::int32_t(bins), std::int32_t(bins)};
-            std::memcpy(index + i, &bin, sizeof bin);
-        }
-        for (std::size_t i = 0; i < padded; i += 4) {
+        std::size_t grouped = (padded + 3) & ~std::size_t(3);
+        for (std::size_t i = padded; i < grouped; ++i)
+            index[i] = std::int32_t(bins);
+        for (std::size_t i = 0; i < grouped; i += 4) {
             ++lanes[std::size_t(index[i])];
             ++lanes[stride + std::size_t(index[i + 1])];
             ++lanes[2 * stride + std::size_t(index[i + 2])];
             ++lanes[3 * stride + std::size_t(index[i + 3])];
         }
     }
+}
+
+template<NativeFloat Type>
+void histogramSse2(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end, double lowest,
+    double highest, std::size_t bins, std::uint32_t* lanes)
+{
+    histogramLanes<Type, Sse2Lanes>(data, begin, end, lowest, highest, bins, lanes);
+}
+
+template<NativeFloat Type>
+__attribute__((target("avx2"))) void histogramAvx2(const std::uint8_t* data, std::uint64_t begin,
+    std::uint64_t end, double lowest, double highest, std::size_t bins, std::uint32_t* lanes)
+{
+    histogramLanes<Type, Avx2Lanes>(data, begin, end, lowest, highest, bins, lanes);
+}
+
+bool hasAvx2()
+{
+    static const bool avx2 = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return avx2;
+}
+
+template<NativeFloat Type>
+void histogramOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
+    const std::vector<double>& edges, bool widest, std::vector<std::uint64_t>& counts)
+{
+    const std::size_t bins = edges.size() - 1;
+    const std::size_t stride = bins + 1;
+    // 32-bit counters: a call covers at most one slice (kSlice values).
+    std::vector<std::uint32_t> lanes(4 * stride, 0);
+    if (widest && hasAvx2())
+        histogramAvx2<Type>(data, begin, end, edges.front(), edges.back(), bins, lanes.data());
+    else
+        histogramSse2<Type>(data, begin, end, edges.front(), edges.back(), bins, lanes.data());
     for (std::size_t b = 0; b < bins; ++b)
         counts[b]
             += std::uint64_t(lanes[b]) + lanes[stride + b] + lanes[2 * stride + b] + lanes[3 * stride + b];
@@ -367,6 +451,8 @@ bool nativeMoments(NativeFloat type, const std::uint8_t* data, std::uint64_t cou
 {
     const unsigned threads = std::max(1u, options.threads);
     std::vector<NativeStatistics> parts(threads);
+    const std::uint64_t elementSize = type == NativeFloat::Float64 ? 8 : type == NativeFloat::Float32 ? 4 : 2;
+    out.crc = 0;
     // Each round's slices are merged in slice order after the round: the same order, and the
     // same result, for any number of threads.
     auto each = [&](auto kernel) {
@@ -380,15 +466,21 @@ bool nativeMoments(NativeFloat type, const std::uint8_t* data, std::uint64_t cou
                 const std::uint64_t begin = round + kSlice * t, end = std::min(count, begin + kSlice);
                 workers.emplace_back([&, begin, end, t] {
                     parts[t] = NativeStatistics {};
-                    kernel(data, begin, end, parts[t]);
+                    kernel(data, begin, end, options.crc, parts[t]);
                 });
             }
             parts[0] = NativeStatistics {};
-            kernel(data, round, std::min(count, round + kSlice), parts[0]);
+            kernel(data, round, std::min(count, round + kSlice), options.crc, parts[0]);
             for (std::thread& worker : workers)
                 worker.join();
-            for (unsigned t = 0; t < used; ++t)
+            for (unsigned t = 0; t < used; ++t) {
                 mergeStatistics(out, parts[t]);
+                if (options.crc) {
+                    const std::uint64_t sliceEnd = std::min(count, round + kSlice * (t + 1));
+                    const std::uint64_t sliceBytes = (sliceEnd - (round + kSlice * t)) * elementSize;
+                    out.crc = crc32Combine(out.crc, parts[t].crc, sliceBytes);
+                }
+            }
             done += std::min(count, round + kSlice * used) - round;
             if (options.progress && !options.progress(done, options.totalForProgress))
                 return false;
@@ -420,13 +512,17 @@ bool nativeHistogram(NativeFloat type, const std::uint8_t* data, std::uint64_t c
     auto kernel = [&](std::uint64_t begin, std::uint64_t end, unsigned slot) {
         switch (type) {
         case NativeFloat::Float32:
-            return histogramOf<NativeFloat::Float32>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::Float32>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         case NativeFloat::Float64:
-            return histogramOf<NativeFloat::Float64>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::Float64>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         case NativeFloat::Float16:
-            return histogramOf<NativeFloat::Float16>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::Float16>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         case NativeFloat::BFloat16:
-            return histogramOf<NativeFloat::BFloat16>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::BFloat16>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         }
     };
     const bool finished = inRounds(count, options, done, kernel);
