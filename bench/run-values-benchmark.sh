@@ -27,7 +27,7 @@ blocks["blocks.20.weight"][0, 0] = float("inf")
 torch.save(blocks, sys.argv[1])
 PY
 fi
-size=$(stat -c %s "$file")
+size=$(stat -L -c %s "$file")
 echo "input: $file ($((size / 1048576)) MiB), page cache warmed by a first read; $(nproc) cores"
 cat "$file" > /dev/null
 
