@@ -3,7 +3,13 @@
 // `ckpt-inspect check --values` runs it as a separate process, so that the everyday command-line
 // tool does not load libtorch (hundreds of MiB, 0.4 s at every start) for the one option that needs it.
 // The desktop app runs it the same way with --tensor=INDEX, for the tensor selected in its tree, and
-// with --progress for its "Scan values" over every tensor (progress lines on stderr).
+// with --progress for its "Scan values" over every tensor (progress lines on stderr). libtorch
+// itself is loaded only when a tensor needs it (torchbridge/libtorchkernels.h): a checkpoint of
+// contiguous float tensors is scanned by the native kernels alone.
+//
+// --crc (from `check --values`): the CRC-32 of every storage a tensor covers whole is computed in
+// the same read as its statistics and listed under "crcs" (record, offset, length, crc), so check
+// compares those records' CRCs without reading their bytes a second time.
 #include "core/json/json.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorlocator.h"
@@ -67,11 +73,26 @@ int compareValues(const char* fileA, const char* fileB)
 // The statistics of a tensor where its bytes lie. A checkpoint of several files (a folder of
 // shards, a DCP folder) has no single map: the values come from the tensor's own shard or chunk,
 // where it has another index.
-ckpt::Expected<ckpt::TensorStatistics> statisticsOf(const ckpt::LocatedTensor& located)
+ckpt::Expected<ckpt::TensorStatistics> statisticsOf(const ckpt::LocatedTensor& located, bool crc)
 {
     if (!located.checkpoint)
         return ckpt::makeError(located.problem);
-    return ckpt::computeTensorStatistics(*located.checkpoint, located.tensor);
+    ckpt::StatisticsOptions options;
+    options.crc = crc;
+    return ckpt::computeTensorStatistics(*located.checkpoint, located.tensor, options);
+}
+
+// The storage record whose every byte the tensor covers, in order: its CRC is the CRC of the
+// tensor's bytes. None for views of part of a storage and for checkpoints of several files.
+const ckpt::StorageRecord* wholeStorageOf(const ckpt::Checkpoint& checkpoint, const ckpt::TensorEntry& tensor)
+{
+    if (tensor.storage < 0 || std::size_t(tensor.storage) >= checkpoint.storages.size())
+        return nullptr;
+    const ckpt::StorageRecord& storage = checkpoint.storages[std::size_t(tensor.storage)];
+    if (storage.record.empty() || !storage.dataOffset || !tensor.storageOffset || *tensor.storageOffset != 0
+        || tensor.nbytes() != storage.nbytes)
+        return nullptr;
+    return &storage;
 }
 
 int main(int argc, char** argv)
@@ -80,7 +101,7 @@ int main(int argc, char** argv)
         return compareValues(argv[2], argv[3]);
     // ckpt-inspect-values [--tensor=INDEX] FILE: every tensor, or only the one at INDEX.
     std::optional<std::uint32_t> only;
-    bool progress = false;
+    bool progress = false, crc = false;
     const char* file = nullptr;
     constexpr std::string_view kTensorOption = "--tensor=";
     for (int i = 1; i < argc; ++i) {
@@ -96,6 +117,8 @@ int main(int argc, char** argv)
             only = index;
         } else if (arg == "--progress") {
             progress = true;
+        } else if (arg == "--crc") {
+            crc = true;
         } else if (!file) {
             file = argv[i];
         } else {
@@ -104,9 +127,9 @@ int main(int argc, char** argv)
         }
     }
     if (!file) {
-        std::cerr
-            << "usage: ckpt-inspect-values [--tensor=INDEX] [--progress] FILE\n       ckpt-inspect-values "
-               "--diff A B < pairs\n";
+        std::cerr << "usage: ckpt-inspect-values [--tensor=INDEX] [--progress] [--crc] FILE\n       "
+                     "ckpt-inspect-values "
+                     "--diff A B < pairs\n";
         return 64;
     }
     const auto opened = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(file));
@@ -129,6 +152,13 @@ int main(int argc, char** argv)
         }
     };
     reportProgress(true);
+    struct RecordCrc {
+        std::string record;
+        std::uint64_t offset = 0, length = 0;
+        std::uint32_t crc = 0;
+    };
+    std::vector<RecordCrc> crcs;
+    std::vector<bool> storageCrcDone(checkpoint.storages.size());
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
         const ckpt::TensorEntry& tensor = checkpoint.tensors[t];
         if (only && t != *only)
@@ -137,7 +167,15 @@ int main(int argc, char** argv)
             continue; // composites and storage-less tensors: their parts are listed themselves
         doneBytes += tensor.nbytes();
         reportProgress(false);
-        const auto statistics = statisticsOf(located[t]);
+        // Only where the tensor lies in the opened file itself (not in another shard).
+        const bool inThisFile = located[t].checkpoint.get() == &checkpoint && located[t].tensor == t;
+        const ckpt::StorageRecord* whole = crc && inThisFile ? wholeStorageOf(checkpoint, tensor) : nullptr;
+        const auto statistics
+            = statisticsOf(located[t], whole && !storageCrcDone[std::size_t(tensor.storage)]);
+        if (whole && statistics && statistics->bytesCrc) {
+            storageCrcDone[std::size_t(tensor.storage)] = true;
+            crcs.push_back({whole->record, *whole->dataOffset, whole->nbytes, *statistics->bytesCrc});
+        }
         writer.beginObject();
         writer.member("index", static_cast<std::uint64_t>(t));
         writer.member("name", tensor.name);
@@ -169,6 +207,18 @@ int main(int argc, char** argv)
         writer.endObject();
     }
     writer.endArray();
+    if (crc) {
+        writer.key("crcs").beginArray();
+        for (const RecordCrc& record : crcs) {
+            writer.beginObject();
+            writer.member("record", record.record);
+            writer.member("offset", record.offset);
+            writer.member("length", record.length);
+            writer.member("crc", std::uint64_t(record.crc));
+            writer.endObject();
+        }
+        writer.endArray();
+    }
     writer.endObject();
     reportProgress(true);
     std::cout << writer.takeText() << "\n";

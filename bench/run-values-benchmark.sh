@@ -4,10 +4,13 @@
 # to numpy's isfinite/min/max/sum over the same mapped bytes in one thread, in the same run; and
 # the value scan alone (bench_value_scan) with the native kernels on 1 and on every thread and with
 # libtorch's kernels. Writes its input under build/bench/. Not a test: nothing fails on time.
-#   usage: bench/run-values-benchmark.sh [BUILD_DIR]   (default build/dev)
+#   usage: bench/run-values-benchmark.sh [BUILD_DIR [BEFORE_DIR]]   (default build/dev)
+# BEFORE_DIR: a folder holding an earlier build's ckpt-inspect, ckpt-inspect-values (and whatever
+# they load) and, optionally, bench_value_scan: timed in the same run, for before/after figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/dev}
+before=${2:-}
 out=build/bench
 mkdir -p "$out"
 py=/usr/bin/python3
@@ -24,7 +27,7 @@ blocks["blocks.20.weight"][0, 0] = float("inf")
 torch.save(blocks, sys.argv[1])
 PY
 fi
-size=$(stat -c %s "$file")
+size=$(stat -L -c %s "$file")
 echo "input: $file ($((size / 1048576)) MiB), page cache warmed by a first read; $(nproc) cores"
 cat "$file" > /dev/null
 
@@ -64,9 +67,16 @@ PY
 
 echo "== ckpt-inspect value scan (bench_value_scan) =="
 "$build/bench/bench_value_scan" "$file"
+if [ -n "$before" ] && [ -x "$before/bench_value_scan" ]; then
+    echo "== the same, built before ($before) =="
+    "$before/bench_value_scan" "$file"
+fi
 
 echo "== ckpt-inspect check --values (whole process: read, scan with histogram, report) =="
 "$py" bench/measure.py --json "check --values" -- "$build/app/ckpt-inspect" check --values "$file" >> "$results"
+if [ -n "$before" ]; then
+    "$py" bench/measure.py --json "check --values, before" -- "$before/ckpt-inspect" check --values "$file" >> "$results"
+fi
 
 # Every figure against numpy's from this run: the machine is shared, so ratios and CPU time are
 # what carries over; wall time is printed as measured, under whatever load there was.
@@ -82,4 +92,8 @@ print(f"numpy (1 thread, no histogram)        {numpy_cpu:6.3f} GB per cpu-s")
 print(f"check --values (histogram, whole run) {check_cpu:6.3f} GB per cpu-s = {check_cpu / numpy_cpu:4.2f}x numpy; "
       f"wall {check['wall']:.2f} s = {nbytes / check['wall'] / 1e9:.2f} GB/s on {sys.argv[2]} shared cores "
       f"(cpu {check['cpu']:.2f} s, peak {check['peak_mib']:.0f} MiB)")
+for before in (r for r in rows if r["label"] == "check --values, before"):
+    before_cpu = nbytes / before["cpu"] / 1e9
+    print(f"check --values, before                {before_cpu:6.3f} GB per cpu-s = {before_cpu / numpy_cpu:4.2f}x numpy; "
+          f"wall {before['wall']:.2f} s (cpu {before['cpu']:.2f} s, peak {before['peak_mib']:.0f} MiB)")
 PY

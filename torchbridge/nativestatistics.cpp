@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "nativestatistics.h"
 
+#include "core/format/crc32.h"
+
+#include <emmintrin.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -75,10 +78,9 @@ template<> struct Traits<NativeFloat::Float32> {
     }
     static Vec pair(const std::uint8_t* p)
     {
-        using Pair = float __attribute__((vector_size(8)));
-        Pair v;
-        std::memcpy(&v, p, 8);
-        return __builtin_convertvector(v, Vec); // one cvtps2pd
+        // One movq and one cvtps2pd: GCC 12 turns a two-float vector's conversion into two
+        // scalar cvtss2sd instead.
+        return Vec(_mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)))));
     }
 };
 template<> struct Traits<NativeFloat::Float64> {
@@ -156,64 +158,89 @@ void mergeStatistics(NativeStatistics& into, const NativeStatistics& part)
     }
 }
 
-template<NativeFloat Type>
-void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end, NativeStatistics& out)
-{
+// Pass 1 over one block: counts, range and sum in lanes, then the sum of squared deviations from
+// the block's mean. Its two sums are chains of dependent additions (each waits for the one
+// before), which is what bounds the pass; the order of those additions is what fixes the result,
+// so it is never changed. Two blocks' chains are independent, though: momentsOf walks two blocks
+// side by side, each through exactly the operations it would get alone.
+template<NativeFloat Type> struct BlockLanes {
     using T = Traits<Type>;
-    // Every dtype here widens exactly to double; working in doubles throughout keeps the lanes
-    // below one type, which is what lets the compiler turn them into vector instructions. Pairs are
-    // widened straight from the mapping (one cvtps2pd for float32): no copy to a buffer first.
-    for (std::uint64_t blockStart = begin; blockStart < end; blockStart += kBlock) {
-        const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
-        const std::uint8_t* bytes = data + blockStart * T::size;
+    static constexpr double inf = std::numeric_limits<double>::infinity();
+    static constexpr float infF = std::numeric_limits<float>::infinity();
+    const std::uint8_t* bytes;
+    std::size_t n;
+    // Branch-free lanes in GCC/Clang vector types (the auto-vectoriser leaves these masked
+    // reductions scalar): x - x is 0 exactly when x is finite (NaN for NaN and ±Inf).
+    Vec low = {inf, inf}, high = {-inf, -inf}, sum = {0, 0}, finite = {0, 0}, zeros = {0, 0};
+    // float32, four at a time: counts and range need no widening (a float's min, max and
+    // finiteness are those of its double), so they run in four float lanes; only the sum goes
+    // through doubles, added pair by pair in the same order as countPair.
+    Floats low4 = {infF, infF, infF, infF}, high4 = {-infF, -infF, -infF, -infF};
+    Ints finite4 = {0, 0, 0, 0}, zeros4 = {0, 0, 0, 0};
+    Vec m2 = {0, 0};
+    double mean = 0;
 
-        // Branch-free lanes in GCC/Clang vector types (the auto-vectoriser leaves these masked
-        // reductions scalar): x - x is 0 exactly when x is finite (NaN for NaN and ±Inf).
-        const Vec one = {1, 1}, nothing = {0, 0};
-        const double inf = std::numeric_limits<double>::infinity();
-        Vec low = {inf, inf}, high = -low, sum = nothing, finite = nothing, zeros = nothing;
-        const Vec infinity = {inf, inf};
-        auto count = [&](const Vec x) {
-            const Mask isFinite = (x - x) == nothing;
-            finite += select(isFinite, one, nothing);
-            zeros += select(x == nothing, one, nothing);
-            sum += select(isFinite, x, nothing);
-            // Non-finite values enter the range as the infinity that changes nothing; a plain
-            // comparison of one mask is one minpd/maxpd (two masks and'ed became branches).
-            const Vec forLow = select(isFinite, x, infinity), forHigh = select(isFinite, x, -infinity);
-            low = forLow < low ? forLow : low;
-            high = forHigh > high ? forHigh : high;
-        };
-        const std::size_t pairs = n & ~std::size_t(1);
-        // float32, four at a time: counts and range need no widening (a float's min, max and
-        // finiteness are those of its double), so they run in four float lanes; only the sum goes
-        // through doubles, added pair by pair in the same order as below.
-        std::size_t widened = 0;
-        const float infF = std::numeric_limits<float>::infinity();
-        Floats low4 = {infF, infF, infF, infF}, high4 = -low4;
-        Ints finite4 = {0, 0, 0, 0}, zeros4 = finite4;
-        if constexpr (Type == NativeFloat::Float32) {
-            const Floats zero4 = {0, 0, 0, 0}, infinity4 = low4;
-            widened = n & ~std::size_t(3);
-            for (std::size_t i = 0; i < widened; i += 4) {
-                Floats x;
-                std::memcpy(&x, bytes + i * 4, sizeof x);
-                const Ints isFinite = (x - x) == zero4;
-                finite4 -= isFinite; // true is -1
-                zeros4 -= x == zero4;
-                const Floats kept = selectFloats(isFinite, x, zero4);
-                sum += __builtin_convertvector(__builtin_shufflevector(kept, kept, 0, 1), Vec);
-                sum += __builtin_convertvector(__builtin_shufflevector(kept, kept, 2, 3), Vec);
-                const Floats forLow = selectFloats(isFinite, x, infinity4);
-                const Floats forHigh = selectFloats(isFinite, x, -infinity4);
-                low4 = forLow < low4 ? forLow : low4;
-                high4 = forHigh > high4 ? forHigh : high4;
-            }
-        }
-        for (std::size_t i = widened; i < pairs; i += 2)
-            count(T::pair(bytes + i * T::size));
-        if (pairs < n)
-            count(pairAt<Type>(bytes, pairs, n)); // the odd last value and a NaN
+    BlockLanes(const std::uint8_t* blockBytes, std::size_t count)
+        : bytes(blockBytes)
+        , n(count)
+    { }
+
+    [[gnu::always_inline]] void countPair(const Vec x)
+    {
+        const Vec one = {1, 1}, nothing = {0, 0}, infinity = {inf, inf};
+        const Mask isFinite = (x - x) == nothing;
+        finite += select(isFinite, one, nothing);
+        zeros += select(x == nothing, one, nothing);
+        sum += select(isFinite, x, nothing);
+        // Non-finite values enter the range as the infinity that changes nothing; a plain
+        // comparison of one mask is one minpd/maxpd (two masks and'ed became branches).
+        const Vec forLow = select(isFinite, x, infinity), forHigh = select(isFinite, x, -infinity);
+        low = forLow < low ? forLow : low;
+        high = forHigh > high ? forHigh : high;
+    }
+
+    // Values i .. i + 3 of a float32 block.
+    [[gnu::always_inline]] void countFour(std::size_t i)
+    {
+        const Floats zero4 = {0, 0, 0, 0}, infinity4 = {infF, infF, infF, infF};
+        Floats x;
+        std::memcpy(&x, bytes + i * 4, sizeof x);
+        const Ints isFinite = (x - x) == zero4;
+        finite4 -= isFinite; // true is -1
+        zeros4 -= x == zero4;
+        const Floats kept = selectFloats(isFinite, x, zero4);
+        sum += __builtin_convertvector(__builtin_shufflevector(kept, kept, 0, 1), Vec);
+        sum += __builtin_convertvector(__builtin_shufflevector(kept, kept, 2, 3), Vec);
+        const Floats forLow = selectFloats(isFinite, x, infinity4);
+        const Floats forHigh = selectFloats(isFinite, x, -infinity4);
+        low4 = forLow < low4 ? forLow : low4;
+        high4 = forHigh > high4 ? forHigh : high4;
+    }
+
+    std::size_t pairs() const { return n & ~std::size_t(1); }
+
+    [[gnu::always_inline]] void countAt(std::size_t i)
+    {
+        if constexpr (Type == NativeFloat::Float32)
+            countFour(i);
+        else
+            countPair(T::pair(bytes + i * T::size));
+    }
+    // countAt covers [0, stepped()) in steps of `step`; countRest the pairs and the odd value after.
+    static constexpr std::size_t step = Type == NativeFloat::Float32 ? 4 : 2;
+    std::size_t stepped() const { return Type == NativeFloat::Float32 ? n & ~std::size_t(3) : pairs(); }
+
+    void countRest()
+    {
+        for (std::size_t i = stepped(); i < pairs(); i += 2)
+            countPair(T::pair(bytes + i * T::size));
+        if (pairs() < n)
+            countPair(pairAt<Type>(bytes, pairs(), n)); // the odd last value and a NaN
+    }
+
+    // The counts and range from the lanes; the block's mean, for the deviations.
+    NativeStatistics counts()
+    {
         NativeStatistics block;
         double blockSum = 0, blockFinite = 0, blockZeros = 0;
         double blockLow = low[0], blockHigh = high[0];
@@ -246,28 +273,108 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
         if (block.finiteCount > 0) {
             block.min = blockLow;
             block.max = blockHigh;
-            const double mean = blockSum / blockFinite;
-            const Vec center = {mean, mean};
-            Vec m2 = nothing;
-            auto deviate = [&](const Vec x) {
-                const Vec d = select((x - x) == nothing, x - center, nothing);
-                m2 += d * d;
-            };
-            std::size_t k = 0;
-            if (block.finiteCount == n) // nothing to mask: (x - mean)^2 of every pair
-                for (; k < pairs; k += 2) {
-                    const Vec d = T::pair(bytes + k * T::size) - center;
-                    m2 += d * d;
-                }
-            for (; k < pairs; k += 2)
-                deviate(T::pair(bytes + k * T::size));
-            if (pairs < n)
-                deviate(pairAt<Type>(bytes, pairs, n));
+            mean = blockSum / blockFinite;
             block.mean = mean;
-            block.m2 = m2[0] + m2[1];
+        }
+        return block;
+    }
+
+    // (x - mean)^2 of the pair at i, when every value of the block is finite: nothing to mask.
+    [[gnu::always_inline]] void deviatePair(std::size_t i)
+    {
+        const Vec center = {mean, mean};
+        const Vec d = T::pair(bytes + i * T::size) - center;
+        m2 += d * d;
+    }
+
+    // The deviations from `from` on, masking the non-finite values out.
+    void deviateRest(std::size_t from)
+    {
+        const Vec center = {mean, mean}, nothing = {0, 0};
+        auto deviate = [&](const Vec x) {
+            const Vec d = select((x - x) == nothing, x - center, nothing);
+            m2 += d * d;
+        };
+        for (std::size_t k = from; k < pairs(); k += 2)
+            deviate(T::pair(bytes + k * T::size));
+        if (pairs() < n)
+            deviate(pairAt<Type>(bytes, pairs(), n));
+    }
+
+    // The whole deviation pass of a block alone.
+    void deviations(const NativeStatistics& block)
+    {
+        std::size_t k = 0;
+        if (block.finiteCount == n)
+            for (; k < pairs(); k += 2)
+                deviatePair(k);
+        deviateRest(k);
+    }
+};
+
+template<NativeFloat Type>
+void momentsOf(
+    const std::uint8_t* data, std::uint64_t begin, std::uint64_t end, bool withCrc, NativeStatistics& out)
+{
+    using T = Traits<Type>;
+    using Lanes = BlockLanes<Type>;
+    std::uint32_t crc = 0;
+    // Every dtype here widens exactly to double; working in doubles throughout keeps the lanes
+    // one type, which is what lets the compiler turn them into vector instructions. Pairs are
+    // widened straight from the mapping (one cvtps2pd for float32): no copy to a buffer first.
+    for (std::uint64_t blockStart = begin; blockStart < end;) {
+        if (end - blockStart >= 2 * kBlock) { // two whole blocks side by side
+            const std::uint8_t* bytesA = data + blockStart * T::size;
+            const std::uint8_t* bytesB = bytesA + kBlock * T::size;
+            if (withCrc) { // first, so the blocks come into the cache for the lanes below
+                crc = crc32Update(crc, bytesA, kBlock * T::size);
+                crc = crc32Update(crc, bytesB, kBlock * T::size);
+            }
+            Lanes a(bytesA, kBlock), b(bytesB, kBlock);
+            for (std::size_t i = 0; i < a.stepped(); i += Lanes::step)
+                a.countAt(i);
+            for (std::size_t i = 0; i < b.stepped(); i += Lanes::step)
+                b.countAt(i);
+            a.countRest();
+            b.countRest();
+            NativeStatistics blockA = a.counts(), blockB = b.counts();
+            if (blockA.finiteCount == kBlock && blockB.finiteCount == kBlock) {
+                for (std::size_t k = 0; k < a.pairs(); k += 2) {
+                    a.deviatePair(k);
+                    b.deviatePair(k);
+                }
+                a.deviateRest(a.pairs());
+                b.deviateRest(b.pairs());
+            } else {
+                if (blockA.finiteCount > 0)
+                    a.deviations(blockA);
+                if (blockB.finiteCount > 0)
+                    b.deviations(blockB);
+            }
+            blockA.m2 = blockA.finiteCount > 0 ? a.m2[0] + a.m2[1] : 0;
+            blockB.m2 = blockB.finiteCount > 0 ? b.m2[0] + b.m2[1] : 0;
+            mergeStatistics(out, blockA);
+            mergeStatistics(out, blockB);
+            blockStart += 2 * kBlock;
+            continue;
+        }
+        const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
+        const std::uint8_t* bytes = data + blockStart * T::size;
+        if (withCrc)
+            crc = crc32Update(crc, bytes, n * T::size);
+        Lanes lanes(bytes, n);
+        for (std::size_t i = 0; i < lanes.stepped(); i += Lanes::step)
+            lanes.countAt(i);
+        lanes.countRest();
+        NativeStatistics block = lanes.counts();
+        if (block.finiteCount > 0) {
+            lanes.deviations(block);
+            block.m2 = lanes.m2[0] + lanes.m2[1];
         }
         mergeStatistics(out, block);
+        blockStart += n;
     }
+    out.crc = crc;
 }
 
 // The bin of every value of [begin, end), by torch's own arithmetic: torch.histc bins by linear
@@ -280,51 +387,135 @@ void momentsOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
 // Branch-free in vector lanes: a value to skip (NaN, ±Inf, outside) gets the index `bins`, a slot
 // past the real ones. The counting then goes to four interleaved sub-histograms in turn, so
 // consecutive values falling in the same bin do not wait on each other's store.
-template<NativeFloat Type>
-void histogramOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
-    const std::vector<double>& edges, std::vector<std::uint64_t>& counts)
+//
+// The division bounds this pass (divpd: two doubles every few cycles), so it runs as wide as the
+// processor allows: `Lanes` is two doubles in SSE2 (x86-64's baseline) or four in AVX2, chosen at
+// run time. Each value goes through the same IEEE operations whatever the width (no contraction:
+// there is no addition after a multiply), so the counts are the same.
+struct Sse2Lanes {
+    static constexpr std::size_t width = 2;
+    using Vec = double __attribute__((vector_size(16)));
+    using Index = std::int32_t __attribute__((vector_size(8)));
+    using Floats = float __attribute__((vector_size(8)));
+};
+struct Avx2Lanes {
+    static constexpr std::size_t width = 4;
+    using Vec = double __attribute__((vector_size(32)));
+    using Index = std::int32_t __attribute__((vector_size(16)));
+    using Floats = float __attribute__((vector_size(16)));
+};
+
+// Values i .. i + width - 1 of `count` at `bytes`, widened to double; past the end, NaN (which
+// the binning skips). Results through references: a function returning an AVX vector would change
+// the calling convention where the caller is built for the baseline.
+template<NativeFloat Type, class Lanes>
+[[gnu::always_inline]] inline void lanesAt(
+    const std::uint8_t* bytes, std::size_t i, std::size_t count, typename Lanes::Vec& out)
 {
     using T = Traits<Type>;
-    using Index = std::int32_t __attribute__((vector_size(8)));
-    const std::size_t bins = edges.size() - 1;
+    if (i + Lanes::width <= count) {
+        if constexpr (Type == NativeFloat::Float32) {
+            typename Lanes::Floats floats;
+            std::memcpy(&floats, bytes + i * 4, sizeof floats);
+            out = __builtin_convertvector(floats, typename Lanes::Vec);
+        } else if constexpr (Type == NativeFloat::Float64) {
+            std::memcpy(&out, bytes + i * 8, sizeof out);
+        } else {
+            for (std::size_t k = 0; k < Lanes::width; ++k)
+                out[k] = double(T::load(bytes + (i + k) * T::size));
+        }
+        return;
+    }
+    for (std::size_t k = 0; k < Lanes::width; ++k)
+        out[k] = i + k < count ? double(T::load(bytes + (i + k) * T::size))
+                               : std::numeric_limits<double>::quiet_NaN();
+}
+
+template<NativeFloat Type, class Lanes>
+[[gnu::always_inline]] inline void histogramLanes(const std::uint8_t* data, std::uint64_t begin,
+    std::uint64_t end, double lowest, double highest, std::size_t bins, std::uint32_t* lanes)
+{
+    using T = Traits<Type>;
+    using V = typename Lanes::Vec;
+    using Index = typename Lanes::Index;
+    constexpr std::size_t width = Lanes::width;
     const std::size_t stride = bins + 1;
-    const double lowest = edges.front(), highest = edges.back();
-    const Vec low = {lowest, lowest}, high = {highest, highest};
-    const Vec width = high - low, binCount = {double(bins), double(bins)};
-    const Vec last = {double(bins - 1), double(bins - 1)}, skip = binCount, nothing = {0, 0};
-    // 32-bit counters: a call covers at most one slice (kSlice values).
-    std::vector<std::uint32_t> lanes(4 * stride, 0);
-    std::int32_t index[kBlock + 4]; // + 4: the last block padded to whole groups of four
-    auto binOf = [&](const Vec x) {
-        const Mask inside = (x >= low) & (x <= high);
-        Vec position = (x - low) * binCount / width;
-        position = position >= last ? last : position;
-        // Only a range wider than the largest double (x - low overflowing) gives NaN here.
-        position = position >= nothing ? position : nothing;
-        position = inside ? position : skip;
-        return __builtin_convertvector(position, Index); // one cvttpd2dq
-    };
+    // Vector op scalar broadcasts the scalar to every lane.
+    const V zero = {};
+    const V low = zero + lowest, high = zero + highest;
+    const V span = high - low, binCount = zero + double(bins);
+    const V last = zero + double(bins - 1), skip = binCount;
+    std::int32_t index[kBlock + 8]; // + 8: the last block padded to whole groups of four
     for (std::uint64_t blockStart = begin; blockStart < end; blockStart += kBlock) {
         const std::size_t n = std::size_t(std::min(kBlock, end - blockStart));
         const std::uint8_t* bytes = data + blockStart * T::size;
-        const std::size_t pairs = n & ~std::size_t(1);
-        for (std::size_t i = 0; i < pairs; i += 2) {
-            const Index bin = binOf(T::pair(bytes + i * T::size));
+        const std::size_t padded = (n + width - 1) / width * width;
+        auto binAt = [&](std::size_t i, std::size_t valid) __attribute__((always_inline))
+        {
+            V x;
+            lanesAt<Type, Lanes>(bytes, i, valid, x);
+            const auto inside = (x >= low) & (x <= high);
+            V position = (x - low) * binCount / span;
+            position = position >= last ? last : position;
+            // Only a range wider than the largest double (x - low overflowing) gives NaN here.
+            position = position >= zero ? position : zero;
+            position = inside ? position : skip;
+            const Index bin = __builtin_convertvector(position, Index); // one cvttpd2dq
             std::memcpy(index + i, &bin, sizeof bin);
-        }
-        const std::size_t padded = (n + 3) & ~std::size_t(3);
-        for (std::size_t i = pairs; i < padded; i += 2) { // the odd last value, then skipped slots
-            const Index bin
-                = i < n ? binOf(pairAt<Type>(bytes, i, n)) : Index {std::int32_t(bins), std::int32_t(bins)};
-            std::memcpy(index + i, &bin, sizeof bin);
-        }
-        for (std::size_t i = 0; i < padded; i += 4) {
+        };
+        // Whole groups first, where lanesAt's test of the end folds away; then the last one.
+        const std::size_t whole = n / width * width;
+        for (std::size_t i = 0; i < whole; i += width)
+            binAt(i, whole);
+        if (whole < padded)
+            binAt(whole, n);
+        std::size_t grouped = (padded + 3) & ~std::size_t(3);
+        for (std::size_t i = padded; i < grouped; ++i)
+            index[i] = std::int32_t(bins);
+        for (std::size_t i = 0; i < grouped; i += 4) {
             ++lanes[std::size_t(index[i])];
             ++lanes[stride + std::size_t(index[i + 1])];
             ++lanes[2 * stride + std::size_t(index[i + 2])];
             ++lanes[3 * stride + std::size_t(index[i + 3])];
         }
     }
+}
+
+template<NativeFloat Type>
+void histogramSse2(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end, double lowest,
+    double highest, std::size_t bins, std::uint32_t* lanes)
+{
+    histogramLanes<Type, Sse2Lanes>(data, begin, end, lowest, highest, bins, lanes);
+}
+
+template<NativeFloat Type>
+__attribute__((target("avx2"))) void histogramAvx2(const std::uint8_t* data, std::uint64_t begin,
+    std::uint64_t end, double lowest, double highest, std::size_t bins, std::uint32_t* lanes)
+{
+    histogramLanes<Type, Avx2Lanes>(data, begin, end, lowest, highest, bins, lanes);
+}
+
+bool hasAvx2()
+{
+    static const bool avx2 = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return avx2;
+}
+
+template<NativeFloat Type>
+void histogramOf(const std::uint8_t* data, std::uint64_t begin, std::uint64_t end,
+    const std::vector<double>& edges, bool widest, std::vector<std::uint64_t>& counts)
+{
+    const std::size_t bins = edges.size() - 1;
+    const std::size_t stride = bins + 1;
+    // 32-bit counters: a call covers at most one slice (kSlice values).
+    std::vector<std::uint32_t> lanes(4 * stride, 0);
+    if (widest && hasAvx2())
+        histogramAvx2<Type>(data, begin, end, edges.front(), edges.back(), bins, lanes.data());
+    else
+        histogramSse2<Type>(data, begin, end, edges.front(), edges.back(), bins, lanes.data());
     for (std::size_t b = 0; b < bins; ++b)
         counts[b]
             += std::uint64_t(lanes[b]) + lanes[stride + b] + lanes[2 * stride + b] + lanes[3 * stride + b];
@@ -367,6 +558,8 @@ bool nativeMoments(NativeFloat type, const std::uint8_t* data, std::uint64_t cou
 {
     const unsigned threads = std::max(1u, options.threads);
     std::vector<NativeStatistics> parts(threads);
+    const std::uint64_t elementSize = type == NativeFloat::Float64 ? 8 : type == NativeFloat::Float32 ? 4 : 2;
+    out.crc = 0;
     // Each round's slices are merged in slice order after the round: the same order, and the
     // same result, for any number of threads.
     auto each = [&](auto kernel) {
@@ -380,15 +573,21 @@ bool nativeMoments(NativeFloat type, const std::uint8_t* data, std::uint64_t cou
                 const std::uint64_t begin = round + kSlice * t, end = std::min(count, begin + kSlice);
                 workers.emplace_back([&, begin, end, t] {
                     parts[t] = NativeStatistics {};
-                    kernel(data, begin, end, parts[t]);
+                    kernel(data, begin, end, options.crc, parts[t]);
                 });
             }
             parts[0] = NativeStatistics {};
-            kernel(data, round, std::min(count, round + kSlice), parts[0]);
+            kernel(data, round, std::min(count, round + kSlice), options.crc, parts[0]);
             for (std::thread& worker : workers)
                 worker.join();
-            for (unsigned t = 0; t < used; ++t)
+            for (unsigned t = 0; t < used; ++t) {
                 mergeStatistics(out, parts[t]);
+                if (options.crc) {
+                    const std::uint64_t sliceEnd = std::min(count, round + kSlice * (t + 1));
+                    const std::uint64_t sliceBytes = (sliceEnd - (round + kSlice * t)) * elementSize;
+                    out.crc = crc32Combine(out.crc, parts[t].crc, sliceBytes);
+                }
+            }
             done += std::min(count, round + kSlice * used) - round;
             if (options.progress && !options.progress(done, options.totalForProgress))
                 return false;
@@ -420,13 +619,17 @@ bool nativeHistogram(NativeFloat type, const std::uint8_t* data, std::uint64_t c
     auto kernel = [&](std::uint64_t begin, std::uint64_t end, unsigned slot) {
         switch (type) {
         case NativeFloat::Float32:
-            return histogramOf<NativeFloat::Float32>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::Float32>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         case NativeFloat::Float64:
-            return histogramOf<NativeFloat::Float64>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::Float64>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         case NativeFloat::Float16:
-            return histogramOf<NativeFloat::Float16>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::Float16>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         case NativeFloat::BFloat16:
-            return histogramOf<NativeFloat::BFloat16>(data, begin, end, edges, parts[slot]);
+            return histogramOf<NativeFloat::BFloat16>(
+                data, begin, end, edges, options.widestVectors, parts[slot]);
         }
     };
     const bool finished = inRounds(count, options, done, kernel);

@@ -19,6 +19,7 @@ struct NativeStatistics {
     std::uint64_t nanCount = 0, positiveInfinityCount = 0, negativeInfinityCount = 0;
     std::uint64_t zeroCount = 0, finiteCount = 0;
     double min = 0, max = 0, mean = 0, m2 = 0; // over the finite values; m2: sum of squared deviations
+    std::uint32_t crc = 0; // CRC-32 (zip's) of the bytes read, when NativeScanOptions::crc asks for it
 };
 
 struct NativeScanOptions {
@@ -27,6 +28,12 @@ struct NativeScanOptions {
     // counted); returning false cancels.
     std::function<bool(std::uint64_t done, std::uint64_t total)> progress;
     std::uint64_t totalForProgress = 0; // elements of work in all (count x passes)
+    // The histogram pass in the widest vectors this processor has (AVX2 where present); false: in
+    // x86-64's baseline SSE2 only, for tests that compare the two (the counts are the same).
+    bool widestVectors = true;
+    // Pass 1 also computes the CRC-32 of the bytes it reads, block by block while each block is in
+    // the cache: `check --values` so checks a storage record's CRC without reading it again.
+    bool crc = false;
 };
 
 // Pass 1: counts, range and moments of `count` values at `data`. Returns false when cancelled.

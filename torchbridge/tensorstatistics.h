@@ -47,6 +47,9 @@ struct TensorStatistics {
     double min = 0, max = 0, mean = 0, std = 0; // over the finite values; std is torch's (unbiased)
     ValueHistogram histogram;
     bool copied = false; // the values had to be decoded (float8, uint16+, sub-byte quantized) in chunks
+    // CRC-32 (zip's) of the bytes the tensor covers, when StatisticsOptions::crc asked for it and
+    // the native kernels read them as one run (contiguous float tensors); otherwise none.
+    std::optional<std::uint32_t> bytesCrc;
     bool hasNonFinite() const { return nanCount + positiveInfinityCount + negativeInfinityCount > 0; }
 };
 
@@ -56,8 +59,14 @@ struct StatisticsOptions {
     // each, plus libtorch's temporaries) whatever the tensor's size.
     std::uint64_t chunkElements = std::uint64_t(1) << 16;
     // Threads for the native kernels (contiguous float32/float64/float16/bfloat16); 0: every core
-    // this process may run on (at least at::get_num_threads()).
+    // this process may run on.
     unsigned threads = 0;
+    // The native histogram pass in the widest vectors the processor has (AVX2 where present);
+    // false: in x86-64's baseline SSE2, for tests that compare the two (the counts are the same).
+    bool widestVectors = true;
+    // Also the CRC-32 of the tensor's bytes, computed in the same read (TensorStatistics::bytesCrc):
+    // `check --values` checks storage records' CRCs with it instead of reading them again.
+    bool crc = false;
     // Always take libtorch's kernels (widened to float64 per chunk), never the native ones: for
     // benchmarks that compare the two engines.
     bool libtorchOnly = false;
@@ -71,7 +80,9 @@ using ValueProgress = std::function<bool(std::uint64_t done, std::uint64_t total
 // float64, float16 and bfloat16 tensors (nearly every weight) go through the native kernels of
 // nativestatistics.h: their native dtype, one read of the mapped bytes per pass, on
 // `options.threads` threads; measured several times faster than libtorch's kernels below
-// (bench/run-values-benchmark.sh). Everything else goes through libtorch. Dtypes
+// (bench/run-values-benchmark.sh), and without loading libtorch. Everything else goes through
+// libtorch, in the module libtorchkernels.h loads on the first such tensor (a failure to load it
+// is that tensor's error). Dtypes
 // libtorch 1.13 knows are read in place from the memory-mapped bytes (torch::from_blob +
 // as_strided, no copy of the storage; each chunk is widened to float64); float8 (e4m3fn, e5m2,
 // e4m3fnuz, e5m2fnuz, e8m0fnu), uint16/32/64 and quint4x2/quint2x4, which it lacks, are decoded

@@ -29,7 +29,8 @@ struct CheckArguments {
 };
 
 // Runs ckpt-inspect-values (built next to this program when libtorch is available) and returns
-// its JSON, or why there is none.
+// its JSON, or why there is none. --crc: it also lists the CRC of every storage record it read
+// whole, computed in the same pass as the values (see recordCrcsOf).
 ckpt::Expected<ckpt::JsonValue> computeValues(const std::string& file)
 {
     const auto program = ckpt::programBesideThisOne("ckpt-inspect-values");
@@ -38,7 +39,7 @@ ckpt::Expected<ckpt::JsonValue> computeValues(const std::string& file)
                                "installed (it is missing beside this program)");
     ckpt::ProcessRequest request;
     request.program = *program;
-    request.arguments = {file};
+    request.arguments = {"--crc", file};
     const auto run = ckpt::runProcess(request);
     if (!run)
         return run.error();
@@ -47,6 +48,25 @@ ckpt::Expected<ckpt::JsonValue> computeValues(const std::string& file)
     ckpt::JsonParseLimits limits;
     limits.maxBytes = std::size_t(1) << 31;
     return ckpt::parseJson(run->output, limits);
+}
+
+// The record CRCs the value helper computed while it read the values: the integrity check takes
+// them instead of reading those records a second time (a value scan reads every byte anyway).
+std::vector<ckpt::KnownRecordCrc> recordCrcsOf(const ckpt::JsonValue& values)
+{
+    std::vector<ckpt::KnownRecordCrc> crcs;
+    const ckpt::JsonValue* listed = values.find("crcs");
+    if (!listed)
+        return crcs;
+    for (const ckpt::JsonValue& record : listed->items()) {
+        const auto offset = record.member("offset").toUInt64();
+        const auto length = record.member("length").toUInt64();
+        const auto crc = record.member("crc").toUInt64();
+        if (!offset || !length || !crc || *crc > 0xFFFFFFFFu)
+            continue;
+        crcs.push_back({record.member("record").toString(), *offset, *length, std::uint32_t(*crc)});
+    }
+    return crcs;
 }
 
 // NaN and infinities found by the value scan, as findings.
@@ -97,18 +117,22 @@ int runCheck(CheckArguments& arguments)
     }
 
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
-    ckpt::TriageReport report = ckpt::triage(checkpoint, options);
+    // Values before triage: the helper's record CRCs spare the integrity check a read of every
+    // byte. Their findings still come after triage's, as before.
     std::optional<ckpt::JsonValue> values;
     std::string valuesProblem;
     if (options.values && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
         auto computed = computeValues(arguments.file);
         if (computed) {
             values = *computed;
-            addValueFindings(*values, report);
+            options.knownRecordCrcs = recordCrcsOf(*values);
         } else {
             valuesProblem = computed.error().message;
         }
     }
+    ckpt::TriageReport report = ckpt::triage(checkpoint, options);
+    if (values)
+        addValueFindings(*values, report);
     const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint
         || (!checkpoint.file && !checkpoint.shardSet); // several files have no single map
     const int exitCode = report.safety.dangerous() ? 4 : unreadable ? 3 : report.exitCode();

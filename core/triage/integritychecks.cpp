@@ -183,16 +183,20 @@ std::vector<std::uint32_t> tensorsOfRecord(const Checkpoint& checkpoint,
 }
 
 // CRC-32 of every record. Stored records are read with pread (threaded for big ones) so a large
-// file is not paged into the map twice; compressed ones are inflated by the archive.
+// file is not paged into the map twice, unless the caller already computed the CRC of exactly that
+// record's bytes (KnownRecordCrc); compressed ones are inflated by the archive.
 void checkCrcs(const Checkpoint& checkpoint,
     const std::unordered_map<std::string, std::vector<std::uint32_t>>& storagesByRecord,
-    std::vector<Finding>& findings)
+    const std::vector<KnownRecordCrc>& knownRecordCrcs, std::vector<Finding>& findings)
 {
     if (!checkpoint.file)
         return;
     const ZipArchive zip = ZipArchive::open(checkpoint.file);
     if (!zip.hasEntries())
         return;
+    std::unordered_map<std::string_view, const KnownRecordCrc*> knownByRecord;
+    for (const KnownRecordCrc& known : knownRecordCrcs)
+        knownByRecord.emplace(known.record, &known);
     int fd = -1;
     if (!checkpoint.path.empty())
         fd = ::open(checkpoint.path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -205,7 +209,15 @@ void checkCrcs(const Checkpoint& checkpoint,
         if (!entry.fromCentralDirectory && (entry.flags & 0x8) && entry.crc32 == 0)
             continue;
         std::optional<Finding> mismatch;
-        if (entry.method == zipformat::kMethodStored && fd >= 0
+        const KnownRecordCrc* known = nullptr;
+        if (const auto it = knownByRecord.find(entry.name); it != knownByRecord.end())
+            if (it->second->offset == entry.dataOffset && it->second->length == entry.uncompressedSize)
+                known = it->second;
+        if (entry.method == zipformat::kMethodStored && known
+            && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
+            if (known->crc != entry.crc32)
+                mismatch = zip.verifyCrc(entry, entry.uncompressedSize); // its message, same verdict
+        } else if (entry.method == zipformat::kMethodStored && fd >= 0
             && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
             const auto crc = crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
             if (!crc)
@@ -536,7 +548,8 @@ void checkCodeDevices(const Checkpoint& checkpoint, std::vector<Finding>& findin
 
 } // namespace
 
-std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint)
+std::vector<Finding> checkIntegrity(
+    const Checkpoint& checkpoint, const std::vector<KnownRecordCrc>& knownRecordCrcs)
 {
     std::vector<Finding> findings;
     std::unordered_map<std::string, std::vector<std::uint32_t>> storagesByRecord;
@@ -556,7 +569,7 @@ std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint)
     if (zipFormat) {
         // The reader already verifies nothing by CRC; skip records it already flagged.
         std::vector<Finding> crcFindings;
-        checkCrcs(checkpoint, storagesByRecord, crcFindings);
+        checkCrcs(checkpoint, storagesByRecord, knownRecordCrcs, crcFindings);
         for (Finding& finding : crcFindings) {
             const bool known = std::any_of(findings.begin(), findings.end(),
                 [&](const Finding& f) { return f.code == finding.code && f.record == finding.record; });

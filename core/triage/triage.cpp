@@ -336,7 +336,7 @@ int TriageReport::exitCode() const
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
 {
     TriageReport report;
-    report.findings = checkIntegrity(checkpoint);
+    report.findings = checkIntegrity(checkpoint, options.knownRecordCrcs);
     std::vector<Finding> smells = checkPlacementSmells(checkpoint);
     report.findings.insert(report.findings.end(), std::make_move_iterator(smells.begin()),
         std::make_move_iterator(smells.end()));

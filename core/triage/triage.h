@@ -91,6 +91,16 @@ struct WeightsOnlyVerdict {
     std::string firstRejectionRecord;
 };
 
+// The CRC-32 of a stored record's bytes, computed elsewhere in a read the caller made anyway
+// (`check --values`: the value helper reads every tensor's bytes and computes it in the same pass).
+// The integrity check uses it for the record at exactly this offset and length instead of reading
+// the record again; the comparison with the recorded CRC, and every finding, stay its own.
+struct KnownRecordCrc {
+    std::string record;
+    std::uint64_t offset = 0, length = 0;
+    std::uint32_t crc = 0;
+};
+
 struct TriageOptions {
     std::optional<MachineInventory> target; // the machine torch.load would run on (default: this one)
     MapLocation mapLocation;
@@ -99,6 +109,7 @@ struct TriageOptions {
     // script's classes defined.
     std::vector<std::string> importableModules;
     bool values = false; // compute value statistics (through libtorch; see torchbridge)
+    std::vector<KnownRecordCrc> knownRecordCrcs;
 };
 
 struct TriageReport {
@@ -122,7 +133,8 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
 // Integrity (CRC of every record, sizes, views, truncation and salvage), placement smells (mixed
 // devices in a module, optimizer state away from its parameters, TorchScript code that names a
 // device) and the two above, as findings.
-std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint);
+std::vector<Finding> checkIntegrity(
+    const Checkpoint& checkpoint, const std::vector<KnownRecordCrc>& knownRecordCrcs = {});
 std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
 // Globals under a module path that another library version keeps elsewhere (numpy._core vs
 // numpy.core, pytorch_lightning vs lightning.pytorch), with the remap --rename-global that fixes it.

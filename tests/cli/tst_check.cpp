@@ -13,6 +13,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
+
 using namespace ckpt;
 
 namespace {
@@ -190,6 +192,133 @@ private Q_SLOTS:
             }
             if (tensor.member("name").toString() == "ok")
                 QCOMPARE(tensor.member("mean").toDouble(), 1.0);
+        }
+    }
+
+    // The value helper loads libtorch only for a tensor the native kernels lack: a file of
+    // contiguous float tensors is scanned without it (glibc's LD_DEBUG lists every object loaded,
+    // dlopen'ed ones too), and an int64 tensor still gets its statistics through it.
+    void valuesLoadLibtorchOnlyWhenATensorNeedsIt()
+    {
+        const QString values = QFileInfo(QStringLiteral(CKPT_INSPECT_BINARY)).absolutePath()
+            + QStringLiteral("/ckpt-inspect-values");
+        if (!QFileInfo(values).isExecutable())
+            QSKIP("built without libtorch: no ckpt-inspect-values");
+        QTemporaryDir dir;
+        const QString floats = dir.filePath(QStringLiteral("floats.pt"));
+        const QString mixed = dir.filePath(QStringLiteral("mixed.pt"));
+        const auto written = runProgram(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"),
+                QStringLiteral(
+                    "import sys, torch\n"
+                    "torch.manual_seed(0)\n"
+                    "torch.save({'w': torch.randn(64, 64), 'h': torch.randn(10).half(),\n"
+                    "            'b': torch.randn(7).bfloat16(), 'd': torch.randn(5).double()}, "
+                    "sys.argv[1])\n"
+                    "torch.save({'w': torch.randn(8), 'n': torch.tensor([1, 2, 6])}, sys.argv[2])\n"),
+                floats, mixed});
+        QVERIFY2(written.exitCode == 0, qPrintable(written.describe()));
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
+
+        const auto native = runProgram(values, {floats}, 120'000, environment);
+        QVERIFY2(native.exitCode == 0, qPrintable(native.describe()));
+        QVERIFY2(native.err.contains("ckpt-inspect-values"), "LD_DEBUG lists nothing: cannot tell");
+        QVERIFY2(!native.err.contains("libtorch") && !native.err.contains("libckpt_torchkernels"),
+            qPrintable(native.describe()));
+        const JsonValue nativeJson = parse(native.out);
+        QCOMPARE(nativeJson.member("tensors").items().size(), std::size_t(4));
+        for (const JsonValue& tensor : nativeJson.member("tensors").items())
+            QVERIFY2(!tensor.find("error") && tensor.member("count").toUInt64().value_or(0) > 0,
+                qPrintable(native.describe()));
+
+        const auto throughTorch = runProgram(values, {mixed}, 120'000, environment);
+        QVERIFY2(throughTorch.exitCode == 0, qPrintable(throughTorch.describe()));
+        QVERIFY2(throughTorch.err.contains("libckpt_torchkernels") && throughTorch.err.contains("libtorch"),
+            qPrintable(throughTorch.describe()));
+        bool sawInteger = false;
+        const JsonValue mixedJson = parse(throughTorch.out);
+        for (const JsonValue& tensor : mixedJson.member("tensors").items()) {
+            QVERIFY2(!tensor.find("error"), qPrintable(throughTorch.describe()));
+            if (tensor.member("name").toString() == "n") {
+                sawInteger = true;
+                QCOMPARE(tensor.member("mean").toDouble(), 3.0);
+                QCOMPARE(tensor.member("max").toDouble(), 6.0);
+            }
+        }
+        QVERIFY(sawInteger);
+    }
+
+    // check --values takes the CRCs of the storage records the value helper read whole, computed
+    // in the same pass as the values, instead of reading those records again: the integrity
+    // findings must be the same as without --values, on a clean file and on one with a bit
+    // flipped in a float storage (damaged here on purpose, after torch wrote it).
+    void valuesReuseTheHelpersRecordCrcs()
+    {
+        const QString values = QFileInfo(QStringLiteral(CKPT_INSPECT_BINARY)).absolutePath()
+            + QStringLiteral("/ckpt-inspect-values");
+        if (!QFileInfo(values).isExecutable())
+            QSKIP("built without libtorch: no ckpt-inspect-values");
+        QTemporaryDir dir;
+        const QString clean = dir.filePath(QStringLiteral("clean.pt"));
+        const QString damaged = dir.filePath(QStringLiteral("damaged.pt"));
+        // Prints {record: recorded CRC} of the clean file's data records, and the damaged record.
+        const auto written = runProgram(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"),
+                QStringLiteral("import json, shutil, struct, sys, torch, zipfile\n"
+                               "torch.manual_seed(0)\n"
+                               "t = torch.randn(300, 300)\n"
+                               "torch.save({'w': t, 'view': t[1:3], 'n': torch.arange(10), 'h': "
+                               "torch.randn(99).half()}, sys.argv[1])\n"
+                               "shutil.copy(sys.argv[1], sys.argv[2])\n"
+                               "z = zipfile.ZipFile(sys.argv[1])\n"
+                               "crcs = {i.filename: i.CRC for i in z.infolist() if '/data/' in i.filename}\n"
+                               "big = max((i for i in z.infolist() if '/data/' in i.filename), key=lambda i: "
+                               "i.file_size)\n"
+                               "with open(sys.argv[2], 'r+b') as f:\n"
+                               "    f.seek(big.header_offset + 26)\n"
+                               "    n, e = struct.unpack('<HH', f.read(4))\n"
+                               "    at = big.header_offset + 30 + n + e + 1000\n"
+                               "    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 1]))\n"
+                               "print(json.dumps({'crcs': crcs, 'damaged': big.filename}))\n"),
+                clean, damaged});
+        QVERIFY2(written.exitCode == 0, qPrintable(written.describe()));
+        const JsonValue recorded = parse(written.out);
+        const std::string damagedRecord = recorded.member("damaged").toString();
+
+        // The helper's CRCs are the recorded ones of the clean file, for the float storages it
+        // read whole (the int64 one goes through libtorch and is left to check's own read).
+        const auto helper = runProgram(values, {QStringLiteral("--crc"), clean});
+        QVERIFY2(helper.exitCode == 0, qPrintable(helper.describe()));
+        const JsonValue helperJson = parse(helper.out);
+        QCOMPARE(helperJson.member("crcs").items().size(), std::size_t(2));
+        for (const JsonValue& record : helperJson.member("crcs").items()) {
+            const std::string name = record.member("record").toString();
+            QVERIFY2(record.member("crc").toUInt64() == recorded.member("crcs").member(name).toUInt64(),
+                name.c_str());
+        }
+        QVERIFY(!parse(runProgram(values, {clean}).out).find("crcs")); // only when asked
+
+        auto findingsOf = [](const JsonValue& report) {
+            std::vector<std::string> findings;
+            for (const JsonValue& finding : report.member("findings").items())
+                findings.push_back(finding.member("severity").toString() + " "
+                    + finding.member("code").toString() + " " + finding.member("record").toString() + " "
+                    + finding.member("message").toString());
+            return findings;
+        };
+        for (const QString& file : {clean, damaged}) {
+            const CommandResult plain = runInspect({QStringLiteral("check"), QStringLiteral("--json"), file});
+            const CommandResult withValues = runInspect(
+                {QStringLiteral("check"), QStringLiteral("--values"), QStringLiteral("--json"), file});
+            QCOMPARE(withValues.exitCode, plain.exitCode);
+            const auto want = findingsOf(parse(plain.out));
+            const auto got = findingsOf(parse(withValues.out));
+            QVERIFY2(got == want, qPrintable(describe(withValues)));
+            const bool mismatch = std::any_of(got.begin(), got.end(), [&](const std::string& finding) {
+                return finding.find("crc-mismatch " + damagedRecord) != std::string::npos;
+            });
+            QCOMPARE(mismatch, file == damaged);
         }
     }
 

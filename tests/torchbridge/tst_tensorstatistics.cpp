@@ -3,9 +3,11 @@
 // torch computes after torch.load of the same file: torch 1.13 (CKPT_LEGACY_PYTHON) for the dtypes
 // it has, the modern torch (CKPT_MODERN_PYTHON) for float8, uint16+ and complex32. Checkpoints
 // with NaN and infinities are written by torch at test time.
+#include "core/format/crc32.h"
 #include "core/json/json.h"
 #include "core/read/checkpointreader.h"
 #include "minifloat.h"
+#include "nativestatistics.h"
 #include "tensorstatistics.h"
 #include "valuescan.h"
 
@@ -14,7 +16,9 @@
 #include <QTest>
 
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace ckpt;
@@ -169,10 +173,13 @@ class TestTensorStatistics : public QObject {
                         + want->member("neginf").toUInt64().value_or(0)
                     > 0)
                     expectedNonFinite.push_back(i);
+                // The default chunking in the widest vectors, then tiny chunks in the baseline's
+                // (the histogram pass has an AVX2 and an SSE2 form; both must bin as torch does).
                 for (std::uint64_t chunk : {StatisticsOptions {}.chunkElements, std::uint64_t(7)}) {
                     StatisticsOptions options;
                     options.histogramBins = kBins;
                     options.chunkElements = chunk;
+                    options.widestVectors = chunk != 7;
                     const auto got = computeTensorStatistics(checkpoint, i, options);
                     const std::string where = file.key + ": " + checkpoint.tensors[i].name + " ("
                         + checkpoint.tensors[i].dtype + ", chunk " + std::to_string(chunk) + ")";
@@ -281,6 +288,45 @@ private Q_SLOTS:
             }
         }
         QVERIFY2(compared >= 20, qPrintable(QStringLiteral("only %1 tensors compared").arg(compared)));
+    }
+
+    // The CRC the first pass computes on the side (for `check --values`) is the CRC of the bytes it
+    // read, whatever the dtype and the number of threads: more than two slices' worth of values, so
+    // per-thread CRCs are combined, plus an odd tail. The statistics are the same with it or without.
+    void firstPassCrcIsTheCrcOfTheBytes()
+    {
+        const std::size_t bytes = (std::size_t(9) << 22) * 4 + 6;
+        std::vector<std::uint8_t> data(bytes);
+        std::mt19937_64 random(13);
+        for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
+            // Finite values only for the float dtypes (exponent bits kept off the all-ones pattern).
+            const std::uint64_t word = random() & 0x3FFF3FFF3FFF3FFFull;
+            std::memcpy(data.data() + i, &word, 8);
+        }
+        const std::uint32_t want = crc32Update(0, data.data(), bytes);
+        for (const auto& [type, size] :
+            {std::pair(NativeFloat::Float32, 4), std::pair(NativeFloat::Float64, 8),
+                std::pair(NativeFloat::Float16, 2), std::pair(NativeFloat::BFloat16, 2)}) {
+            const std::uint64_t count = bytes / std::uint64_t(size);
+            const std::uint32_t wantCovered = crc32Update(0, data.data(), count * std::uint64_t(size));
+            NativeStatistics without;
+            std::uint64_t done = 0;
+            QVERIFY(nativeMoments(type, data.data(), count, NativeScanOptions {}, done, without));
+            for (unsigned threads : {1u, 2u, 3u}) {
+                NativeScanOptions options;
+                options.threads = threads;
+                options.crc = true;
+                NativeStatistics with;
+                done = 0;
+                QVERIFY(nativeMoments(type, data.data(), count, options, done, with));
+                QCOMPARE(with.crc, wantCovered);
+                QCOMPARE(with.finiteCount, without.finiteCount);
+                QCOMPARE(with.mean, without.mean);
+                QCOMPARE(with.m2, without.m2);
+            }
+            if (count * std::uint64_t(size) == bytes)
+                QCOMPARE(wantCovered, want);
+        }
     }
 
     void matchesModernTorch()
