@@ -237,7 +237,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
         t.storageOffset = offsetPlusView(arg(1), viewOffset);
-        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(2)).value_or(Dimensions {});
         t.stride = intList(arg(3));
         if (hasRequiresGrad)
             t.requiresGrad = boolArg(4);
@@ -257,7 +257,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
         t.storageOffset = offsetPlusView(arg(1), viewOffset);
-        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(2)).value_or(Dimensions {});
         t.stride = intList(arg(3));
         t.requiresGrad = boolArg(5);
         t.layout = TensorLayout::Quantized;
@@ -328,7 +328,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
                 result.parts.emplace_back(roles[i], std::move(part->tensor));
             }
         }
-        t.shape = intList(sizeNode).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(sizeNode).value_or(Dimensions {});
         t.stride.reset();
         t.storageOffset.reset();
     } else if (function == "torch._utils._rebuild_nested_tensor") {
@@ -347,7 +347,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         t.storageOffset.reset();
     } else if (function == "torch._utils._rebuild_meta_tensor_no_storage") {
         t.dtype = dtypeFromGlobal(arg(0));
-        t.shape = intList(arg(1)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(1)).value_or(Dimensions {});
         t.stride = intList(arg(2));
         t.requiresGrad = boolArg(3);
         t.storageOffset = 0;
@@ -357,7 +357,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     } else if (function == "torch._utils._rebuild_wrapper_subclass") {
         subclass = m_graph.qualifiedName(arg(0));
         t.dtype = dtypeFromGlobal(arg(1));
-        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(2)).value_or(Dimensions {});
         t.stride = intList(arg(3));
         t.storageOffset = m_graph.isInt(arg(4)) ? m_graph.intValue(arg(4)) : 0;
         t.device = deviceFromValue(arg(6));
