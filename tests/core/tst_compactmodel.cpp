@@ -10,6 +10,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <thread>
 
@@ -62,8 +63,10 @@ private Q_SLOTS:
     void readsLikeAString()
     {
         const InternedString device("cuda:1");
-        const std::string copy = device;
-        QCOMPARE(copy, std::string("cuda:1"));
+        std::string copy = device; // a copy of its own, not a view of the pool
+        copy += '!';
+        QCOMPARE(copy, std::string("cuda:1!"));
+        QCOMPARE(device.str(), std::string("cuda:1"));
         QCOMPARE("on " + device, std::string("on cuda:1"));
         QCOMPARE(device + "!", std::string("cuda:1!"));
         std::string appended = "x";
@@ -80,20 +83,18 @@ private Q_SLOTS:
     void threadsAgreeOnOneString()
     {
         // Files are read in jobs: two threads interning the same new text get the same string.
-        const InternedString* seen[4] {};
-        InternedString results[4];
+        std::array<InternedString, 4> results;
         std::vector<std::thread> threads;
-        for (int t = 0; t < 4; ++t)
-            threads.emplace_back([t, &results] {
+        threads.reserve(results.size());
+        for (InternedString& result : results)
+            threads.emplace_back([&result] {
                 for (int i = 0; i < 2000; ++i)
-                    results[t] = InternedString("thread-text-" + std::to_string(i % 37));
+                    result = InternedString("thread-text-" + std::to_string(i % 37));
             });
         for (auto& thread : threads)
             thread.join();
-        for (int t = 0; t < 4; ++t)
-            seen[t] = &results[t];
-        for (int t = 1; t < 4; ++t)
-            QCOMPARE(&seen[t]->str(), &seen[0]->str());
+        for (const InternedString& result : results)
+            QCOMPARE(&result.str(), &results[0].str());
         QCOMPARE(results[0].str(), std::string("thread-text-") + std::to_string(1999 % 37));
     }
 
@@ -127,9 +128,12 @@ private Q_SLOTS:
         InlineVector<std::int64_t, 4> copyB = b;
         QVERIFY(copyA == a && copyB == b);
         QVERIFY(copyA.data() != a.data());
+        copyB.push_back(4); // a copy of its own: the original keeps two items
+        QCOMPARE(b.size(), std::size_t(2));
+        QCOMPARE(copyB.size(), std::size_t(3));
         InlineVector<std::int64_t, 4> moved = std::move(copyA);
         QVERIFY(moved == a);
-        QVERIFY(copyA.empty());
+        QVERIFY(copyA.empty()); // NOLINT(bugprone-use-after-move): the moved-from state is tested
         copyA = b; // reuse after move
         QVERIFY(copyA == b);
         moved = b; // heap back to a short one
