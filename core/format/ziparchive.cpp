@@ -16,6 +16,7 @@
 #include "core/io/mappedfile.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 namespace ckpt {
@@ -859,16 +860,42 @@ ZipArchive ZipArchive::open(std::shared_ptr<const MappedFile> file)
     archive.m_findings = std::move(parser.findings);
     archive.m_centralDirectoryFound = parser.centralDirectoryFound;
     archive.m_archiveStart = parser.archiveStart;
-    archive.m_indexByName.reserve(archive.m_entries.size());
-    for (std::size_t i = 0; i < archive.m_entries.size(); ++i)
-        archive.m_indexByName.emplace(archive.m_entries[i].name, i); // keeps the first of duplicates
+    std::size_t slots = 16;
+    while (slots < archive.m_entries.size() * 2)
+        slots *= 2;
+    archive.m_nameSlots.assign(slots, {});
+    const std::size_t mask = slots - 1;
+    for (std::size_t i = 0; i < archive.m_entries.size(); ++i) {
+        const std::string_view name = archive.m_entries[i].name;
+        const std::size_t hash = std::hash<std::string_view> {}(name);
+        for (std::size_t at = hash & mask;; at = (at + 1) & mask) {
+            NameSlot& slot = archive.m_nameSlots[at];
+            if (slot.entryPlusOne == 0) {
+                slot = {static_cast<std::uint32_t>(hash), static_cast<std::uint32_t>(i + 1)};
+                break;
+            }
+            if (slot.hash == static_cast<std::uint32_t>(hash)
+                && archive.m_entries[slot.entryPlusOne - 1].name == name)
+                break; // keeps the first of duplicates
+        }
+    }
     return archive;
 }
 
 const ZipEntry* ZipArchive::find(std::string_view fullName) const
 {
-    const auto found = m_indexByName.find(std::string(fullName));
-    return found == m_indexByName.end() ? nullptr : &m_entries[found->second];
+    if (m_nameSlots.empty())
+        return nullptr;
+    const std::size_t mask = m_nameSlots.size() - 1;
+    const std::size_t hash = std::hash<std::string_view> {}(fullName);
+    for (std::size_t at = hash & mask;; at = (at + 1) & mask) {
+        const NameSlot& slot = m_nameSlots[at];
+        if (slot.entryPlusOne == 0)
+            return nullptr;
+        if (slot.hash == static_cast<std::uint32_t>(hash)
+            && m_entries[slot.entryPlusOne - 1].name == fullName)
+            return &m_entries[slot.entryPlusOne - 1];
+    }
 }
 
 std::optional<ByteView> ZipArchive::storedPayload(const ZipEntry& entry) const

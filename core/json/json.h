@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/base/expected.h"
+#include "core/base/internedstring.h"
 
 #include <concepts>
 #include <cstddef>
@@ -170,6 +171,7 @@ public:
     JsonWriter& value(std::string_view text);
     JsonWriter& value(const char* text); // without it, a string literal would pick value(bool)
     JsonWriter& value(const std::string& text);
+    JsonWriter& value(InternedString text) { return value(std::string_view(text)); }
     JsonWriter& value(std::int64_t number);
     JsonWriter& value(std::uint64_t number);
     template<std::integral T>

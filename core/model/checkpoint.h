@@ -2,6 +2,8 @@
 #pragma once
 
 #include "core/base/finding.h"
+#include "core/base/inlinevector.h"
+#include "core/base/internedstring.h"
 #include "core/base/textformat.h"
 #include "core/format/formatsniffer.h"
 #include "core/pickle/picklegraph.h"
@@ -44,42 +46,46 @@ enum class TensorLayout {
 };
 const char* tensorLayoutName(TensorLayout layout); // "strided", "sparse_coo", ...
 
+// Shapes and strides: up to four dimensions (conv weights) are kept in the entry itself, with no
+// heap block per tensor.
+using Dimensions = InlineVector<std::int64_t, 4>;
+
 // One storage: a block of bytes that one or more tensors view. A device belongs to a storage: every
 // tensor that views it lives where it lives.
 struct StorageRecord {
     std::string key; // as in the persistent id ("0", "140234..."); TorchScript constants: "constants/0"
-    std::string storageClass; // "FloatStorage", "UntypedStorage", "QInt8Storage"
-    std::string dtype; // torch name of the storage dtype ("uint8" for UntypedStorage)
+    InternedString storageClass; // "FloatStorage", "UntypedStorage", "QInt8Storage"
+    InternedString dtype; // torch name of the storage dtype ("uint8" for UntypedStorage)
     std::uint64_t numel = 0; // as recorded, in elements of the storage dtype
     std::uint64_t nbytes = 0; // numel x element size
-    std::optional<std::string> device; // recorded tag ("cpu", "cuda:1"); none where the format has none
+    std::optional<InternedString> device; // recorded tag ("cpu", "cuda:1"); none where the format has none
     std::string record; // where its bytes live: zip record name, or a description
     std::optional<std::uint64_t> dataOffset; // offset of its bytes in the file, when stored uncompressed
     std::optional<std::uint64_t> availableBytes; // bytes the file actually holds for it
-    std::vector<std::uint32_t> tensors; // tensors that view it
+    InlineVector<std::uint32_t, 2> tensors; // tensors that view it
     NodeId firstPersistentId = kNoNode; // pickle node of its first persistent id
-    std::vector<NodeId>
+    InlineVector<NodeId, 2>
         persistentIdTuples; // every persistent-id tuple naming it (the remap rewrites their tags)
     std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
-    std::vector<NodeId> plainKeyReferences; // tar format: persistent ids that name it by key alone
+    InlineVector<NodeId, 2> plainKeyReferences; // tar format: persistent ids that name it by key alone
     NodeId tarClassNode = kNoNode; // tar format: its storage class GLOBAL, from the storages member
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
 };
 
 struct TensorEntry {
     std::string name; // dotted path from the root ("model.encoder.0.weight"); "" for a bare root tensor
-    std::string dtype;
-    std::vector<std::int64_t> shape;
-    std::optional<std::vector<std::int64_t>> stride; // none for sparse and nested layouts
+    InternedString dtype;
+    Dimensions shape;
+    std::optional<Dimensions> stride; // none for sparse and nested layouts
     std::optional<std::int64_t> storageOffset; // in elements of the tensor dtype
     std::int32_t storage = -1; // index into Checkpoint::storages, -1 if none
-    std::optional<std::string> device; // the storage's tag, or a device recorded elsewhere
+    std::optional<InternedString> device; // the storage's tag, or a device recorded elsewhere
     bool deviceRecordedOutsideStorage = false; // meta, wrapper subclasses, device tensors (§3.1)
     bool requiresGrad = false;
     bool isParameter = false;
     TensorLayout layout = TensorLayout::Strided;
-    std::string rebuildFunction; // "torch._utils._rebuild_tensor_v2"
-    std::string subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
+    InternedString rebuildFunction; // "torch._utils._rebuild_tensor_v2"
+    InternedString subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
     NodeId node = kNoNode; // the pickle node it was rebuilt from
     // Where a device recorded outside the storage sits in the pickle: item `deviceArgumentIndex`
     // of the argument tuple `deviceArgumentTuple`, a str or (wrapper subclasses) a torch.device.
@@ -108,9 +114,9 @@ struct TreeNode {
     TreeNodeKind kind = TreeNodeKind::Value;
     std::string name; // this component ("encoder", "0", "weight")
     std::uint32_t parent = 0;
-    std::vector<std::uint32_t> children;
+    InlineVector<std::uint32_t, 2> children; // two fit where a pointer would
     std::int32_t tensor = -1; // Tensor nodes: index into Checkpoint::tensors
-    std::string className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
+    InternedString className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
     std::string summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path
     NodeId node = kNoNode;
 };

@@ -9,12 +9,13 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 
 namespace ckpt {
 
 namespace {
 
-void writeIntArray(JsonWriter& json, const std::vector<std::int64_t>& values)
+void writeIntArray(JsonWriter& json, std::span<const std::int64_t> values)
 {
     json.beginArray();
     for (std::int64_t v : values)
@@ -216,7 +217,7 @@ std::string checkpointToText(const Checkpoint& checkpoint)
         } else if (node.kind == TreeNodeKind::Value || node.kind == TreeNodeKind::Alias) {
             line += " = " + node.summary;
         } else if (node.kind == TreeNodeKind::Placeholder) {
-            line += "  <" + (node.className.empty() ? node.summary : node.className) + ">";
+            line += "  <" + (node.className.empty() ? node.summary : node.className.str()) + ">";
         } else if (!node.className.empty()) {
             line += "  (" + node.className + ")";
         }

@@ -77,7 +77,7 @@ private:
         const std::string& fullName, NodeId node);
     std::string className(NodeId id) const; // callee of an object, seen through legacy 'module' pids
     std::string summarize(NodeId id, int depth) const;
-    std::optional<std::vector<std::int64_t>> intList(NodeId id) const;
+    std::optional<Dimensions> intList(NodeId id) const;
     std::optional<std::string> deviceFromValue(NodeId id) const;
     std::string keyComponent(NodeId key) const;
     void pruneTo(std::uint32_t treeNode, TreeNodeKind kind, std::string summary);

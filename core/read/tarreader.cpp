@@ -135,7 +135,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             storage.storageClass = std::string(g.name(cls));
             storage.tarClassNode = cls;
             const auto info = dtypeByStorageClass(storage.storageClass);
-            storage.dtype = info ? std::string(info->name) : storage.storageClass;
+            storage.dtype = info ? InternedString(info->name) : storage.storageClass;
             const std::uint64_t elementSize = info ? info->elementSize : 1;
             auto numel = readLittleEndian<std::uint64_t>(data, offset);
             storage.numel = numel.value_or(0);

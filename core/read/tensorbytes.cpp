@@ -33,7 +33,7 @@ Expected<TensorByteLayout> tensorByteLayout(const Checkpoint& checkpoint, const 
     std::int64_t last = *tensor.storageOffset;
     if (last < 0)
         return makeError(name + " has a negative storage offset");
-    const std::vector<std::int64_t>& stride = *tensor.stride;
+    const Dimensions& stride = *tensor.stride;
     if (stride.size() != tensor.shape.size())
         return makeError(name + " has a stride of another rank than its shape");
     for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
@@ -80,8 +80,8 @@ Status forEachTensorByteChunk(
                 return status;
         return std::nullopt;
     }
-    const std::vector<std::int64_t>& shape = tensor.shape;
-    const std::vector<std::int64_t>& stride = *tensor.stride;
+    const Dimensions& shape = tensor.shape;
+    const Dimensions& stride = *tensor.stride;
     const std::size_t rank = shape.size();
     const std::uint64_t elementSize = layout->elementSize;
     const std::uint64_t storageStart

@@ -44,15 +44,15 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
     if (n < 5 || m_graph.text(m_graph.tupleItem(tuple, 0)) != "storage")
         return -1;
     const NodeId classNode = m_graph.tupleItem(tuple, 1);
-    std::string storageClass = m_graph.kind(classNode) == NodeKind::Global
-        ? std::string(m_graph.name(classNode))
-        : std::string(m_graph.text(classNode));
+    // Views into the pickle: registering a storage builds no heap string but its record name.
+    const std::string_view storageClass
+        = m_graph.kind(classNode) == NodeKind::Global ? m_graph.name(classNode) : m_graph.text(classNode);
     const NodeId keyNode = m_graph.tupleItem(tuple, 2);
     const std::string key = storageKeyPrefix + keyComponent(keyNode);
     const NodeId locationNode = m_graph.tupleItem(tuple, 3);
-    std::optional<std::string> location;
+    std::optional<std::string_view> location;
     if (m_graph.kind(locationNode) == NodeKind::String || m_graph.kind(locationNode) == NodeKind::Bytes)
-        location = std::string(m_graph.text(locationNode));
+        location = m_graph.text(locationNode);
     const NodeId numelNode = m_graph.tupleItem(tuple, 4);
     const std::int64_t numel = m_graph.isInt(numelNode) ? m_graph.intValue(numelNode) : -1;
 
@@ -63,8 +63,12 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
             *viewOffsetElements = m_graph.intValue(m_graph.tupleItem(view, 1));
     }
 
-    if (auto it = m_checkpoint.storageIndexByKey.find(key); it != m_checkpoint.storageIndexByKey.end()) {
-        StorageRecord& existing = m_checkpoint.storages[it->second];
+    // One hash of the key whether the storage is new or seen before.
+    const auto [it, isNew] = m_checkpoint.storageIndexByKey.try_emplace(
+        key, static_cast<std::uint32_t>(m_checkpoint.storages.size()));
+    const std::uint32_t index = it->second;
+    if (!isNew) {
+        StorageRecord& existing = m_checkpoint.storages[index];
         // torch caches the first storage of each key and ignores what later persistent ids say;
         // a file whose persistent ids disagree was edited or is hostile.
         if ((location && existing.device && *location != *existing.device)
@@ -73,7 +77,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
             m_checkpoint.addFinding(Severity::Warning, "storage-described-differently",
                 "storage " + key + " is described differently by two of its references ("
                     + existing.device.value_or("?") + ", " + formatThousands(existing.numel) + " elements vs "
-                    + location.value_or("?") + ", "
+                    + std::string(location.value_or("?")) + ", "
                     + (numel >= 0 ? formatThousands(static_cast<std::uint64_t>(numel)) : std::string("?"))
                     + " elements); torch uses the first",
                 existing.record);
@@ -82,7 +86,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
             existing.firstPersistentId = tuple;
         if (existing.persistentIdTuples.empty() || existing.persistentIdTuples.back() != tuple)
             existing.persistentIdTuples.push_back(tuple);
-        return static_cast<std::int32_t>(it->second);
+        return static_cast<std::int32_t>(index);
     }
 
     StorageRecord storage;
@@ -94,12 +98,12 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
     storage.pickleSection = static_cast<std::uint32_t>(m_checkpoint.pickles.size());
     std::uint32_t elementSize = 1;
     if (auto info = dtypeByStorageClass(storageClass)) {
-        storage.dtype = std::string(info->name);
+        storage.dtype = info->name;
         elementSize = info->elementSize;
     } else {
         storage.dtype = storageClass;
         m_checkpoint.addFinding(Severity::Warning, "unknown-storage-class",
-            "storage " + key + " has the storage class '" + storageClass
+            "storage " + key + " has the storage class '" + std::string(storageClass)
                 + "', which this reader does not know; its size is counted as one byte per element");
     }
     if (numel < 0) {
@@ -121,8 +125,6 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
     if (locateStorageBytes)
         locateStorageBytes(storage);
     m_checkpoint.storages.push_back(std::move(storage));
-    const auto index = static_cast<std::uint32_t>(m_checkpoint.storages.size() - 1);
-    m_checkpoint.storageIndexByKey.emplace(key, index);
     return static_cast<std::int32_t>(index);
 }
 
@@ -235,7 +237,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
         t.storageOffset = offsetPlusView(arg(1), viewOffset);
-        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(2)).value_or(Dimensions {});
         t.stride = intList(arg(3));
         if (hasRequiresGrad)
             t.requiresGrad = boolArg(4);
@@ -255,7 +257,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         std::int64_t viewOffset = 0;
         t.storage = storageFromArgument(arg(0), &viewOffset);
         t.storageOffset = offsetPlusView(arg(1), viewOffset);
-        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(2)).value_or(Dimensions {});
         t.stride = intList(arg(3));
         t.requiresGrad = boolArg(5);
         t.layout = TensorLayout::Quantized;
@@ -326,7 +328,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
                 result.parts.emplace_back(roles[i], std::move(part->tensor));
             }
         }
-        t.shape = intList(sizeNode).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(sizeNode).value_or(Dimensions {});
         t.stride.reset();
         t.storageOffset.reset();
     } else if (function == "torch._utils._rebuild_nested_tensor") {
@@ -345,7 +347,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         t.storageOffset.reset();
     } else if (function == "torch._utils._rebuild_meta_tensor_no_storage") {
         t.dtype = dtypeFromGlobal(arg(0));
-        t.shape = intList(arg(1)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(1)).value_or(Dimensions {});
         t.stride = intList(arg(2));
         t.requiresGrad = boolArg(3);
         t.storageOffset = 0;
@@ -355,7 +357,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     } else if (function == "torch._utils._rebuild_wrapper_subclass") {
         subclass = m_graph.qualifiedName(arg(0));
         t.dtype = dtypeFromGlobal(arg(1));
-        t.shape = intList(arg(2)).value_or(std::vector<std::int64_t> {});
+        t.shape = intList(arg(2)).value_or(Dimensions {});
         t.stride = intList(arg(3));
         t.storageOffset = m_graph.isInt(arg(4)) ? m_graph.intValue(arg(4)) : 0;
         t.device = deviceFromValue(arg(6));

@@ -67,8 +67,11 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     const std::string prefix
         = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
     builder.locateStorageBytes = [&](StorageRecord& storage) {
-        const std::string key = storage.key.substr(keyPrefix.size());
-        storage.record = prefix + storageDirectory + key;
+        const std::string_view key = std::string_view(storage.key).substr(keyPrefix.size());
+        // One heap block per storage, for the name it keeps; the look-up itself allocates nothing.
+        storage.record.clear();
+        storage.record.reserve(prefix.size() + storageDirectory.size() + key.size());
+        storage.record.append(prefix).append(storageDirectory).append(key);
         const ZipEntry* record = zip.find(storage.record);
         if (!record) {
             storage.availableBytes = 0;
@@ -76,7 +79,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 "storage " + storage.key + " is used by the pickle but the archive has no record "
                     + storage.record
                     + ": torch.load would fail with \"PytorchStreamReader failed locating file "
-                    + storageDirectory + key + ": file not found\"",
+                    + storageDirectory + std::string(key) + ": file not found\"",
                 storage.record);
             return;
         }

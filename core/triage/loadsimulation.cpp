@@ -297,10 +297,10 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
         if (metaEverywhere) {
             outcome.landsOn = "meta"; // nothing is read, restore_location is skipped (§3.2)
         } else {
-            const std::optional<std::string>& recorded = storageDevices && index < storageDevices->size()
-                ? (*storageDevices)[index]
-                : storage.device;
-            const auto tag = mapTag(recorded.value_or("cpu"), mapLocation);
+            const std::string recorded = storageDevices && index < storageDevices->size()
+                ? (*storageDevices)[index].value_or("cpu")
+                : storage.device.value_or("cpu").str();
+            const auto tag = mapTag(recorded, mapLocation);
             auto restored = restoreLocation(tag, machine, generation);
             outcome.landsOn = std::move(restored.landsOn);
             outcome.error = std::move(restored.error);

@@ -364,7 +364,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
             continue;
         std::string what = node.className.empty() ? node.summary
             : node.summary.empty() || node.summary == node.className
-            ? node.className
+            ? node.className.str()
             : node.className + " (" + node.summary + ")";
         result.droppedObjects.push_back({checkpoint.treePath(index), what});
     }

@@ -175,7 +175,8 @@ QString TensorTreeModel::displayData(std::uint32_t node, int column) const
             return QString::fromStdString(tensor->dtype);
         if (treeNode.kind == TreeNodeKind::Placeholder)
             return QLatin1Char('<')
-                + QString::fromStdString(treeNode.className.empty() ? treeNode.summary : treeNode.className)
+                + QString::fromStdString(
+                    treeNode.className.empty() ? treeNode.summary : treeNode.className.str())
                 + QLatin1Char('>');
         if (treeNode.kind == TreeNodeKind::Value || treeNode.kind == TreeNodeKind::Alias)
             return QString::fromStdString(treeNode.summary);
