@@ -143,8 +143,11 @@ private Q_SLOTS:
         const QByteArray before = sha256Of(input);
         const QString output = dir.filePath(QStringLiteral("copy.pt"));
 
+        // A try can miss: the copy may finish between the moment it is seen writing and the kill
+        // (the remap got faster, and on a loaded machine this process may wait for a core), so it
+        // tries until one kill lands mid-write; a try that finished costs a fraction of a second.
         int killedMidWrite = 0;
-        for (int attempt = 0; attempt < 5 && killedMidWrite == 0; ++attempt) {
+        for (int attempt = 0; attempt < 20 && killedMidWrite == 0; ++attempt) {
             const pid_t pid = ::fork();
             QVERIFY(pid >= 0);
             if (pid == 0) {
