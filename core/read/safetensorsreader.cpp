@@ -566,7 +566,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             next = std::numeric_limits<std::int64_t>::max();
         stride[i - 1] = next;
     }
-    tensor.shape = std::move(shape);
+    tensor.shape = shape; // Dimensions copies from a vector: there is nothing to move
     tensor.stride = std::move(stride);
     tensor.storageOffset = 0;
     tensor.storage = storageIndex;
