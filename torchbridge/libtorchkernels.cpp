@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "libtorchkernels.h"
+#include "core/io/process.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -13,20 +14,10 @@ namespace {
 
 std::atomic<bool> g_loaded {false};
 
-std::string thisProgramsFolder()
-{
-    std::vector<char> self(4096);
-    const ssize_t length = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-    if (length <= 0)
-        return {};
-    std::string path(self.data(), static_cast<std::size_t>(length));
-    return path.substr(0, path.find_last_of('/') + 1);
-}
-
 Expected<const LibtorchKernels*> load()
 {
     std::vector<std::string> candidates;
-    if (const std::string folder = thisProgramsFolder(); !folder.empty())
+    if (const std::string folder = folderOfThisProgram(); !folder.empty())
         candidates.push_back(folder + CKPT_TORCHKERNELS_FROM_BINDIR "/" + kLibtorchKernelsModule);
     candidates.emplace_back(CKPT_TORCHKERNELS_BUILD_PATH);
     std::string problems;
@@ -52,7 +43,7 @@ Expected<const LibtorchKernels*> load()
         return kernels; // never unloaded: libtorch does not support it
     }
     if (problems.empty())
-        problems = std::string(kLibtorchKernelsModule) + " is missing (looked beside " + thisProgramsFolder()
+        problems = std::string(kLibtorchKernelsModule) + " is missing (looked beside " + folderOfThisProgram()
             + CKPT_TORCHKERNELS_FROM_BINDIR + ")";
     else
         problems.resize(problems.size() - 2);

@@ -179,14 +179,22 @@ Expected<ProcessOutcome> runProcess(const ProcessRequest& request)
     return outcome;
 }
 
-std::optional<std::string> programBesideThisOne(std::string_view name)
+std::string folderOfThisProgram()
 {
     char self[4096];
     const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (length <= 0)
+        return {};
+    const std::string program(self, static_cast<std::size_t>(length));
+    return program.substr(0, program.find_last_of('/') + 1);
+}
+
+std::optional<std::string> programBesideThisOne(std::string_view name)
+{
+    const std::string folder = folderOfThisProgram();
+    if (folder.empty())
         return std::nullopt;
-    std::string program(self, static_cast<std::size_t>(length));
-    program = program.substr(0, program.find_last_of('/') + 1) + std::string(name);
+    std::string program = folder + std::string(name);
     if (::access(program.c_str(), X_OK) != 0)
         return std::nullopt;
     return program;

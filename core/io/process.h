@@ -42,6 +42,9 @@ struct ProcessOutcome {
 // sizes), and waits for it. An error only when it could not be started at all.
 Expected<ProcessOutcome> runProcess(const ProcessRequest& request);
 
+// The folder of this process's own executable, with its trailing slash ("" if /proc cannot say).
+std::string folderOfThisProgram();
+
 // `name` in the folder of this process's own executable, when it is there and executable: the
 // helper programs are installed next to the programs that run them.
 std::optional<std::string> programBesideThisOne(std::string_view name);
