@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "libtorchkernels.h"
 #include "core/io/process.h"
+#include "core/io/sharedlibrary.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -25,14 +26,14 @@ Expected<const LibtorchKernels*> load()
         if (::access(candidate.c_str(), R_OK) != 0)
             continue;
         // RTLD_LOCAL: libtorch's symbols stay the module's; nothing else in this process sees them.
-        void* module = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+        std::string whyNot;
+        void* module = openSharedLibrary(candidate, &whyNot);
         if (!module) {
-            const char* why = ::dlerror();
-            problems += std::string(why ? why : candidate.c_str()) + "; ";
+            problems += whyNot + "; ";
             continue;
         }
         using Entry = const LibtorchKernels* (*)();
-        auto entry = reinterpret_cast<Entry>(::dlsym(module, kLibtorchKernelsSymbol));
+        auto entry = reinterpret_cast<Entry>(findLibrarySymbol(module, kLibtorchKernelsSymbol));
         const LibtorchKernels* kernels = entry ? entry() : nullptr;
         if (!kernels || kernels->interfaceVersion != kLibtorchKernelsInterface) {
             problems += candidate + " is not this build's libtorch module; ";

@@ -3,14 +3,13 @@
 // capability) and libcuda for CUDA's own device order, both loaded with dlopen so that the binary
 // runs on machines without a driver.
 #include "core/devices/gpudriver.h"
+#include "core/io/sharedlibrary.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <set>
 #include <utility>
-
-#include <dlfcn.h>
 
 namespace ckpt {
 
@@ -19,7 +18,7 @@ namespace {
 // dlsym hands out object pointers; POSIX guarantees they convert to function pointers.
 template<class Function> Function resolveSymbol(void* library, const char* name)
 {
-    void* symbol = ::dlsym(library, name);
+    void* symbol = findLibrarySymbol(library, name);
     Function function = nullptr;
     static_assert(sizeof(function) == sizeof(symbol));
     std::memcpy(&function, &symbol, sizeof(function));
@@ -164,10 +163,9 @@ void SystemGpuDriver::queryNvml()
 {
     // The library handle is never closed: dlclose of driver libraries is a known source of
     // crashes at exit, and dlopen of an already loaded library is only a reference count.
-    void* library = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    std::string detail;
+    void* library = openSharedLibrary("libnvidia-ml.so.1", &detail);
     if (!library) {
-        const char* error = ::dlerror();
-        const std::string detail = error ? error : "";
         if (detail.empty() || detail.find("No such file") != std::string::npos)
             m_reason = "no NVIDIA driver is installed (libnvidia-ml.so.1 not found)";
         else
@@ -285,7 +283,7 @@ void SystemGpuDriver::queryNvml()
 void SystemGpuDriver::queryCuda()
 {
     const std::string fallback = "; the device order is emulated instead";
-    void* library = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* library = openSharedLibrary("libcuda.so.1");
     if (!library) {
         m_notes.push_back(
             "CUDA's own device order is unavailable: libcuda.so.1 could not be loaded" + fallback);
