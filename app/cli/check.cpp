@@ -116,7 +116,7 @@ int runCheck(CheckArguments& arguments)
         options.mapLocation = *mapLocation;
     }
 
-    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
+    const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file));
     // Values before triage: the helper's record CRCs spare the integrity check a read of every
     // byte. Their findings still come after triage's, as before.
     std::optional<ckpt::JsonValue> values;
@@ -130,7 +130,7 @@ int runCheck(CheckArguments& arguments)
             valuesProblem = computed.error().message;
         }
     }
-    ckpt::TriageReport report = ckpt::triage(checkpoint, options);
+    ckpt::TriageReport& report = keptUntilExit(ckpt::triage(checkpoint, options));
     if (values)
         addValueFindings(*values, report);
     const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint
@@ -140,7 +140,8 @@ int runCheck(CheckArguments& arguments)
                                           : std::string(ckpt::checkpointFormatName(checkpoint.format));
 
     if (arguments.json) {
-        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        // Streamed as it is written, like info --json: the document is never held whole.
+        ckpt::JsonWriter writer(std::cout, ckpt::JsonStyle::Pretty);
         writer.beginObject();
         writer.member("file", arguments.file);
         writer.member("format", format);
@@ -151,7 +152,8 @@ int runCheck(CheckArguments& arguments)
         else if (options.values)
             writer.member("values_error", valuesProblem);
         writer.endObject();
-        std::cout << writer.takeText() << "\n";
+        writer.flush();
+        std::cout << "\n";
         return exitCode;
     }
 

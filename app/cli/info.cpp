@@ -36,9 +36,10 @@ struct InfoArguments {
 
 int runInfo(const InfoArguments& arguments)
 {
-    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
-    const ckpt::SafetyVerdict safety = checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
-                                                           : ckpt::ratePickleSafety(checkpoint);
+    const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file));
+    const ckpt::SafetyVerdict& safety
+        = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
+                                            : ckpt::ratePickleSafety(checkpoint));
     if (arguments.json) {
         // The rating leads the document, as it leads the text. Streamed as it is written: the
         // document of a 100,000-tensor file is never held whole.

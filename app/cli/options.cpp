@@ -7,6 +7,23 @@
 
 namespace cli {
 
+namespace {
+
+// A list, not a container with a destructor: it must still point at everything when
+// LeakSanitizer looks, after static destructors have run.
+struct KeptObject {
+    const void* object;
+    const KeptObject* next;
+};
+const KeptObject* g_keptObjects = nullptr;
+
+} // namespace
+
+void keepUntilExit(const void* object)
+{
+    g_keptObjects = new KeptObject {object, g_keptObjects};
+}
+
 CLI::Option* addWholeNumberOption(CLI::App& command, const std::string& name, std::uint64_t& target,
     const std::string& description, std::uint64_t minimum, std::uint64_t maximum)
 {

@@ -33,7 +33,7 @@ enum class CheckpointFormat {
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
 
-enum class TensorLayout {
+enum class TensorLayout : std::uint8_t {
     Strided,
     SparseCoo,
     SparseCsr,
@@ -72,31 +72,33 @@ struct StorageRecord {
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
 };
 
+// One per tensor, so its fields are ordered to leave no padding between them (the small ones
+// last): at a million tensors each 8 bytes here is 8 MB.
 struct TensorEntry {
     std::string name; // dotted path from the root ("model.encoder.0.weight"); "" for a bare root tensor
     InternedString dtype;
     Dimensions shape;
     std::optional<Dimensions> stride; // none for sparse and nested layouts
     std::optional<std::int64_t> storageOffset; // in elements of the tensor dtype
-    std::int32_t storage = -1; // index into Checkpoint::storages, -1 if none
     std::optional<InternedString> device; // the storage's tag, or a device recorded elsewhere
-    bool deviceRecordedOutsideStorage = false; // meta, wrapper subclasses, device tensors (§3.1)
-    bool requiresGrad = false;
-    bool isParameter = false;
-    TensorLayout layout = TensorLayout::Strided;
     InternedString rebuildFunction; // "torch._utils._rebuild_tensor_v2"
     InternedString subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
+    std::int32_t storage = -1; // index into Checkpoint::storages, -1 if none
     NodeId node = kNoNode; // the pickle node it was rebuilt from
     // Where a device recorded outside the storage sits in the pickle: item `deviceArgumentIndex`
     // of the argument tuple `deviceArgumentTuple`, a str or (wrapper subclasses) a torch.device.
     NodeId deviceArgumentTuple = kNoNode;
     std::uint32_t deviceArgumentIndex = 0;
-    bool deviceArgumentIsTorchDevice = false;
     std::uint32_t treeNode = 0;
+    TensorLayout layout = TensorLayout::Strided;
+    bool deviceRecordedOutsideStorage = false; // meta, wrapper subclasses, device tensors (§3.1)
+    bool requiresGrad = false;
+    bool isParameter = false;
+    bool deviceArgumentIsTorchDevice = false;
     std::uint64_t nbytes() const; // bytes the view covers (shape x element size), 0 for composites
 };
 
-enum class TreeNodeKind {
+enum class TreeNodeKind : std::uint8_t {
     Root,
     Dict, // dict / OrderedDict / defaultdict
     Sequence, // list / tuple / set
@@ -110,15 +112,16 @@ enum class TreeNodeKind {
 const char* treeNodeKindName(TreeNodeKind kind);
 
 // The tree a person sees: nodes in one array, children by index (style.md, "Big trees").
+// About 1.5 per tensor in a dotted state_dict: ordered without padding, like TensorEntry.
 struct TreeNode {
-    TreeNodeKind kind = TreeNodeKind::Value;
     std::string name; // this component ("encoder", "0", "weight")
-    std::uint32_t parent = 0;
     InlineVector<std::uint32_t, 2> children; // two fit where a pointer would
-    std::int32_t tensor = -1; // Tensor nodes: index into Checkpoint::tensors
     InternedString className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
     std::string summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path
+    std::uint32_t parent = 0;
+    std::int32_t tensor = -1; // Tensor nodes: index into Checkpoint::tensors
     NodeId node = kNoNode;
+    TreeNodeKind kind = TreeNodeKind::Value;
 };
 
 // A pickle as read: which one, its run, for re-emission and triage later.

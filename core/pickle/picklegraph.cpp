@@ -5,6 +5,8 @@
 
 namespace ckpt {
 
+static_assert(sizeof(PickleNode) == 16, "a pickle node is paid for some 15 times per tensor");
+
 NodeId PickleGraph::add(PickleNode node)
 {
     if ((m_nodeCount & (kChunkSize - 1)) == 0)
@@ -46,9 +48,9 @@ NodeId PickleGraph::addGlobal(std::string_view module, std::string_view name)
 {
     PickleNode node;
     node.kind = NodeKind::Global;
-    node.value = static_cast<std::int64_t>(m_text.size());
-    node.count = static_cast<std::uint32_t>(module.size());
-    node.extra = static_cast<std::uint32_t>(name.size());
+    node.count = static_cast<std::uint32_t>(m_globals.size());
+    m_globals.push_back(
+        {m_text.size(), static_cast<std::uint32_t>(module.size()), static_cast<std::uint32_t>(name.size())});
     m_text.append(module);
     m_text.append(name);
     return add(node);
@@ -58,7 +60,7 @@ NodeId PickleGraph::addTuple(const NodeId* items, std::size_t count)
 {
     PickleNode node;
     node.kind = NodeKind::Tuple;
-    node.body = static_cast<std::uint32_t>(m_tupleItems.size());
+    node.parts = {static_cast<std::uint32_t>(m_tupleItems.size()), 0};
     node.count = static_cast<std::uint32_t>(count);
     m_tupleItems.insert(m_tupleItems.end(), items, items + count);
     return add(node);
@@ -68,7 +70,7 @@ NodeId PickleGraph::addContainer(NodeKind kind)
 {
     PickleNode node;
     node.kind = kind;
-    node.body = static_cast<std::uint32_t>(m_bodies.size());
+    node.parts = {static_cast<std::uint32_t>(m_bodies.size()), 0};
     m_bodies.emplace_back();
     return add(node);
 }
@@ -77,9 +79,8 @@ NodeId PickleGraph::addCall(NodeKind kind, NodeId callee, NodeId args)
 {
     PickleNode node;
     node.kind = kind;
-    node.value = callee;
-    node.extra = args;
-    node.body = kNoNode;
+    node.count = callee;
+    node.parts = {kNoNode, args};
     return add(node);
 }
 
@@ -104,16 +105,16 @@ std::string_view PickleGraph::module(NodeId id) const
 {
     if (kind(id) != NodeKind::Global)
         return {};
-    const PickleNode& n = at(id);
-    return std::string_view(m_text).substr(static_cast<std::size_t>(n.value), n.count);
+    const GlobalText& global = m_globals[at(id).count];
+    return std::string_view(m_text).substr(global.offset, global.moduleLength);
 }
 
 std::string_view PickleGraph::name(NodeId id) const
 {
     if (kind(id) != NodeKind::Global)
         return {};
-    const PickleNode& n = at(id);
-    return std::string_view(m_text).substr(static_cast<std::size_t>(n.value) + n.count, n.extra);
+    const GlobalText& global = m_globals[at(id).count];
+    return std::string_view(m_text).substr(global.offset + global.moduleLength, global.nameLength);
 }
 
 std::string PickleGraph::qualifiedName(NodeId id) const
@@ -151,7 +152,7 @@ std::vector<NodeId> PickleGraph::sequence(NodeId id) const
     const NodeKind k = kind(id);
     if (k == NodeKind::Tuple) {
         const PickleNode& n = at(id);
-        return {m_tupleItems.begin() + n.body, m_tupleItems.begin() + n.body + n.count};
+        return {m_tupleItems.begin() + n.parts.body, m_tupleItems.begin() + n.parts.body + n.count};
     }
     if (k == NodeKind::List || k == NodeKind::Set || k == NodeKind::FrozenSet) {
         if (const ContainerBody* b = bodyOf(id))
@@ -169,7 +170,7 @@ NodeId PickleGraph::tupleItem(NodeId id, std::size_t index) const
 {
     if (kind(id) != NodeKind::Tuple || index >= at(id).count)
         return kNoNode;
-    return m_tupleItems[at(id).body + index];
+    return m_tupleItems[at(id).parts.body + index];
 }
 
 NodeId PickleGraph::callee(NodeId id) const
@@ -177,7 +178,7 @@ NodeId PickleGraph::callee(NodeId id) const
     const NodeKind k = kind(id);
     if (k != NodeKind::Call && k != NodeKind::NewObject)
         return kNoNode;
-    return static_cast<NodeId>(at(id).value);
+    return at(id).count;
 }
 
 NodeId PickleGraph::arguments(NodeId id) const
@@ -185,7 +186,7 @@ NodeId PickleGraph::arguments(NodeId id) const
     const NodeKind k = kind(id);
     if (k != NodeKind::Call && k != NodeKind::NewObject)
         return kNoNode;
-    return at(id).extra;
+    return at(id).parts.extra;
 }
 
 std::string PickleGraph::calleeName(NodeId id) const
@@ -212,7 +213,7 @@ const ContainerBody* PickleGraph::bodyOf(NodeId id) const
     case NodeKind::FrozenSet:
     case NodeKind::Call:
     case NodeKind::NewObject:
-        return n.body == kNoNode ? nullptr : &m_bodies[n.body];
+        return n.parts.body == kNoNode ? nullptr : &m_bodies[n.parts.body];
     default:
         return nullptr;
     }
@@ -221,18 +222,18 @@ const ContainerBody* PickleGraph::bodyOf(NodeId id) const
 ContainerBody& PickleGraph::ensureBody(NodeId id)
 {
     PickleNode& n = at(id);
-    if (n.body == kNoNode) {
-        n.body = static_cast<std::uint32_t>(m_bodies.size());
+    if (n.parts.body == kNoNode) {
+        n.parts.body = static_cast<std::uint32_t>(m_bodies.size());
         m_bodies.emplace_back();
     }
-    return m_bodies[n.body];
+    return m_bodies[n.parts.body];
 }
 
 std::size_t PickleGraph::approximateBytes() const
 {
     std::size_t bytes = m_chunks.size() * kChunkSize * sizeof(PickleNode)
         + m_tupleItems.capacity() * sizeof(NodeId) + m_text.capacity()
-        + m_bodies.capacity() * sizeof(ContainerBody);
+        + m_bodies.capacity() * sizeof(ContainerBody) + m_globals.capacity() * sizeof(GlobalText);
     for (const ContainerBody& b : m_bodies)
         bytes += (b.items.capacity() + b.dictItems.capacity() + b.states.capacity()) * sizeof(NodeId);
     return bytes;

@@ -48,15 +48,25 @@ enum NodeFlag : std::uint8_t {
 };
 
 // One value. 16 bytes; variable-size parts live in the graph's arenas so that a checkpoint with a
-// million tensors does not cost a million heap objects.
+// million tensors does not cost a million heap objects. A 100,000-tensor state_dict pickles to
+// about 15 nodes per tensor, so every byte here is 1.5 MB there: the fields a kind does not use
+// share their room (a Call's callee sits in `count`, its body and arguments in `parts`).
 struct PickleNode {
     NodeKind kind = NodeKind::None;
     std::uint8_t flags = FlagNone;
-    std::uint32_t count = 0; // Tuple: item count; String/Bytes/BigInt: length; Global: module length
-    std::uint32_t body = 0; // Tuple: first item in tupleItems; containers: index into bodies (or kNoNode)
-    std::uint32_t extra = 0; // Call/NewObject: args node; Global: name length
-    std::int64_t value = 0; // Int/Bool value; Float bits; String/Bytes/Global: text offset;
-                            // Call/NewObject: callee; PersistentId: pid node
+    // Tuple: item count; String/Bytes/BigInt: length; Call/NewObject: callee; Global: index into
+    // the graph's table of names.
+    std::uint32_t count = 0;
+    struct BodyAndExtra {
+        // Tuple: first item in tupleItems; containers and calls: index into bodies (or kNoNode).
+        std::uint32_t body;
+        std::uint32_t extra; // Call/NewObject: args node
+    };
+    union {
+        std::int64_t value = 0; // Int/Bool/Extension value; Float bits; String/Bytes: text offset;
+                                // PersistentId: pid node
+        BodyAndExtra parts; // Tuple, List, Dict, Set, FrozenSet, Call, NewObject
+    };
 };
 
 // The mutable parts of lists, dicts, sets and objects: what APPEND(S)/SETITEM(S)/ADDITEMS/BUILD
@@ -125,10 +135,19 @@ private:
     const PickleNode& at(NodeId id) const { return m_chunks[id >> kChunkBits][id & (kChunkSize - 1)]; }
     PickleNode& at(NodeId id) { return m_chunks[id >> kChunkBits][id & (kChunkSize - 1)]; }
 
+    // A GLOBAL's text: its module and name, one after the other in m_text. Globals are memoised
+    // and few, so their lengths live here rather than in every node.
+    struct GlobalText {
+        std::size_t offset = 0;
+        std::uint32_t moduleLength = 0;
+        std::uint32_t nameLength = 0;
+    };
+
     std::vector<std::unique_ptr<PickleNode[]>> m_chunks;
     std::size_t m_nodeCount = 0;
     std::vector<NodeId> m_tupleItems;
     std::vector<ContainerBody> m_bodies;
+    std::vector<GlobalText> m_globals;
     std::string m_text;
 };
 

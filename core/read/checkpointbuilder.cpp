@@ -133,6 +133,9 @@ void CheckpointBuilder::reserveForPersistentIds(std::size_t persistentIds)
         // Grown one insert at a time, the index rehashed about 17 times on the way to 100,000 keys
         // (2% of info --json in perf).
         m_checkpoint.storageIndexByKey.reserve(persistentIds);
+        // The module index grows with the modules of dotted names, about one per two tensors;
+        // rehashed on the way there it was most of modulePathFor's time.
+        m_checkpoint.moduleNodeIndex.reserve(persistentIds / 2);
     }
     // A dotted state_dict adds about one module per two tensors, more where names are deep (the
     // scale benchmark's has 1.52 nodes per tensor). Reserved at twice: a vector that outgrows its
@@ -449,13 +452,55 @@ bool CheckpointBuilder::expandEntries(const std::vector<NodeId>& keyValues, std:
         if (splitDottedNames && m_graph.kind(key) == NodeKind::String
             && component.find('.') != std::string::npos && isTensorCall(value)) {
             std::string leaf;
-            const std::uint32_t parent = m_checkpoint.modulePathFor(treeNode, component, leaf);
+            const std::uint32_t parent = modulePathFor(treeNode, component, leaf);
             walkChild(value, parent, leaf, name, depth);
         } else {
             walkChild(value, treeNode, component, name, depth);
         }
     }
     return m_checkpoint.tensors.size() > tensorsBefore;
+}
+
+std::uint32_t CheckpointBuilder::modulePathFor(
+    std::uint32_t parent, std::string_view dottedName, std::string& leafName)
+{
+    if (parent != m_lastModulePathParent) {
+        m_lastModulePath.clear();
+        m_lastModulePathParent = parent;
+    }
+    const std::vector<TreeNode>& tree = m_checkpoint.tree;
+    std::size_t start = 0;
+    for (std::size_t depth = 0;; ++depth) {
+        // The split as Checkpoint::modulePathFor makes it: an empty component or a last dot ends it.
+        const std::size_t dot = dottedName.find('.', start);
+        if (dot == std::string_view::npos || dot == start || dot + 1 == dottedName.size()) {
+            leafName.assign(dottedName.substr(start));
+            return parent;
+        }
+        const std::string_view component = dottedName.substr(start, dot - start);
+        // A remembered node still is this component's module when it passes the test
+        // modulePathFor's own index applies (the builder may have pruned and reused its slot).
+        std::uint32_t found = 0;
+        if (depth < m_lastModulePath.size()) {
+            const std::uint32_t candidate = m_lastModulePath[depth];
+            if (candidate != 0 && candidate < tree.size() && tree[candidate].parent == parent
+                && tree[candidate].kind == TreeNodeKind::Module && tree[candidate].name == component
+                && tree[candidate].className.empty())
+                found = candidate;
+            else
+                m_lastModulePath.resize(depth);
+        }
+        if (found == 0) {
+            // One component through the checkpoint's index: "component." and the character after
+            // the dot split into exactly that module and a leaf this ignores.
+            std::string ignoredLeaf;
+            found
+                = m_checkpoint.modulePathFor(parent, dottedName.substr(start, dot - start + 2), ignoredLeaf);
+            m_lastModulePath.push_back(found);
+        }
+        parent = found;
+        start = dot + 1;
+    }
 }
 
 bool CheckpointBuilder::expandObjectState(

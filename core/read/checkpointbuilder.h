@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace ckpt {
 
@@ -81,6 +82,11 @@ private:
     std::optional<std::string> deviceFromValue(NodeId id) const;
     std::string keyComponent(NodeId key) const;
     void pruneTo(std::uint32_t treeNode, TreeNodeKind kind, std::string summary);
+    // Checkpoint::modulePathFor, remembering the module nodes of the last dotted name: a flat
+    // state_dict's consecutive names share their prefix ("layers.0.attn.q.weight", then
+    // "layers.0.attn.q.bias"), and a remembered node is checked by its parent and name rather
+    // than looked up again by hash.
+    std::uint32_t modulePathFor(std::uint32_t parent, std::string_view dottedName, std::string& leafName);
 
     Checkpoint& m_checkpoint;
     PickleGraph& m_graph;
@@ -90,6 +96,8 @@ private:
     // object for each of a million storages).
     std::vector<bool> m_storageUsed;
     bool m_depthFindingReported = false;
+    std::uint32_t m_lastModulePathParent = 0;
+    std::vector<std::uint32_t> m_lastModulePath; // module node per component of the last name
 };
 
 // Whether a GLOBAL name is one of torch's tensor rebuild functions.

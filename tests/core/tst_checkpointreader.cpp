@@ -7,6 +7,10 @@
 #include "tests/common/testfiles.h"
 
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace ckpt::testing;
@@ -18,6 +22,16 @@ namespace {
 Checkpoint readBytes(const QByteArray& bytes, const char* name)
 {
     return readCheckpoint(MappedFile::fromBuffer(ByteBuffer(bytes.begin(), bytes.end()), name));
+}
+
+void dumpTree(const Checkpoint& checkpoint, std::uint32_t node, int depth, QString& out)
+{
+    const TreeNode& entry = checkpoint.tree[node];
+    out += QString(qsizetype {depth} * 2, QLatin1Char(' '))
+        + QString::fromLatin1(treeNodeKindName(entry.kind)) + QLatin1Char(' ')
+        + QString::fromStdString(entry.name) + QLatin1Char('\n');
+    for (const std::uint32_t child : entry.children)
+        dumpTree(checkpoint, child, depth + 1, out);
 }
 
 } // namespace
@@ -81,6 +95,77 @@ private Q_SLOTS:
             const Checkpoint checkpoint = readBytes(damaged, "damaged");
             QVERIFY(!checkpoint.tree.empty());
         }
+    }
+
+    // A flat state_dict's dotted names become modules (the builder remembers the modules of the
+    // last name and checks them rather than looking each up again): the tree must be the one
+    // Checkpoint::modulePathFor builds name by name, and every tensor's name the key torch wrote,
+    // for keys with odd dots, keys that leave and re-enter a prefix, and keys that are not strings
+    // (never split: a float key's dot is no module boundary).
+    void dottedNamesBuildTheModuleTree_data()
+    {
+        QTest::addColumn<bool>("zip");
+        QTest::newRow("zip") << true;
+        QTest::newRow("legacy") << false;
+    }
+    void dottedNamesBuildTheModuleTree()
+    {
+        QFETCH(bool, zip);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString script = dir.filePath(QStringLiteral("write.py"));
+        const QString output = dir.filePath(QStringLiteral("state.pt"));
+        QVERIFY(writeAll(script,
+            "import collections, json, sys, torch\n"
+            "keys = ['a.b.c', 'a.b.d', 'a', 'a..b', '.hidden', 'trailing.', 'x.y.', '', 'a.b',\n"
+            "        'z.0.weight', 'z.1.weight', 'z.0.bias', '...', 'a.b.c.d', 'q.r',\n"
+            "        'encoder.layers.0.attn.q', 'encoder.layers.0.attn.k', 'encoder.layers.1.attn.q',\n"
+            "        'encoder.layers.0.mlp', 'decoder.layers.0.attn.q', 'a.z', '\u00e9.t', 'a.b.c.e',\n"
+            "        7, 1.5, ('t', 2)]\n"
+            "sd = collections.OrderedDict((k, torch.full((2,), float(i))) for i, k in enumerate(keys))\n"
+            "torch.save(sd, sys.argv[1], _use_new_zipfile_serialization=sys.argv[2] == 'zip')\n"
+            "# The names torch itself gives: its own file loaded back (written just now, not untrusted).\n"
+            "back = torch.load(sys.argv[1])\n"
+            "print(json.dumps([str(k) if isinstance(k, (str, int)) else None for k in back.keys()]))\n"));
+        QProcess process;
+        process.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {script, output, zip ? QStringLiteral("zip") : QStringLiteral("legacy")});
+        if (!process.waitForStarted())
+            QSKIP("no python3 with torch 1.13 to write the state_dict");
+        QVERIFY(process.waitForFinished(120000));
+        QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+        const QJsonArray torchKeys = QJsonDocument::fromJson(process.readAllStandardOutput()).array();
+        QCOMPARE(torchKeys.size(), 26);
+
+        const Checkpoint checkpoint = readCheckpoint(output.toStdString());
+        QVERIFY(!checkpoint.hasErrors());
+        QCOMPARE(checkpoint.tensors.size(), std::size_t(26));
+        for (qsizetype i = 0; i < torchKeys.size(); ++i) {
+            if (torchKeys[i].isNull())
+                continue; // the float and tuple keys, whose Python str() the reader does not promise
+            QCOMPARE(QString::fromStdString(checkpoint.tensors[static_cast<std::size_t>(i)].name),
+                torchKeys[i].toString());
+        }
+        QCOMPARE(checkpoint.tensors[24].name, std::string("1.5"));
+        QCOMPARE(checkpoint.tensors[25].name, std::string("('t', 2)"));
+
+        Checkpoint reference;
+        reference.ensureRoot();
+        for (std::size_t i = 0; i < checkpoint.tensors.size(); ++i) {
+            const std::string& name = checkpoint.tensors[i].name;
+            if (i >= 23) { // not strings: one node each, unsplit
+                reference.addTreeNode(0, TreeNodeKind::Tensor, name);
+                continue;
+            }
+            std::string leaf;
+            const std::uint32_t parent = reference.modulePathFor(0, name, leaf);
+            reference.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
+        }
+        QString got;
+        QString want;
+        dumpTree(checkpoint, 0, 0, got);
+        dumpTree(reference, 0, 0, want);
+        QCOMPARE(got, want);
     }
 
     void cutStorageIsNamed()

@@ -6,11 +6,16 @@
 // pin the types themselves, including their edges (empty, the inline-to-heap step, threads).
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
+#include "core/model/checkpoint.h"
+#include "core/pickle/picklegraph.h"
 
 #include <QTest>
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -163,6 +168,87 @@ private Q_SLOTS:
         QVERIFY(tensors.empty());
         tensors.resize(3, 5);
         QVERIFY(tensors == std::vector<std::uint32_t>({5, 5, 5}));
+    }
+
+    // A pickle node is 16 bytes: the fields a kind does not use share their room. Every kind must
+    // still give back exactly what was put in, whatever its neighbours hold, including the values
+    // that fill all 64 bits (the extreme ints, a NaN's payload, -0.0).
+    void pickleNodesKeepWhatEachKindHolds()
+    {
+        QCOMPARE(sizeof(PickleNode), std::size_t(16));
+        PickleGraph graph;
+        const NodeId none = graph.addScalar(NodeKind::None, 0);
+        const NodeId minimum = graph.addScalar(NodeKind::Int, std::numeric_limits<std::int64_t>::min());
+        const NodeId maximum = graph.addScalar(NodeKind::Int, std::numeric_limits<std::int64_t>::max());
+        const NodeId truth = graph.addScalar(NodeKind::Bool, 1);
+        const NodeId extension = graph.addScalar(NodeKind::Extension, -7);
+        const double nan = std::bit_cast<double>(std::uint64_t(0x7ff8'dead'beef'0001));
+        const NodeId nanNode = graph.addFloat(nan);
+        const NodeId negativeZero = graph.addFloat(-0.0);
+        const NodeId text = graph.addText(NodeKind::String, "model.encoder.0.weight");
+        const NodeId bytes
+            = graph.addText(NodeKind::Bytes, std::string_view("\0\xff", 2), FlagReadOnlyBuffer);
+        const NodeId global = graph.addGlobal("torch._utils", "_rebuild_tensor_v2");
+        const NodeId otherGlobal = graph.addGlobal("collections", "OrderedDict");
+        const std::array<NodeId, 3> items {minimum, text, global};
+        const NodeId tuple = graph.addTuple(items.data(), items.size());
+        const NodeId emptyTuple = graph.addTuple(nullptr, 0);
+        const NodeId call = graph.addCall(NodeKind::Call, global, tuple);
+        const NodeId object = graph.addCall(NodeKind::NewObject, otherGlobal, emptyTuple);
+        const NodeId dict = graph.addContainer(NodeKind::Dict);
+        const NodeId list = graph.addContainer(NodeKind::List);
+        const NodeId pid = graph.addPersistentId(tuple);
+
+        QCOMPARE(graph.kind(none), NodeKind::None);
+        QCOMPARE(graph.intValue(minimum), std::numeric_limits<std::int64_t>::min());
+        QCOMPARE(graph.intValue(maximum), std::numeric_limits<std::int64_t>::max());
+        QCOMPARE(graph.intValue(truth), std::int64_t(1));
+        QCOMPARE(graph.node(extension).value, std::int64_t(-7));
+        QCOMPARE(
+            std::bit_cast<std::uint64_t>(graph.floatValue(nanNode)), std::uint64_t(0x7ff8'dead'beef'0001));
+        QVERIFY(std::signbit(graph.floatValue(negativeZero)));
+        QCOMPARE(graph.text(text), std::string_view("model.encoder.0.weight"));
+        QCOMPARE(graph.text(bytes), std::string_view("\0\xff", 2));
+        QCOMPARE(graph.node(bytes).flags, std::uint8_t(FlagReadOnlyBuffer));
+        QCOMPARE(graph.module(global), std::string_view("torch._utils"));
+        QCOMPARE(graph.name(global), std::string_view("_rebuild_tensor_v2"));
+        QCOMPARE(graph.qualifiedName(otherGlobal), std::string("collections.OrderedDict"));
+        QCOMPARE(graph.text(global), std::string_view()); // not a text kind
+        QCOMPARE(graph.sequence(tuple), (std::vector<NodeId> {minimum, text, global}));
+        QCOMPARE(graph.tupleSize(emptyTuple), std::size_t(0));
+        QCOMPARE(graph.tupleItem(tuple, 2), global);
+        QCOMPARE(graph.tupleItem(tuple, 3), kNoNode);
+        QCOMPARE(graph.callee(call), global);
+        QCOMPARE(graph.arguments(call), tuple);
+        QCOMPARE(graph.calleeName(object), std::string("collections.OrderedDict"));
+        QCOMPARE(graph.arguments(object), emptyTuple);
+        QCOMPARE(graph.persistentIdPayload(pid), tuple);
+        // A call has no body until something is added to it, and keeps its callee and arguments
+        // once it has one.
+        QVERIFY(graph.bodyOf(call) == nullptr);
+        graph.ensureBody(call).states.push_back(dict);
+        graph.ensureBody(list).items.push_back(truth);
+        graph.ensureBody(dict).dictItems = {text, call};
+        QCOMPARE(graph.bodyOf(call)->states, std::vector<NodeId> {dict});
+        QCOMPARE(graph.callee(call), global);
+        QCOMPARE(graph.arguments(call), tuple);
+        QCOMPARE(graph.sequence(list), std::vector<NodeId> {truth});
+        QCOMPARE(graph.bodyOf(dict)->dictItems, (std::vector<NodeId> {text, call}));
+        QVERIFY(graph.bodyOf(tuple) == nullptr);
+        QVERIFY(graph.bodyOf(minimum) == nullptr);
+        // Accessors asked about the wrong kind answer empty, as before.
+        QCOMPARE(graph.callee(tuple), kNoNode);
+        QCOMPARE(graph.persistentIdPayload(call), kNoNode);
+        QCOMPARE(graph.intValue(text), std::int64_t(0));
+        QCOMPARE(graph.tupleSize(call), std::size_t(0));
+    }
+
+    // The per-tensor records are ordered without padding; these sizes are what a million tensors
+    // pay per field, so growing them should be a decision, not an accident.
+    void perTensorRecordsStayCompact()
+    {
+        QCOMPARE(sizeof(TensorEntry), std::size_t(208));
+        QCOMPARE(sizeof(TreeNode), std::size_t(104));
     }
 };
 
