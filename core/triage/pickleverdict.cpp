@@ -33,7 +33,6 @@
 #include <map>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -376,17 +375,19 @@ std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, 
     return out;
 }
 
+// One per member, and a torch checkpoint has one member per storage: the names are views into the
+// bytes being scanned (which outlive the scan of the archive), so a member costs no heap of its own.
 struct ZipMember {
-    std::string name; // central directory name when there is one
-    std::string localName;
-    std::uint16_t flags = 0;
-    std::uint16_t method = 0;
+    std::string_view name; // central directory name when there is one
+    std::string_view localName;
     std::uint64_t compressedSize = 0;
-    std::uint64_t uncompressedSize = 0;
     std::uint64_t localOffset = 0;
     std::uint64_t dataOffset = 0;
+    std::uint16_t flags = 0;
+    std::uint16_t method = 0;
     bool sizeKnown = false;
     bool inCentral = false;
+    bool secondOfItsName = false; // the second central directory entry with this name
 };
 
 std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
@@ -711,7 +712,8 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
             return dot != std::string::npos
                 && findInertGlobal(name.substr(0, dot), name.substr(dot + 1)).has_value();
         };
-        std::string name;
+        std::string named; // the name when it is not one worked out once per node
+        const std::string* namePointer = &named;
         bool inert = false;
         if (!reached && m_shortcuts) {
             // (A call of a GLOBAL is named by resolveValue alone: calledName looks further only
@@ -721,12 +723,13 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
                 known->second.name = resolveValue(graph, callee, 0);
                 known->second.inert = !known->second.name.empty() && inertGlobal(known->second.name);
             }
-            name = known->second.name;
+            namePointer = &known->second.name; // (a map's values stay where they are)
             inert = known->second.inert;
         } else {
-            name = kind == NodeKind::Call ? calledName(graph, id) : resolveValue(graph, callee, 0);
-            inert = !reached && inertGlobal(name);
+            named = kind == NodeKind::Call ? calledName(graph, id) : resolveValue(graph, callee, 0);
+            inert = !reached && inertGlobal(named);
         }
+        const std::string& name = *namePointer;
         if (name.empty())
             continue;
         if (reached) {
@@ -919,7 +922,6 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
 {
     const std::string label = givenLabel.empty() ? std::string("the archive") : givenLabel;
     std::vector<ZipMember> members;
-    std::unordered_set<std::uint64_t> localOffsets; // of the members found so far
     // Bytes before the archive move every offset the directory records by the same amount. Added
     // modulo 2^64: the offsets are the file's words, and a hostile one near 2^64 must wrap (and then
     // fail the bounds checks below), not overflow a signed sum.
@@ -955,7 +957,6 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         const std::uint64_t room
             = std::min<std::uint64_t>(count, (centralEnd - centralStart) / zipformat::kCentralHeaderSize);
         members.reserve(room);
-        localOffsets.reserve(room);
         std::uint64_t at = centralStart;
         for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
              ++i) {
@@ -964,20 +965,21 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 10, 2));
             member.compressedSize = le(bytes, at + 20, 4);
-            member.uncompressedSize = le(bytes, at + 24, 4);
+            // Read only to find the fields after it in a ZIP64 extra field.
+            const std::uint64_t uncompressedSize = le(bytes, at + 24, 4);
             const std::uint64_t nameLength = le(bytes, at + 28, 2), extraLength = le(bytes, at + 30, 2),
                                 commentLength = le(bytes, at + 32, 2);
             std::uint64_t local = le(bytes, at + 42, 4);
             const std::uint64_t nameAt = at + zipformat::kCentralHeaderSize;
             if (auto name = subView(bytes, nameAt, nameLength))
-                member.name = std::string(asText(*name));
+                member.name = asText(*name);
             // ZIP64 extra field: the 0xFFFFFFFF fields, in this order.
             for (std::uint64_t e = nameAt + nameLength; e + 4 <= nameAt + nameLength + extraLength;) {
                 const std::uint64_t id = le(bytes, e, 2), length = le(bytes, e + 2, 2);
                 if (id == zipformat::kZip64ExtraId) {
                     std::uint64_t field = e + 4;
-                    if (member.uncompressedSize == zipformat::kZip64Marker32)
-                        member.uncompressedSize = le(bytes, field, 8), field += 8;
+                    if (uncompressedSize == zipformat::kZip64Marker32)
+                        field += 8;
                     if (member.compressedSize == zipformat::kZip64Marker32)
                         member.compressedSize = le(bytes, field, 8), field += 8;
                     if (local == zipformat::kZip64Marker32)
@@ -987,8 +989,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             }
             member.localOffset = local + shift;
             member.sizeKnown = true;
-            localOffsets.insert(member.localOffset);
-            members.push_back(std::move(member));
+            members.push_back(member);
             at = nameAt + nameLength + extraLength + commentLength;
         }
     }
@@ -999,14 +1000,13 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             return false;
         const std::uint64_t nameLength = le(bytes, at + 26, 2), extraLength = le(bytes, at + 28, 2);
         if (auto name = subView(bytes, at + zipformat::kLocalHeaderSize, nameLength))
-            member.localName = std::string(asText(*name));
+            member.localName = asText(*name);
         member.dataOffset = at + zipformat::kLocalHeaderSize + nameLength + extraLength;
         if (!member.inCentral) {
             member.name = member.localName;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.compressedSize = le(bytes, at + 18, 4);
-            member.uncompressedSize = le(bytes, at + 22, 4);
             member.sizeKnown = !(member.flags & zipformat::kFlagDataDescriptor)
                 && member.compressedSize != zipformat::kZip64Marker32;
         }
@@ -1014,8 +1014,15 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
     };
     for (ZipMember& member : members)
         if (!readLocal(member.localOffset, member))
-            cannotVerify(label + ": the central directory names member '" + member.name + "' at byte "
-                + formatThousands(member.localOffset) + ", where no local header is");
+            cannotVerify(label + ": the central directory names member '" + std::string(member.name)
+                + "' at byte " + formatThousands(member.localOffset) + ", where no local header is");
+    // The local headers the directory names, sorted for lookup. Headers the search below finds
+    // need not join them: the search only moves forward, past each header it finds.
+    std::vector<std::uint64_t> centralLocalOffsets;
+    centralLocalOffsets.reserve(members.size());
+    for (const ZipMember& member : members)
+        centralLocalOffsets.push_back(member.localOffset);
+    std::sort(centralLocalOffsets.begin(), centralLocalOffsets.end());
     std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;
     for (const ZipMember& member : members)
         if (member.dataOffset)
@@ -1042,10 +1049,10 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             = static_cast<std::uint64_t>(static_cast<const std::uint8_t*>(found) - bytes.data());
         ZipMember member;
         member.localOffset = header;
-        if (!localOffsets.contains(header) && readLocal(header, member)) {
-            localOffsets.insert(header);
+        if (!std::binary_search(centralLocalOffsets.begin(), centralLocalOffsets.end(), header)
+            && readLocal(header, member)) {
             members.push_back(member);
-            m_verdict.notes.push_back(label + ": member '" + member.name + "' at byte "
+            m_verdict.notes.push_back(label + ": member '" + std::string(member.name) + "' at byte "
                 + formatThousands(header)
                 + " has a local header but no central directory entry; rated anyway");
         }
@@ -1063,30 +1070,44 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             depth, false, depth == 0);
     }
     // Duplicate names, name mismatches, several roots: notes; every member is rated anyway.
-    std::unordered_map<std::string_view, int> seen; // views of the members' names
-    seen.reserve(members.size());
-    std::set<std::string> roots;
+    {
+        // Duplicates found by sorting the members' indices by name (no node per member): a stable
+        // sort keeps each name's entries in directory order, so the second in a run is the second.
+        std::vector<std::size_t> byName;
+        byName.reserve(members.size());
+        for (std::size_t i = 0; i < members.size(); ++i)
+            if (members[i].inCentral)
+                byName.push_back(i);
+        std::stable_sort(byName.begin(), byName.end(),
+            [&](std::size_t a, std::size_t b) { return members[a].name < members[b].name; });
+        for (std::size_t k = 1; k < byName.size(); ++k) {
+            const std::string_view name = members[byName[k]].name;
+            if (name == members[byName[k - 1]].name && (k < 2 || name != members[byName[k - 2]].name))
+                members[byName[k]].secondOfItsName = true;
+        }
+    }
+    std::set<std::string_view> roots;
     for (const ZipMember& member : members) {
-        if (member.inCentral && ++seen[member.name] == 2)
-            m_verdict.notes.push_back(label + ": two members are named '" + member.name
+        if (member.secondOfItsName)
+            m_verdict.notes.push_back(label + ": two members are named '" + std::string(member.name)
                 + "': Python's zipfile reads the last, torch's miniz the first; both are rated");
         if (member.inCentral && !member.localName.empty() && member.localName != member.name)
             m_verdict.notes.push_back(label + ": the member at byte " + formatThousands(member.localOffset)
-                + " is named '" + member.name + "' in the central directory but '" + member.localName
-                + "' in its local header; rated under both names");
+                + " is named '" + std::string(member.name) + "' in the central directory but '"
+                + std::string(member.localName) + "' in its local header; rated under both names");
         if (member.flags & 1)
-            m_verdict.notes.push_back(label + ": member '" + member.name
+            m_verdict.notes.push_back(label + ": member '" + std::string(member.name)
                 + "' says it is encrypted; torch's miniz ignores that flag, so it is rated as plain data");
         if (member.name.ends_with("data.pkl"))
             roots.insert(member.name.substr(0, member.name.size() - 8));
     }
     if (roots.size() > 1) {
         std::string list;
-        for (const std::string& root : roots)
-            list += (list.empty() ? "'" : ", '") + root + "'";
+        for (const std::string_view root : roots)
+            list += (list.empty() ? "'" : ", '") + std::string(root) + "'";
         m_verdict.notes.push_back(label + ": " + std::to_string(roots.size())
             + " archive roots hold a data.pkl (" + list
-            + "); torch reads the one under the first entry's prefix, '" + members.front().name
+            + "); torch reads the one under the first entry's prefix, '" + std::string(members.front().name)
             + "'; every one is rated");
     }
     for (const ZipMember& member : members) {
@@ -1118,9 +1139,9 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         const ByteView raw = bytes.subspan(std::min(member.dataOffset, bytes.size()),
             std::min<std::uint64_t>(length, bytes.size() - std::min(member.dataOffset, bytes.size())));
         const std::string memberLabel = (givenLabel.empty() ? std::string() : givenLabel + " > ")
-            + member.name
+            + std::string(member.name)
             + (!member.localName.empty() && member.localName != member.name
-                    ? " (local header: " + member.localName + ")"
+                    ? " (local header: " + std::string(member.localName) + ")"
                     : "");
         const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");
         if (member.method == zipformat::kMethodStored) {
