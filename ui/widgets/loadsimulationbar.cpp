@@ -15,6 +15,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <set>
 
 namespace ckpt {
@@ -235,7 +236,13 @@ struct LoadSimulationBar::Question {
     MapLocation mapLocation;
     bool fileAsItIsKnown = false; // m_asItIsHtml holds its line already
     std::shared_ptr<const WeightsOnlyVerdict> verdict; // null: judge it (once per document)
-    std::optional<std::vector<std::optional<std::string>>> planned; // none: the plan changes nothing
+    // The plan's device of each storage as an index into plannedTags (kNoTag: none): two bytes a
+    // storage taken on the GUI thread, spelled out as strings in the job. Empty when the plan
+    // changes nothing.
+    bool planChangesAnything = false;
+    std::vector<std::uint16_t> plannedTag;
+    std::vector<std::string> plannedTags;
+    static constexpr std::uint16_t kNoTag = 0xffff;
     std::optional<std::map<std::string, std::string>> tagMapping; // the plan as a map_location dict
 };
 
@@ -257,9 +264,25 @@ LoadSimulationBar::Question LoadSimulationBar::question() const
     const PlacementPlan& plan = m_document->plan();
     if (plan.changesAnything()) {
         const std::size_t storages = question.checkpoint->storages.size();
-        question.planned.emplace(storages);
-        for (std::uint32_t storage = 0; storage < storages; ++storage)
-            (*question.planned)[storage] = plan.plannedDeviceOfStorage(storage);
+        question.planChangesAnything = true;
+        question.plannedTag.resize(storages, Question::kNoTag);
+        std::uint16_t last = Question::kNoTag;
+        for (std::uint32_t storage = 0; storage < storages; ++storage) {
+            const std::optional<std::string> device = plan.plannedDeviceOfStorage(storage);
+            if (!device)
+                continue;
+            // A handful of devices, mostly in runs: the last one first, then the few others.
+            if (last == Question::kNoTag || question.plannedTags[last] != *device) {
+                const auto known
+                    = std::find(question.plannedTags.begin(), question.plannedTags.end(), *device);
+                if (known == question.plannedTags.end() && question.plannedTags.size() >= Question::kNoTag)
+                    continue; // 65,535 distinct tags: not a plan a person makes
+                last = static_cast<std::uint16_t>(known - question.plannedTags.begin());
+                if (known == question.plannedTags.end())
+                    question.plannedTags.push_back(*device);
+            }
+            question.plannedTag[storage] = last;
+        }
         question.tagMapping = plan.asTagMapping();
     }
     return question;
@@ -276,9 +299,14 @@ LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
     if (!question.fileAsItIsKnown)
         answer.asItIsHtml
             = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict);
-    if (question.planned)
+    if (question.planChangesAnything) {
+        std::vector<std::optional<std::string>> planned(question.plannedTag.size());
+        for (std::size_t storage = 0; storage < planned.size(); ++storage)
+            if (question.plannedTag[storage] != Question::kNoTag)
+                planned[storage] = question.plannedTags[question.plannedTag[storage]];
         answer.afterPlanHtml = bothHtml(
-            *question.checkpoint, &*question.planned, question.target, question.mapLocation, *answer.verdict);
+            *question.checkpoint, &planned, question.target, question.mapLocation, *answer.verdict);
+    }
     return answer;
 }
 
@@ -290,7 +318,7 @@ void LoadSimulationBar::showAnswer(const Question& question, const Answer& answe
         m_asItIsHtml = answer.asItIsHtml;
     // The choosers above say which map_location and target: the lines say only what happens.
     QString html = tr("<b>The file as it is:</b> %1").arg(m_asItIsHtml);
-    if (question.planned) {
+    if (question.planChangesAnything) {
         html += QStringLiteral("<br>")
             + tr("<b>After this plan</b> (the saved copy): %1").arg(answer.afterPlanHtml);
         if (question.tagMapping) {
