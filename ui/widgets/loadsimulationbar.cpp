@@ -221,6 +221,7 @@ void LoadSimulationBar::readMapLocation()
 void LoadSimulationBar::forgetFileAsItIs()
 {
     m_asItIsHtml.clear();
+    m_jobs->reset(); // an answer under way was for the old target or map_location
 }
 
 void LoadSimulationBar::scheduleRefresh()
