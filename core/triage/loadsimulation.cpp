@@ -350,16 +350,14 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
             simulation.error = std::move(message);
     };
 
+    RestoreCache restores(machine, mapLocation, generation);
+    FirstReferences firstReferences(checkpoint);
+
     // Per storage, regardless of which failure torch reports first.
     std::optional<std::uint32_t> firstFailing;
     std::uint64_t firstFailingOffset = 0;
     std::string firstFailingRecord;
     const bool metaEverywhere = mapLocation.kind == MapLocation::Kind::Device && mapLocation.device == "meta";
-    // One outcome per storage: grown by doubling, the vector held its old and new blocks at once
-    // (52 MB at the peak of check on 200,000 storages instead of 16).
-    simulation.storages.reserve(checkpoint.storages.size());
-    RestoreCache restores(machine, mapLocation, generation);
-    FirstReferences firstReferences(checkpoint);
     for (std::uint32_t index = 0; index < checkpoint.storages.size(); ++index) {
         const auto& storage = checkpoint.storages[index];
         StorageLoadOutcome outcome;
