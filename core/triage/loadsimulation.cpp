@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 
 namespace ckpt {
 
@@ -240,24 +241,79 @@ std::string mapTag(const std::string& recorded, const MapLocation& mapLocation)
     return recorded;
 }
 
-// Offset in its pickle of the first persistent id naming storage `index` (storages are named in
-// the order their pickle first reaches them; tied storages repeat, so this is a lower bound).
-std::optional<std::uint64_t> firstReference(
-    const Checkpoint& checkpoint, std::uint32_t index, std::string& record)
-{
-    const auto& storage = checkpoint.storages[index];
-    if (storage.pickleSection >= checkpoint.pickles.size())
-        return std::nullopt;
-    const auto& section = checkpoint.pickles[storage.pickleSection];
-    const auto it = std::find(section.storagesUsed.begin(), section.storagesUsed.end(), index);
-    if (it == section.storagesUsed.end())
-        return std::nullopt;
-    const auto position = static_cast<std::size_t>(it - section.storagesUsed.begin());
-    if (position >= section.run.persistentIdOffsets.size())
-        return std::nullopt;
-    record = section.record;
-    return section.run.persistentIdOffsets[position];
-}
+// Where each storage is first named: its position in the storagesUsed of the pickle that first
+// named it (storages are named in the order their pickle first reaches them; tied storages repeat,
+// so the first position is the one that counts). Built once per simulation, and only when some
+// storage fails: a search per failing storage would be quadratic when a million storages fail.
+class FirstReferences {
+public:
+    explicit FirstReferences(const Checkpoint& checkpoint)
+        : m_checkpoint(checkpoint)
+    { }
+
+    // Offset in its pickle of the first persistent id naming storage `index`.
+    std::optional<std::uint64_t> of(std::uint32_t index, std::string& record)
+    {
+        if (m_positions.empty())
+            build();
+        const auto& storage = m_checkpoint.storages[index];
+        if (storage.pickleSection >= m_checkpoint.pickles.size())
+            return std::nullopt;
+        const auto& section = m_checkpoint.pickles[storage.pickleSection];
+        const std::uint32_t position = m_positions[index];
+        if (position == kNotNamed || position >= section.run.persistentIdOffsets.size())
+            return std::nullopt;
+        record = section.record;
+        return section.run.persistentIdOffsets[position];
+    }
+
+private:
+    static constexpr std::uint32_t kNotNamed = ~std::uint32_t {0};
+
+    void build()
+    {
+        m_positions.assign(m_checkpoint.storages.size(), kNotNamed);
+        for (std::uint32_t s = 0; s < m_checkpoint.pickles.size(); ++s) {
+            const auto& used = m_checkpoint.pickles[s].storagesUsed;
+            for (std::uint32_t position = 0; position < used.size(); ++position) {
+                const std::uint32_t storage = used[position];
+                if (storage < m_positions.size() && m_positions[storage] == kNotNamed
+                    && m_checkpoint.storages[storage].pickleSection == s)
+                    m_positions[storage] = position;
+            }
+        }
+    }
+
+    const Checkpoint& m_checkpoint;
+    std::vector<std::uint32_t> m_positions;
+};
+
+// default_restore_location of each distinct tag, worked out once: a checkpoint of a million
+// storages names a handful of devices, and each restore builds strings.
+class RestoreCache {
+public:
+    RestoreCache(const MachineInventory& machine, const MapLocation& mapLocation, TorchGeneration generation)
+        : m_machine(machine)
+        , m_mapLocation(mapLocation)
+        , m_generation(generation)
+    { }
+
+    const Restore& of(std::string_view recorded)
+    {
+        for (const auto& [tag, restore] : m_known)
+            if (tag == recorded)
+                return restore;
+        std::string tag(recorded);
+        Restore restore = restoreLocation(mapTag(tag, m_mapLocation), m_machine, m_generation);
+        return m_known.emplace_back(std::move(tag), std::move(restore)).second;
+    }
+
+private:
+    const MachineInventory& m_machine;
+    const MapLocation& m_mapLocation;
+    const TorchGeneration m_generation;
+    std::deque<std::pair<std::string, Restore>> m_known; // stable references as it grows
+};
 
 } // namespace
 
@@ -274,6 +330,15 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
     const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly,
     const std::vector<std::string>& importableModules)
 {
+    return simulateLoadWithDevices(checkpoint, storageDevices, machine, mapLocation, generation,
+        KnownWeightsOnlyVerdict {}, weightsOnly, importableModules);
+}
+
+LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
+    const std::vector<std::optional<std::string>>* storageDevices, const MachineInventory& machine,
+    const MapLocation& mapLocation, TorchGeneration generation, const KnownWeightsOnlyVerdict& known,
+    std::optional<bool> weightsOnly, const std::vector<std::string>& importableModules)
+{
     LoadSimulation simulation;
     simulation.generation = generation;
     simulation.weightsOnly = weightsOnly.value_or(generation == TorchGeneration::Torch26Plus);
@@ -284,6 +349,9 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
         if (simulation.error.empty())
             simulation.error = std::move(message);
     };
+
+    RestoreCache restores(machine, mapLocation, generation);
+    FirstReferences firstReferences(checkpoint);
 
     // Per storage, regardless of which failure torch reports first.
     std::optional<std::uint32_t> firstFailing;
@@ -300,17 +368,20 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
         if (metaEverywhere) {
             outcome.landsOn = "meta"; // nothing is read, restore_location is skipped (§3.2)
         } else {
-            const std::string recorded = storageDevices && index < storageDevices->size()
-                ? (*storageDevices)[index].value_or("cpu")
-                : storage.device.value_or("cpu").str();
-            const auto tag = mapTag(recorded, mapLocation);
-            auto restored = restoreLocation(tag, machine, generation);
-            outcome.landsOn = std::move(restored.landsOn);
-            outcome.error = std::move(restored.error);
+            std::string_view recorded = "cpu";
+            if (storageDevices && index < storageDevices->size()) {
+                if (const auto& planned = (*storageDevices)[index])
+                    recorded = *planned;
+            } else if (storage.device) {
+                recorded = *storage.device;
+            }
+            const Restore& restored = restores.of(recorded);
+            outcome.landsOn = restored.landsOn;
+            outcome.error = restored.error;
         }
         if (!outcome.landsOn) {
             std::string record;
-            const auto offset = firstReference(checkpoint, index, record).value_or(index);
+            const auto offset = firstReferences.of(index, record).value_or(index);
             if (!firstFailing || (record == firstFailingRecord && offset < firstFailingOffset)) {
                 firstFailing = index;
                 firstFailingOffset = offset;
@@ -384,7 +455,11 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
     if (simulation.weightsOnly
         && (checkpoint.format == CheckpointFormat::TorchZip
             || checkpoint.format == CheckpointFormat::TorchLegacy)) {
-        const auto verdict = judgeWeightsOnly(checkpoint, generation);
+        // The verdict does not depend on devices: a caller that simulates many plans judges once.
+        std::optional<WeightsOnlyVerdict> judged;
+        if (!known.verdict || known.verdict->generation != generation)
+            judged = judgeWeightsOnly(checkpoint, generation);
+        const WeightsOnlyVerdict& verdict = judged ? *judged : *known.verdict;
         if (verdict.firstRejectionOffset && !verdict.torchMessage.empty()) {
             const bool rejectionFirst = (!firstFailing || verdict.firstRejectionRecord != firstFailingRecord
                                             || *verdict.firstRejectionOffset < firstFailingOffset)

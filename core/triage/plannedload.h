@@ -17,4 +17,18 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
     const MapLocation& mapLocation, TorchGeneration generation,
     std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {});
 
+// judgeWeightsOnly(checkpoint, generation), made once by a caller that simulates the same file
+// again and again (the app, after every move): the verdict depends on the pickles only, and judging
+// a million-tensor pickle costs more than the simulation itself. Ignored when absent or made for
+// another generation.
+struct KnownWeightsOnlyVerdict {
+    const WeightsOnlyVerdict* verdict = nullptr;
+};
+
+// The same, with the weights-only verdict already made.
+LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint,
+    const std::vector<std::optional<std::string>>* storageDevices, const MachineInventory& machine,
+    const MapLocation& mapLocation, TorchGeneration generation, const KnownWeightsOnlyVerdict& known,
+    std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {});
+
 } // namespace ckpt

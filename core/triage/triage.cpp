@@ -8,6 +8,7 @@
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 #include "core/triage/importrequirements.h"
+#include "core/triage/plannedload.h"
 
 #include <algorithm>
 #include <map>
@@ -354,6 +355,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
             std::make_move_iterator(shardFindings.end()));
     }
     report.weightsOnly = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
+    // The load simulation of torch 2.6+ needs the same verdict of this file's own pickles (not the
+    // worst shard's, nor the rating raised by the safety verdict below): kept, not judged again.
+    const WeightsOnlyVerdict ownVerdict = report.weightsOnly;
     if (checkpoint.shardSet) // the verdict of the worst shard: from_pretrained loads every one
         for (const ShardFile& shard : checkpoint.shardSet->shards)
             if (shard.checkpoint && shard.problem.empty()) {
@@ -381,8 +385,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     if (loadedByTorchLoad) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
-            report.loadSimulations.push_back(simulateLoad(checkpoint, machine, options.mapLocation,
-                generation, std::nullopt, options.importableModules));
+            report.loadSimulations.push_back(
+                simulateLoadWithDevices(checkpoint, nullptr, machine, options.mapLocation, generation,
+                    KnownWeightsOnlyVerdict {&ownVerdict}, std::nullopt, options.importableModules));
         addLoadFindings(checkpoint, options, machine, report);
         addImportFindings(checkpoint, options, report);
     }

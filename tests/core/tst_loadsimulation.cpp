@@ -10,6 +10,7 @@
 // running script there; the simulation says <your script>).
 #include "core/devices/machinespec.h"
 #include "core/read/checkpointreader.h"
+#include "core/triage/plannedload.h"
 #include "core/triage/triage.h"
 #include "torchprobe.h"
 
@@ -44,6 +45,7 @@ private Q_SLOTS:
         compareImports(QStringLiteral(CKPT_MODERN_PYTHON), TorchGeneration::Torch26Plus);
     }
     void gpuTargetGetsGpuRemap();
+    void knownVerdictChangesNothing();
 
 private:
     void compareImports(const QString& python, TorchGeneration generation);
@@ -258,6 +260,76 @@ void TestLoadSimulation::compareWith(const QString& python, TorchGeneration gene
     if (!mismatches.isEmpty())
         QFAIL(qPrintable(QStringLiteral("%1 of %2 rows disagree:\n").arg(mismatches.size()).arg(compared)
             + mismatches.mid(0, 15).join(u'\n')));
+}
+
+// The app judges a file's pickles once and hands the verdict to every simulation after a move; the
+// triage hands its own to its simulations. On every fixture written by real torch (whose outcomes
+// compareWith holds to torch's), for the file as it is and for a plan that puts every storage on a
+// GPU the machine lacks, the simulations given the verdict say exactly what the ones that judge it
+// themselves say; a verdict made for the other generation is not used.
+void TestLoadSimulation::knownVerdictChangesNothing()
+{
+    const auto machine = parseMachineSpec("cuda:0=16GiB,cpu=16GiB");
+    QVERIFY(machine);
+    int compared = 0, rejectedByVerdict = 0, failingStorages = 0;
+    for (const auto* directory : {"torch-1.13", "torch-2"}) {
+        const QDir dir(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/") + QLatin1String(directory));
+        for (const auto& file : dir.entryList({QStringLiteral("*.pt")}, QDir::Files, QDir::Name)) {
+            const Checkpoint checkpoint = readCheckpoint(dir.filePath(file).toStdString());
+            const std::vector<std::optional<std::string>> elsewhere(
+                checkpoint.storages.size(), std::optional<std::string>("cuda:3"));
+            for (const TorchGeneration generation :
+                {TorchGeneration::Torch113, TorchGeneration::Torch26Plus}) {
+                const WeightsOnlyVerdict verdict = judgeWeightsOnly(checkpoint, generation);
+                const TorchGeneration other = generation == TorchGeneration::Torch113
+                    ? TorchGeneration::Torch26Plus
+                    : TorchGeneration::Torch113;
+                for (const auto* devices : {static_cast<decltype(&elsewhere)>(nullptr), &elsewhere})
+                    for (const std::optional<bool> weightsOnly :
+                        {std::optional<bool>(), std::optional(true), std::optional(false)}) {
+                        const LoadSimulation judged = simulateLoadWithDevices(
+                            checkpoint, devices, *machine, {}, generation, weightsOnly);
+                        const LoadSimulation given = simulateLoadWithDevices(checkpoint, devices, *machine,
+                            {}, generation, KnownWeightsOnlyVerdict {&verdict}, weightsOnly);
+                        const LoadSimulation absent = simulateLoadWithDevices(checkpoint, devices, *machine,
+                            {}, generation, KnownWeightsOnlyVerdict {}, weightsOnly);
+                        // The other generation's verdict is ignored, not used in its place.
+                        const WeightsOnlyVerdict otherVerdict = judgeWeightsOnly(checkpoint, other);
+                        const LoadSimulation wrongGeneration = simulateLoadWithDevices(checkpoint, devices,
+                            *machine, {}, generation, KnownWeightsOnlyVerdict {&otherVerdict}, weightsOnly);
+                        for (const LoadSimulation* simulation : {&given, &absent, &wrongGeneration}) {
+                            const QString what
+                                = QStringLiteral("%1/%2 %3 weights_only=%4 %5")
+                                      .arg(QLatin1String(directory), file,
+                                          QLatin1String(torchGenerationName(generation)),
+                                          weightsOnly ? QString::number(*weightsOnly) : u"default"_qs,
+                                          devices ? u"all on cuda:3"_qs : u"as it is"_qs);
+                            QVERIFY2(simulation->loads == judged.loads, qPrintable(what));
+                            QVERIFY2(simulation->error == judged.error, qPrintable(what));
+                            QVERIFY2(simulation->errorType == judged.errorType, qPrintable(what));
+                            QVERIFY2(simulation->storages.size() == judged.storages.size(), qPrintable(what));
+                            for (std::size_t i = 0; i < judged.storages.size(); ++i) {
+                                QVERIFY2(simulation->storages[i].landsOn == judged.storages[i].landsOn,
+                                    qPrintable(what));
+                                QVERIFY2(simulation->storages[i].error == judged.storages[i].error,
+                                    qPrintable(what));
+                            }
+                        }
+                        ++compared;
+                        rejectedByVerdict += !judged.loads && !verdict.torchMessage.empty()
+                                && judged.error == verdict.torchMessage
+                            ? 1
+                            : 0;
+                        for (const StorageLoadOutcome& outcome : judged.storages)
+                            failingStorages += outcome.landsOn ? 0 : 1;
+                    }
+            }
+        }
+    }
+    // The fixtures reach both paths the verdict decides: a load the weights-only unpickler stops
+    // first, and storages that fail to restore.
+    QVERIFY2(rejectedByVerdict > 0, qPrintable(QString::number(compared)));
+    QVERIFY2(failingStorages > 0, qPrintable(QString::number(compared)));
 }
 
 QTEST_GUILESS_MAIN(TestLoadSimulation)

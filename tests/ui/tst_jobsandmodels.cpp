@@ -15,9 +15,12 @@
 #include <QSignalSpy>
 #include <QTest>
 #include <QThread>
+#include <QThreadPool>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 using namespace ckpt;
@@ -54,6 +57,35 @@ private Q_SLOTS:
         QCOMPARE(delivered, std::vector<int> {2});
         QCOMPARE(deliveredOn, QThread::currentThread());
         QVERIFY(finished.count() >= 1);
+    }
+
+    // Jobs leave Qt's global pool to Qt: its raster paint engine runs parts of each repaint there
+    // and waits for them, so jobs filling it made every repaint wait for a job to end.
+    void jobsLeaveTheGlobalPoolFree()
+    {
+        QThreadPool* global = QThreadPool::globalInstance();
+        std::atomic<bool> release {false};
+        std::vector<std::unique_ptr<JobTracker>> trackers;
+        // More jobs than the global pool has threads, all holding their thread.
+        for (int i = 0; i < std::max(2, global->maxThreadCount()) + 1; ++i) {
+            trackers.push_back(std::make_unique<JobTracker>());
+            trackers.back()->start(
+                [&release](JobProgress& progress) {
+                    while (!release && !progress.cancelled)
+                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    return QThread::currentThread();
+                },
+                [](QThread*) {});
+        }
+        QTRY_VERIFY(jobThreadPool()->activeThreadCount() > 0);
+        QVERIFY(jobThreadPool() != global);
+        // A task of Qt's own still runs at once.
+        std::atomic<bool> ran {false};
+        global->start([&ran] { ran = true; });
+        QTRY_VERIFY_WITH_TIMEOUT(ran, 2000);
+        release = true;
+        for (const auto& tracker : trackers)
+            QTRY_VERIFY(!tracker->isRunning());
     }
 
     void resetDropsTheRunningJob()

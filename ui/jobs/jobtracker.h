@@ -12,7 +12,13 @@
 #include <memory>
 #include <utility>
 
+class QThreadPool;
+
 namespace ckpt {
+
+// The pool every JobTracker runs its jobs in (not Qt's global pool; see jobtracker.cpp). Needs a
+// QCoreApplication, which lives at least as long as the pool.
+QThreadPool* jobThreadPool();
 
 // What a running job shares with the GUI thread: progress the worker writes and a timer reads
 // (throttled), and the cancel flag the worker's progress callback answers with.
@@ -67,8 +73,8 @@ public:
                 Q_EMIT finished(); // first, so a progress dialog is gone before the result shows
                 deliver(watcher->result());
             });
-        watcher->setFuture(
-            QtConcurrent::run([work = std::move(work), progress]() mutable { return work(*progress); }));
+        watcher->setFuture(QtConcurrent::run(
+            jobThreadPool(), [work = std::move(work), progress]() mutable { return work(*progress); }));
         Q_EMIT started();
     }
 

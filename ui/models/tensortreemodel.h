@@ -111,6 +111,9 @@ private:
     std::vector<QString> m_recordedTags;
     // Per tensor: whether it counts in m_changedCount now.
     std::vector<char> m_tensorChanged;
+    // Per tree node: whether an index of one of its children was ever handed out (index(),
+    // indexForTreeNode(), parent()). Rows under a node without one need no dataChanged.
+    mutable std::vector<char> m_childIndexesHandedOut;
     std::vector<char> m_collected; // per tree node, scratch for onPlacementChanged (all 0 between calls)
     std::vector<std::uint32_t> m_changedRows; // scratch for onPlacementChanged
     std::vector<std::pair<std::uint32_t, std::uint32_t>> m_rowsByParent; // scratch for emitRowsChanged

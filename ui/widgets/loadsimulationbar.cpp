@@ -4,6 +4,7 @@
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
 #include "ui/document/checkpointdocument.h"
+#include "ui/jobs/jobtracker.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -14,6 +15,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <set>
 
 namespace ckpt {
@@ -45,19 +47,21 @@ QString outcomeHtml(const LoadSimulation& simulation)
 }
 
 QString bothHtml(const Checkpoint& checkpoint, const std::vector<std::optional<std::string>>* devices,
-    const MachineInventory& target, const MapLocation& mapLocation)
+    const MachineInventory& target, const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict)
 {
-    const LoadSimulation modern
-        = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch26Plus);
+    LoadSimulation modern = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
+        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict});
+    QString modernHtml = outcomeHtml(modern);
+    // An outcome per storage: a million of them need not wait beside the other generation's.
+    modern.storages = {};
     const LoadSimulation old
         = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch113);
     // One line each: the same outcome from both generations is said once.
     if (modern.loads == old.loads && modern.error == old.error)
-        return outcomeHtml(modern)
-            .replace(QStringLiteral("torch 2.6+</b>"), QStringLiteral("torch 2.6+ and 1.13</b>"))
+        return modernHtml.replace(QStringLiteral("torch 2.6+</b>"), QStringLiteral("torch 2.6+ and 1.13</b>"))
             .replace(QStringLiteral("loads it</span>"), QStringLiteral("load it</span>"))
             .replace(QStringLiteral(">fails</span>"), QStringLiteral(">fail</span>"));
-    return outcomeHtml(modern) + QStringLiteral(" · ") + outcomeHtml(old);
+    return modernHtml + QStringLiteral(" · ") + outcomeHtml(old);
 }
 
 } // namespace
@@ -65,9 +69,13 @@ QString bothHtml(const Checkpoint& checkpoint, const std::vector<std::optional<s
 QStringList landingDevicesHtml(const LoadSimulation& simulation)
 {
     std::set<std::string> devices;
+    // A million storages name a handful of devices, mostly in runs: the set sees each run once.
+    const std::string* previous = nullptr;
     for (const StorageLoadOutcome& outcome : simulation.storages)
-        if (outcome.landsOn)
+        if (outcome.landsOn && (!previous || *previous != *outcome.landsOn)) {
             devices.insert(*outcome.landsOn);
+            previous = &*outcome.landsOn;
+        }
     QStringList names;
     for (const std::string& device : devices)
         names.append(fromStd(device).toHtmlEscaped());
@@ -84,6 +92,7 @@ QString firstLineOf(const std::string& text)
 LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     : QWidget(parent)
     , m_refreshTimer(new QTimer(this))
+    , m_jobs(new JobTracker(this))
 {
     setObjectName(QStringLiteral("loadSimulationBar"));
     setAccessibleName(tr("Load simulation"));
@@ -131,7 +140,7 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
 
     m_refreshTimer->setSingleShot(true);
     m_refreshTimer->setInterval(0);
-    connect(m_refreshTimer, &QTimer::timeout, this, &LoadSimulationBar::refresh);
+    connect(m_refreshTimer, &QTimer::timeout, this, &LoadSimulationBar::refreshInBackground);
     connect(m_mapLocationBox, &QComboBox::currentTextChanged, this, [this] {
         readMapLocation();
         forgetFileAsItIs();
@@ -147,6 +156,7 @@ void LoadSimulationBar::setDocument(CheckpointDocument* document)
     if (m_document)
         disconnect(m_document, nullptr, this, nullptr);
     m_document = document;
+    m_verdict.reset();
     if (document) {
         connect(document, &CheckpointDocument::placementChanged, this, &LoadSimulationBar::scheduleRefresh);
         connect(document, &CheckpointDocument::targetChanged, this, [this] {
@@ -155,7 +165,16 @@ void LoadSimulationBar::setDocument(CheckpointDocument* document)
         });
     }
     forgetFileAsItIs();
-    refresh();
+    if (document) {
+        // Shown at once, answered by a job (a million storages): the old document's lines must not
+        // stay up meanwhile.
+        m_jobs->reset();
+        m_result->setText(
+            QStringLiteral("<span style=\"color:gray\">%1</span>").arg(tr("Simulating torch.load…")));
+        scheduleRefresh();
+    } else {
+        refresh();
+    }
 }
 
 void LoadSimulationBar::setTargetChoices(const QStringList& choices, const QString& current)
@@ -202,6 +221,7 @@ void LoadSimulationBar::readMapLocation()
 void LoadSimulationBar::forgetFileAsItIs()
 {
     m_asItIsHtml.clear();
+    m_jobs->reset(); // an answer under way was for the old target or map_location
 }
 
 void LoadSimulationBar::scheduleRefresh()
@@ -209,39 +229,103 @@ void LoadSimulationBar::scheduleRefresh()
     m_refreshTimer->start();
 }
 
-void LoadSimulationBar::refresh()
+// What one refresh works from, taken on the GUI thread: the checkpoint (shared, never changed),
+// the plan's device per storage when it changes anything, and the choosers.
+struct LoadSimulationBar::Question {
+    std::shared_ptr<const Checkpoint> checkpoint;
+    MachineInventory target;
+    MapLocation mapLocation;
+    bool fileAsItIsKnown = false; // m_asItIsHtml holds its line already
+    std::shared_ptr<const WeightsOnlyVerdict> verdict; // null: judge it (once per document)
+    // The plan's device of each storage as an index into plannedTags (kNoTag: none): two bytes a
+    // storage taken on the GUI thread, spelled out as strings in the job. Empty when the plan
+    // changes nothing.
+    bool planChangesAnything = false;
+    std::vector<std::uint16_t> plannedTag;
+    std::vector<std::string> plannedTags;
+    static constexpr std::uint16_t kNoTag = 0xffff;
+    std::optional<std::map<std::string, std::string>> tagMapping; // the plan as a map_location dict
+};
+
+struct LoadSimulationBar::Answer {
+    std::shared_ptr<const Checkpoint> checkpoint; // the one asked about
+    std::shared_ptr<const WeightsOnlyVerdict> verdict;
+    QString asItIsHtml; // empty when it was known
+    QString afterPlanHtml; // empty when the plan changes nothing
+};
+
+LoadSimulationBar::Question LoadSimulationBar::question() const
 {
-    m_refreshTimer->stop();
-    if (!m_document) {
-        m_result->setText(tr("<span style=\"color:gray\">Open a checkpoint to ask what torch.load would do "
-                             "with it.</span>"));
-        Q_EMIT refreshed();
-        return;
-    }
-    if (!m_mapLocationError.isEmpty()) {
-        m_result->setText(QStringLiteral("<span style=\"color:#c62828\">%1</span>")
-                              .arg(m_mapLocationError.toHtmlEscaped()));
-        Q_EMIT refreshed();
-        return;
-    }
-    const Checkpoint& checkpoint = m_document->checkpoint();
+    Question question;
+    question.checkpoint = m_document->sharedCheckpoint();
+    question.target = m_document->target();
+    question.mapLocation = m_mapLocation;
+    question.fileAsItIsKnown = !m_asItIsHtml.isEmpty();
+    question.verdict = m_verdict;
     const PlacementPlan& plan = m_document->plan();
-    const MachineInventory& target = m_document->target();
-    // The choosers above say which map_location and target: the lines say only what happens.
-    if (m_asItIsHtml.isEmpty())
-        m_asItIsHtml = bothHtml(checkpoint, nullptr, target, m_mapLocation);
-    QString html = tr("<b>The file as it is:</b> %1").arg(m_asItIsHtml);
     if (plan.changesAnything()) {
-        std::vector<std::optional<std::string>> planned(checkpoint.storages.size());
-        for (std::uint32_t storage = 0; storage < planned.size(); ++storage)
-            planned[storage] = plan.plannedDeviceOfStorage(storage);
+        const std::size_t storages = question.checkpoint->storages.size();
+        question.planChangesAnything = true;
+        question.plannedTag.resize(storages, Question::kNoTag);
+        std::uint16_t last = Question::kNoTag;
+        for (std::uint32_t storage = 0; storage < storages; ++storage) {
+            const std::optional<std::string> device = plan.plannedDeviceOfStorage(storage);
+            if (!device)
+                continue;
+            // A handful of devices, mostly in runs: the last one first, then the few others.
+            if (last == Question::kNoTag || question.plannedTags[last] != *device) {
+                const auto known
+                    = std::find(question.plannedTags.begin(), question.plannedTags.end(), *device);
+                if (known == question.plannedTags.end() && question.plannedTags.size() >= Question::kNoTag)
+                    continue; // 65,535 distinct tags: not a plan a person makes
+                last = static_cast<std::uint16_t>(known - question.plannedTags.begin());
+                if (known == question.plannedTags.end())
+                    question.plannedTags.push_back(*device);
+            }
+            question.plannedTag[storage] = last;
+        }
+        question.tagMapping = plan.asTagMapping();
+    }
+    return question;
+}
+
+LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
+{
+    Answer answer;
+    answer.checkpoint = question.checkpoint;
+    answer.verdict = question.verdict;
+    if (!answer.verdict)
+        answer.verdict = std::make_shared<const WeightsOnlyVerdict>(
+            judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus));
+    if (!question.fileAsItIsKnown)
+        answer.asItIsHtml
+            = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict);
+    if (question.planChangesAnything) {
+        std::vector<std::optional<std::string>> planned(question.plannedTag.size());
+        for (std::size_t storage = 0; storage < planned.size(); ++storage)
+            if (question.plannedTag[storage] != Question::kNoTag)
+                planned[storage] = question.plannedTags[question.plannedTag[storage]];
+        answer.afterPlanHtml = bothHtml(
+            *question.checkpoint, &planned, question.target, question.mapLocation, *answer.verdict);
+    }
+    return answer;
+}
+
+void LoadSimulationBar::showAnswer(const Question& question, const Answer& answer)
+{
+    if (answer.verdict && m_document && m_document->sharedCheckpoint() == answer.checkpoint)
+        m_verdict = answer.verdict;
+    if (!answer.asItIsHtml.isEmpty())
+        m_asItIsHtml = answer.asItIsHtml;
+    // The choosers above say which map_location and target: the lines say only what happens.
+    QString html = tr("<b>The file as it is:</b> %1").arg(m_asItIsHtml);
+    if (question.planChangesAnything) {
         html += QStringLiteral("<br>")
-            + tr("<b>After this plan</b> (the saved copy): %1")
-                  .arg(bothHtml(checkpoint, &planned, target, m_mapLocation));
-        if (const auto mapping = plan.asTagMapping()) {
+            + tr("<b>After this plan</b> (the saved copy): %1").arg(answer.afterPlanHtml);
+        if (question.tagMapping) {
             MapLocation same;
             same.kind = MapLocation::Kind::Dict;
-            same.dict = *mapping;
+            same.dict = *question.tagMapping;
             html += QStringLiteral("<br>")
                 + tr("The same at load time, without a copy: <code>torch.load(path, map_location=%1)</code>")
                       .arg(fromStd(same.python()).toHtmlEscaped());
@@ -253,6 +337,49 @@ void LoadSimulationBar::refresh()
     }
     m_result->setText(html);
     Q_EMIT refreshed();
+}
+
+bool LoadSimulationBar::showWithoutSimulating()
+{
+    if (!m_document) {
+        m_result->setText(tr("<span style=\"color:gray\">Open a checkpoint to ask what torch.load would do "
+                             "with it.</span>"));
+        Q_EMIT refreshed();
+        return true;
+    }
+    if (!m_mapLocationError.isEmpty()) {
+        m_result->setText(QStringLiteral("<span style=\"color:#c62828\">%1</span>")
+                              .arg(m_mapLocationError.toHtmlEscaped()));
+        Q_EMIT refreshed();
+        return true;
+    }
+    return false;
+}
+
+void LoadSimulationBar::refresh()
+{
+    m_refreshTimer->stop();
+    m_jobs->reset(); // what it would have said is said now
+    if (showWithoutSimulating())
+        return;
+    const Question asked = question();
+    showAnswer(asked, answer(asked));
+}
+
+void LoadSimulationBar::refreshInBackground()
+{
+    if (showWithoutSimulating()) {
+        m_jobs->reset();
+        return;
+    }
+    // A million storages take two simulations and, once per document, the weights-only verdict:
+    // a job, so a drop never waits for them. A newer refresh makes this one stale.
+    auto asked = std::make_shared<const Question>(question());
+    m_jobs->start([asked](JobProgress&) { return std::make_shared<const Answer>(answer(*asked)); },
+        [this, asked](const std::shared_ptr<const Answer>& result) {
+            if (m_document && m_document->sharedCheckpoint() == result->checkpoint)
+                showAnswer(*asked, *result);
+        });
 }
 
 QString LoadSimulationBar::resultText() const

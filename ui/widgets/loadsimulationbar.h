@@ -6,6 +6,7 @@
 #include <QPointer>
 #include <QWidget>
 
+#include <memory>
 #include <string>
 
 class QComboBox;
@@ -15,6 +16,7 @@ class QTimer;
 namespace ckpt {
 
 class CheckpointDocument;
+class JobTracker;
 struct LoadSimulation;
 
 // Shared by the bar and the Findings summary, which both say how a simulated load ends: the
@@ -44,7 +46,7 @@ public:
     MapLocation mapLocation() const { return m_mapLocation; }
     // The outcome lines as plain text (tests, the tour, accessibility); current after refresh().
     QString resultText() const;
-    // Recomputes now (it otherwise waits for the event loop, once per burst of moves).
+    // Recomputes now, on the calling thread (otherwise a job answers, once per burst of moves).
     void refresh();
 
 Q_SIGNALS:
@@ -52,6 +54,13 @@ Q_SIGNALS:
     void refreshed();
 
 private:
+    struct Question;
+    struct Answer;
+    Question question() const; // on the GUI thread
+    static Answer answer(const Question& question); // anywhere: reads only the question
+    void showAnswer(const Question& question, const Answer& answer);
+    bool showWithoutSimulating(); // no document, or a map_location that does not parse
+    void refreshInBackground();
     void scheduleRefresh();
     void forgetFileAsItIs(); // the target or map_location changed: the file's own line is recomputed
     void readMapLocation();
@@ -64,6 +73,8 @@ private:
     QComboBox* m_targetBox = nullptr;
     QLabel* m_result = nullptr;
     QTimer* m_refreshTimer = nullptr;
+    JobTracker* m_jobs = nullptr;
+    std::shared_ptr<const WeightsOnlyVerdict> m_verdict; // torch 2.6+'s, of the document's pickles
 };
 
 } // namespace ckpt
