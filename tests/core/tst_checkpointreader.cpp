@@ -5,6 +5,7 @@
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
 #include "tests/common/testfiles.h"
+#include "tests/common/treedump.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -22,16 +23,6 @@ namespace {
 Checkpoint readBytes(const QByteArray& bytes, const char* name)
 {
     return readCheckpoint(MappedFile::fromBuffer(ByteBuffer(bytes.begin(), bytes.end()), name));
-}
-
-void dumpTree(const Checkpoint& checkpoint, std::uint32_t node, int depth, QString& out)
-{
-    const TreeNode& entry = checkpoint.tree[node];
-    out += QString(qsizetype {depth} * 2, QLatin1Char(' '))
-        + QString::fromLatin1(treeNodeKindName(entry.kind)) + QLatin1Char(' ')
-        + QString::fromStdString(entry.name) + QLatin1Char('\n');
-    for (const std::uint32_t child : entry.children)
-        dumpTree(checkpoint, child, depth + 1, out);
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "core/model/checkpoint.h"
 #include "core/read/safetensorsreader.h"
 #include "tests/common/testfiles.h"
+#include "tests/common/treedump.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -186,17 +187,6 @@ QString inconsistency(const Checkpoint& checkpoint)
     if (std::count(listed.begin(), listed.end(), false) != 1)
         return QStringLiteral("some nodes are not in the tree");
     return {};
-}
-
-// Indented text of the tree: kind, name, and for tensors their index.
-void dumpTree(const Checkpoint& checkpoint, std::uint32_t node, int depth, QString& out)
-{
-    const TreeNode& entry = checkpoint.tree[node];
-    out += QString(qsizetype {depth} * 2, QLatin1Char(' '))
-        + QString::fromLatin1(treeNodeKindName(entry.kind)) + QLatin1Char(' ')
-        + QString::fromStdString(entry.name) + QLatin1Char('\n');
-    for (const std::uint32_t child : entry.children)
-        dumpTree(checkpoint, child, depth + 1, out);
 }
 
 struct CorpusSample {
