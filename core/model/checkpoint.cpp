@@ -170,6 +170,13 @@ std::uint32_t Checkpoint::addTreeNode(std::uint32_t parent, TreeNodeKind kind, s
     return index;
 }
 
+bool Checkpoint::isModulePathNode(std::uint32_t node, std::uint32_t parent, std::string_view component) const
+{
+    return node != 0 && node < tree.size() && tree[node].parent == parent
+        && tree[node].kind == TreeNodeKind::Module && tree[node].name == component
+        && tree[node].className.empty();
+}
+
 std::uint32_t Checkpoint::modulePathFor(
     std::uint32_t parent, std::string_view dottedName, std::string& leafName)
 {
@@ -183,17 +190,10 @@ std::uint32_t Checkpoint::modulePathFor(
         const std::string_view component = dottedName.substr(start, dot - start);
         const std::uint64_t indexKey
             = std::hash<std::string_view> {}(component) ^ (std::uint64_t(parent) * 0x9E3779B97F4A7C15ull);
-        // An entry can be stale when the builder pruned a tensor-free subtree: check it still is
-        // the module it was made as.
-        const auto isTheModule = [&](std::uint32_t candidate) {
-            return candidate != 0 && candidate < tree.size() && tree[candidate].parent == parent
-                && tree[candidate].kind == TreeNodeKind::Module && tree[candidate].name == component
-                && tree[candidate].className.empty();
-        };
         std::uint32_t found = 0;
         auto [first, last] = moduleNodeIndex.equal_range(indexKey);
         for (auto it = first; it != last; ++it)
-            if (isTheModule(it->second)) {
+            if (isModulePathNode(it->second, parent, component)) {
                 found = it->second;
                 break;
             }

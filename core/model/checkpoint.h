@@ -183,6 +183,9 @@ struct Checkpoint {
     // Module node per prefix component and returns the parent for the last component, which is
     // returned through `leafName`.
     std::uint32_t modulePathFor(std::uint32_t parent, std::string_view dottedName, std::string& leafName);
+    // Whether `node` is the Module node modulePathFor made for `component` below `parent`: a
+    // remembered node can be stale when the builder pruned a tensor-free subtree and reused its slot.
+    bool isModulePathNode(std::uint32_t node, std::uint32_t parent, std::string_view component) const;
 };
 
 } // namespace ckpt

@@ -468,7 +468,6 @@ std::uint32_t CheckpointBuilder::modulePathFor(
         m_lastModulePath.clear();
         m_lastModulePathParent = parent;
     }
-    const std::vector<TreeNode>& tree = m_checkpoint.tree;
     std::size_t start = 0;
     for (std::size_t depth = 0;; ++depth) {
         // The split as Checkpoint::modulePathFor makes it: an empty component or a last dot ends it.
@@ -483,9 +482,7 @@ std::uint32_t CheckpointBuilder::modulePathFor(
         std::uint32_t found = 0;
         if (depth < m_lastModulePath.size()) {
             const std::uint32_t candidate = m_lastModulePath[depth];
-            if (candidate != 0 && candidate < tree.size() && tree[candidate].parent == parent
-                && tree[candidate].kind == TreeNodeKind::Module && tree[candidate].name == component
-                && tree[candidate].className.empty())
+            if (m_checkpoint.isModulePathNode(candidate, parent, component))
                 found = candidate;
             else
                 m_lastModulePath.resize(depth);
