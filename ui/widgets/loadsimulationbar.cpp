@@ -15,7 +15,6 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <algorithm>
 #include <set>
 
 namespace ckpt {
@@ -46,8 +45,8 @@ QString outcomeHtml(const LoadSimulation& simulation)
         .arg(name, error.toHtmlEscaped());
 }
 
-QString bothHtml(const Checkpoint& checkpoint, const std::vector<std::optional<std::string>>* devices,
-    const MachineInventory& target, const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict)
+QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, const MachineInventory& target,
+    const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict)
 {
     LoadSimulation modern = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
         TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict});
@@ -237,13 +236,11 @@ struct LoadSimulationBar::Question {
     MapLocation mapLocation;
     bool fileAsItIsKnown = false; // m_asItIsHtml holds its line already
     std::shared_ptr<const WeightsOnlyVerdict> verdict; // null: judge it (once per document)
-    // The plan's device of each storage as an index into plannedTags (kNoTag: none): two bytes a
-    // storage taken on the GUI thread, spelled out as strings in the job. Empty when the plan
-    // changes nothing.
+    // The plan's device of each storage where it differs from the file's, two bytes a storage,
+    // taken on the GUI thread and handed to the simulations as it is. Empty when the plan changes
+    // nothing.
     bool planChangesAnything = false;
-    std::vector<std::uint16_t> plannedTag;
-    std::vector<std::string> plannedTags;
-    static constexpr std::uint16_t kNoTag = 0xffff;
+    StorageDevices plannedDevices;
     std::optional<std::map<std::string, std::string>> tagMapping; // the plan as a map_location dict
 };
 
@@ -264,26 +261,8 @@ LoadSimulationBar::Question LoadSimulationBar::question() const
     question.verdict = m_verdict;
     const PlacementPlan& plan = m_document->plan();
     if (plan.changesAnything()) {
-        const std::size_t storages = question.checkpoint->storages.size();
         question.planChangesAnything = true;
-        question.plannedTag.resize(storages, Question::kNoTag);
-        std::uint16_t last = Question::kNoTag;
-        for (std::uint32_t storage = 0; storage < storages; ++storage) {
-            const std::optional<std::string> device = plan.plannedDeviceOfStorage(storage);
-            if (!device)
-                continue;
-            // A handful of devices, mostly in runs: the last one first, then the few others.
-            if (last == Question::kNoTag || question.plannedTags[last] != *device) {
-                const auto known
-                    = std::find(question.plannedTags.begin(), question.plannedTags.end(), *device);
-                if (known == question.plannedTags.end() && question.plannedTags.size() >= Question::kNoTag)
-                    continue; // 65,535 distinct tags: not a plan a person makes
-                last = static_cast<std::uint16_t>(known - question.plannedTags.begin());
-                if (known == question.plannedTags.end())
-                    question.plannedTags.push_back(*device);
-            }
-            question.plannedTag[storage] = last;
-        }
+        question.plannedDevices = StorageDevices::ofPlan(plan, question.checkpoint->storages.size());
         question.tagMapping = plan.asTagMapping();
     }
     return question;
@@ -300,14 +279,9 @@ LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
     if (!question.fileAsItIsKnown)
         answer.asItIsHtml
             = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict);
-    if (question.planChangesAnything) {
-        std::vector<std::optional<std::string>> planned(question.plannedTag.size());
-        for (std::size_t storage = 0; storage < planned.size(); ++storage)
-            if (question.plannedTag[storage] != Question::kNoTag)
-                planned[storage] = question.plannedTags[question.plannedTag[storage]];
-        answer.afterPlanHtml = bothHtml(
-            *question.checkpoint, &planned, question.target, question.mapLocation, *answer.verdict);
-    }
+    if (question.planChangesAnything)
+        answer.afterPlanHtml = bothHtml(*question.checkpoint, &question.plannedDevices, question.target,
+            question.mapLocation, *answer.verdict);
     return answer;
 }
 
