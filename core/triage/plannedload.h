@@ -4,6 +4,7 @@
 #include "core/triage/triage.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,12 +58,17 @@ struct KnownWeightsOnlyVerdict {
     const WeightsOnlyVerdict* verdict = nullptr;
 };
 
+// Told how many storages are simulated, every 65,536 of them and once when all are; false asks
+// the simulation to stop (the app's job for a plan a newer one superseded).
+using SimulationProgress = std::function<bool(std::uint64_t done, std::uint64_t total)>;
+
 // The load simulation (triage.h) of the copy a plan would write: storage i recorded on
 // storageDevices->of(i) instead of its own device (a remap rewrites device tags only); nullptr
-// simulates the file as it is. The desktop app's "after this plan" line.
+// simulates the file as it is. The desktop app's "after this plan" line. Stopped by `progress`,
+// it returns at once with what it had: not an outcome, and the caller that said stop drops it.
 LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const StorageDevices* storageDevices,
     const MachineInventory& machine, const MapLocation& mapLocation, TorchGeneration generation,
     const KnownWeightsOnlyVerdict& known = {}, std::optional<bool> weightsOnly = std::nullopt,
-    const std::vector<std::string>& importableModules = {});
+    const std::vector<std::string>& importableModules = {}, const SimulationProgress& progress = {});
 
 } // namespace ckpt

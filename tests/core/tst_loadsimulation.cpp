@@ -49,6 +49,7 @@ private Q_SLOTS:
     void knownVerdictChangesNothing();
     void storageDevicesKeepDistinctDevices();
     void storageDevicesSayWhatTheCopySays();
+    void progressCanStopTheSimulation();
 
 private:
     void compareImports(const QString& python, TorchGeneration generation);
@@ -449,6 +450,49 @@ void TestLoadSimulation::storageDevicesSayWhatTheCopySays()
     QVERIFY2(movedStorages > 0, qPrintable(counts));
     QVERIFY2(failingStorages > 0, qPrintable(counts));
     QVERIFY2(changedOutcomes > 0, qPrintable(counts));
+}
+
+// The app's job reports progress through the simulation and stops it when a newer plan supersedes
+// it. A progress callback that always says go on changes nothing and hears of every storage, the
+// last report saying all are done; one that says stop at once ends the simulation before it has
+// an outcome for any storage.
+void TestLoadSimulation::progressCanStopTheSimulation()
+{
+    const auto machine = parseMachineSpec("cuda:0=16GiB,cpu=16GiB");
+    QVERIFY(machine);
+    const Checkpoint checkpoint = readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda1.pt");
+    QVERIFY(!checkpoint.storages.empty());
+    const std::uint64_t storages = checkpoint.storages.size();
+    for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus}) {
+        const LoadSimulation unwatched
+            = simulateLoadWithDevices(checkpoint, nullptr, *machine, {}, generation);
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
+        const LoadSimulation watched = simulateLoadWithDevices(checkpoint, nullptr, *machine, {}, generation,
+            {}, std::nullopt, {}, [&reports](std::uint64_t done, std::uint64_t total) {
+                reports.emplace_back(done, total);
+                return true;
+            });
+        QCOMPARE(watched.loads, unwatched.loads);
+        QCOMPARE(watched.error, unwatched.error);
+        QCOMPARE(watched.storages.size(), unwatched.storages.size());
+        for (std::size_t i = 0; i < unwatched.storages.size(); ++i) {
+            QCOMPARE(watched.storages[i].landsOn, unwatched.storages[i].landsOn);
+            QCOMPARE(watched.storages[i].error, unwatched.storages[i].error);
+        }
+        QVERIFY(reports.size() >= 2);
+        QCOMPARE(reports.front(), std::make_pair(std::uint64_t(0), storages));
+        QCOMPARE(reports.back(), std::make_pair(storages, storages));
+
+        int asked = 0;
+        const LoadSimulation stopped = simulateLoadWithDevices(checkpoint, nullptr, *machine, {}, generation,
+            {}, std::nullopt, {}, [&asked](std::uint64_t, std::uint64_t) {
+                ++asked;
+                return false;
+            });
+        QCOMPARE(asked, 1);
+        QVERIFY(stopped.storages.empty());
+        QVERIFY(!stopped.loads);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestLoadSimulation)

@@ -45,16 +45,32 @@ QString outcomeHtml(const LoadSimulation& simulation)
         .arg(name, error.toHtmlEscaped());
 }
 
-QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, const MachineInventory& target,
-    const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict)
+// A job made stale by a newer question (JobTracker::reset) stops between simulations and inside
+// them, instead of running to an answer nobody shows: a burst of moves starts a job per move, and
+// they ran side by side, each with a million outcomes. Null `job`: the GUI thread's own refresh.
+bool stale(const JobProgress* job)
 {
+    return job && job->cancelled.load(std::memory_order_relaxed);
+}
+
+// Both generations' lines; empty when the job went stale.
+QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, const MachineInventory& target,
+    const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict, JobProgress* job)
+{
+    SimulationProgress progress;
+    if (job)
+        progress = [job](std::uint64_t done, std::uint64_t total) { return job->report(done, total); };
     LoadSimulation modern = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
-        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict});
+        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict}, std::nullopt, {}, progress);
+    if (stale(job))
+        return {};
     QString modernHtml = outcomeHtml(modern);
     // An outcome per storage: a million of them need not wait beside the other generation's.
     modern.storages = {};
-    const LoadSimulation old
-        = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch113);
+    const LoadSimulation old = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
+        TorchGeneration::Torch113, KnownWeightsOnlyVerdict {}, std::nullopt, {}, progress);
+    if (stale(job))
+        return {};
     // One line each: the same outcome from both generations is said once.
     if (modern.loads == old.loads && modern.error == old.error)
         return modernHtml.replace(QStringLiteral("torch 2.6+</b>"), QStringLiteral("torch 2.6+ and 1.13</b>"))
@@ -245,6 +261,7 @@ struct LoadSimulationBar::Question {
 };
 
 struct LoadSimulationBar::Answer {
+    bool stopped = false; // its job went stale and stopped early: nothing below is an answer
     std::shared_ptr<const Checkpoint> checkpoint; // the one asked about
     std::shared_ptr<const WeightsOnlyVerdict> verdict;
     QString asItIsHtml; // empty when it was known
@@ -268,7 +285,7 @@ LoadSimulationBar::Question LoadSimulationBar::question() const
     return question;
 }
 
-LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
+LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question, JobProgress* job)
 {
     Answer answer;
     answer.checkpoint = question.checkpoint;
@@ -276,12 +293,16 @@ LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
     if (!answer.verdict)
         answer.verdict = std::make_shared<const WeightsOnlyVerdict>(
             judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus));
-    if (!question.fileAsItIsKnown)
-        answer.asItIsHtml
-            = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict);
-    if (question.planChangesAnything)
+    if (!question.fileAsItIsKnown) {
+        answer.asItIsHtml = bothHtml(
+            *question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict, job);
+        answer.stopped = answer.asItIsHtml.isEmpty();
+    }
+    if (question.planChangesAnything && !answer.stopped) {
         answer.afterPlanHtml = bothHtml(*question.checkpoint, &question.plannedDevices, question.target,
-            question.mapLocation, *answer.verdict);
+            question.mapLocation, *answer.verdict, job);
+        answer.stopped = answer.afterPlanHtml.isEmpty();
+    }
     return answer;
 }
 
@@ -337,7 +358,7 @@ void LoadSimulationBar::refresh()
     if (showWithoutSimulating())
         return;
     const Question asked = question();
-    showAnswer(asked, answer(asked));
+    showAnswer(asked, answer(asked, nullptr));
 }
 
 void LoadSimulationBar::refreshInBackground()
@@ -349,9 +370,10 @@ void LoadSimulationBar::refreshInBackground()
     // A million storages take two simulations and, once per document, the weights-only verdict:
     // a job, so a drop never waits for them. A newer refresh makes this one stale.
     auto asked = std::make_shared<const Question>(question());
-    m_jobs->start([asked](JobProgress&) { return std::make_shared<const Answer>(answer(*asked)); },
+    m_jobs->start(
+        [asked](JobProgress& progress) { return std::make_shared<const Answer>(answer(*asked, &progress)); },
         [this, asked](const std::shared_ptr<const Answer>& result) {
-            if (m_document && m_document->sharedCheckpoint() == result->checkpoint)
+            if (!result->stopped && m_document && m_document->sharedCheckpoint() == result->checkpoint)
                 showAnswer(*asked, *result);
         });
 }
