@@ -9,6 +9,7 @@
 // path, AttributeError for a class saved from the fixture script's __main__ (Python 3.11 names the
 // running script there; the simulation says <your script>).
 #include "core/devices/machinespec.h"
+#include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/plannedload.h"
 #include "core/triage/triage.h"
@@ -46,6 +47,9 @@ private Q_SLOTS:
     }
     void gpuTargetGetsGpuRemap();
     void knownVerdictChangesNothing();
+    void storageDevicesKeepDistinctDevices();
+    void storageDevicesSayWhatTheCopySays();
+    void progressCanStopTheSimulation();
 
 private:
     void compareImports(const QString& python, TorchGeneration generation);
@@ -276,8 +280,9 @@ void TestLoadSimulation::knownVerdictChangesNothing()
         const QDir dir(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/") + QLatin1String(directory));
         for (const auto& file : dir.entryList({QStringLiteral("*.pt")}, QDir::Files, QDir::Name)) {
             const Checkpoint checkpoint = readCheckpoint(dir.filePath(file).toStdString());
-            const std::vector<std::optional<std::string>> elsewhere(
-                checkpoint.storages.size(), std::optional<std::string>("cuda:3"));
+            StorageDevices elsewhere(checkpoint.storages.size());
+            for (std::uint32_t storage = 0; storage < checkpoint.storages.size(); ++storage)
+                QVERIFY(elsewhere.set(storage, "cuda:3"));
             for (const TorchGeneration generation :
                 {TorchGeneration::Torch113, TorchGeneration::Torch26Plus}) {
                 const WeightsOnlyVerdict verdict = judgeWeightsOnly(checkpoint, generation);
@@ -287,8 +292,9 @@ void TestLoadSimulation::knownVerdictChangesNothing()
                 for (const auto* devices : {static_cast<decltype(&elsewhere)>(nullptr), &elsewhere})
                     for (const std::optional<bool> weightsOnly :
                         {std::optional<bool>(), std::optional(true), std::optional(false)}) {
+                        // Without a verdict the simulation judges for itself: the reference.
                         const LoadSimulation judged = simulateLoadWithDevices(
-                            checkpoint, devices, *machine, {}, generation, weightsOnly);
+                            checkpoint, devices, *machine, {}, generation, {}, weightsOnly);
                         const LoadSimulation given = simulateLoadWithDevices(checkpoint, devices, *machine,
                             {}, generation, KnownWeightsOnlyVerdict {&verdict}, weightsOnly);
                         const LoadSimulation absent = simulateLoadWithDevices(checkpoint, devices, *machine,
@@ -330,6 +336,163 @@ void TestLoadSimulation::knownVerdictChangesNothing()
     // first, and storages that fail to restore.
     QVERIFY2(rejectedByVerdict > 0, qPrintable(QString::number(compared)));
     QVERIFY2(failingStorages > 0, qPrintable(QString::number(compared)));
+}
+
+// The table of distinct devices behind the two bytes a storage: a device named again reuses its
+// entry, a storage never set stays as recorded, and a plan naming more devices than two bytes can
+// index leaves the storages past that as recorded instead of pointing them at another device.
+void TestLoadSimulation::storageDevicesKeepDistinctDevices()
+{
+    StorageDevices devices(70'000);
+    QCOMPARE(devices.size(), std::size_t(70'000));
+    QVERIFY(devices.set(0, "cuda:1"));
+    QVERIFY(devices.set(1, "cpu"));
+    QVERIFY(devices.set(2, "cuda:1"));
+    QCOMPARE(devices.devices(), (std::vector<std::string> {"cuda:1", "cpu"}));
+    QCOMPARE(*devices.of(0), std::string("cuda:1"));
+    QCOMPARE(*devices.of(1), std::string("cpu"));
+    QCOMPARE(*devices.of(2), std::string("cuda:1"));
+    QVERIFY(!devices.of(3));
+    QVERIFY(!devices.of(70'000));
+    QVERIFY(!devices.set(70'000, "cpu"));
+    for (std::uint32_t storage = 3; devices.devices().size() < StorageDevices::kAsRecorded; ++storage)
+        QVERIFY(devices.set(storage, "cuda:" + std::to_string(storage)));
+    QCOMPARE(devices.devices().size(), std::size_t(StorageDevices::kAsRecorded));
+    QVERIFY(!devices.set(69'999, "xpu:0"));
+    QVERIFY(!devices.of(69'999));
+    QVERIFY(devices.set(69'999, "cpu")); // a device it knows still fits
+    QCOMPARE(*devices.of(69'999), std::string("cpu"));
+    QCOMPARE(*devices.of(3), std::string("cuda:3"));
+}
+
+// A remap rewrites the storages' device tags and nothing else, so the copy a plan writes is the
+// file with other devices recorded. Handed the plan as StorageDevices (two bytes a storage), the
+// simulation must say exactly what the simulation of that copy says, the checkpoint with a device
+// string rewritten into every storage: on every fixture written by real torch, both generations,
+// for plans that move every third tensor to a GPU (one the machine has, one it lacks) and every
+// third to cpu, under three map_locations and the three weights_only choices.
+void TestLoadSimulation::storageDevicesSayWhatTheCopySays()
+{
+    const auto machine = parseMachineSpec("cuda:0=16GiB,cpu=16GiB");
+    QVERIFY(machine);
+    const std::vector<MapLocation> mapLocations {
+        MapLocation {}, *MapLocation::parse("cpu"), *MapLocation::parse("{'cuda:3': 'cuda:0'}")};
+    int compared = 0, movedStorages = 0, failingStorages = 0, changedOutcomes = 0;
+    for (const auto* directory : {"torch-1.13", "torch-2"}) {
+        const QDir dir(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/") + QLatin1String(directory));
+        for (const auto& file : dir.entryList({QStringLiteral("*.pt")}, QDir::Files, QDir::Name)) {
+            const Checkpoint checkpoint = readCheckpoint(dir.filePath(file).toStdString());
+            for (const char* gpu : {"cuda:0", "cuda:3"}) {
+                PlacementPlan plan(checkpoint);
+                for (std::uint32_t tensor = 0; tensor < checkpoint.tensors.size(); ++tensor)
+                    if (tensor % 3 != 2)
+                        plan.apply({PlacementRule::Kind::MoveTensor, checkpoint.tensors[tensor].name,
+                            tensor % 3 == 0 ? gpu : "cpu"});
+                const StorageDevices devices = StorageDevices::ofPlan(plan, checkpoint.storages.size());
+                QCOMPARE(devices.size(), checkpoint.storages.size());
+                Checkpoint copy = readCheckpoint(dir.filePath(file).toStdString()); // not copyable
+                for (std::uint32_t storage = 0; storage < copy.storages.size(); ++storage) {
+                    const std::optional<std::string> planned = plan.plannedDeviceOfStorage(storage);
+                    copy.storages[storage].device
+                        = planned ? std::optional<InternedString>(*planned) : std::nullopt;
+                    movedStorages += devices.of(storage) ? 1 : 0;
+                    // Where the plan keeps a storage's device, the compact form says "as recorded".
+                    QCOMPARE(devices.of(storage) != nullptr, planned != checkpoint.storages[storage].device);
+                }
+                for (const TorchGeneration generation :
+                    {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
+                    for (const MapLocation& mapLocation : mapLocations)
+                        for (const std::optional<bool> weightsOnly :
+                            {std::optional<bool>(), std::optional(true), std::optional(false)}) {
+                            const LoadSimulation ofCopy
+                                = simulateLoad(copy, *machine, mapLocation, generation, weightsOnly);
+                            const LoadSimulation planned = simulateLoadWithDevices(
+                                checkpoint, &devices, *machine, mapLocation, generation, {}, weightsOnly);
+                            const LoadSimulation asItIs
+                                = simulateLoad(checkpoint, *machine, mapLocation, generation, weightsOnly);
+                            const QString what
+                                = QStringLiteral("%1/%2 %3 map_location=%4 weights_only=%5 plan to %6")
+                                      .arg(QLatin1String(directory), file,
+                                          QLatin1String(torchGenerationName(generation)),
+                                          QString::fromStdString(mapLocation.python()),
+                                          weightsOnly ? QString::number(*weightsOnly) : u"default"_qs,
+                                          QLatin1String(gpu));
+                            QVERIFY2(planned.loads == ofCopy.loads, qPrintable(what));
+                            QVERIFY2(planned.error == ofCopy.error, qPrintable(what));
+                            QVERIFY2(planned.errorType == ofCopy.errorType, qPrintable(what));
+                            QVERIFY2(planned.weightsOnly == ofCopy.weightsOnly, qPrintable(what));
+                            QVERIFY2(planned.storages.size() == ofCopy.storages.size(), qPrintable(what));
+                            for (std::size_t i = 0; i < ofCopy.storages.size(); ++i) {
+                                QVERIFY2(planned.storages[i].storage == ofCopy.storages[i].storage,
+                                    qPrintable(what));
+                                QVERIFY2(planned.storages[i].landsOn == ofCopy.storages[i].landsOn,
+                                    qPrintable(what));
+                                QVERIFY2(
+                                    planned.storages[i].error == ofCopy.storages[i].error, qPrintable(what));
+                                failingStorages += planned.storages[i].landsOn ? 0 : 1;
+                                changedOutcomes
+                                    += planned.storages[i].landsOn != asItIs.storages[i].landsOn ? 1 : 0;
+                            }
+                            ++compared;
+                        }
+            }
+        }
+    }
+    // The plans moved storages, some of them onto the GPU the machine lacks, and changed where
+    // storages land compared with the file as it is (a plan the simulation ignored would pass
+    // otherwise).
+    const QString counts = QStringLiteral("%1 compared, %2 moved, %3 failing, %4 changed")
+                               .arg(compared)
+                               .arg(movedStorages)
+                               .arg(failingStorages)
+                               .arg(changedOutcomes);
+    qInfo("%s", qPrintable(counts));
+    QVERIFY2(movedStorages > 0, qPrintable(counts));
+    QVERIFY2(failingStorages > 0, qPrintable(counts));
+    QVERIFY2(changedOutcomes > 0, qPrintable(counts));
+}
+
+// The app's job reports progress through the simulation and stops it when a newer plan supersedes
+// it. A progress callback that always says go on changes nothing and hears of every storage, the
+// last report saying all are done; one that says stop at once ends the simulation before it has
+// an outcome for any storage.
+void TestLoadSimulation::progressCanStopTheSimulation()
+{
+    const auto machine = parseMachineSpec("cuda:0=16GiB,cpu=16GiB");
+    QVERIFY(machine);
+    const Checkpoint checkpoint = readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda1.pt");
+    QVERIFY(!checkpoint.storages.empty());
+    const std::uint64_t storages = checkpoint.storages.size();
+    for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus}) {
+        const LoadSimulation unwatched
+            = simulateLoadWithDevices(checkpoint, nullptr, *machine, {}, generation);
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
+        const LoadSimulation watched = simulateLoadWithDevices(checkpoint, nullptr, *machine, {}, generation,
+            {}, std::nullopt, {}, [&reports](std::uint64_t done, std::uint64_t total) {
+                reports.emplace_back(done, total);
+                return true;
+            });
+        QCOMPARE(watched.loads, unwatched.loads);
+        QCOMPARE(watched.error, unwatched.error);
+        QCOMPARE(watched.storages.size(), unwatched.storages.size());
+        for (std::size_t i = 0; i < unwatched.storages.size(); ++i) {
+            QCOMPARE(watched.storages[i].landsOn, unwatched.storages[i].landsOn);
+            QCOMPARE(watched.storages[i].error, unwatched.storages[i].error);
+        }
+        QVERIFY(reports.size() >= 2);
+        QCOMPARE(reports.front(), std::make_pair(std::uint64_t(0), storages));
+        QCOMPARE(reports.back(), std::make_pair(storages, storages));
+
+        int asked = 0;
+        const LoadSimulation stopped = simulateLoadWithDevices(checkpoint, nullptr, *machine, {}, generation,
+            {}, std::nullopt, {}, [&asked](std::uint64_t, std::uint64_t) {
+                ++asked;
+                return false;
+            });
+        QCOMPARE(asked, 1);
+        QVERIFY(stopped.storages.empty());
+        QVERIFY(!stopped.loads);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestLoadSimulation)

@@ -15,7 +15,6 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <algorithm>
 #include <set>
 
 namespace ckpt {
@@ -46,16 +45,32 @@ QString outcomeHtml(const LoadSimulation& simulation)
         .arg(name, error.toHtmlEscaped());
 }
 
-QString bothHtml(const Checkpoint& checkpoint, const std::vector<std::optional<std::string>>* devices,
-    const MachineInventory& target, const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict)
+// A job made stale by a newer question (JobTracker::reset) stops between simulations and inside
+// them, instead of running to an answer nobody shows: a burst of moves starts a job per move, and
+// they ran side by side, each with a million outcomes. Null `job`: the GUI thread's own refresh.
+bool stale(const JobProgress* job)
 {
+    return job && job->cancelled.load(std::memory_order_relaxed);
+}
+
+// Both generations' lines; empty when the job went stale.
+QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, const MachineInventory& target,
+    const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict, JobProgress* job)
+{
+    SimulationProgress progress;
+    if (job)
+        progress = [job](std::uint64_t done, std::uint64_t total) { return job->report(done, total); };
     LoadSimulation modern = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
-        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict});
+        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict}, std::nullopt, {}, progress);
+    if (stale(job))
+        return {};
     QString modernHtml = outcomeHtml(modern);
     // An outcome per storage: a million of them need not wait beside the other generation's.
     modern.storages = {};
-    const LoadSimulation old
-        = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch113);
+    const LoadSimulation old = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
+        TorchGeneration::Torch113, KnownWeightsOnlyVerdict {}, std::nullopt, {}, progress);
+    if (stale(job))
+        return {};
     // One line each: the same outcome from both generations is said once.
     if (modern.loads == old.loads && modern.error == old.error)
         return modernHtml.replace(QStringLiteral("torch 2.6+</b>"), QStringLiteral("torch 2.6+ and 1.13</b>"))
@@ -237,17 +252,16 @@ struct LoadSimulationBar::Question {
     MapLocation mapLocation;
     bool fileAsItIsKnown = false; // m_asItIsHtml holds its line already
     std::shared_ptr<const WeightsOnlyVerdict> verdict; // null: judge it (once per document)
-    // The plan's device of each storage as an index into plannedTags (kNoTag: none): two bytes a
-    // storage taken on the GUI thread, spelled out as strings in the job. Empty when the plan
-    // changes nothing.
+    // The plan's device of each storage where it differs from the file's, two bytes a storage,
+    // taken on the GUI thread and handed to the simulations as it is. Empty when the plan changes
+    // nothing.
     bool planChangesAnything = false;
-    std::vector<std::uint16_t> plannedTag;
-    std::vector<std::string> plannedTags;
-    static constexpr std::uint16_t kNoTag = 0xffff;
+    StorageDevices plannedDevices;
     std::optional<std::map<std::string, std::string>> tagMapping; // the plan as a map_location dict
 };
 
 struct LoadSimulationBar::Answer {
+    bool stopped = false; // its job went stale and stopped early: nothing below is an answer
     std::shared_ptr<const Checkpoint> checkpoint; // the one asked about
     std::shared_ptr<const WeightsOnlyVerdict> verdict;
     QString asItIsHtml; // empty when it was known
@@ -264,32 +278,14 @@ LoadSimulationBar::Question LoadSimulationBar::question() const
     question.verdict = m_verdict;
     const PlacementPlan& plan = m_document->plan();
     if (plan.changesAnything()) {
-        const std::size_t storages = question.checkpoint->storages.size();
         question.planChangesAnything = true;
-        question.plannedTag.resize(storages, Question::kNoTag);
-        std::uint16_t last = Question::kNoTag;
-        for (std::uint32_t storage = 0; storage < storages; ++storage) {
-            const std::optional<std::string> device = plan.plannedDeviceOfStorage(storage);
-            if (!device)
-                continue;
-            // A handful of devices, mostly in runs: the last one first, then the few others.
-            if (last == Question::kNoTag || question.plannedTags[last] != *device) {
-                const auto known
-                    = std::find(question.plannedTags.begin(), question.plannedTags.end(), *device);
-                if (known == question.plannedTags.end() && question.plannedTags.size() >= Question::kNoTag)
-                    continue; // 65,535 distinct tags: not a plan a person makes
-                last = static_cast<std::uint16_t>(known - question.plannedTags.begin());
-                if (known == question.plannedTags.end())
-                    question.plannedTags.push_back(*device);
-            }
-            question.plannedTag[storage] = last;
-        }
+        question.plannedDevices = StorageDevices::ofPlan(plan, question.checkpoint->storages.size());
         question.tagMapping = plan.asTagMapping();
     }
     return question;
 }
 
-LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
+LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question, JobProgress* job)
 {
     Answer answer;
     answer.checkpoint = question.checkpoint;
@@ -297,16 +293,15 @@ LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question)
     if (!answer.verdict)
         answer.verdict = std::make_shared<const WeightsOnlyVerdict>(
             judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus));
-    if (!question.fileAsItIsKnown)
-        answer.asItIsHtml
-            = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict);
-    if (question.planChangesAnything) {
-        std::vector<std::optional<std::string>> planned(question.plannedTag.size());
-        for (std::size_t storage = 0; storage < planned.size(); ++storage)
-            if (question.plannedTag[storage] != Question::kNoTag)
-                planned[storage] = question.plannedTags[question.plannedTag[storage]];
-        answer.afterPlanHtml = bothHtml(
-            *question.checkpoint, &planned, question.target, question.mapLocation, *answer.verdict);
+    if (!question.fileAsItIsKnown) {
+        answer.asItIsHtml = bothHtml(
+            *question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict, job);
+        answer.stopped = answer.asItIsHtml.isEmpty();
+    }
+    if (question.planChangesAnything && !answer.stopped) {
+        answer.afterPlanHtml = bothHtml(*question.checkpoint, &question.plannedDevices, question.target,
+            question.mapLocation, *answer.verdict, job);
+        answer.stopped = answer.afterPlanHtml.isEmpty();
     }
     return answer;
 }
@@ -363,7 +358,7 @@ void LoadSimulationBar::refresh()
     if (showWithoutSimulating())
         return;
     const Question asked = question();
-    showAnswer(asked, answer(asked));
+    showAnswer(asked, answer(asked, nullptr));
 }
 
 void LoadSimulationBar::refreshInBackground()
@@ -375,9 +370,10 @@ void LoadSimulationBar::refreshInBackground()
     // A million storages take two simulations and, once per document, the weights-only verdict:
     // a job, so a drop never waits for them. A newer refresh makes this one stale.
     auto asked = std::make_shared<const Question>(question());
-    m_jobs->start([asked](JobProgress&) { return std::make_shared<const Answer>(answer(*asked)); },
+    m_jobs->start(
+        [asked](JobProgress& progress) { return std::make_shared<const Answer>(answer(*asked, &progress)); },
         [this, asked](const std::shared_ptr<const Answer>& result) {
-            if (m_document && m_document->sharedCheckpoint() == result->checkpoint)
+            if (!result->stopped && m_document && m_document->sharedCheckpoint() == result->checkpoint)
                 showAnswer(*asked, *result);
         });
 }

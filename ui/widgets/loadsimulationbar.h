@@ -17,6 +17,7 @@ namespace ckpt {
 
 class CheckpointDocument;
 class JobTracker;
+struct JobProgress;
 struct LoadSimulation;
 
 // Shared by the bar and the Findings summary, which both say how a simulated load ends: the
@@ -57,7 +58,8 @@ private:
     struct Question;
     struct Answer;
     Question question() const; // on the GUI thread
-    static Answer answer(const Question& question); // anywhere: reads only the question
+    // Anywhere: reads only the question. `job` (null on the GUI thread) stops it once stale.
+    static Answer answer(const Question& question, JobProgress* job);
     void showAnswer(const Question& question, const Answer& answer);
     bool showWithoutSimulating(); // no document, or a map_location that does not parse
     void refreshInBackground();
