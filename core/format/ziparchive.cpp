@@ -493,7 +493,7 @@ private:
         else
             entry.payloadComplete = false;
         checkEntryMethod(entry);
-        addEntry(std::move(entry));
+        addEntry(entry);
         return at + total;
     }
 
@@ -574,7 +574,7 @@ private:
                 std::string(entry.name()), entry.localHeaderOffset);
     }
 
-    void addEntry(ZipEntry entry) { entries.push_back(std::move(entry)); }
+    void addEntry(const ZipEntry& entry) { entries.push_back(entry); }
 
     // ---- Recovery from local headers --------------------------------------------------------
 
@@ -804,7 +804,7 @@ private:
                 entry.payloadComplete = false;
                 entry.compressedSize = entry.uncompressedSize = 0;
                 reportCut(&entry, at, complete, "its header's extra field is cut off");
-                addEntry(std::move(entry));
+                addEntry(entry);
                 ++recovered;
                 break;
             }
@@ -826,7 +826,7 @@ private:
                     reportCut(&entry, at, complete,
                         "its data starts at byte " + formatThousands(entry.dataOffset) + " and "
                             + byteCount(have) + " of it are present, but its data descriptor is missing");
-                    addEntry(std::move(entry));
+                    addEntry(entry);
                     ++recovered;
                     break;
                 }
@@ -843,7 +843,7 @@ private:
                             ? "its recorded size of " + byteCount(entry.compressedSize) + " is impossible"
                             : "it ends at byte " + formatThousands(dataEnd) + " but the file is only "
                                 + byteCount(m_size) + " long");
-                    addEntry(std::move(entry));
+                    addEntry(entry);
                     ++recovered;
                     break;
                 }
@@ -852,7 +852,7 @@ private:
                 next = sizesDeferred ? afterDescriptor(dataEnd) : dataEnd;
             }
             checkEntryMethod(entry);
-            addEntry(std::move(entry));
+            addEntry(entry);
             ++recovered;
             ++complete;
             at = next;
