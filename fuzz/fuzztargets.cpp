@@ -175,20 +175,26 @@ HarnessResult runZip(ByteView input)
     const ZipArchive zip = ZipArchive::open(file);
     checkFindings(zip.findings(), "zip", problems);
     collectMessages(zip.findings(), result.messages);
+    const ByteView mapped = file->bytes();
     for (const ZipEntry& entry : zip.entries()) {
-        if (!zip.find(entry.name))
-            problems.push_back("entry " + entry.name + " cannot be found by its own name");
+        const std::string name(entry.name());
+        // Names are views into the mapped file, never into memory the parser freed.
+        const auto* nameStart = reinterpret_cast<const std::uint8_t*>(entry.name().data());
+        if (!entry.name().empty()
+            && (nameStart < mapped.data() || nameStart + entry.name().size() > mapped.data() + mapped.size()))
+            problems.push_back("entry " + name + ": its name does not lie in the mapped file");
+        if (!zip.find(entry.name()))
+            problems.push_back("entry " + name + " cannot be found by its own name");
         if (entry.payloadComplete
             && (entry.dataOffset > file->size() || file->size() - entry.dataOffset < entry.compressedSize))
-            problems.push_back(
-                "entry " + entry.name + " is called complete but runs past the end of the file");
+            problems.push_back("entry " + name + " is called complete but runs past the end of the file");
         if (auto stored = zip.storedPayload(entry))
             if (stored->size() != entry.compressedSize)
-                problems.push_back("entry " + entry.name + ": stored payload of the wrong size");
+                problems.push_back("entry " + name + ": stored payload of the wrong size");
         auto payload = zip.readPayload(entry, kMaxInflatedRecord);
         if (!payload) {
             if (payload.error().message.empty())
-                problems.push_back("entry " + entry.name + " is unreadable without a reason");
+                problems.push_back("entry " + name + " is unreadable without a reason");
             result.messages.push_back("record-unreadable: " + payload.error().message);
         }
         if (auto mismatch = zip.verifyCrc(entry, kMaxInflatedRecord)) {

@@ -2,7 +2,7 @@
 // The tolerant zip reader: central directory with ZIP64, and local-header recovery when the directory
 // is missing or damaged (a truncated download), every problem a finding with its byte offset.
 //
-// Why one file of about 930 lines: it is one job, a parser whose parts (end-record search, ZIP64
+// Why one file of about 1,000 lines: it is one job, a parser whose parts (end-record search, ZIP64
 // records, central entries, local headers, data-descriptor search, recovery) all cross-check one
 // another through the parser's state; the format's numbers are shared with the writer and the
 // verdicts in zipformat.h.
@@ -16,6 +16,7 @@
 #include "core/io/mappedfile.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 
@@ -29,7 +30,7 @@ using namespace zipformat;
 constexpr std::uint64_t kEndRecordSearch = kEndRecordSize + kMaxCommentLength;
 
 // A zip with more records than this is hostile or broken: a million-tensor checkpoint has about a
-// million records, and each costs ~150 bytes of memory here.
+// million records, and each costs ~70 bytes of memory here (its entry and its name-table slots).
 constexpr std::uint64_t kMaxEntries = 20'000'000;
 // Hostile files can trigger the same problem for every record; past this many findings of one
 // kind, the rest are summarised in one line.
@@ -171,7 +172,9 @@ public:
         , m_size(bytes.size())
     { }
 
-    void run()
+    // Reads every record; ZipArchive::open then indexes their names, which finds the duplicates
+    // for reportDuplicates, and calls finish.
+    void readRecords()
     {
         const auto end = findEndRecords();
         bool complete = false;
@@ -187,8 +190,37 @@ public:
                     "local file header (\"PK\\3\\4\"); it is not a zip archive",
                     {}, std::nullopt);
         }
-        checkDuplicates();
+    }
 
+    // One name that more than one record carries: its first record (the one look-ups find), its
+    // second, and how many carry it.
+    struct DuplicateName {
+        std::uint32_t first = 0;
+        std::uint32_t second = 0;
+        std::uint32_t count = 0;
+    };
+
+    // In name order, as a byte-wise comparison sorts them.
+    void reportDuplicates(std::vector<DuplicateName> duplicates)
+    {
+        std::sort(duplicates.begin(), duplicates.end(), [&](const DuplicateName& a, const DuplicateName& b) {
+            return entries[a.first].name() < entries[b.first].name();
+        });
+        for (const DuplicateName& duplicate : duplicates) {
+            const ZipEntry& first = entries[duplicate.first];
+            const ZipEntry& second = entries[duplicate.second];
+            addFinding(Severity::Warning, "duplicate-record-name",
+                "the name " + displayName(first.name()) + " appears " + std::to_string(duplicate.count)
+                    + " times (local headers at bytes " + formatThousands(first.localHeaderOffset) + " and "
+                    + formatThousands(second.localHeaderOffset)
+                    + "); this tool uses the first, other zip readers may use the last: the file is "
+                      "ambiguous and may be crafted",
+                std::string(first.name()), second.localHeaderOffset);
+        }
+    }
+
+    void finish()
+    {
         // Where the archive starts: its first local header. Data before it is harmless to this
         // reader, but torch.load only recognises a zip from its first four bytes.
         std::optional<std::uint64_t> firstHeader;
@@ -423,7 +455,7 @@ private:
         const std::uint32_t uncompressed32 = *read<std::uint32_t>(at + 24);
         const std::uint16_t disk = *read<std::uint16_t>(at + 34);
         const std::uint32_t offset32 = *read<std::uint32_t>(at + 42);
-        entry.name.assign(asText(*subView(m_bytes, at + kCentralHeaderSize, *nameLength)));
+        entry.setName(asText(*subView(m_bytes, at + kCentralHeaderSize, *nameLength)));
         entry.compressedSize = compressed32;
         entry.uncompressedSize = uncompressed32;
         entry.localHeaderOffset = offset32;
@@ -439,10 +471,10 @@ private:
             if ((wantUncompressed && !values.uncompressedSize) || (wantCompressed && !values.compressedSize)
                 || (wantOffset && !values.localHeaderOffset)) {
                 addFinding(Severity::Error, "zip64-extra-missing",
-                    "record " + displayName(entry.name)
+                    "record " + displayName(entry.name())
                         + ": its central directory entry defers its size or offset to a ZIP64 extra "
                           "field, but the field is missing or too short: the entry is damaged",
-                    entry.name, at);
+                    std::string(entry.name()), at);
                 usable = false;
             }
             entry.uncompressedSize = values.uncompressedSize.value_or(entry.uncompressedSize);
@@ -451,9 +483,9 @@ private:
         }
         if (disk != 0 && disk != kZip64Marker16)
             addFinding(Severity::Warning, "zip-multi-disk",
-                "record " + displayName(entry.name) + " says it starts on disk " + std::to_string(disk)
+                "record " + displayName(entry.name()) + " says it starts on disk " + std::to_string(disk)
                     + " of a split archive; only single-file archives are supported",
-                entry.name, at);
+                std::string(entry.name()), at);
         entry.localHeaderOffset += m_offsetBias;
 
         if (usable)
@@ -461,7 +493,7 @@ private:
         else
             entry.payloadComplete = false;
         checkEntryMethod(entry);
-        addEntry(std::move(entry));
+        addEntry(entry);
         return at + total;
     }
 
@@ -473,17 +505,18 @@ private:
         if (at + kLocalHeaderSize > m_size || at + kLocalHeaderSize < at) {
             entry.payloadComplete = false;
             addFinding(Severity::Error, "record-truncated",
-                "record " + displayName(entry.name) + " starts at byte " + formatThousands(at)
+                "record " + displayName(entry.name()) + " starts at byte " + formatThousands(at)
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
-                entry.name, at);
+                std::string(entry.name()), at);
             return;
         }
         if (!signatureAt(at, kLocalHeaderSignature)) {
             entry.payloadComplete = false;
             addFinding(Severity::Error, "local-header-missing",
-                "record " + displayName(entry.name) + ": the central directory puts its local header at byte "
-                    + formatThousands(at) + ", but there is none there: the file is damaged",
-                entry.name, at);
+                "record " + displayName(entry.name())
+                    + ": the central directory puts its local header at byte " + formatThousands(at)
+                    + ", but there is none there: the file is damaged",
+                std::string(entry.name()), at);
             return;
         }
         const auto nameLength = *read<std::uint16_t>(at + 26);
@@ -492,31 +525,31 @@ private:
         entry.dataOffset = at + kLocalHeaderSize + nameLength + extraLength;
 
         if (const auto localName = subView(m_bytes, at + kLocalHeaderSize, nameLength)) {
-            if (asText(*localName) != entry.name)
+            if (asText(*localName) != entry.name())
                 addFinding(Severity::Error, "local-name-mismatch",
-                    "record " + displayName(entry.name) + ": the central directory calls it \""
-                        + displayName(entry.name) + "\" but its local header at byte " + formatThousands(at)
+                    "record " + displayName(entry.name()) + ": the central directory calls it \""
+                        + displayName(entry.name()) + "\" but its local header at byte " + formatThousands(at)
                         + " says \"" + displayName(asText(*localName))
                         + "\". Zip readers disagree on which name to believe, a trick used to hide "
                           "content from scanners: treat this file as hostile",
-                    entry.name, at);
+                    std::string(entry.name()), at);
         }
         const auto localMethod = *read<std::uint16_t>(at + 8);
         if (localMethod != entry.method)
             addFinding(Severity::Warning, "local-header-mismatch",
-                "record " + displayName(entry.name) + ": its local header says compression method "
+                "record " + displayName(entry.name()) + ": its local header says compression method "
                     + std::to_string(localMethod) + " but the central directory says "
                     + std::to_string(entry.method) + "; using the central directory",
-                entry.name, at);
+                std::string(entry.name()), at);
 
         const std::optional<std::uint64_t> dataEnd = checkedAdd(entry.dataOffset, entry.compressedSize);
         if (entry.dataOffset > m_size || !dataEnd || *dataEnd > m_size) {
             entry.payloadComplete = false;
             addFinding(Severity::Error, "record-truncated",
-                "record " + displayName(entry.name) + " ends at byte "
+                "record " + displayName(entry.name()) + " ends at byte "
                     + (dataEnd ? formatThousands(*dataEnd) : std::string("2^64 or beyond"))
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
-                entry.name, entry.dataOffset);
+                std::string(entry.name()), entry.dataOffset);
         }
     }
 
@@ -524,46 +557,24 @@ private:
     {
         if (entry.flags & kFlagEncrypted)
             addFinding(Severity::Warning, "encrypted-record",
-                "record " + displayName(entry.name)
+                "record " + displayName(entry.name())
                     + " is encrypted; it cannot be read (torch never writes encrypted records)",
-                entry.name, entry.localHeaderOffset);
+                std::string(entry.name()), entry.localHeaderOffset);
         if (entry.method != kMethodStored && entry.method != kMethodDeflate)
             addFinding(Severity::Warning, "unsupported-compression",
-                "record " + displayName(entry.name) + " uses compression method "
+                "record " + displayName(entry.name()) + " uses compression method "
                     + std::to_string(entry.method) + " (" + methodName(entry.method)
                     + "); only stored and deflate records can be read, which is all torch writes",
-                entry.name, entry.localHeaderOffset);
+                std::string(entry.name()), entry.localHeaderOffset);
         if (entry.method == kMethodStored && entry.compressedSize != entry.uncompressedSize)
             addFinding(Severity::Warning, "stored-size-mismatch",
-                "record " + displayName(entry.name) + " is stored uncompressed but records "
+                "record " + displayName(entry.name()) + " is stored uncompressed but records "
                     + byteCount(entry.compressedSize) + " in the archive and "
                     + byteCount(entry.uncompressedSize) + " of content: one of the sizes is wrong",
-                entry.name, entry.localHeaderOffset);
+                std::string(entry.name()), entry.localHeaderOffset);
     }
 
-    void addEntry(ZipEntry entry)
-    {
-        m_knownLocalHeaders.emplace(entry.localHeaderOffset, entries.size());
-        entries.push_back(std::move(entry));
-    }
-
-    void checkDuplicates()
-    {
-        std::map<std::string_view, std::vector<const ZipEntry*>> byName;
-        for (const auto& entry : entries)
-            byName[entry.name].push_back(&entry);
-        for (const auto& [name, group] : byName) {
-            if (group.size() < 2)
-                continue;
-            addFinding(Severity::Warning, "duplicate-record-name",
-                "the name " + displayName(name) + " appears " + std::to_string(group.size())
-                    + " times (local headers at bytes " + formatThousands(group[0]->localHeaderOffset)
-                    + " and " + formatThousands(group[1]->localHeaderOffset)
-                    + "); this tool uses the first, other zip readers may use the last: the file is "
-                      "ambiguous and may be crafted",
-                std::string(name), group[1]->localHeaderOffset);
-        }
-    }
+    void addEntry(const ZipEntry& entry) { entries.push_back(entry); }
 
     // ---- Recovery from local headers --------------------------------------------------------
 
@@ -669,18 +680,47 @@ private:
     void reportCut(const ZipEntry* entry, std::uint64_t headerOffset, std::size_t completeBefore,
         const std::string& what)
     {
-        const std::string record = entry ? "record " + displayName(entry->name) : "the record";
+        const std::string record = entry ? "record " + displayName(entry->name()) : "the record";
         addFinding(Severity::Error, "zip-truncated",
             "the file ends at byte " + formatThousands(m_size) + ", inside " + record
                 + " (local header at byte " + formatThousands(headerOffset) + "; " + what
                 + "): the file is truncated. The " + formatThousands(completeBefore) + " record"
                 + (completeBefore == 1 ? "" : "s") + " before it " + (completeBefore == 1 ? "is" : "are")
                 + " complete",
-            entry ? entry->name : std::string(), headerOffset);
+            entry ? std::string(entry->name()) : std::string(), headerOffset);
+    }
+
+    // The records the central directory listed, by local header offset (the first of equal
+    // offsets first). Only recovery needs them, and only the ones listed before it starts: the walk
+    // moves forward, past every record it adds.
+    struct ListedHeader {
+        std::uint64_t offset = 0;
+        std::uint32_t entry = 0;
+    };
+
+    std::vector<ListedHeader> listedHeaders() const
+    {
+        std::vector<ListedHeader> listed;
+        listed.reserve(entries.size());
+        for (std::size_t i = 0; i < entries.size(); ++i)
+            listed.push_back({entries[i].localHeaderOffset, static_cast<std::uint32_t>(i)});
+        std::stable_sort(listed.begin(), listed.end(),
+            [](const ListedHeader& a, const ListedHeader& b) { return a.offset < b.offset; });
+        return listed;
+    }
+
+    static std::optional<std::uint32_t> listedAt(const std::vector<ListedHeader>& listed, std::uint64_t at)
+    {
+        const auto found = std::lower_bound(listed.begin(), listed.end(), at,
+            [](const ListedHeader& header, std::uint64_t offset) { return header.offset < offset; });
+        if (found == listed.end() || found->offset != at)
+            return std::nullopt;
+        return found->entry;
     }
 
     void recoverFromLocalHeaders(std::uint64_t start)
     {
+        const std::vector<ListedHeader> listedHeaders = this->listedHeaders();
         std::uint64_t at = start;
         std::size_t recovered = 0;
         std::size_t complete = 0;
@@ -726,9 +766,9 @@ private:
                     {}, at);
                 break;
             }
-            if (const auto known = m_knownLocalHeaders.find(at); known != m_knownLocalHeaders.end()) {
+            if (const auto known = listedAt(listedHeaders, at)) {
                 // Already listed by the (partial) central directory: step over it using its sizes.
-                const ZipEntry& listed = entries[known->second];
+                const ZipEntry& listed = entries[*known];
                 if (!listed.payloadComplete)
                     break;
                 const std::uint64_t dataEnd = listed.dataOffset + listed.compressedSize;
@@ -757,14 +797,14 @@ private:
                 reportCut(nullptr, at, complete, "its name is cut off");
                 break;
             }
-            entry.name.assign(asText(*name));
+            entry.setName(asText(*name));
             entry.dataOffset = at + kLocalHeaderSize + nameLength + entry.localExtraLength;
             const auto extra = subView(m_bytes, at + kLocalHeaderSize + nameLength, entry.localExtraLength);
             if (!extra) {
                 entry.payloadComplete = false;
                 entry.compressedSize = entry.uncompressedSize = 0;
                 reportCut(&entry, at, complete, "its header's extra field is cut off");
-                addEntry(std::move(entry));
+                addEntry(entry);
                 ++recovered;
                 break;
             }
@@ -786,7 +826,7 @@ private:
                     reportCut(&entry, at, complete,
                         "its data starts at byte " + formatThousands(entry.dataOffset) + " and "
                             + byteCount(have) + " of it are present, but its data descriptor is missing");
-                    addEntry(std::move(entry));
+                    addEntry(entry);
                     ++recovered;
                     break;
                 }
@@ -803,7 +843,7 @@ private:
                             ? "its recorded size of " + byteCount(entry.compressedSize) + " is impossible"
                             : "it ends at byte " + formatThousands(dataEnd) + " but the file is only "
                                 + byteCount(m_size) + " long");
-                    addEntry(std::move(entry));
+                    addEntry(entry);
                     ++recovered;
                     break;
                 }
@@ -812,7 +852,7 @@ private:
                 next = sizesDeferred ? afterDescriptor(dataEnd) : dataEnd;
             }
             checkEntryMethod(entry);
-            addEntry(std::move(entry));
+            addEntry(entry);
             ++recovered;
             ++complete;
             at = next;
@@ -829,7 +869,6 @@ private:
 
     ByteView m_bytes;
     std::uint64_t m_size;
-    std::map<std::uint64_t, std::size_t> m_knownLocalHeaders; // local header offset -> index in entries
     std::map<std::string, std::size_t> m_findingCounts;
     // What the zip's own offsets count from: non-zero when data was written before the archive
     // and its offsets were not adjusted (torch.save into an open file after other bytes).
@@ -837,13 +876,20 @@ private:
     bool m_endRecordMissing = false;
 };
 
+std::atomic<std::uint64_t> g_openCount {0};
+
 ReadError recordError(const ZipEntry& entry, std::string message)
 {
-    return ReadError {
-        "record " + displayName(entry.name) + ": " + std::move(message), entry.dataOffset, entry.name};
+    return ReadError {"record " + displayName(entry.name()) + ": " + std::move(message), entry.dataOffset,
+        std::string(entry.name())};
 }
 
 } // namespace
+
+std::uint64_t ZipArchive::openCount()
+{
+    return g_openCount.load(std::memory_order_relaxed);
+}
 
 ZipArchive ZipArchive::open(std::shared_ptr<const MappedFile> file)
 {
@@ -854,19 +900,24 @@ ZipArchive ZipArchive::open(std::shared_ptr<const MappedFile> file)
             {Severity::Error, "zip-no-file", "no file was given to the zip reader", {}, std::nullopt});
         return archive;
     }
+    ++g_openCount;
     ZipParser parser(archive.m_file->bytes());
-    parser.run();
-    archive.m_entries = std::move(parser.entries);
-    archive.m_findings = std::move(parser.findings);
-    archive.m_centralDirectoryFound = parser.centralDirectoryFound;
-    archive.m_archiveStart = parser.archiveStart;
+    parser.readRecords();
+    const std::vector<ZipEntry>& entries = parser.entries;
+    // Index the names, which also finds the duplicates (a name table built once serves both):
+    // every later record with a name already in the table, with the first record of that name.
+    struct Repeat {
+        std::uint32_t first = 0;
+        std::uint32_t entry = 0;
+    };
+    std::vector<Repeat> repeats;
     std::size_t slots = 16;
-    while (slots < archive.m_entries.size() * 2)
+    while (slots < entries.size() * 2)
         slots *= 2;
     archive.m_nameSlots.assign(slots, {});
     const std::size_t mask = slots - 1;
-    for (std::size_t i = 0; i < archive.m_entries.size(); ++i) {
-        const std::string_view name = archive.m_entries[i].name;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::string_view name = entries[i].name();
         const std::size_t hash = std::hash<std::string_view> {}(name);
         for (std::size_t at = hash & mask;; at = (at + 1) & mask) {
             NameSlot& slot = archive.m_nameSlots[at];
@@ -875,10 +926,30 @@ ZipArchive ZipArchive::open(std::shared_ptr<const MappedFile> file)
                 break;
             }
             if (slot.hash == static_cast<std::uint32_t>(hash)
-                && archive.m_entries[slot.entryPlusOne - 1].name == name)
-                break; // keeps the first of duplicates
+                && entries[slot.entryPlusOne - 1].name() == name) {
+                // Keeps the first of duplicates.
+                repeats.push_back({slot.entryPlusOne - 1, static_cast<std::uint32_t>(i)});
+                break;
+            }
         }
     }
+    // Grouped by first record; within a group the repeats stay in record order (a hostile file
+    // may repeat many names many times, so no search per repeat).
+    std::stable_sort(
+        repeats.begin(), repeats.end(), [](const Repeat& a, const Repeat& b) { return a.first < b.first; });
+    std::vector<ZipParser::DuplicateName> duplicates;
+    for (const Repeat& repeat : repeats) {
+        if (!duplicates.empty() && duplicates.back().first == repeat.first)
+            ++duplicates.back().count;
+        else
+            duplicates.push_back({repeat.first, repeat.entry, 2});
+    }
+    parser.reportDuplicates(std::move(duplicates));
+    parser.finish();
+    archive.m_entries = std::move(parser.entries);
+    archive.m_findings = std::move(parser.findings);
+    archive.m_centralDirectoryFound = parser.centralDirectoryFound;
+    archive.m_archiveStart = parser.archiveStart;
     return archive;
 }
 
@@ -893,7 +964,7 @@ const ZipEntry* ZipArchive::find(std::string_view fullName) const
         if (slot.entryPlusOne == 0)
             return nullptr;
         if (slot.hash == static_cast<std::uint32_t>(hash)
-            && m_entries[slot.entryPlusOne - 1].name == fullName)
+            && m_entries[slot.entryPlusOne - 1].name() == fullName)
             return &m_entries[slot.entryPlusOne - 1];
     }
 }
@@ -947,18 +1018,19 @@ std::optional<Finding> ZipArchive::verifyCrc(const ZipEntry& entry, std::uint64_
     } else {
         const auto payload = readPayload(entry, maxSize);
         if (!payload)
-            return Finding {
-                Severity::Error, "record-unreadable", payload.error().message, entry.name, entry.dataOffset};
+            return Finding {Severity::Error, "record-unreadable", payload.error().message,
+                std::string(entry.name()), entry.dataOffset};
         actual = crc32Of(*payload);
     }
     if (actual == entry.crc32)
         return std::nullopt;
-    std::string message = "record " + displayName(entry.name) + ": its bytes have CRC-32 " + hex32(actual)
+    std::string message = "record " + displayName(entry.name()) + ": its bytes have CRC-32 " + hex32(actual)
         + " but the archive records " + hex32(entry.crc32) + ": the data changed after it was written";
     if (entry.crc32 == 0)
         message += " (or it was saved with CRC computation turned off, "
                    "torch.serialization.set_crc32_options(False))";
-    return Finding {Severity::Error, "crc-mismatch", std::move(message), entry.name, entry.dataOffset};
+    return Finding {
+        Severity::Error, "crc-mismatch", std::move(message), std::string(entry.name()), entry.dataOffset};
 }
 
 } // namespace ckpt

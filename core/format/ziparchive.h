@@ -14,19 +14,38 @@ namespace ckpt {
 
 class MappedFile;
 
-// One record of a zip archive as the reader found it.
+// One record of a zip archive as the reader found it. A torch file holds one record per storage, so
+// a million-tensor checkpoint holds a million of these: the name is not copied but viewed where it
+// lies in the mapped file (the central directory, or the local header of a record recovered by
+// walking them), which the archive keeps mapped; the fields are ordered to leave no padding
+// between them. An entry is only valid while its ZipArchive (or another owner of the same
+// MappedFile) lives.
 struct ZipEntry {
-    std::string name; // full name, archive prefix included ("archive/data/0")
-    std::uint16_t method = 0; // 0 stored, 8 deflate, anything else unsupported
-    std::uint16_t flags = 0; // general purpose flags (bit 3: data descriptor)
-    std::uint32_t crc32 = 0; // as recorded (central directory, or data descriptor)
+private:
+    const char* m_name = nullptr; // first: the 8-byte fields, then the narrower ones, no padding
+
+public:
+    std::string_view name() const { return {m_name, m_nameLength}; } // full name ("archive/data/0")
+    // `name` must lie in the archive's mapped file; a zip name holds at most 65,535 bytes.
+    void setName(std::string_view name)
+    {
+        m_name = name.data();
+        m_nameLength = static_cast<std::uint16_t>(name.size());
+    }
+
     std::uint64_t compressedSize = 0;
     std::uint64_t uncompressedSize = 0;
     std::uint64_t localHeaderOffset = 0; // offset of the local file header in the file
     std::uint64_t dataOffset = 0; // offset of the payload in the file
+    std::uint32_t crc32 = 0; // as recorded (central directory, or data descriptor)
+    std::uint16_t method = 0; // 0 stored, 8 deflate, anything else unsupported
+    std::uint16_t flags = 0; // general purpose flags (bit 3: data descriptor)
     std::uint16_t localExtraLength = 0; // length of the local header's extra field (FB padding etc.)
     bool fromCentralDirectory = true; // false when recovered by scanning local headers
     bool payloadComplete = true; // the whole payload lies inside the file
+
+private:
+    std::uint16_t m_nameLength = 0;
 };
 
 // A tolerant zip reader over a memory-mapped file: ZIP64, stored and deflated records, archive
@@ -36,6 +55,9 @@ class ZipArchive {
 public:
     // `file` must outlive the archive (it is kept alive through the shared pointer).
     static ZipArchive open(std::shared_ptr<const MappedFile> file);
+    // How many times open() parsed a zip directory in this process: lets tests check that a
+    // checkpoint's zip is parsed once, by its reader, and shared with the triage and the writers.
+    static std::uint64_t openCount();
 
     bool hasEntries() const { return !m_entries.empty(); }
     const std::vector<ZipEntry>& entries() const { return m_entries; } // central-directory order

@@ -2,6 +2,7 @@
 #include "core/model/checkpoint.h"
 
 #include "core/base/checkedarithmetic.h"
+#include "core/format/ziparchive.h"
 
 #include "core/model/dtype.h"
 
@@ -115,6 +116,13 @@ std::uint64_t Checkpoint::totalStorageBytes() const
     for (const StorageRecord& storage : storages)
         total = saturatingAdd(total, storage.nbytes);
     return total;
+}
+
+std::shared_ptr<const ZipArchive> Checkpoint::zipArchive() const
+{
+    if (zip)
+        return zip;
+    return std::make_shared<const ZipArchive>(ZipArchive::open(file));
 }
 
 bool Checkpoint::hasErrors() const

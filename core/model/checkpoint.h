@@ -20,6 +20,7 @@
 namespace ckpt {
 
 class MappedFile;
+class ZipArchive;
 struct ShardSet;
 
 enum class CheckpointFormat {
@@ -149,6 +150,9 @@ struct Checkpoint {
     std::string archivePrefix; // zip formats
     bool tarTensorsMember = false; // tar format: tensors come from the `tensors` member (not re-writable)
     std::shared_ptr<const MappedFile> file; // null for a checkpoint of several files (see shardSet)
+    // Zip formats: the reader's parse of the zip directory over `file`, kept so that the triage and
+    // the writers do not parse it again (at a million records one parse is ~70 MB and a second).
+    std::shared_ptr<const ZipArchive> zip;
     // Set when this checkpoint is several files shown as one (HF shards, DCP; §7): the shards, the
     // index and where each storage came from. Its storages and tensors are the union of the shards'.
     std::shared_ptr<const ShardSet> shardSet;
@@ -172,6 +176,9 @@ struct Checkpoint {
     std::map<std::string, std::uint64_t> bytesByDevice() const;
     std::uint64_t totalStorageBytes() const;
     bool hasErrors() const;
+    // The zip directory of `file`: the reader's (`zip`) when it kept one, else parsed now (a
+    // checkpoint put together another way; without a file, an archive with no records). Never null.
+    std::shared_ptr<const ZipArchive> zipArchive() const;
     void addFinding(Severity severity, std::string code, std::string message, std::string record = {},
         std::optional<std::uint64_t> offset = std::nullopt);
     std::string treePath(std::uint32_t treeNode) const; // dotted path of a tree node

@@ -8,8 +8,8 @@
 #include "core/read/checkpointreader.h"
 #include "core/read/picklesection.h"
 
+#include <algorithm>
 #include <charconv>
-#include <set>
 
 namespace ckpt {
 
@@ -32,8 +32,8 @@ std::optional<PickleBytes> loadRecord(
     auto payload = zip.readPayload(entry, options.maxPickleRecordBytes);
     if (!payload) {
         checkpoint.addFinding(Severity::Error, "record-unreadable",
-            "record " + entry.name + " cannot be read: " + payload.error().message, entry.name,
-            entry.dataOffset);
+            "record " + std::string(entry.name()) + " cannot be read: " + payload.error().message,
+            std::string(entry.name()), entry.dataOffset);
         return std::nullopt;
     }
     result.owned = std::move(*payload);
@@ -57,7 +57,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     if (!bytes)
         return;
     PickleSection section;
-    section.record = entry.name;
+    section.record = entry.name();
     section.fileOffset = entry.dataOffset;
     runPickleSection(checkpoint, section, bytes->bytes(), bytes->view.has_value(),
         PickleMachine(options.pickleLimits), options.pickleLimits);
@@ -130,12 +130,12 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     std::string baseName;
     if (!component.empty()) {
         parent = checkpoint.addTreeNode(0, TreeNodeKind::Sequence, component);
-        checkpoint.tree[parent].summary = entry.name;
+        checkpoint.tree[parent].summary = entry.name();
         baseName = component;
     }
     addPickleRoots(builder, section.run, parent, baseName);
-    addUnreadablePickleFinding(
-        checkpoint, section.run, "the pickle in " + entry.name, entry.name, entry.dataOffset);
+    addUnreadablePickleFinding(checkpoint, section.run, "the pickle in " + std::string(entry.name()),
+        std::string(entry.name()), entry.dataOffset);
     section.storagesUsed = builder.storagesUsed();
     checkpoint.pickles.push_back(std::move(section));
 }
@@ -145,7 +145,10 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
 void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
 {
     checkpoint.format = CheckpointFormat::TorchZip;
-    ZipArchive zip = ZipArchive::open(checkpoint.file);
+    // Kept with the checkpoint: the triage and the writers look at the same directory again.
+    const auto archive = std::make_shared<const ZipArchive>(ZipArchive::open(checkpoint.file));
+    checkpoint.zip = archive;
+    const ZipArchive& zip = *archive;
     for (const Finding& finding : zip.findings())
         checkpoint.findings.push_back(finding);
     if (!zip.hasEntries()) {
@@ -155,7 +158,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     }
 
     // torch takes the archive prefix from the first central-directory entry (§1.1).
-    const std::string& firstName = zip.entries().front().name;
+    const std::string firstName(zip.entries().front().name());
     const auto slash = firstName.find('/');
     if (slash == std::string::npos) {
         checkpoint.addFinding(Severity::Error, "no-archive-prefix",
@@ -166,12 +169,13 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     } else {
         checkpoint.archivePrefix = firstName.substr(0, slash);
         for (const ZipEntry& entry : zip.entries()) {
-            if (entry.name.compare(0, slash + 1, firstName, 0, slash + 1) != 0) {
+            if (entry.name().compare(0, slash + 1, firstName, 0, slash + 1) != 0) {
+                const std::string name(entry.name());
                 checkpoint.addFinding(Severity::Error, "mixed-archive-prefix",
-                    "record " + entry.name + " is not in the archive's folder " + checkpoint.archivePrefix
+                    "record " + name + " is not in the archive's folder " + checkpoint.archivePrefix
                         + "/; torch.load fails with \"file in archive is not in a subdirectory "
-                        + checkpoint.archivePrefix + "/: " + entry.name + "\"",
-                    entry.name);
+                        + checkpoint.archivePrefix + "/: " + name + "\"",
+                    name);
                 break;
             }
         }
@@ -187,7 +191,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     if (!dataPickle) {
         // Look for a data.pkl under any folder before giving up.
         for (const ZipEntry& entry : zip.entries())
-            if (entry.name == "data.pkl" || entry.name.ends_with("/data.pkl")) {
+            if (entry.name() == "data.pkl" || entry.name().ends_with("/data.pkl")) {
                 dataPickle = &entry;
                 break;
             }
@@ -207,18 +211,19 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
         auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (ec != std::errc()) {
             checkpoint.addFinding(Severity::Error, "version-unreadable",
-                "the version record " + version->name + " does not hold a number", version->name);
+                "the version record " + std::string(version->name()) + " does not hold a number",
+                std::string(version->name()));
         } else if (value > 10) {
             checkpoint.addFinding(Severity::Error, "version-too-new",
                 "the archive says version " + std::to_string(value)
                     + "; torch.load fails with \"Attempted to read a PyTorch file with version "
                     + std::to_string(value) + ", but the maximum supported version for reading is 10.\"",
-                version->name);
+                std::string(version->name()));
         } else if (value < 1) {
             checkpoint.addFinding(Severity::Error, "version-too-old",
                 "the archive says version 0; torch.load fails with \"Attempted to read a PyTorch file with "
                 "version 0, but the minimum supported version for reading is 1.\"",
-                version->name);
+                std::string(version->name()));
         }
     }
     if (const ZipEntry* byteorder = record("byteorder")) {
@@ -226,12 +231,12 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
         if (text == "big")
             checkpoint.addFinding(Severity::Info, "big-endian",
                 "the tensors were written big-endian; torch byte-swaps them on a little-endian machine",
-                byteorder->name);
+                std::string(byteorder->name()));
         else if (text != "little")
             checkpoint.addFinding(Severity::Error, "byteorder-unknown",
                 "the byteorder record says '" + text.substr(0, 20)
                     + "'; torch.load fails with \"Unknown endianness type: " + text.substr(0, 20) + "\"",
-                byteorder->name);
+                std::string(byteorder->name()));
     }
 
     if (!dataPickle) {
@@ -253,19 +258,23 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     }
 
     // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive.
-    std::set<std::string> used;
+    // Their names as views into the storages, sorted: a set of a million copied names cost more
+    // than the archive itself.
+    std::vector<std::string_view> used;
+    used.reserve(checkpoint.storages.size());
     for (const StorageRecord& storage : checkpoint.storages)
-        used.insert(storage.record);
+        used.push_back(storage.record);
+    std::sort(used.begin(), used.end());
     for (const ZipEntry& entry : zip.entries()) {
-        const std::string_view name(entry.name);
+        const std::string_view name = entry.name();
         const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
         const bool isStorageRecord = local.starts_with("data/")
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
-        if (isStorageRecord && !used.count(entry.name))
+        if (isStorageRecord && !std::binary_search(used.begin(), used.end(), name))
             checkpoint.addFinding(Severity::Warning, "record-unreferenced",
-                "record " + entry.name + " (" + formatThousands(entry.uncompressedSize)
+                "record " + std::string(name) + " (" + formatThousands(entry.uncompressedSize)
                     + " bytes) is not used by any tensor in the pickle",
-                entry.name, entry.localHeaderOffset);
+                std::string(name), entry.localHeaderOffset);
     }
 
     CheckpointBuilder(checkpoint).checkViews();

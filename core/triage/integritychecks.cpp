@@ -18,7 +18,6 @@
 #include <map>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 
 namespace ckpt {
 
@@ -167,36 +166,76 @@ void explainReaderFinding(const Checkpoint& checkpoint, Finding& finding)
     }
 }
 
-// Tensors whose storage's bytes live in `record`.
-std::vector<std::uint32_t> tensorsOfRecord(const Checkpoint& checkpoint,
-    const std::unordered_map<std::string, std::vector<std::uint32_t>>& storagesByRecord,
-    const std::string& record)
-{
-    std::vector<std::uint32_t> tensors;
-    const auto it = storagesByRecord.find(record);
-    if (it == storagesByRecord.end())
+// Storages by the record that holds their bytes: their indices sorted by record (stably, so a
+// record's storages stay in index order), searched by name. Four bytes a storage where a map of
+// copied names cost ~70, and sorted only when first asked: a healthy file's triage never asks.
+class StoragesByRecord {
+public:
+    explicit StoragesByRecord(const Checkpoint& checkpoint)
+        : m_checkpoint(checkpoint)
+    { }
+
+    // Tensors whose storage's bytes live in `record`.
+    std::vector<std::uint32_t> tensorsOf(std::string_view record) const
+    {
+        std::vector<std::uint32_t> tensors;
+        if (record.empty())
+            return tensors;
+        const auto [first, last]
+            = std::equal_range(sorted().begin(), sorted().end(), record, ByRecord {m_checkpoint});
+        for (auto it = first; it != last; ++it)
+            for (std::uint32_t tensor : m_checkpoint.storages[*it].tensors)
+                tensors.push_back(tensor);
         return tensors;
-    for (std::uint32_t storage : it->second)
-        for (std::uint32_t tensor : checkpoint.storages[storage].tensors)
-            tensors.push_back(tensor);
-    return tensors;
-}
+    }
+
+private:
+    struct ByRecord {
+        const Checkpoint& checkpoint;
+        std::string_view recordOf(std::uint32_t storage) const { return checkpoint.storages[storage].record; }
+        std::string_view recordOf(std::string_view record) const { return record; }
+        template<class A, class B> bool operator()(const A& a, const B& b) const
+        {
+            return recordOf(a) < recordOf(b);
+        }
+    };
+
+    const std::vector<std::uint32_t>& sorted() const
+    {
+        if (!m_sorted) {
+            m_sorted.emplace();
+            for (std::uint32_t i = 0; i < m_checkpoint.storages.size(); ++i)
+                if (!m_checkpoint.storages[i].record.empty())
+                    m_sorted->push_back(i);
+            std::stable_sort(m_sorted->begin(), m_sorted->end(), ByRecord {m_checkpoint});
+        }
+        return *m_sorted;
+    }
+
+    const Checkpoint& m_checkpoint;
+    mutable std::optional<std::vector<std::uint32_t>> m_sorted;
+};
 
 // CRC-32 of every record. Stored records are read with pread (threaded for big ones) so a large
 // file is not paged into the map twice, unless the caller already computed the CRC of exactly that
 // record's bytes (KnownRecordCrc); compressed ones are inflated by the archive.
-void checkCrcs(const Checkpoint& checkpoint,
-    const std::unordered_map<std::string, std::vector<std::uint32_t>>& storagesByRecord,
+void checkCrcs(const Checkpoint& checkpoint, const StoragesByRecord& storagesByRecord,
     const std::vector<KnownRecordCrc>& knownRecordCrcs, std::vector<Finding>& findings)
 {
     if (!checkpoint.file)
         return;
-    const ZipArchive zip = ZipArchive::open(checkpoint.file);
+    const auto archive = checkpoint.zipArchive();
+    const ZipArchive& zip = *archive;
     if (!zip.hasEntries())
         return;
-    std::unordered_map<std::string_view, const KnownRecordCrc*> knownByRecord;
+    // By record, the first of equal records first (what a look-up finds): a sorted vector of
+    // pointers, a tenth of a hash map's memory at a million records.
+    std::vector<const KnownRecordCrc*> knownByRecord;
+    knownByRecord.reserve(knownRecordCrcs.size());
     for (const KnownRecordCrc& known : knownRecordCrcs)
-        knownByRecord.emplace(known.record, &known);
+        knownByRecord.push_back(&known);
+    std::stable_sort(knownByRecord.begin(), knownByRecord.end(),
+        [](const KnownRecordCrc* a, const KnownRecordCrc* b) { return a->record < b->record; });
     int fd = -1;
     if (!checkpoint.path.empty())
         fd = ::open(checkpoint.path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -210,9 +249,12 @@ void checkCrcs(const Checkpoint& checkpoint,
             continue;
         std::optional<Finding> mismatch;
         const KnownRecordCrc* known = nullptr;
-        if (const auto it = knownByRecord.find(entry.name); it != knownByRecord.end())
-            if (it->second->offset == entry.dataOffset && it->second->length == entry.uncompressedSize)
-                known = it->second;
+        const std::string_view name = entry.name();
+        if (const auto it = std::lower_bound(knownByRecord.begin(), knownByRecord.end(), name,
+                [](const KnownRecordCrc* known, std::string_view record) { return known->record < record; });
+            it != knownByRecord.end() && (*it)->record == name)
+            if ((*it)->offset == entry.dataOffset && (*it)->length == entry.uncompressedSize)
+                known = *it;
         if (entry.method == zipformat::kMethodStored && known
             && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
             if (known->crc != entry.crc32)
@@ -221,8 +263,8 @@ void checkCrcs(const Checkpoint& checkpoint,
             && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
             const auto crc = crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
             if (!crc)
-                mismatch = Finding {
-                    Severity::Error, "record-unreadable", crc.error().message, entry.name, entry.dataOffset};
+                mismatch = Finding {Severity::Error, "record-unreadable", crc.error().message,
+                    std::string(name), entry.dataOffset};
             else if (*crc != entry.crc32)
                 mismatch = zip.verifyCrc(entry, entry.uncompressedSize); // its message, same verdict
         } else {
@@ -232,7 +274,7 @@ void checkCrcs(const Checkpoint& checkpoint,
         if (!mismatch)
             continue;
         Finding finding = std::move(*mismatch);
-        finding.tensors = tensorsOfRecord(checkpoint, storagesByRecord, entry.name);
+        finding.tensors = storagesByRecord.tensorsOf(name);
         if (finding.code == "crc-mismatch") {
             if (!finding.tensors.empty())
                 finding.message += "; tensors that use it: " + tensorList(checkpoint, finding.tensors);
@@ -501,9 +543,10 @@ void checkCodeDevices(const Checkpoint& checkpoint, std::vector<Finding>& findin
 {
     if (!checkpoint.file || checkpoint.format != CheckpointFormat::TorchScript)
         return;
-    const ZipArchive zip = ZipArchive::open(checkpoint.file);
+    const auto archive = checkpoint.zipArchive();
+    const ZipArchive& zip = *archive;
     for (const ZipEntry& entry : zip.entries()) {
-        const std::string_view name = entry.name;
+        const std::string_view name = entry.name();
         if (!name.ends_with(".py") || name.find("code/") == std::string_view::npos)
             continue;
         const auto payload = zip.readPayload(entry, kMaxCodeRecord);
@@ -534,7 +577,7 @@ void checkCodeDevices(const Checkpoint& checkpoint, std::vector<Finding>& findin
             Finding finding {Severity::Warning, "device-in-code",
                 "a remap will not fix code that names a device: " + std::string(name) + " line "
                     + std::to_string(lineNumber) + ": " + std::string(shown),
-                entry.name, entry.dataOffset};
+                std::string(name), entry.dataOffset};
             finding.explanation = "the TorchScript code itself moves tensors to that device when it runs; "
                                   "map_location and a remapped copy change only where the saved tensors "
                                   "are restored, so the model still fails (or moves data) on a machine "
@@ -552,14 +595,11 @@ std::vector<Finding> checkIntegrity(
     const Checkpoint& checkpoint, const std::vector<KnownRecordCrc>& knownRecordCrcs)
 {
     std::vector<Finding> findings;
-    std::unordered_map<std::string, std::vector<std::uint32_t>> storagesByRecord;
-    for (std::uint32_t i = 0; i < checkpoint.storages.size(); ++i)
-        if (!checkpoint.storages[i].record.empty())
-            storagesByRecord[checkpoint.storages[i].record].push_back(i);
+    const StoragesByRecord storagesByRecord(checkpoint);
     for (const Finding& readerFinding : checkpoint.findings) {
         Finding finding = readerFinding;
         if (finding.tensors.empty() && !finding.record.empty())
-            finding.tensors = tensorsOfRecord(checkpoint, storagesByRecord, finding.record);
+            finding.tensors = storagesByRecord.tensorsOf(finding.record);
         if (finding.explanation.empty() && finding.fix.empty())
             explainReaderFinding(checkpoint, finding);
         findings.push_back(std::move(finding));

@@ -530,7 +530,8 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     // range cannot pass.
     if (checkpoint.format == CheckpointFormat::TorchZip
         || checkpoint.format == CheckpointFormat::TorchScript) {
-        const ZipArchive zip = ZipArchive::open(checkpoint.file);
+        const auto archive = checkpoint.zipArchive();
+        const ZipArchive& zip = *archive;
         for (std::size_t s = 0; s < storages.size(); ++s) {
             const StorageRecord& storage = checkpoint.storages[storages[s].input];
             const ZipEntry* entry = zip.find(storage.record);

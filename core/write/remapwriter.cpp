@@ -390,7 +390,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     std::uint64_t alignment = 64;
 
     if (!legacy) {
-        const ZipArchive zip = ZipArchive::open(checkpoint.file);
+        const auto archive = checkpoint.zipArchive();
+        const ZipArchive& zip = *archive;
         std::vector<const ZipEntry*> entries;
         for (const ZipEntry& entry : zip.entries())
             entries.push_back(&entry);
@@ -406,39 +407,51 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                     alignment = parsed;
             }
         }
-        std::map<std::string, std::uint32_t> sectionByRecord;
+        std::map<std::string, std::uint32_t, std::less<>> sectionByRecord;
         for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section)
             sectionByRecord[checkpoint.pickles[section].record] = section;
-        std::map<std::string, const StorageRecord*> storageByRecord;
+        // The storage whose bytes each record holds (the last of several, as a map assigned in
+        // order would keep): sorted pointers, not a million copied names.
+        std::vector<const StorageRecord*> storageByRecord;
+        storageByRecord.reserve(checkpoint.storages.size());
         for (const StorageRecord& storage : checkpoint.storages)
-            storageByRecord[storage.record] = &storage;
+            storageByRecord.push_back(&storage);
+        std::stable_sort(storageByRecord.begin(), storageByRecord.end(),
+            [](const StorageRecord* a, const StorageRecord* b) { return a->record < b->record; });
+        const auto storageOf = [&](std::string_view record) -> const StorageRecord* {
+            const auto after = std::upper_bound(storageByRecord.begin(), storageByRecord.end(), record,
+                [](std::string_view name, const StorageRecord* storage) { return name < storage->record; });
+            if (after == storageByRecord.begin() || (*(after - 1))->record != record)
+                return nullptr;
+            return *(after - 1);
+        };
 
         TorchZipWriter writer(output->get()->fd(), static_cast<std::uint32_t>(alignment), options.progress,
             checkpoint.fileSize);
         for (const ZipEntry* entry : entries) {
             Status status;
-            auto section = sectionByRecord.find(entry->name);
+            auto section = sectionByRecord.find(entry->name());
             if (section != sectionByRecord.end() && rewrittenPickles.count(section->second)) {
-                status = writer.addRecord(entry->name, rewrittenPickles[section->second]);
+                status = writer.addRecord(entry->name(), rewrittenPickles[section->second]);
                 ++result.recordsRewritten;
-            } else if (entry->name == prefix + ".data/serialization_id") {
+            } else if (entry->name() == prefix + ".data/serialization_id") {
                 const std::string id = serializationId(writer.records());
                 status = writer.addRecord(
-                    entry->name, ByteView(reinterpret_cast<const std::uint8_t*>(id.data()), id.size()));
+                    entry->name(), ByteView(reinterpret_cast<const std::uint8_t*>(id.data()), id.size()));
                 ++result.recordsRewritten;
             } else if (entry->method == zipformat::kMethodStored) {
                 status = writer.addRecordFromFile(
-                    entry->name, input.fd(), entry->dataOffset, entry->uncompressedSize, entry->crc32);
+                    entry->name(), input.fd(), entry->dataOffset, entry->uncompressedSize, entry->crc32);
                 ++result.recordsCopied;
             } else {
-                status = writer.addCompressedRecordFromFile(entry->name, input.fd(), entry->dataOffset,
+                status = writer.addCompressedRecordFromFile(entry->name(), input.fd(), entry->dataOffset,
                     entry->compressedSize, entry->uncompressedSize, entry->crc32);
                 ++result.recordsCopied;
             }
             if (status)
                 return *status;
-            if (auto storage = storageByRecord.find(entry->name); storage != storageByRecord.end())
-                expectedCrcs.push_back({storage->second->key, entry->crc32});
+            if (const StorageRecord* storage = storageOf(entry->name()))
+                expectedCrcs.push_back({storage->key, entry->crc32});
         }
         if (Status status = writer.finish())
             return *status;

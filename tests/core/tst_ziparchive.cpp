@@ -6,8 +6,10 @@
 // Why one file of about 890 lines: one suite for one reader; the sweeps (every truncation, every
 // corpus zip, hostile records) share the samples and the comparison with zipfile's view.
 
+#include "core/base/textformat.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
+#include "core/format/zipwriter.h"
 #include "core/io/mappedfile.h"
 #include "tests/common/testfiles.h"
 
@@ -18,6 +20,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRandomGenerator>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <algorithm>
@@ -184,21 +187,23 @@ QString checkTruncation(const QByteArray& whole, std::uint64_t cut, const std::v
         if (complete >= expected.size())
             return where
                 + QStringLiteral("record %1 recovered as complete, but it is cut")
-                      .arg(QString::fromStdString(entry.name));
+                      .arg(QString::fromStdString(std::string(entry.name())));
         const ExpectedEntry& want = *expected[complete++];
-        if (entry.name != want.name || entry.crc32 != want.crc32
+        if (entry.name() != want.name || entry.crc32 != want.crc32
             || entry.compressedSize != want.compressedSize || entry.uncompressedSize != want.uncompressedSize
             || entry.dataOffset != want.dataOffset || entry.localHeaderOffset != want.localHeaderOffset
             || entry.method != want.method)
             return where
                 + QStringLiteral("record %1 differs from zipfile's %2")
-                      .arg(QString::fromStdString(entry.name), QString::fromStdString(want.name));
+                      .arg(QString::fromStdString(std::string(entry.name())),
+                          QString::fromStdString(want.name));
         const auto payload = archive.readPayload(entry, kMaxRecord);
         if (!payload)
             return where + QString::fromStdString(payload.error().message);
         if (crc32Of(*payload) != want.crc32)
             return where
-                + QStringLiteral("record %1 has the wrong bytes").arg(QString::fromStdString(entry.name));
+                + QStringLiteral("record %1 has the wrong bytes")
+                      .arg(QString::fromStdString(std::string(entry.name())));
     }
     if (complete != expected.size())
         return where
@@ -238,7 +243,7 @@ std::vector<ExpectedEntry> truthFrom(const ZipArchive& archive)
     std::vector<ExpectedEntry> truth;
     for (const auto& entry : archive.entries()) {
         ExpectedEntry expected;
-        expected.name = entry.name;
+        expected.name = entry.name();
         expected.method = entry.method;
         expected.flags = entry.flags;
         expected.crc32 = entry.crc32;
@@ -290,7 +295,7 @@ private Q_SLOTS:
         for (std::size_t i = 0; i < sample.entries.size(); ++i) {
             const ZipEntry& got = archive.entries()[i];
             const ExpectedEntry& want = sample.entries[i];
-            QCOMPARE(got.name, want.name);
+            QCOMPARE(std::string(got.name()), want.name);
             QCOMPARE(got.method, want.method);
             QCOMPARE(got.flags, want.flags);
             QCOMPARE(got.crc32, want.crc32);
@@ -304,7 +309,7 @@ private Q_SLOTS:
             QVERIFY(got.payloadComplete);
             const ZipEntry* found = archive.find(want.name);
             QVERIFY(found);
-            QCOMPARE(found->name, want.name);
+            QCOMPARE(std::string(found->name()), want.name);
         }
         QVERIFY(!archive.find("no/such/record"));
 
@@ -360,11 +365,12 @@ private Q_SLOTS:
         QVERIFY(archive.hasEntries());
         bool sawEmpty = false;
         for (const auto& entry : archive.entries()) {
-            QVERIFY2((entry.dataOffset - archive.archiveStart()) % 64 == 0, entry.name.c_str());
+            QVERIFY2(
+                (entry.dataOffset - archive.archiveStart()) % 64 == 0, std::string(entry.name()).c_str());
             QCOMPARE(entry.flags, std::uint16_t(entry.compressedSize == 0 ? 0x0800 : 0x0808));
             sawEmpty = sawEmpty || entry.compressedSize == 0;
             const auto extraId = readLittleEndian<std::uint16_t>(
-                archive.file()->bytes(), entry.localHeaderOffset + 30 + entry.name.size());
+                archive.file()->bytes(), entry.localHeaderOffset + 30 + entry.name().size());
             QCOMPARE(extraId.value_or(0), std::uint16_t {0x4246}); // "FB"
         }
         if (sample.file.contains(QLatin1String("empty")))
@@ -451,7 +457,7 @@ private Q_SLOTS:
         QVERIFY(findingWithCode(archive, "zip-end-record-missing"));
         QCOMPARE(archive.entries().size(), std::size_t {3});
         QVERIFY(!archive.entries().back().payloadComplete);
-        QCOMPARE(archive.entries().back().name, third.name);
+        QCOMPARE(std::string(archive.entries().back().name()), third.name);
     }
 
     // With the end record destroyed (its signature overwritten), or the central directory's recorded
@@ -499,7 +505,7 @@ private Q_SLOTS:
                     want = &candidate;
             }
             QVERIFY(want);
-            QCOMPARE(got.name, want->name);
+            QCOMPARE(std::string(got.name()), want->name);
             QCOMPARE(got.crc32, want->crc32);
             QCOMPARE(got.compressedSize, want->compressedSize);
             QCOMPARE(got.uncompressedSize, want->uncompressedSize);
@@ -575,8 +581,8 @@ private Q_SLOTS:
         QVERIFY(code);
         auto limited = archive.readPayload(*code, code->uncompressedSize - 1);
         QVERIFY(!limited.hasValue());
-        QCOMPARE(limited.error().record, code->name);
-        QVERIFY(limited.error().message.find(code->name) != std::string::npos);
+        QCOMPARE(limited.error().record, std::string(code->name()));
+        QVERIFY(limited.error().message.find(code->name()) != std::string::npos);
 
         ZipEntry lying = *code;
         lying.uncompressedSize = 0x7fffffff;
@@ -665,7 +671,7 @@ private Q_SLOTS:
         QCOMPARE(archive.entries().size(), sample.entries.size());
         for (std::size_t i = 0; i < sample.entries.size(); ++i) {
             const ZipEntry& entry = archive.entries()[i];
-            QCOMPARE(entry.name, sample.entries[i].name);
+            QCOMPARE(std::string(entry.name()), sample.entries[i].name);
             QCOMPARE(entry.dataOffset, sample.entries[i].dataOffset);
             QCOMPARE(entry.crc32, sample.entries[i].crc32);
             QCOMPARE(entry.fromCentralDirectory, i == 0);
@@ -685,6 +691,93 @@ private Q_SLOTS:
         QVERIFY(findingWithCode(archive, "zip64-extra-missing"));
         QVERIFY(!archive.entries().front().payloadComplete);
         QCOMPARE(archive.entries().size(), sample.entries.size());
+    }
+
+    // A million-tensor checkpoint holds a million records: each entry is a view of its name in the
+    // mapped file plus packed fields, 56 bytes where a copied name and padding made 80 (and a heap
+    // block per name longer than 15 bytes).
+    void entriesAreCompactViewsIntoTheFile()
+    {
+        QCOMPARE(sizeof(ZipEntry), std::size_t {56});
+        const auto insideFile = [](const ZipArchive& archive, const ZipEntry& entry) {
+            const ByteView bytes = archive.file()->bytes();
+            const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
+            const auto name = reinterpret_cast<std::uintptr_t>(entry.name().data());
+            return name >= begin && name + entry.name().size() <= begin + bytes.size();
+        };
+        const Sample sample = loadSample(kZipSamples + QStringLiteral("/torch_state_dict.pt.json"));
+        const ZipArchive listed = openBytes(sample.bytes);
+        QVERIFY(listed.centralDirectoryFound());
+        QCOMPARE(listed.entries().size(), sample.entries.size());
+        for (const ZipEntry& entry : listed.entries())
+            QVERIFY2(insideFile(listed, entry), std::string(entry.name()).c_str());
+        // Recovered from the local headers: the names are views there.
+        const ExpectedEntry& last = sample.entries.back();
+        const ZipArchive recovered = openBytes(sample.bytes.first(static_cast<qsizetype>(last.recordEnd)));
+        QVERIFY(!recovered.centralDirectoryFound());
+        QCOMPARE(recovered.entries().size(), sample.entries.size());
+        for (std::size_t i = 0; i < sample.entries.size(); ++i) {
+            const ZipEntry& entry = recovered.entries()[i];
+            QVERIFY(!entry.fromCentralDirectory);
+            QVERIFY2(insideFile(recovered, entry), std::string(entry.name()).c_str());
+            QCOMPARE(std::string(entry.name()), sample.entries[i].name);
+        }
+        // A moved archive keeps its views: they point into the file, not into the archive.
+        ZipArchive moved = openBytes(sample.bytes);
+        const ZipArchive target = std::move(moved);
+        QCOMPARE(std::string(target.entries().front().name()), sample.entries.front().name);
+        QVERIFY(target.find(sample.entries.back().name));
+    }
+
+    // Names that several records carry: one finding per name, in name order, each with how many
+    // carry it and the first two local headers; look-ups find the first. The archive is written by
+    // this project's zip writer (which, like zipfile, writes whatever names it is given): a
+    // malformed input on purpose.
+    void duplicateNamesAreCountedInNameOrder()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("duplicates.zip"));
+        QFile out(path);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        TorchZipWriter writer(out.handle());
+        const std::vector<std::string> names = {"x/b", "x/a", "x/b", "x/a", "x/a", "x/c"};
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            const std::string payload = std::to_string(i);
+            QVERIFY(!writer.addRecord(
+                names[i], ByteView(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size())));
+        }
+        QVERIFY(!writer.finish());
+        out.close();
+        auto file = MappedFile::open(path.toStdString());
+        QVERIFY(file);
+        const ZipArchive archive = ZipArchive::open(*file);
+        QCOMPARE(archive.entries().size(), names.size());
+        std::vector<const Finding*> duplicates;
+        for (const Finding& finding : archive.findings())
+            if (finding.code == "duplicate-record-name")
+                duplicates.push_back(&finding);
+        QCOMPARE(duplicates.size(), std::size_t {2});
+        const auto& entries = archive.entries();
+        QCOMPARE(duplicates[0]->record, std::string("x/a"));
+        QCOMPARE(duplicates[0]->offset, std::optional<std::uint64_t>(entries[3].localHeaderOffset));
+        QCOMPARE(duplicates[0]->message,
+            "the name x/a appears 3 times (local headers at bytes "
+                + formatThousands(entries[1].localHeaderOffset) + " and "
+                + formatThousands(entries[3].localHeaderOffset)
+                + "); this tool uses the first, other zip readers may use the last: the file is ambiguous "
+                  "and "
+                  "may be crafted");
+        QCOMPARE(duplicates[1]->record, std::string("x/b"));
+        QCOMPARE(duplicates[1]->offset, std::optional<std::uint64_t>(entries[2].localHeaderOffset));
+        QVERIFY2(duplicates[1]->message.find("appears 2 times (local headers at bytes "
+                     + formatThousands(entries[0].localHeaderOffset) + " and "
+                     + formatThousands(entries[2].localHeaderOffset) + ")")
+                != std::string::npos,
+            duplicates[1]->message.c_str());
+        QCOMPARE(archive.find("x/a"), &entries[1]);
+        QCOMPARE(archive.find("x/b"), &entries[0]);
+        QCOMPARE(archive.find("x/c"), &entries[5]);
     }
 
     void nullFile()
@@ -790,7 +883,7 @@ private Q_SLOTS:
             const auto problem = archive.verifyCrc(entry, kMaxRecord);
             QVERIFY2(!problem, problem ? problem->message.c_str() : "");
             if (!hostile)
-                QVERIFY2(entry.dataOffset % 64 == 0, entry.name.c_str());
+                QVERIFY2(entry.dataOffset % 64 == 0, std::string(entry.name()).c_str());
         }
         if (!hostile) {
             for (const auto& finding : archive.findings())

@@ -257,7 +257,7 @@ QStringList zipFixtures()
 std::uint32_t storageAlignmentOf(const ZipArchive& archive)
 {
     for (const ZipEntry& entry : archive.entries()) {
-        if (entry.name.ends_with("/.storage_alignment")) {
+        if (entry.name().ends_with("/.storage_alignment")) {
             if (auto payload = archive.storedPayload(entry))
                 return static_cast<std::uint32_t>(std::stoul(std::string(asText(*payload))));
         }
@@ -275,9 +275,9 @@ Status rebuild(const ZipArchive& archive, int inputFd, int outputFd, std::uint32
 {
     TorchZipWriter writer(outputFd, alignment);
     for (const ZipEntry& entry : archive.entries()) {
-        const std::string name = rename ? rename(entry.name) : entry.name;
+        const std::string name = rename ? rename(std::string(entry.name())) : std::string(entry.name());
         Status status;
-        if (auto it = replace.find(entry.name); it != replace.end()) {
+        if (auto it = replace.find(std::string(entry.name())); it != replace.end()) {
             status = writer.addRecord(name, asBytes(it->second));
         } else if (entry.method == 8) {
             status = writer.addCompressedRecordFromFile(
@@ -285,7 +285,7 @@ Status rebuild(const ZipArchive& archive, int inputFd, int outputFd, std::uint32
         } else if (mode == CopyMode::Memory) {
             const auto payload = archive.storedPayload(entry);
             if (!payload)
-                return makeError("no stored payload for " + entry.name);
+                return makeError("no stored payload for " + std::string(entry.name()));
             status = writer.addRecord(name, *payload);
         } else {
             status = writer.addRecordFromFile(name, inputFd, entry.dataOffset, entry.uncompressedSize,
@@ -342,7 +342,8 @@ private Q_SLOTS:
             for (const ZipEntry& entry : archive.entries()) {
                 deflated = deflated || entry.method == 8;
                 empty = empty || entry.uncompressedSize == 0;
-                customAlignmentRecord = customAlignmentRecord || entry.name.ends_with("/.storage_alignment");
+                customAlignmentRecord
+                    = customAlignmentRecord || entry.name().ends_with("/.storage_alignment");
             }
         }
         QVERIFY2(archives >= 40, qPrintable(QString::number(archives)));
@@ -391,7 +392,7 @@ private Q_SLOTS:
         QCOMPARE(written.size(), archive.entries().size());
         for (std::size_t i = 0; i < written.size(); ++i) {
             const ZipEntry& entry = archive.entries()[i];
-            QCOMPARE(written[i].name, entry.name);
+            QCOMPARE(written[i].name, std::string(entry.name()));
             QCOMPARE(written[i].localHeaderOffset, entry.localHeaderOffset);
             QCOMPARE(written[i].dataOffset, entry.dataOffset);
             QCOMPARE(written[i].crc32, entry.crc32);
@@ -552,12 +553,12 @@ private Q_SLOTS:
         QVERIFY(file);
         const ZipArchive archive = ZipArchive::open(*file);
         QVERIFY(!archive.entries().empty());
-        const std::string prefix
-            = archive.entries().front().name.substr(0, archive.entries().front().name.find('/'));
+        const std::string prefix = std::string(
+            archive.entries().front().name().substr(0, archive.entries().front().name().find('/')));
         std::map<std::string, std::string> replace;
         for (const ZipEntry& entry : archive.entries()) {
-            if (entry.name.ends_with("/.storage_alignment"))
-                replace[entry.name] = "4096";
+            if (entry.name().ends_with("/.storage_alignment"))
+                replace[std::string(entry.name())] = "4096";
         }
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
