@@ -398,6 +398,14 @@ private:
                     + ": the count is damaged or hostile; reading the entries that are there",
                 {}, end.endRecordOffset);
 
+        // Room for the claimed count at once, so a million records do not grow the list by doubling
+        // (old and new blocks alive together). Only a plausible count is trusted, and no further than
+        // the directory's own stated size could hold: a hostile count costs no memory.
+        if (countPlausible)
+            entries.reserve(entries.size()
+                + static_cast<std::size_t>(
+                    std::min(end.entryCount, end.centralDirectorySize / kCentralHeaderSize)));
+
         std::uint64_t at = *start;
         std::uint64_t parsed = 0;
         while (parsed < kMaxEntries && signatureAt(at, kCentralHeaderSignature)) {

@@ -13,14 +13,6 @@ namespace {
 
 __extension__ typedef unsigned __int128 WideBytes;
 
-WideBytes& bytesOfDevice(std::vector<std::pair<int, WideBytes>>& bytes, int device)
-{
-    for (auto& [index, value] : bytes)
-        if (index == device)
-            return value;
-    return bytes.emplace_back(device, 0).second;
-}
-
 std::uint64_t saturated(WideBytes value)
 {
     return value > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(value);
@@ -51,27 +43,57 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
     for (const DeviceInfo& device : machine.devices)
         deviceIndex(device.tag);
 
-    // The tree nodes that hold each storage: the ancestors of every tensor viewing it, once each.
-    m_nodeBytes.resize(checkpoint.tree.size());
-    m_nodesOfStorage.resize(checkpoint.storages.size());
-    std::vector<std::uint32_t> stamp(checkpoint.tree.size(), UINT32_MAX);
-    for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
+    // The tree nodes that hold each storage: the ancestors of every tensor viewing it, once each
+    // (the stamp stops a walk where this storage has been, which also ends any cycle).
+    const std::size_t treeSize = checkpoint.tree.size();
+    const std::size_t storageCount = checkpoint.storages.size();
+    std::vector<std::uint32_t> stamp(treeSize, UINT32_MAX);
+    auto forEachNodeOf = [&](std::uint32_t s, auto&& visit) {
         for (std::uint32_t t : checkpoint.storages[s].tensors) {
+            if (t >= checkpoint.tensors.size())
+                continue;
             std::uint32_t node = checkpoint.tensors[t].treeNode;
-            for (;;) {
-                if (node >= checkpoint.tree.size() || stamp[node] == s)
-                    break;
+            while (node < treeSize && stamp[node] != s) {
                 stamp[node] = s;
-                m_nodesOfStorage[s].push_back(node);
+                visit(node);
                 if (node == 0)
                     break;
                 node = checkpoint.tree[node].parent;
             }
         }
-    }
+    };
 
-    m_storageDevice.assign(checkpoint.storages.size(), 0);
-    for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
+    // First which nodes hold one storage and which several (marked kSharedSlot for now), then the
+    // shared ones numbered in tree order.
+    m_nodeSlot.assign(treeSize, kNoSlot);
+    for (std::uint32_t s = 0; s < storageCount; ++s)
+        forEachNodeOf(s, [&](std::uint32_t node) {
+            std::uint32_t& slot = m_nodeSlot[node];
+            slot = slot == kNoSlot ? s : kSharedSlot; // a second storage here: shared
+        });
+    for (std::uint32_t& slot : m_nodeSlot)
+        if (slot == kSharedSlot)
+            slot = kSharedSlot | m_sharedSlotCount++;
+
+    // Each storage's shared slots, counted and then filled, so the rows are allocated once.
+    m_slotsOfStorageStart.assign(storageCount + 1, 0);
+    std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
+    for (std::uint32_t s = 0; s < storageCount; ++s) {
+        std::size_t count = 0;
+        forEachNodeOf(s, [&](std::uint32_t node) { count += (m_nodeSlot[node] & kSharedSlot) ? 1 : 0; });
+        m_slotsOfStorageStart[s + 1] = m_slotsOfStorageStart[s] + count;
+    }
+    m_slotsOfStorage.reserve(m_slotsOfStorageStart[storageCount]);
+    std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
+    for (std::uint32_t s = 0; s < storageCount; ++s)
+        forEachNodeOf(s, [&](std::uint32_t node) {
+            if (m_nodeSlot[node] & kSharedSlot)
+                m_slotsOfStorage.push_back(m_nodeSlot[node] & ~kSharedSlot);
+        });
+    stamp = {};
+
+    m_storageDevice.assign(storageCount, 0);
+    for (std::uint32_t s = 0; s < storageCount; ++s) {
         const StorageRecord& storage = checkpoint.storages[s];
         const int recorded = deviceIndex(storage.device);
         m_recorded[static_cast<std::size_t>(recorded)] += storage.nbytes;
@@ -80,9 +102,22 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
         m_planned[static_cast<std::size_t>(planned)] += storage.nbytes;
         m_allocated[static_cast<std::size_t>(planned)] += allocationSize(storage.nbytes);
         ++m_count[static_cast<std::size_t>(planned)];
-        for (std::uint32_t node : m_nodesOfStorage[s])
-            bytesOfDevice(m_nodeBytes[node], planned) += storage.nbytes;
+        if (m_slotsOfStorageStart[s] == m_slotsOfStorageStart[s + 1])
+            continue;
+        std::vector<WideBytes>& bytes = bytesOnDevice(planned);
+        for (std::size_t i = m_slotsOfStorageStart[s]; i < m_slotsOfStorageStart[s + 1]; ++i)
+            bytes[m_slotsOfStorage[i]] += storage.nbytes;
     }
+}
+
+std::vector<MemoryLedger::WideBytes>& MemoryLedger::bytesOnDevice(int device)
+{
+    // Allocated on the device's first bytes: once per device, so apply() stays in proportion to
+    // the storages moved over any sequence of moves.
+    std::vector<WideBytes>& bytes = m_slotBytes[static_cast<std::size_t>(device)];
+    if (bytes.empty())
+        bytes.assign(m_sharedSlotCount, 0);
+    return bytes;
 }
 
 int MemoryLedger::deviceIndex(const std::optional<std::string>& tag)
@@ -95,6 +130,7 @@ int MemoryLedger::deviceIndex(const std::optional<std::string>& tag)
         m_allocated.push_back(0);
         m_recorded.push_back(0);
         m_count.push_back(0);
+        m_slotBytes.emplace_back();
     }
     return it->second;
 }
@@ -125,9 +161,13 @@ void MemoryLedger::move(std::uint32_t storage, int from, int to)
     m_planned[static_cast<std::size_t>(to)] += bytes;
     m_allocated[static_cast<std::size_t>(to)] += allocated;
     ++m_count[static_cast<std::size_t>(to)];
-    for (std::uint32_t node : m_nodesOfStorage[storage]) {
-        bytesOfDevice(m_nodeBytes[node], from) -= bytes;
-        bytesOfDevice(m_nodeBytes[node], to) += bytes;
+    if (m_slotsOfStorageStart[storage] != m_slotsOfStorageStart[storage + 1]) {
+        std::vector<WideBytes>& fromBytes = bytesOnDevice(from);
+        std::vector<WideBytes>& toBytes = bytesOnDevice(to);
+        for (std::size_t i = m_slotsOfStorageStart[storage]; i < m_slotsOfStorageStart[storage + 1]; ++i) {
+            fromBytes[m_slotsOfStorage[i]] -= bytes;
+            toBytes[m_slotsOfStorage[i]] += bytes;
+        }
     }
     m_storageDevice[storage] = to;
 }
@@ -187,11 +227,20 @@ std::uint64_t MemoryLedger::cpuStagingBytes() const
 std::vector<std::pair<std::string, std::uint64_t>> MemoryLedger::moduleBytes(std::uint32_t treeNode) const
 {
     std::vector<std::pair<std::string, std::uint64_t>> bytes;
-    if (treeNode >= m_nodeBytes.size())
+    if (treeNode >= m_nodeSlot.size() || m_nodeSlot[treeNode] == kNoSlot)
         return bytes;
-    for (const auto& [index, value] : m_nodeBytes[treeNode])
-        if (value > 0)
-            bytes.emplace_back(m_tags[static_cast<std::size_t>(index)], saturated(value));
+    const std::uint32_t slot = m_nodeSlot[treeNode];
+    if (!(slot & kSharedSlot)) {
+        // Under one storage only: its bytes, where it is planned now.
+        const std::uint64_t nbytes = m_checkpoint.storages[slot].nbytes;
+        if (nbytes > 0)
+            bytes.emplace_back(m_tags[static_cast<std::size_t>(m_storageDevice[slot])], nbytes);
+        return bytes;
+    }
+    const std::uint32_t shared = slot & ~kSharedSlot;
+    for (std::size_t device = 0; device < m_slotBytes.size(); ++device)
+        if (!m_slotBytes[device].empty() && m_slotBytes[device][shared] > 0)
+            bytes.emplace_back(m_tags[device], saturated(m_slotBytes[device][shared]));
     std::sort(bytes.begin(), bytes.end());
     return bytes;
 }

@@ -84,9 +84,25 @@ private:
     std::vector<WideBytes> m_planned, m_allocated, m_recorded;
     std::vector<std::uint64_t> m_count;
     std::vector<int> m_storageDevice; // current device index of each storage
-    // Per tree node, bytes by device index; per storage, the tree nodes that hold it.
-    std::vector<std::vector<std::pair<int, WideBytes>>> m_nodeBytes;
-    std::vector<std::vector<std::uint32_t>> m_nodesOfStorage;
+
+    // Bytes by device under each tree node, in flat tables (a million tensors make two million
+    // nodes: a heap vector per node cost more than the rest of the ledger). A node under a single
+    // storage (every tensor leaf, most small modules) needs no table: its bytes are that storage's,
+    // on the storage's current device. A node under several storages gets a dense "shared slot";
+    // each device has one array of totals over the shared slots, allocated the first time the
+    // device receives bytes (a plan names a handful of devices: cpu, cuda:0..7).
+    std::vector<WideBytes>& bytesOnDevice(int device);
+    // Per tree node: kNoSlot (it holds no storage), a storage index (the one storage it holds:
+    // below 2^31, as tensors refer to storages in 31 bits), or kSharedSlot | its dense slot.
+    static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+    static constexpr std::uint32_t kSharedSlot = 1u << 31;
+    std::vector<std::uint32_t> m_nodeSlot;
+    std::uint32_t m_sharedSlotCount = 0;
+    // Per storage, the shared slots of the nodes that hold it (compressed rows): storage s's are
+    // m_slotsOfStorage[m_slotsOfStorageStart[s] .. m_slotsOfStorageStart[s + 1]).
+    std::vector<std::size_t> m_slotsOfStorageStart;
+    std::vector<std::uint32_t> m_slotsOfStorage;
+    std::vector<std::vector<WideBytes>> m_slotBytes; // [device index][shared slot]; empty until used
 };
 
 } // namespace ckpt

@@ -59,6 +59,13 @@ PlacementPlan::PlacementPlan(const Checkpoint& checkpoint)
 {
     m_unitOfStorage.assign(checkpoint.storages.size(), -1);
     m_unitOfTensor.assign(checkpoint.tensors.size(), -1);
+    // Counted first so the units are allocated once: grown by doubling, a million units held the
+    // old and the new block at once at the launch's peak.
+    std::size_t unitCount = checkpoint.storages.size();
+    for (const TensorEntry& tensor : checkpoint.tensors)
+        if (tensor.deviceRecordedOutsideStorage && tensor.device)
+            ++unitCount;
+    m_units.reserve(unitCount);
     for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
         m_unitOfStorage[s] = static_cast<std::int32_t>(m_units.size());
         m_units.push_back({static_cast<std::int32_t>(s), -1, checkpoint.storages[s].device});

@@ -6,11 +6,14 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 
+#include <QProcess>
 #include <QRandomGenerator>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace ckpt;
 
@@ -56,6 +59,69 @@ std::map<std::string, std::uint64_t> recountNode(
         bytes[plan.plannedDeviceOfStorage(static_cast<std::uint32_t>(s)).value_or("(none)")]
             += checkpoint.storages[static_cast<std::size_t>(s)].nbytes;
     return bytes;
+}
+
+// Written by Debian's torch 1.13: nested modules (blocks of attention, norm and a Sequential), a
+// tied embedding and head (one storage, two module paths), and one tensor's storage viewed from
+// three subtrees at different depths, in three dtypes so sizes differ.
+const char* const kNestedSharedFixture = R"PY(
+import sys, torch
+torch.manual_seed(0)
+class Block(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.attn = torch.nn.Linear(width, width)
+        self.norm = torch.nn.LayerNorm(width)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.ReLU(), torch.nn.Linear(2 * width, width))
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.blocks = torch.nn.ModuleList([Block(4) for _ in range(3)])
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight
+net = Net()
+shared = torch.arange(96, dtype=torch.float64)
+state = {
+    "model": net.state_dict(),
+    "views": {"a": {"first": shared[:16], "second": shared[16:40]}, "b": shared.view(12, 8)[2:]},
+    "extra": {"deep": {"deeper": {"half": torch.ones(7, dtype=torch.float16), "tail": shared[40:]}},
+              "step": torch.tensor(5, dtype=torch.int64)},
+}
+torch.save(state, sys.argv[1])
+)PY";
+
+// One device line's figures, recounted storage by storage from the plan alone.
+using LineFigures = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
+
+std::uint64_t cachingAllocatorSize(std::uint64_t bytes)
+{
+    if (bytes == 0)
+        return 0;
+    if (bytes <= (1ull << 20))
+        return (bytes + 511) / 512 * 512;
+    return (bytes + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20);
+}
+
+std::map<std::string, LineFigures> recountLines(const Checkpoint& checkpoint, const PlacementPlan& plan,
+    const MachineInventory& machine, const LedgerAssumptions& assumptions)
+{
+    std::map<std::string, LineFigures> lines;
+    for (const DeviceInfo& device : machine.devices)
+        lines[device.tag] = {};
+    for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
+        const StorageRecord& storage = checkpoint.storages[s];
+        std::get<0>(lines[storage.device.value_or("(none)")]) += storage.nbytes;
+        auto& [recorded, planned, allocated, count, context]
+            = lines[plan.plannedDeviceOfStorage(s).value_or("(none)")];
+        planned += storage.nbytes;
+        allocated += assumptions.allocatorRounding ? cachingAllocatorSize(storage.nbytes) : storage.nbytes;
+        ++count;
+    }
+    for (auto& [tag, figures] : lines)
+        if (tag.starts_with("cuda") && std::get<3>(figures) > 0)
+            std::get<4>(figures) = assumptions.cudaContextBytes;
+    return lines;
 }
 
 } // namespace
@@ -132,6 +198,86 @@ private Q_SLOTS:
         for (const DeviceLedgerLine& line : ledger.lines())
             total += line.plannedBytes;
         QCOMPARE(total, checkpoint.totalStorageBytes());
+    }
+
+    // Every device line in full and every tree node's bytes, against a recount from scratch, after
+    // each of many random plan changes: module moves at any depth, single tensors, tag maps.
+    void everyLineAndNodeAgreeWithRecountAfterRandomMoves()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("nested_shared.pt"));
+        QProcess python;
+        python.start(QStringLiteral("/usr/bin/python3"),
+            {QStringLiteral("-c"), QString::fromUtf8(kNestedSharedFixture), path});
+        QVERIFY2(python.waitForFinished(300000) && python.exitCode() == 0,
+            python.readAllStandardError().constData());
+        const Checkpoint checkpoint = readCheckpoint(path.toStdString());
+        QVERIFY(checkpoint.tensors.size() > checkpoint.storages.size()); // storages are shared
+        QVERIFY(checkpoint.tree.size() > 40); // nested modules
+
+        const MachineInventory machine = twoGpus();
+        LedgerAssumptions assumptions;
+        assumptions.allocatorRounding = true;
+        PlacementPlan plan(checkpoint);
+        MemoryLedger ledger(checkpoint, plan, machine, assumptions);
+        const char* devices[] = {"cpu", "cuda:0", "cuda:1", "cuda:5", "mps", "meta"};
+        QRandomGenerator random(2024);
+        for (int step = 0; step < 400; ++step) {
+            PlacementRule rule;
+            rule.target = devices[random.bounded(6)];
+            const std::string& name
+                = checkpoint.tensors[random.bounded(static_cast<int>(checkpoint.tensors.size()))].name;
+            switch (random.bounded(4)) {
+            case 0:
+                rule.kind = PlacementRule::Kind::MoveTensor;
+                rule.subject = name;
+                break;
+            case 1:
+            case 2: {
+                // A module at a random depth of this tensor's path.
+                rule.kind = PlacementRule::Kind::MoveModule;
+                std::vector<std::size_t> dots;
+                for (std::size_t at = name.find('.'); at != std::string::npos; at = name.find('.', at + 1))
+                    dots.push_back(at);
+                rule.subject = dots.empty()
+                    ? name
+                    : name.substr(0, dots[random.bounded(static_cast<int>(dots.size()))]);
+                break;
+            }
+            default:
+                rule.kind = PlacementRule::Kind::MapTag;
+                rule.subject = random.bounded(3) == 0 ? std::string("*") : devices[random.bounded(6)];
+            }
+            ledger.apply(plan.apply(rule));
+            const QString where
+                = QStringLiteral("step %1 (%2)").arg(step).arg(QString::fromStdString(rule.describe()));
+
+            std::map<std::string, LineFigures> fromLedger;
+            for (const DeviceLedgerLine& line : ledger.lines())
+                fromLedger[line.tag] = {line.recordedBytes, line.plannedBytes, line.allocatedBytes,
+                    line.storageCount, line.contextBytes};
+            std::map<std::string, LineFigures> recount = recountLines(checkpoint, plan, machine, assumptions);
+            for (auto it = recount.begin(); it != recount.end();)
+                it = !machine.find(it->first) && std::get<0>(it->second) == 0 && std::get<3>(it->second) == 0
+                    ? recount.erase(it)
+                    : std::next(it);
+            QVERIFY2(fromLedger == recount, qPrintable(where));
+
+            for (std::uint32_t node = 0; node < checkpoint.tree.size(); ++node) {
+                const std::vector<std::pair<std::string, std::uint64_t>> listed = ledger.moduleBytes(node);
+                const std::map<std::string, std::uint64_t> moduleFromLedger(listed.begin(), listed.end());
+                QCOMPARE(moduleFromLedger.size(), listed.size()); // each device once
+                std::map<std::string, std::uint64_t> moduleRecount = recountNode(checkpoint, plan, node);
+                for (auto it = moduleRecount.begin(); it != moduleRecount.end();)
+                    it = it->second == 0 ? moduleRecount.erase(it) : std::next(it);
+                QVERIFY2(moduleFromLedger == moduleRecount,
+                    qPrintable(where + QStringLiteral(", node ")
+                        + QString::fromStdString(checkpoint.treePath(node))));
+            }
+        }
+        QCOMPARE(
+            ledger.moduleBytes(static_cast<std::uint32_t>(checkpoint.tree.size())).size(), std::size_t(0));
     }
 
     void sharedStorageCountsOnce()
