@@ -13,6 +13,14 @@ namespace {
 
 __extension__ typedef unsigned __int128 WideBytes;
 
+WideBytes& bytesOfDevice(std::vector<std::pair<int, WideBytes>>& bytes, int device)
+{
+    for (auto& [index, value] : bytes)
+        if (index == device)
+            return value;
+    return bytes.emplace_back(device, 0).second;
+}
+
 std::uint64_t saturated(WideBytes value)
 {
     return value > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(value);
@@ -74,6 +82,7 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
     for (std::uint32_t& slot : m_nodeSlot)
         if (slot == kSharedSlot)
             slot = kSharedSlot | m_sharedSlotCount++;
+    m_sharedBytes.resize(m_sharedSlotCount);
 
     // Each storage's shared slots, counted and then filled, so the rows are allocated once.
     m_slotsOfStorageStart.assign(storageCount + 1, 0);
@@ -102,22 +111,9 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
         m_planned[static_cast<std::size_t>(planned)] += storage.nbytes;
         m_allocated[static_cast<std::size_t>(planned)] += allocationSize(storage.nbytes);
         ++m_count[static_cast<std::size_t>(planned)];
-        if (m_slotsOfStorageStart[s] == m_slotsOfStorageStart[s + 1])
-            continue;
-        std::vector<WideBytes>& bytes = bytesOnDevice(planned);
         for (std::size_t i = m_slotsOfStorageStart[s]; i < m_slotsOfStorageStart[s + 1]; ++i)
-            bytes[m_slotsOfStorage[i]] += storage.nbytes;
+            bytesOfDevice(m_sharedBytes[m_slotsOfStorage[i]], planned) += storage.nbytes;
     }
-}
-
-std::vector<MemoryLedger::WideBytes>& MemoryLedger::bytesOnDevice(int device)
-{
-    // Allocated on the device's first bytes: once per device, so apply() stays in proportion to
-    // the storages moved over any sequence of moves.
-    std::vector<WideBytes>& bytes = m_slotBytes[static_cast<std::size_t>(device)];
-    if (bytes.empty())
-        bytes.assign(m_sharedSlotCount, 0);
-    return bytes;
 }
 
 int MemoryLedger::deviceIndex(const std::optional<std::string>& tag)
@@ -130,7 +126,6 @@ int MemoryLedger::deviceIndex(const std::optional<std::string>& tag)
         m_allocated.push_back(0);
         m_recorded.push_back(0);
         m_count.push_back(0);
-        m_slotBytes.emplace_back();
     }
     return it->second;
 }
@@ -161,13 +156,10 @@ void MemoryLedger::move(std::uint32_t storage, int from, int to)
     m_planned[static_cast<std::size_t>(to)] += bytes;
     m_allocated[static_cast<std::size_t>(to)] += allocated;
     ++m_count[static_cast<std::size_t>(to)];
-    if (m_slotsOfStorageStart[storage] != m_slotsOfStorageStart[storage + 1]) {
-        std::vector<WideBytes>& fromBytes = bytesOnDevice(from);
-        std::vector<WideBytes>& toBytes = bytesOnDevice(to);
-        for (std::size_t i = m_slotsOfStorageStart[storage]; i < m_slotsOfStorageStart[storage + 1]; ++i) {
-            fromBytes[m_slotsOfStorage[i]] -= bytes;
-            toBytes[m_slotsOfStorage[i]] += bytes;
-        }
+    for (std::size_t i = m_slotsOfStorageStart[storage]; i < m_slotsOfStorageStart[storage + 1]; ++i) {
+        std::vector<std::pair<int, WideBytes>>& slotBytes = m_sharedBytes[m_slotsOfStorage[i]];
+        bytesOfDevice(slotBytes, from) -= bytes;
+        bytesOfDevice(slotBytes, to) += bytes;
     }
     m_storageDevice[storage] = to;
 }
@@ -238,9 +230,9 @@ std::vector<std::pair<std::string, std::uint64_t>> MemoryLedger::moduleBytes(std
         return bytes;
     }
     const std::uint32_t shared = slot & ~kSharedSlot;
-    for (std::size_t device = 0; device < m_slotBytes.size(); ++device)
-        if (!m_slotBytes[device].empty() && m_slotBytes[device][shared] > 0)
-            bytes.emplace_back(m_tags[device], saturated(m_slotBytes[device][shared]));
+    for (const auto& [device, value] : m_sharedBytes[shared])
+        if (value > 0)
+            bytes.emplace_back(m_tags[static_cast<std::size_t>(device)], saturated(value));
     std::sort(bytes.begin(), bytes.end());
     return bytes;
 }

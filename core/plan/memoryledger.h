@@ -88,12 +88,12 @@ private:
     // Bytes by device under each tree node, in flat tables (a million tensors make two million
     // nodes: a heap vector per node cost more than the rest of the ledger). A node under a single
     // storage (every tensor leaf, most small modules) needs no table: its bytes are that storage's,
-    // on the storage's current device. A node under several storages gets a dense "shared slot";
-    // each device has one array of totals over the shared slots, allocated the first time the
-    // device receives bytes (a plan names a handful of devices: cpu, cuda:0..7).
-    std::vector<WideBytes>& bytesOnDevice(int device);
+    // on the storage's current device. A node under several storages gets a "shared slot" with
+    // its bytes by device (few such nodes: 10,011 of 2,010,011 in a million-tensor state_dict).
+    // Not one dense array per device over all slots: a hostile file can name thousands of devices,
+    // and devices x slots would not fit in memory; a slot's list holds only devices it has bytes on.
     // Per tree node: kNoSlot (it holds no storage), a storage index (the one storage it holds:
-    // below 2^31, as tensors refer to storages in 31 bits), or kSharedSlot | its dense slot.
+    // below 2^31, as tensors refer to storages in 31 bits), or kSharedSlot | its slot.
     static constexpr std::uint32_t kNoSlot = UINT32_MAX;
     static constexpr std::uint32_t kSharedSlot = 1u << 31;
     std::vector<std::uint32_t> m_nodeSlot;
@@ -102,7 +102,8 @@ private:
     // m_slotsOfStorage[m_slotsOfStorageStart[s] .. m_slotsOfStorageStart[s + 1]).
     std::vector<std::size_t> m_slotsOfStorageStart;
     std::vector<std::uint32_t> m_slotsOfStorage;
-    std::vector<std::vector<WideBytes>> m_slotBytes; // [device index][shared slot]; empty until used
+    // Per shared slot: (device index, bytes) for the devices it has bytes on.
+    std::vector<std::vector<std::pair<int, WideBytes>>> m_sharedBytes;
 };
 
 } // namespace ckpt
