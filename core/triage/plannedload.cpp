@@ -41,7 +41,8 @@ StorageDevices StorageDevices::ofPlan(const PlacementPlan& plan, std::size_t sto
             continue;
         // A storage the plan leaves without a device is simulated as "cpu", as one the file
         // records without a device is.
-        devices.set(static_cast<std::uint32_t>(units[unit].storage), planned ? *planned : std::string("cpu"));
+        devices.set(static_cast<std::uint32_t>(units[unit].storage),
+            planned ? std::string_view(*planned) : std::string_view("cpu"));
     }
     return devices;
 }
