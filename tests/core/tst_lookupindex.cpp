@@ -76,7 +76,7 @@ private Q_SLOTS:
         // Other hashes between them, so the runs of both interleave.
         for (std::uint32_t i = 0; i < count; ++i)
             index.insert(hash + 1 + i, 100000 + i);
-        QCOMPARE(index.size(), std::size_t {2 * count});
+        QCOMPARE(index.size(), std::size_t {2} * count);
         QCOMPARE(index.find(hash, [](std::uint32_t) { return true; }), std::optional<std::uint32_t>(0));
         for (std::uint32_t i = 0; i < count; ++i) {
             QCOMPARE(index.find(hash, [&](std::uint32_t v) { return v >= i * 3; }),
@@ -108,6 +108,7 @@ private Q_SLOTS:
     void storagesByKey()
     {
         std::vector<std::string> keys;
+        keys.reserve(50002);
         for (int i = 0; i < 50000; ++i)
             keys.push_back(std::to_string(i));
         keys.push_back("constants/0");
