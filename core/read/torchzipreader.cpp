@@ -48,10 +48,11 @@ std::string recordText(const ZipArchive& zip, const ZipEntry& entry)
     return std::string(payload->begin(), payload->end());
 }
 
-// Runs one pickle record and walks it into the tree.
+// Runs one pickle record and walks it into the tree. Marks in `recordUsed` (by entry index) the
+// record each new storage was found in.
 void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEntry& entry,
     const ReadOptions& options, const std::string& storageDirectory, const std::string& keyPrefix,
-    const std::string& component)
+    const std::string& component, std::vector<bool>& recordUsed)
 {
     auto bytes = loadRecord(zip, entry, checkpoint, options);
     if (!bytes)
@@ -83,6 +84,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 storage.record);
             return;
         }
+        recordUsed[static_cast<std::size_t>(record - zip.entries().data())] = true;
         if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
             checkpoint.addFinding(Severity::Warning, "compressed-storage",
@@ -183,6 +185,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     const std::string prefix
         = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
     auto record = [&](const std::string& name) { return zip.find(prefix + name); };
+    std::vector<bool> recordUsed(zip.entries().size());
 
     const ZipEntry* dataPickle = record("data.pkl");
     const ZipEntry* constantsPickle = record("constants.pkl");
@@ -244,33 +247,38 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
             "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
     } else {
-        readPickleRecord(checkpoint, zip, *dataPickle, options, "data/", {}, {});
+        readPickleRecord(checkpoint, zip, *dataPickle, options, "data/", {}, {}, recordUsed);
     }
     if (constantsPickle) {
         // TorchScript's other pickles: tensor constants of the code, the mobile interpreter's
         // bytecode (which shares the constants' storages) and traced example inputs.
-        readPickleRecord(checkpoint, zip, *constantsPickle, options, "constants/", "constants/", "constants");
+        readPickleRecord(
+            checkpoint, zip, *constantsPickle, options, "constants/", "constants/", "constants", recordUsed);
         if (const ZipEntry* bytecode = record("bytecode.pkl"))
-            readPickleRecord(checkpoint, zip, *bytecode, options, "constants/", "constants/", "bytecode");
-        if (const ZipEntry* tracedInputs = record("traced_inputs.pkl"))
             readPickleRecord(
-                checkpoint, zip, *tracedInputs, options, "traced_inputs/", "traced_inputs/", "traced_inputs");
+                checkpoint, zip, *bytecode, options, "constants/", "constants/", "bytecode", recordUsed);
+        if (const ZipEntry* tracedInputs = record("traced_inputs.pkl"))
+            readPickleRecord(checkpoint, zip, *tracedInputs, options, "traced_inputs/", "traced_inputs/",
+                "traced_inputs", recordUsed);
     }
 
-    // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive.
-    // Their names as views into the storages, sorted: a set of a million copied names cost more
-    // than the archive itself.
-    std::vector<std::string_view> used;
-    used.reserve(checkpoint.storages.size());
-    for (const StorageRecord& storage : checkpoint.storages)
-        used.push_back(storage.record);
-    std::sort(used.begin(), used.end());
+    // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive. A
+    // storage marks the record it was found in, the first of its name; a later record repeating
+    // that name counts as used with it, as it did when the storages' names were compared (sorting
+    // a million names for that was a tenth of the launch).
+    const ZipEntry* const firstEntry = zip.entries().data();
+    auto isUsed = [&](const ZipEntry& entry) {
+        if (recordUsed[static_cast<std::size_t>(&entry - firstEntry)])
+            return true;
+        const ZipEntry* first = zip.find(entry.name());
+        return first != &entry && first && recordUsed[static_cast<std::size_t>(first - firstEntry)];
+    };
     for (const ZipEntry& entry : zip.entries()) {
         const std::string_view name = entry.name();
         const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
         const bool isStorageRecord = local.starts_with("data/")
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
-        if (isStorageRecord && !std::binary_search(used.begin(), used.end(), name))
+        if (isStorageRecord && !isUsed(entry))
             checkpoint.addFinding(Severity::Warning, "record-unreferenced",
                 "record " + std::string(name) + " (" + formatThousands(entry.uncompressedSize)
                     + " bytes) is not used by any tensor in the pickle",
