@@ -127,9 +127,10 @@ namespace {
 // A million storages simulate in about 80 ms: a report every 65,536 is a few milliseconds apart.
 constexpr std::uint32_t kStoragesPerProgressReport = 1U << 16;
 
+// Interned once per distinct tag (RestoreCache), so each storage's outcome copies two pointers.
 struct Restore {
-    std::optional<std::string> landsOn;
-    std::string error;
+    std::optional<InternedString> landsOn;
+    InternedString error;
 };
 
 // "cuda", "cuda:3", "cuda3" (torch's regex backend(:|[0-9]+) accepts the last too).
