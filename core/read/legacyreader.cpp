@@ -110,12 +110,17 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         builder.checkViews();
         return;
     }
-    std::vector<std::string> keys;
-    for (NodeId key : checkpoint.graph.sequence(keysRun->root)) {
-        const NodeKind kind = checkpoint.graph.kind(key);
-        keys.push_back(kind == NodeKind::Int ? std::to_string(checkpoint.graph.intValue(key))
-                                             : std::string(checkpoint.graph.text(key)));
-    }
+    // The keys as the pickle holds them, each turned into text when it is looked at: a vector of
+    // 200,000 key strings, doubled as it grew, was the peak of `check`.
+    const std::vector<NodeId> keys = checkpoint.graph.sequence(keysRun->root);
+    std::string keyText;
+    const auto textOf = [&](NodeId node) -> const std::string& {
+        if (checkpoint.graph.kind(node) == NodeKind::Int)
+            keyText = std::to_string(checkpoint.graph.intValue(node));
+        else
+            keyText = checkpoint.graph.text(node);
+        return keyText;
+    };
     offset += keysRun->endOffset;
 
     // 6: raw storages: int64 element count, then the bytes.
@@ -124,7 +129,8 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     std::vector<bool> listed(checkpoint.storages.size());
     std::size_t incomplete = 0;
     std::size_t keysLocated = 0;
-    for (const std::string& key : keys) {
+    for (const NodeId keyNode : keys) {
+        const std::string& key = textOf(keyNode);
         const std::optional<std::uint32_t> index = checkpoint.storageIndex(key);
         if (!index) {
             checkpoint.addFinding(Severity::Error, "legacy-key-unknown",
@@ -173,7 +179,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     }
     // The keys after an unknown one are still listed, though their bytes cannot be located.
     for (std::size_t k = keysLocated; k < keys.size(); ++k)
-        if (const std::optional<std::uint32_t> index = checkpoint.storageIndex(keys[k]))
+        if (const std::optional<std::uint32_t> index = checkpoint.storageIndex(textOf(keys[k])))
             listed[*index] = true;
     for (const StorageRecord& storage : checkpoint.storages) {
         if (!listed[static_cast<std::size_t>(&storage - checkpoint.storages.data())])
