@@ -309,7 +309,7 @@ public:
                 return restore;
         std::string tag(recorded);
         Restore restore = restoreLocation(mapTag(tag, m_mapLocation), m_machine, m_generation);
-        return m_known.emplace_back(std::move(tag), std::move(restore)).second;
+        return m_known.emplace_back(std::move(tag), restore).second;
     }
 
 private:
@@ -395,7 +395,7 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
                 firstFailingRecord = record;
             }
         }
-        simulation.storages.push_back(std::move(outcome));
+        simulation.storages.push_back(outcome);
     }
 
     if (progress && !progress(storageCount, storageCount))
