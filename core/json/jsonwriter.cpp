@@ -5,8 +5,11 @@
 #include "core/json/json.h"
 #include "core/json/utf8sequence.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <ostream>
 
 namespace ckpt {
@@ -15,25 +18,103 @@ namespace {
 
 using jsondetail::utf8SequenceLength;
 
-void appendDouble(std::string& out, double number)
+// Where the run of bytes that a JSON string holds as they are (printable ASCII other than '"' and
+// '\\') ends, from `at`. Eight bytes at a time: names and keys are almost always plain ASCII.
+std::size_t plainRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
 {
-    if (!std::isfinite(number)) {
-        out += "null";
-        return;
+    constexpr std::uint64_t ones = 0x0101010101010101ull;
+    constexpr std::uint64_t highs = 0x8080808080808080ull;
+    // Each test flags every byte it looks for, and can flag a byte above (more significant than)
+    // a flagged one only: a word with no flag holds none, and a word with one is read byte by byte.
+    const auto equalTo = [](std::uint64_t word, unsigned char value) {
+        const std::uint64_t x = word ^ (value * ones);
+        return (x - ones) & ~x & highs;
+    };
+    while (size - at >= 8) {
+        std::uint64_t word;
+        std::memcpy(&word, bytes + at, sizeof word);
+        const std::uint64_t special = (word & highs) | ((word - 0x20 * ones) & ~word & highs)
+            | equalTo(word, '"') | equalTo(word, '\\');
+        if (special)
+            break;
+        at += 8;
     }
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, number);
-    const std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
-    out += text;
-    if (text.find_first_of(".eE") == std::string_view::npos)
-        out += ".0";
+    while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x80 && bytes[at] != '"' && bytes[at] != '\\')
+        ++at;
+    return at;
 }
 
-void appendInteger(std::string& out, auto number)
+// `text` escaped for a JSON string (without its quotes), handed to `append(data, length)` in runs:
+// control characters escaped, bytes that are not valid UTF-8 written as U+FFFD, so that the output
+// always parses whatever bytes it is given.
+template<class Append> void escapeJsonText(std::string_view text, Append&& append)
 {
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, number);
-    out.append(buffer, static_cast<std::size_t>(result.ptr - buffer));
+    static const char* hex = "0123456789abcdef";
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const std::size_t plain = plainRunEnd(bytes, i, text.size());
+        if (plain > i) {
+            append(text.data() + i, plain - i);
+            i = plain;
+            continue;
+        }
+        const unsigned char c = bytes[i];
+        if (c >= 0x80) {
+            const std::size_t length = utf8SequenceLength(bytes + i, text.size() - i);
+            if (length == 0) {
+                append("\\ufffd", 6);
+                ++i;
+            } else {
+                append(text.data() + i, length);
+                i += length;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            append("\\\"", 2);
+            break;
+        case '\\':
+            append("\\\\", 2);
+            break;
+        case '\b':
+            append("\\b", 2);
+            break;
+        case '\f':
+            append("\\f", 2);
+            break;
+        case '\n':
+            append("\\n", 2);
+            break;
+        case '\r':
+            append("\\r", 2);
+            break;
+        case '\t':
+            append("\\t", 2);
+            break;
+        default: { // the other control characters: nothing else stops a plain run
+            const char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+            append(escaped, sizeof escaped);
+        }
+        }
+        ++i;
+    }
+}
+
+// Shortest text that reads back as the same double, with a '.' or an exponent; null for NaN and
+// the infinities, which JSON cannot write.
+std::string_view doubleText(double number, char (&buffer)[64])
+{
+    if (!std::isfinite(number))
+        return "null";
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer - 2, number);
+    std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
+    if (text.find_first_of(".eE") == std::string_view::npos) {
+        std::memcpy(result.ptr, ".0", 2);
+        text = std::string_view(buffer, text.size() + 2);
+    }
+    return text;
 }
 
 } // namespace
@@ -43,67 +124,8 @@ void appendInteger(std::string& out, auto number)
 
 void appendJsonString(std::string& out, std::string_view text)
 {
-    static const char* hex = "0123456789abcdef";
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     out += '"';
-    std::size_t i = 0;
-    while (i < text.size()) {
-        // Names and keys are almost always plain ASCII: copy each run of characters that need no
-        // escape in one append (a per-character append was a tenth of `info --json`).
-        std::size_t plain = i;
-        while (plain < text.size() && bytes[plain] >= 0x20 && bytes[plain] < 0x80 && bytes[plain] != '"'
-            && bytes[plain] != '\\')
-            ++plain;
-        if (plain > i) {
-            out.append(text.data() + i, plain - i);
-            i = plain;
-            continue;
-        }
-        const unsigned char c = bytes[i];
-        if (c >= 0x80) {
-            const std::size_t length = utf8SequenceLength(bytes + i, text.size() - i);
-            if (length == 0) {
-                out += "\\ufffd";
-                ++i;
-            } else {
-                out.append(text.data() + i, length);
-                i += length;
-            }
-            continue;
-        }
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\b':
-            out += "\\b";
-            break;
-        case '\f':
-            out += "\\f";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (c < 0x20) {
-                out += "\\u00";
-                out += hex[c >> 4];
-                out += hex[c & 0xF];
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-        ++i;
-    }
+    escapeJsonText(text, [&out](const char* data, std::size_t length) { out.append(data, length); });
     out += '"';
 }
 
@@ -121,25 +143,70 @@ JsonWriter::~JsonWriter()
     flush();
 }
 
+const std::string& JsonWriter::text() const
+{
+    m_buffer.resize(m_length); // the room after the text goes; it comes back on the next write
+    return m_buffer;
+}
+
 std::string JsonWriter::takeText()
 {
+    m_buffer.resize(m_length);
     std::string text = std::move(m_buffer);
     m_buffer.clear();
+    m_length = 0;
     return text;
+}
+
+char* JsonWriter::grow(std::size_t bytes)
+{
+    // Doubling, so a string writer's text is copied O(1) times per byte; a stream writer's buffer
+    // stops growing at about the flush size and is reused. resize() zero-fills the new room, once.
+    const std::size_t needed = m_length + bytes;
+    m_buffer.resize(std::max({needed, 2 * m_buffer.size(), std::size_t {256}}));
+    return m_buffer.data() + m_length;
+}
+
+void JsonWriter::put(std::string_view text)
+{
+    if (text.empty())
+        return;
+    char* out = room(text.size());
+    std::memcpy(out, text.data(), text.size());
+    m_length += text.size();
+}
+
+void JsonWriter::putString(std::string_view text)
+{
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+    if (plainRunEnd(bytes, 0, text.size()) == text.size()) {
+        char* out = room(text.size() + 2);
+        *out++ = '"';
+        if (!text.empty())
+            std::memcpy(out, text.data(), text.size());
+        out += text.size();
+        *out++ = '"';
+        commit(out);
+        return;
+    }
+    put('"');
+    escapeJsonText(
+        text, [this](const char* data, std::size_t length) { put(std::string_view(data, length)); });
+    put('"');
 }
 
 void JsonWriter::flush()
 {
-    if (m_stream && !m_buffer.empty()) {
-        m_stream->write(m_buffer.data(), static_cast<std::streamsize>(m_buffer.size()));
-        m_buffer.clear();
+    if (m_stream && m_length) {
+        m_stream->write(m_buffer.data(), static_cast<std::streamsize>(m_length));
+        m_length = 0;
     }
 }
 
 void JsonWriter::maybeFlush()
 {
     constexpr std::size_t kChunk = std::size_t {64} << 10;
-    if (m_stream && m_buffer.size() >= kChunk)
+    if (m_stream && m_length >= kChunk)
         flush();
 }
 
@@ -158,8 +225,11 @@ void JsonWriter::newlineAndIndent()
 {
     if (m_style != JsonStyle::Pretty)
         return;
-    m_buffer += '\n';
-    m_buffer.append(2 * m_stack.size(), ' ');
+    const std::size_t indent = 2 * m_stack.size();
+    char* out = room(indent + 1);
+    *out++ = '\n';
+    std::memset(out, ' ', indent);
+    commit(out + indent);
 }
 
 bool JsonWriter::beforeValue(const char* what)
@@ -180,7 +250,7 @@ bool JsonWriter::beforeValue(const char* what)
         return true;
     }
     if (frame.hasEntries)
-        m_buffer += ',';
+        put(',');
     newlineAndIndent();
     return true;
 }
@@ -199,7 +269,7 @@ void JsonWriter::afterValue()
 JsonWriter& JsonWriter::beginObject()
 {
     if (beforeValue("beginObject()")) {
-        m_buffer += '{';
+        put('{');
         m_stack.push_back(Frame {true, false, false});
     }
     return *this;
@@ -208,7 +278,7 @@ JsonWriter& JsonWriter::beginObject()
 JsonWriter& JsonWriter::beginArray()
 {
     if (beforeValue("beginArray()")) {
-        m_buffer += '[';
+        put('[');
         m_stack.push_back(Frame {false, false, false});
     }
     return *this;
@@ -226,7 +296,7 @@ JsonWriter& JsonWriter::endObject()
     m_stack.pop_back();
     if (hadEntries)
         newlineAndIndent();
-    m_buffer += '}';
+    put('}');
     afterValue();
     return *this;
 }
@@ -241,7 +311,7 @@ JsonWriter& JsonWriter::endArray()
     m_stack.pop_back();
     if (hadEntries)
         newlineAndIndent();
-    m_buffer += ']';
+    put(']');
     afterValue();
     return *this;
 }
@@ -254,11 +324,35 @@ JsonWriter& JsonWriter::key(std::string_view name)
         return *this;
     }
     Frame& frame = m_stack.back();
-    if (frame.hasEntries)
-        m_buffer += ',';
-    newlineAndIndent();
-    appendJsonString(m_buffer, name);
-    m_buffer += m_style == JsonStyle::Pretty ? ": " : ":";
+    const bool pretty = m_style == JsonStyle::Pretty;
+    const std::size_t indent = pretty ? 2 * m_stack.size() : 0;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
+    if (plainRunEnd(bytes, 0, name.size()) == name.size()) {
+        // The usual key, a plain name: separator, indent, quoted name and colon in one write.
+        char* out = room(indent + name.size() + 6);
+        if (frame.hasEntries)
+            *out++ = ',';
+        if (pretty) {
+            *out++ = '\n';
+            std::memset(out, ' ', indent);
+            out += indent;
+        }
+        *out++ = '"';
+        if (!name.empty())
+            std::memcpy(out, name.data(), name.size());
+        out += name.size();
+        *out++ = '"';
+        *out++ = ':';
+        if (pretty)
+            *out++ = ' ';
+        commit(out);
+    } else {
+        if (frame.hasEntries)
+            put(',');
+        newlineAndIndent();
+        putString(name);
+        put(pretty ? std::string_view(": ") : std::string_view(":"));
+    }
     frame.keyWritten = true;
     return *this;
 }
@@ -266,7 +360,7 @@ JsonWriter& JsonWriter::key(std::string_view name)
 JsonWriter& JsonWriter::value(std::string_view text)
 {
     if (beforeValue("a string value")) {
-        appendJsonString(m_buffer, text);
+        putString(text);
         afterValue();
     }
     return *this;
@@ -285,7 +379,8 @@ JsonWriter& JsonWriter::value(const std::string& text)
 JsonWriter& JsonWriter::value(std::int64_t number)
 {
     if (beforeValue("a number")) {
-        appendInteger(m_buffer, number);
+        char* out = room(24); // the longest int64 or uint64 is 20 characters
+        commit(std::to_chars(out, out + 24, number).ptr);
         afterValue();
     }
     return *this;
@@ -294,7 +389,8 @@ JsonWriter& JsonWriter::value(std::int64_t number)
 JsonWriter& JsonWriter::value(std::uint64_t number)
 {
     if (beforeValue("a number")) {
-        appendInteger(m_buffer, number);
+        char* out = room(24); // the longest int64 or uint64 is 20 characters
+        commit(std::to_chars(out, out + 24, number).ptr);
         afterValue();
     }
     return *this;
@@ -303,7 +399,8 @@ JsonWriter& JsonWriter::value(std::uint64_t number)
 JsonWriter& JsonWriter::value(double number)
 {
     if (beforeValue("a number")) {
-        appendDouble(m_buffer, number);
+        char buffer[64];
+        put(doubleText(number, buffer));
         afterValue();
     }
     return *this;
@@ -320,7 +417,7 @@ JsonWriter& JsonWriter::value(const std::vector<std::string>& texts)
 JsonWriter& JsonWriter::value(bool flag)
 {
     if (beforeValue("a boolean")) {
-        m_buffer += flag ? "true" : "false";
+        put(flag ? std::string_view("true") : std::string_view("false"));
         afterValue();
     }
     return *this;
@@ -329,7 +426,7 @@ JsonWriter& JsonWriter::value(bool flag)
 JsonWriter& JsonWriter::null()
 {
     if (beforeValue("null")) {
-        m_buffer += "null";
+        put(std::string_view("null"));
         afterValue();
     }
     return *this;

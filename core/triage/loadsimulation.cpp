@@ -127,9 +127,10 @@ namespace {
 // A million storages simulate in about 80 ms: a report every 65,536 is a few milliseconds apart.
 constexpr std::uint32_t kStoragesPerProgressReport = 1U << 16;
 
+// Interned once per distinct tag (RestoreCache), so each storage's outcome copies two pointers.
 struct Restore {
-    std::optional<std::string> landsOn;
-    std::string error;
+    std::optional<InternedString> landsOn;
+    InternedString error;
 };
 
 // "cuda", "cuda:3", "cuda3" (torch's regex backend(:|[0-9]+) accepts the last too).
@@ -308,7 +309,7 @@ public:
                 return restore;
         std::string tag(recorded);
         Restore restore = restoreLocation(mapTag(tag, m_mapLocation), m_machine, m_generation);
-        return m_known.emplace_back(std::move(tag), std::move(restore)).second;
+        return m_known.emplace_back(std::move(tag), restore).second;
     }
 
 private:
@@ -394,7 +395,7 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
                 firstFailingRecord = record;
             }
         }
-        simulation.storages.push_back(std::move(outcome));
+        simulation.storages.push_back(outcome);
     }
 
     if (progress && !progress(storageCount, storageCount))

@@ -515,6 +515,106 @@ private Q_SLOTS:
         QCOMPARE(keys.text(), std::string("{\"k\\ufffd\\n\":1}"));
     }
 
+    // The writer copies runs of plain characters eight bytes at a time: every byte value, at every
+    // position of a word and after a run, must still be escaped exactly as one byte at a time would,
+    // in values and in keys (which take their own path), compact and pretty.
+    void writerEscapesEveryByteAtEveryPosition()
+    {
+        // One byte on its own, as the format says: a lone byte >= 0x80 is never valid UTF-8.
+        const auto escapedByte = [](unsigned char c) -> std::string {
+            static const char* hex = "0123456789abcdef";
+            switch (c) {
+            case '"':
+                return "\\\"";
+            case '\\':
+                return "\\\\";
+            case '\b':
+                return "\\b";
+            case '\f':
+                return "\\f";
+            case '\n':
+                return "\\n";
+            case '\r':
+                return "\\r";
+            case '\t':
+                return "\\t";
+            default:
+                if (c >= 0x80)
+                    return "\\ufffd";
+                if (c < 0x20)
+                    return std::string("\\u00") + hex[c >> 4] + hex[c & 0xF];
+                return std::string(1, static_cast<char>(c));
+            }
+        };
+        int checked = 0;
+        for (int byte = 0; byte < 256; ++byte) {
+            for (std::size_t position = 0; position < 18; ++position) {
+                for (const std::size_t length : {position + 1, std::size_t {25}}) {
+                    std::string text(length, 'a');
+                    text[position] = static_cast<char>(byte);
+                    std::string expected = "\"";
+                    for (const char c : text)
+                        expected += escapedByte(static_cast<unsigned char>(c));
+                    expected += '"';
+                    const QByteArray what = QByteArray("byte ") + QByteArray::number(byte) + " at "
+                        + QByteArray::number(static_cast<qulonglong>(position)) + " of "
+                        + QByteArray::number(static_cast<qulonglong>(length));
+
+                    std::string appended;
+                    appendJsonString(appended, text);
+                    QVERIFY2(appended == expected, what.constData());
+                    JsonWriter value;
+                    value.value(std::string_view(text));
+                    QVERIFY2(value.text() == expected, what.constData());
+                    JsonWriter compactKey;
+                    compactKey.beginObject().member(text, 1).endObject();
+                    QVERIFY2(compactKey.text() == "{" + expected + ":1}", what.constData());
+                    JsonWriter prettyKey(JsonStyle::Pretty);
+                    prettyKey.beginObject().member("first", 0).member(text, 1).endObject();
+                    QVERIFY2(
+                        prettyKey.text() == "{\n  \"first\": 0,\n  " + expected + ": 1\n}", what.constData());
+                    ++checked;
+                }
+            }
+        }
+        QCOMPARE(checked, 256 * 18 * 2);
+    }
+
+    // Long texts: a megabyte without an escape is copied as it is; one of nothing but escapes and
+    // invalid bytes is escaped whole (both past any buffer or flush size).
+    void writerLongTexts()
+    {
+        std::string plain(std::size_t {1} << 20, 'x');
+        for (std::size_t i = 0; i < plain.size(); i += 7)
+            plain[i] = static_cast<char>(' ' + i % 95); // every printable, '"' and '\\' excepted
+        std::erase_if(plain, [](char c) { return c == '"' || c == '\\'; });
+        JsonWriter plainWriter;
+        plainWriter.beginArray().value(std::string_view(plain)).endArray();
+        QVERIFY(plainWriter.text() == "[\"" + plain + "\"]");
+
+        std::string escapes;
+        std::string expected = "\"";
+        for (int i = 0; i < 100'000; ++i) {
+            const char c = "\"\\\n\x01\xff"[i % 5];
+            escapes += c;
+            expected += c == '"' ? "\\\""
+                : c == '\\'      ? "\\\\"
+                : c == '\n'      ? "\\n"
+                : c == '\x01'    ? "\\u0001"
+                                 : "\\ufffd";
+        }
+        expected += '"';
+        std::ostringstream stream;
+        {
+            JsonWriter streamed(stream);
+            streamed.value(std::string_view(escapes));
+        }
+        QVERIFY(stream.str() == expected);
+        const auto parsed = parseJson(stream.str());
+        QVERIFY(parsed);
+        QCOMPARE(parsed->toString().size(), std::size_t {100'000} / 5 * (4 + 3)); // U+FFFD is 3 bytes
+    }
+
     void writerMisuseIsReportedNotFatal()
     {
         JsonWriter valueWithoutKey;

@@ -85,7 +85,7 @@ QStringList landingDevicesHtml(const LoadSimulation& simulation)
 {
     std::set<std::string> devices;
     // A million storages name a handful of devices, mostly in runs: the set sees each run once.
-    const std::string* previous = nullptr;
+    const InternedString* previous = nullptr;
     for (const StorageLoadOutcome& outcome : simulation.storages)
         if (outcome.landsOn && (!previous || *previous != *outcome.landsOn)) {
             devices.insert(*outcome.landsOn);
