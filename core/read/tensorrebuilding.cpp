@@ -80,7 +80,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
                     + std::string(location.value_or("?")) + ", "
                     + (numel >= 0 ? formatThousands(static_cast<std::uint64_t>(numel)) : std::string("?"))
                     + " elements); torch uses the first",
-                existing.record);
+                existing.record());
         }
         if (existing.firstPersistentId == kNoNode)
             existing.firstPersistentId = tuple;
@@ -183,10 +183,11 @@ std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::i
     if (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int) {
         auto it = m_checkpoint.storageIndexByKey.find(storageKeyPrefix + keyComponent(payload));
         if (it != m_checkpoint.storageIndexByKey.end()) {
-            auto& references = m_checkpoint.storages[it->second].plainKeyReferences;
-            if (m_graph.kind(storageArg) == NodeKind::PersistentId
-                && (references.empty() || references.back() != storageArg))
-                references.push_back(storageArg);
+            if (m_graph.kind(storageArg) == NodeKind::PersistentId) {
+                auto& references = m_checkpoint.tarReferences[it->second].plainKeyReferences;
+                if (references.empty() || references.back() != storageArg)
+                    references.push_back(storageArg);
+            }
             return static_cast<std::int32_t>(it->second);
         }
     }
@@ -464,7 +465,7 @@ void CheckpointBuilder::checkViews()
             m_checkpoint.addFinding(Severity::Error, "shape-stride-mismatch",
                 "tensor '" + tensor.name + "' has " + std::to_string(tensor.shape.size()) + " dimensions but "
                     + std::to_string(tensor.stride->size()) + " strides",
-                storage.record);
+                storage.record());
             continue;
         }
         bool negative = *tensor.storageOffset < 0;
@@ -472,7 +473,7 @@ void CheckpointBuilder::checkViews()
             negative = negative || tensor.shape[d] < 0 || (*tensor.stride)[d] < 0;
         if (negative) {
             m_checkpoint.addFinding(Severity::Error, "negative-geometry",
-                "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record);
+                "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record());
             continue;
         }
         // torch's computeStorageNbytes (ATen EmptyTensor.cpp), step by step: one past the offset
@@ -504,7 +505,7 @@ void CheckpointBuilder::checkViews()
             m_checkpoint.addFinding(Severity::Error, "view-size-overflow",
                 "tensor '" + tensor.name + "' cannot be rebuilt: torch.load fails with \""
                     + storageSizeOverflowMessage(tensor.shape, *tensor.stride) + "\"",
-                storage.record);
+                storage.record());
             continue;
         }
         if (*neededBytes > storage.nbytes) {
@@ -512,7 +513,7 @@ void CheckpointBuilder::checkViews()
                 "tensor '" + tensor.name + "' views bytes up to " + formatThousands(*neededBytes)
                     + " of storage " + storage.key + ", which holds only " + formatThousands(storage.nbytes)
                     + " bytes: torch would read past the end of the storage",
-                storage.record);
+                storage.record());
         }
     }
 }

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
+#include <numeric>
 
 namespace ckpt {
 
@@ -66,30 +68,31 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     builder.storageKeyPrefix = keyPrefix;
     const std::string prefix
         = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
+    // Every storage of this pickle is named "<prefix><storageDirectory><key without keyPrefix>": the
+    // storage keeps the shared stem and its key, not a string of its own.
+    const InternedString recordStem(prefix + storageDirectory);
+    std::string recordName; // reused: the look-up allocates nothing per storage
     builder.locateStorageBytes = [&](StorageRecord& storage) {
         const std::string_view key = std::string_view(storage.key).substr(keyPrefix.size());
-        // One heap block per storage, for the name it keeps; the look-up itself allocates nothing.
-        storage.record.clear();
-        storage.record.reserve(prefix.size() + storageDirectory.size() + key.size());
-        storage.record.append(prefix).append(storageDirectory).append(key);
-        const ZipEntry* record = zip.find(storage.record);
+        storage.setRecord(recordStem, static_cast<std::uint32_t>(keyPrefix.size()));
+        recordName.assign(recordStem).append(key);
+        const ZipEntry* record = zip.find(recordName);
         if (!record) {
             storage.availableBytes = 0;
             checkpoint.addFinding(Severity::Error, "record-missing",
                 "storage " + storage.key + " is used by the pickle but the archive has no record "
-                    + storage.record
-                    + ": torch.load would fail with \"PytorchStreamReader failed locating file "
+                    + recordName + ": torch.load would fail with \"PytorchStreamReader failed locating file "
                     + storageDirectory + std::string(key) + ": file not found\"",
-                storage.record);
+                recordName);
             return;
         }
         if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
             checkpoint.addFinding(Severity::Warning, "compressed-storage",
-                "record " + storage.record
+                "record " + recordName
                     + " is compressed; torch.save always stores tensor data uncompressed, and "
                       "torch.load(mmap=True) would misread it",
-                storage.record, record->localHeaderOffset);
+                recordName, record->localHeaderOffset);
         } else {
             storage.dataOffset = record->dataOffset;
             const std::uint64_t fileSize = checkpoint.fileSize;
@@ -102,27 +105,27 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         if (storageDirectory == "traced_inputs/" && record->uncompressedSize == 0) {
             // torch.jit.save keeps traced example inputs as metadata only (shapes, no bytes).
             checkpoint.addFinding(Severity::Info, "metadata-only-storage",
-                "record " + storage.record
+                "record " + recordName
                     + " holds no bytes: TorchScript saves traced example inputs as metadata only",
-                storage.record);
+                recordName);
         } else if (record->uncompressedSize != storage.nbytes && storage.nbytes != UINT64_MAX) {
             // (UINT64_MAX: a size that overflowed, already reported as storage-size-overflow.)
             checkpoint.addFinding(
                 record->uncompressedSize < storage.nbytes ? Severity::Error : Severity::Warning,
                 "record-size-mismatch",
-                "record " + storage.record + " is " + formatThousands(record->uncompressedSize)
+                "record " + recordName + " is " + formatThousands(record->uncompressedSize)
                     + " bytes but storage " + storage.key + " (" + formatThousands(storage.numel) + " x "
                     + storage.dtype + ") needs " + formatThousands(storage.nbytes)
                     + (record->uncompressedSize < storage.nbytes ? ": torch would read garbage past its end"
                                                                  : ": the extra bytes are ignored by torch"),
-                storage.record, record->localHeaderOffset);
+                recordName, record->localHeaderOffset);
         }
         if (!record->payloadComplete) {
             checkpoint.addFinding(Severity::Error, "record-truncated",
-                "record " + storage.record + " is cut off by the end of the file: storage " + storage.key
+                "record " + recordName + " is cut off by the end of the file: storage " + storage.key
                     + " has only " + formatThousands(storage.availableBytes.value_or(0)) + " of its "
                     + formatThousands(storage.nbytes) + " bytes",
-                storage.record, record->dataOffset);
+                recordName, record->dataOffset);
         }
     };
 
@@ -258,19 +261,48 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     }
 
     // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive.
-    // Their names as views into the storages, sorted: a set of a million copied names cost more
-    // than the archive itself.
-    std::vector<std::string_view> used;
-    used.reserve(checkpoint.storages.size());
-    for (const StorageRecord& storage : checkpoint.storages)
-        used.push_back(storage.record);
-    std::sort(used.begin(), used.end());
+    // A storage's record name is a stem that its pickle's storages share, then its key: the
+    // storages grouped by stem (a few per archive) and sorted by key within each, so that neither
+    // the sort nor the search joins a name (a set of a million copied names cost more than the
+    // archive itself, and comparing joined names doubled the sort's time).
+    std::vector<std::uint32_t> used(checkpoint.storages.size());
+    std::iota(used.begin(), used.end(), std::uint32_t {0});
+    const auto stemOf = [&](std::uint32_t storage) { return checkpoint.storages[storage].recordStem.data(); };
+    const auto tailOf = [&](std::uint32_t storage) { return checkpoint.storages[storage].recordName().tail; };
+    std::sort(used.begin(), used.end(), [&](std::uint32_t a, std::uint32_t b) {
+        // Interned: equal stems are one pointer, and the groups' order does not matter.
+        return stemOf(a) != stemOf(b) ? std::less<> {}(stemOf(a), stemOf(b)) : tailOf(a) < tailOf(b);
+    });
+    struct StemGroup {
+        std::string_view stem;
+        std::vector<std::uint32_t>::const_iterator begin, end;
+    };
+    std::vector<StemGroup> groups;
+    for (auto it = used.cbegin(); it != used.cend();) {
+        auto end = it;
+        while (end != used.cend() && stemOf(*end) == stemOf(*it))
+            ++end;
+        groups.push_back({checkpoint.storages[*it].recordStem, it, end});
+        it = end;
+    }
+    const auto isUsed = [&](std::string_view name) {
+        for (const StemGroup& group : groups) {
+            if (!name.starts_with(group.stem))
+                continue;
+            const std::string_view tail = name.substr(group.stem.size());
+            const auto it = std::lower_bound(group.begin, group.end, tail,
+                [&](std::uint32_t storage, std::string_view key) { return tailOf(storage) < key; });
+            if (it != group.end && tailOf(*it) == tail)
+                return true;
+        }
+        return false;
+    };
     for (const ZipEntry& entry : zip.entries()) {
         const std::string_view name = entry.name();
         const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
         const bool isStorageRecord = local.starts_with("data/")
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
-        if (isStorageRecord && !std::binary_search(used.begin(), used.end(), name))
+        if (isStorageRecord && !isUsed(name))
             checkpoint.addFinding(Severity::Warning, "record-unreferenced",
                 "record " + std::string(name) + " (" + formatThousands(entry.uncompressedSize)
                     + " bytes) is not used by any tensor in the pickle",
