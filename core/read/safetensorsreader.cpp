@@ -572,7 +572,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         stride[i - 1] = next;
     }
     tensor.shape = shape; // Dimensions copies from a vector: there is nothing to move
-    tensor.stride = std::move(stride);
+    tensor.stride = stride;
     tensor.storageOffset = 0;
     tensor.storage = storageIndex;
     tensor.layout = TensorLayout::Strided;

@@ -420,7 +420,12 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         for (const StorageRecord& storage : checkpoint.storages)
             storageByRecord.push_back(&storage);
         std::stable_sort(storageByRecord.begin(), storageByRecord.end(),
-            [](const StorageRecord* a, const StorageRecord* b) { return a->recordName() < b->recordName(); });
+            [](const StorageRecord* a, const StorageRecord* b) {
+                // Under one stem (interned: one pointer) the keys order the names: no joined compare.
+                if (a->recordStem == b->recordStem)
+                    return a->recordName().tail < b->recordName().tail;
+                return a->recordName() < b->recordName();
+            });
         const auto storageOf = [&](std::string_view record) -> const StorageRecord* {
             const auto after = std::upper_bound(storageByRecord.begin(), storageByRecord.end(), record,
                 [](std::string_view name, const StorageRecord* storage) {

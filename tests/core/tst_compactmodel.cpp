@@ -278,7 +278,9 @@ private Q_SLOTS:
         Optional copyOfBig = onHeap;
         QVERIFY(!copyOfNone && copyOfBig == onHeap && copyOfBig->data() != onHeap->data());
         Optional movedNone = std::move(copyOfNone);
-        QVERIFY(!movedNone && !copyOfNone); // a moved-from none stays none, as std::optional's does
+        QVERIFY(!movedNone);
+        // A moved-from none stays none, as std::optional's does.
+        QVERIFY(!copyOfNone); // NOLINT(bugprone-use-after-move): the moved-from state is tested
         Optional movedBig = std::move(copyOfBig);
         QVERIFY(*movedBig == big);
         copyOfBig = none;
