@@ -185,6 +185,31 @@ bool Checkpoint::isModulePathNode(std::uint32_t node, std::uint32_t parent, std:
         && tree[node].className.empty();
 }
 
+namespace {
+
+std::uint64_t moduleNodeHash(std::uint32_t parent, std::string_view component)
+{
+    return std::hash<std::string_view> {}(component) ^ (std::uint64_t(parent) * 0x9E3779B97F4A7C15ull);
+}
+
+} // namespace
+
+std::optional<std::uint32_t> Checkpoint::storageIndex(std::string_view key) const
+{
+    return storageKeyIndex.find(std::hash<std::string_view> {}(key),
+        [&](std::uint32_t index) { return index < storages.size() && storages[index].key == key; });
+}
+
+bool Checkpoint::indexStorage(std::uint32_t index)
+{
+    const std::string_view key = storages.at(index).key;
+    const std::uint64_t hash = std::hash<std::string_view> {}(key);
+    if (storageKeyIndex.find(hash, [&](std::uint32_t other) { return storages[other].key == key; }))
+        return false;
+    storageKeyIndex.insert(hash, index);
+    return true;
+}
+
 std::uint32_t Checkpoint::modulePathFor(
     std::uint32_t parent, std::string_view dottedName, std::string& leafName)
 {
@@ -196,18 +221,14 @@ std::uint32_t Checkpoint::modulePathFor(
             return parent;
         }
         const std::string_view component = dottedName.substr(start, dot - start);
-        const std::uint64_t indexKey
-            = std::hash<std::string_view> {}(component) ^ (std::uint64_t(parent) * 0x9E3779B97F4A7C15ull);
-        std::uint32_t found = 0;
-        auto [first, last] = moduleNodeIndex.equal_range(indexKey);
-        for (auto it = first; it != last; ++it)
-            if (isModulePathNode(it->second, parent, component)) {
-                found = it->second;
-                break;
-            }
+        const std::uint64_t hash = moduleNodeHash(parent, component);
+        std::uint32_t found
+            = moduleNodeIndex
+                  .find(hash, [&](std::uint32_t node) { return isModulePathNode(node, parent, component); })
+                  .value_or(0);
         if (found == 0) {
             found = addTreeNode(parent, TreeNodeKind::Module, std::string(component));
-            moduleNodeIndex.emplace(indexKey, found);
+            moduleNodeIndex.insert(hash, found);
         }
         parent = found;
         start = dot + 1;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/base/finding.h"
+#include "core/base/flatindex.h"
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
 #include "core/base/joinedtext.h"
@@ -16,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -202,12 +204,15 @@ struct Checkpoint {
     };
     std::unordered_map<std::uint32_t, TarStorageReferences> tarReferences;
 
-    std::unordered_map<std::string, std::uint32_t> storageIndexByKey;
+    // Indices of `storages` by their key, through storageIndex() and indexStorage(): the keys are
+    // read from the records themselves, so the index holds 8 bytes a slot and no string.
+    FlatIndex storageKeyIndex;
     // Module nodes made from dotted names, by a hash of (parent index, name): finding a prefix must
     // not scan a node's children, or a flat state_dict of a million names would take quadratic
     // time. Keyed by the hash alone so that a lookup builds no string; the node itself says
-    // whether it is the one sought (two names may share a hash).
-    std::unordered_multimap<std::uint64_t, std::uint32_t> moduleNodeIndex;
+    // whether it is the one sought (two names may share a hash, and a node the builder pruned
+    // may have had its slot reused).
+    FlatIndex moduleNodeIndex;
 
     // Bytes per recorded device, each storage counted once ("(none)" for storages without a tag).
     std::map<std::string, std::uint64_t> bytesByDevice() const;
@@ -219,6 +224,12 @@ struct Checkpoint {
     void addFinding(Severity severity, std::string code, std::string message, std::string record = {},
         std::optional<std::uint64_t> offset = std::nullopt);
     std::string treePath(std::uint32_t treeNode) const; // dotted path of a tree node
+
+    // The storage whose key is `key` (the first indexed, when several share it), or nothing.
+    std::optional<std::uint32_t> storageIndex(std::string_view key) const;
+    // Indexes storages[index] under its key, unless a storage with that key is indexed already:
+    // then the earlier one stays (as torch keeps the first storage of a key) and this says false.
+    bool indexStorage(std::uint32_t index);
 
     // Tree building, shared by every format reader.
     std::uint32_t ensureRoot(); // creates tree[0] if missing

@@ -132,7 +132,7 @@ void CheckpointBuilder::reserveForPersistentIds(std::size_t persistentIds)
         m_checkpoint.storages.reserve(persistentIds);
         // Grown one insert at a time, the index rehashed about 17 times on the way to 100,000 keys
         // (2% of info --json in perf).
-        m_checkpoint.storageIndexByKey.reserve(persistentIds);
+        m_checkpoint.storageKeyIndex.reserve(persistentIds);
         // The module index grows with the modules of dotted names, about one per two tensors;
         // rehashed on the way there it was most of modulePathFor's time.
         m_checkpoint.moduleNodeIndex.reserve(persistentIds / 2);

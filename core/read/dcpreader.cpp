@@ -294,8 +294,8 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         const auto shard = shardOfFile.find(firstFile);
         set->storageShard.push_back(shard == shardOfFile.end() ? -1 : shard->second);
         set->storageInShard.push_back(0);
-        merged.storageIndexByKey.emplace(storage.key, static_cast<std::uint32_t>(merged.storages.size()));
         merged.storages.push_back(std::move(storage));
+        merged.indexStorage(static_cast<std::uint32_t>(merged.storages.size() - 1));
         merged.tensors.push_back(std::move(tensor));
     }
     for (const ShardFile& shard : set->shards)

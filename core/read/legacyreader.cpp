@@ -122,8 +122,8 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     // 6: raw storages: int64 element count, then the bytes.
     std::size_t incomplete = 0;
     for (const std::string& key : keys) {
-        auto it = checkpoint.storageIndexByKey.find(key);
-        if (it == checkpoint.storageIndexByKey.end()) {
+        const std::optional<std::uint32_t> index = checkpoint.storageIndex(key);
+        if (!index) {
             checkpoint.addFinding(Severity::Error, "legacy-key-unknown",
                 "the key list names storage " + key
                     + ", which the pickle never uses, so its size is unknown and the storages after it "
@@ -131,7 +131,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
                 {}, offset);
             break;
         }
-        StorageRecord& storage = checkpoint.storages[it->second];
+        StorageRecord& storage = checkpoint.storages[*index];
         auto count = readLittleEndian<std::uint64_t>(bytes, offset);
         if (!count) {
             ++incomplete;

@@ -352,7 +352,7 @@ void SafetensorsReader::read()
     const std::size_t entries = root.size();
     m_checkpoint.tensors.reserve(m_checkpoint.tensors.size() + entries);
     m_checkpoint.storages.reserve(m_checkpoint.storages.size() + entries);
-    m_checkpoint.storageIndexByKey.reserve(m_checkpoint.storageIndexByKey.size() + entries);
+    m_checkpoint.storageKeyIndex.reserve(m_checkpoint.storageKeyIndex.size() + entries);
     m_checkpoint.tree.reserve(m_checkpoint.tree.size() + entries); // tensor nodes; modules come on top
     m_spans.reserve(entries);
     for (const JsonMember& member : root.members()) {
@@ -528,12 +528,12 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     storage.key = name;
     // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
     // number per name is remembered, so a header repeating one name a million times stays linear.
-    if (m_checkpoint.storageIndexByKey.count(storage.key)) {
+    if (m_checkpoint.storageIndex(storage.key)) {
         std::uint64_t& copy = m_lastDuplicate[name]; // 0 until the first repeat
         do {
             copy = std::max<std::uint64_t>(copy, 1) + 1;
             storage.key = name + " (duplicate " + std::to_string(copy) + ")";
-        } while (m_checkpoint.storageIndexByKey.count(storage.key));
+        } while (m_checkpoint.storageIndex(storage.key));
     }
     storage.storageClass = "safetensors";
     storage.dtype = torchDType ? std::string(torchDType->name) : lowercase(dtypeName);
@@ -557,8 +557,8 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             storage.availableBytes = std::min(*end - *begin, present);
         }
     }
-    m_checkpoint.storageIndexByKey.emplace(storage.key, static_cast<std::uint32_t>(storageIndex));
     m_checkpoint.storages.push_back(std::move(storage));
+    m_checkpoint.indexStorage(static_cast<std::uint32_t>(storageIndex));
 
     TensorEntry tensor;
     tensor.name = name;

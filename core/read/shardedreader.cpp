@@ -231,8 +231,8 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
             // The pickle nodes belong to the shard's own graph; the writer uses the shard itself.
             storage.firstPersistentId = kNoNode;
             storage.persistentIdTuples.clear();
-            merged.storageIndexByKey.emplace(storage.key, static_cast<std::uint32_t>(merged.storages.size()));
             merged.storages.push_back(std::move(storage));
+            merged.indexStorage(static_cast<std::uint32_t>(merged.storages.size() - 1));
             set.storageShard.push_back(static_cast<std::int32_t>(s));
             set.storageInShard.push_back(static_cast<std::uint32_t>(k));
         }

@@ -161,8 +161,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             checkpoint.storages.push_back(storage);
             checkpoint.tarReferences[static_cast<std::uint32_t>(checkpoint.storages.size() - 1)].classNode
                 = cls;
-            checkpoint.storageIndexByKey.emplace(
-                storage.key, static_cast<std::uint32_t>(checkpoint.storages.size() - 1));
+            checkpoint.indexStorage(static_cast<std::uint32_t>(checkpoint.storages.size() - 1));
         }
     }
 
@@ -203,11 +202,10 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
                 = static_cast<std::int64_t>(readLittleEndian<std::uint64_t>(data, offset).value_or(0));
             offset += 8;
             tensor.rebuildFunction = "tar tensors member";
-            if (auto it = checkpoint.storageIndexByKey.find(storageKey);
-                it != checkpoint.storageIndexByKey.end()) {
-                tensor.storage = static_cast<std::int32_t>(it->second);
-                tensor.dtype = checkpoint.storages[it->second].dtype;
-                tensor.device = checkpoint.storages[it->second].device;
+            if (const auto index = checkpoint.storageIndex(storageKey)) {
+                tensor.storage = static_cast<std::int32_t>(*index);
+                tensor.dtype = checkpoint.storages[*index].dtype;
+                tensor.device = checkpoint.storages[*index].device;
             }
             tensorsByKey[key] = tensor;
         }

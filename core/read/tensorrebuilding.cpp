@@ -63,11 +63,9 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
             *viewOffsetElements = m_graph.intValue(m_graph.tupleItem(view, 1));
     }
 
-    // One hash of the key whether the storage is new or seen before.
-    const auto [it, isNew] = m_checkpoint.storageIndexByKey.try_emplace(
-        key, static_cast<std::uint32_t>(m_checkpoint.storages.size()));
-    const std::uint32_t index = it->second;
-    if (!isNew) {
+    const std::optional<std::uint32_t> seen = m_checkpoint.storageIndex(key);
+    if (seen) {
+        const std::uint32_t index = *seen;
         StorageRecord& existing = m_checkpoint.storages[index];
         // torch caches the first storage of each key and ignores what later persistent ids say;
         // a file whose persistent ids disagree was edited or is hostile.
@@ -124,7 +122,9 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
     }
     if (locateStorageBytes)
         locateStorageBytes(storage);
+    const auto index = static_cast<std::uint32_t>(m_checkpoint.storages.size());
     m_checkpoint.storages.push_back(std::move(storage));
+    m_checkpoint.indexStorage(index);
     return static_cast<std::int32_t>(index);
 }
 
@@ -181,14 +181,13 @@ std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::i
         return storageFromPersistentTuple(payload, viewOffsetElements);
     // The tar format's persistent ids are plain keys of storages read from its `storages` member.
     if (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int) {
-        auto it = m_checkpoint.storageIndexByKey.find(storageKeyPrefix + keyComponent(payload));
-        if (it != m_checkpoint.storageIndexByKey.end()) {
+        if (const auto index = m_checkpoint.storageIndex(storageKeyPrefix + keyComponent(payload))) {
             if (m_graph.kind(storageArg) == NodeKind::PersistentId) {
-                auto& references = m_checkpoint.tarReferences[it->second].plainKeyReferences;
+                auto& references = m_checkpoint.tarReferences[*index].plainKeyReferences;
                 if (references.empty() || references.back() != storageArg)
                     references.push_back(storageArg);
             }
-            return static_cast<std::int32_t>(it->second);
+            return static_cast<std::int32_t>(*index);
         }
     }
     return -1;

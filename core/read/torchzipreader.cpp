@@ -10,8 +10,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <functional>
-#include <numeric>
 
 namespace ckpt {
 
@@ -50,10 +48,11 @@ std::string recordText(const ZipArchive& zip, const ZipEntry& entry)
     return std::string(payload->begin(), payload->end());
 }
 
-// Runs one pickle record and walks it into the tree.
+// Runs one pickle record and walks it into the tree. Marks in `recordUsed` (by entry index) the
+// record each new storage was found in.
 void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEntry& entry,
     const ReadOptions& options, const std::string& storageDirectory, const std::string& keyPrefix,
-    const std::string& component)
+    const std::string& component, std::vector<bool>& recordUsed)
 {
     auto bytes = loadRecord(zip, entry, checkpoint, options);
     if (!bytes)
@@ -86,6 +85,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 recordName);
             return;
         }
+        recordUsed[static_cast<std::size_t>(record - zip.entries().data())] = true;
         if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
             checkpoint.addFinding(Severity::Warning, "compressed-storage",
@@ -186,6 +186,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     const std::string prefix
         = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
     auto record = [&](const std::string& name) { return zip.find(prefix + name); };
+    std::vector<bool> recordUsed(zip.entries().size());
 
     const ZipEntry* dataPickle = record("data.pkl");
     const ZipEntry* constantsPickle = record("constants.pkl");
@@ -247,62 +248,38 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
             "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
     } else {
-        readPickleRecord(checkpoint, zip, *dataPickle, options, "data/", {}, {});
+        readPickleRecord(checkpoint, zip, *dataPickle, options, "data/", {}, {}, recordUsed);
     }
     if (constantsPickle) {
         // TorchScript's other pickles: tensor constants of the code, the mobile interpreter's
         // bytecode (which shares the constants' storages) and traced example inputs.
-        readPickleRecord(checkpoint, zip, *constantsPickle, options, "constants/", "constants/", "constants");
+        readPickleRecord(
+            checkpoint, zip, *constantsPickle, options, "constants/", "constants/", "constants", recordUsed);
         if (const ZipEntry* bytecode = record("bytecode.pkl"))
-            readPickleRecord(checkpoint, zip, *bytecode, options, "constants/", "constants/", "bytecode");
-        if (const ZipEntry* tracedInputs = record("traced_inputs.pkl"))
             readPickleRecord(
-                checkpoint, zip, *tracedInputs, options, "traced_inputs/", "traced_inputs/", "traced_inputs");
+                checkpoint, zip, *bytecode, options, "constants/", "constants/", "bytecode", recordUsed);
+        if (const ZipEntry* tracedInputs = record("traced_inputs.pkl"))
+            readPickleRecord(checkpoint, zip, *tracedInputs, options, "traced_inputs/", "traced_inputs/",
+                "traced_inputs", recordUsed);
     }
 
-    // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive.
-    // A storage's record name is a stem that its pickle's storages share, then its key: the
-    // storages grouped by stem (a few per archive) and sorted by key within each, so that neither
-    // the sort nor the search joins a name (a set of a million copied names cost more than the
-    // archive itself, and comparing joined names doubled the sort's time).
-    std::vector<std::uint32_t> used(checkpoint.storages.size());
-    std::iota(used.begin(), used.end(), std::uint32_t {0});
-    const auto stemOf = [&](std::uint32_t storage) { return checkpoint.storages[storage].recordStem.data(); };
-    const auto tailOf = [&](std::uint32_t storage) { return checkpoint.storages[storage].recordName().tail; };
-    std::sort(used.begin(), used.end(), [&](std::uint32_t a, std::uint32_t b) {
-        // Interned: equal stems are one pointer, and the groups' order does not matter.
-        return stemOf(a) != stemOf(b) ? std::less<> {}(stemOf(a), stemOf(b)) : tailOf(a) < tailOf(b);
-    });
-    struct StemGroup {
-        std::string_view stem;
-        std::vector<std::uint32_t>::const_iterator begin, end;
-    };
-    std::vector<StemGroup> groups;
-    for (auto it = used.cbegin(); it != used.cend();) {
-        auto end = it;
-        while (end != used.cend() && stemOf(*end) == stemOf(*it))
-            ++end;
-        groups.push_back({checkpoint.storages[*it].recordStem, it, end});
-        it = end;
-    }
-    const auto isUsed = [&](std::string_view name) {
-        for (const StemGroup& group : groups) {
-            if (!name.starts_with(group.stem))
-                continue;
-            const std::string_view tail = name.substr(group.stem.size());
-            const auto it = std::lower_bound(group.begin, group.end, tail,
-                [&](std::uint32_t storage, std::string_view key) { return tailOf(storage) < key; });
-            if (it != group.end && tailOf(*it) == tail)
-                return true;
-        }
-        return false;
+    // Records no storage uses: harmless to torch, but a sign of an edited or foreign archive. A
+    // storage marks the record it was found in, the first of its name; a later record repeating
+    // that name counts as used with it, as it did when the storages' names were compared (sorting
+    // a million names for that was a tenth of the launch).
+    const ZipEntry* const firstEntry = zip.entries().data();
+    auto isUsed = [&](const ZipEntry& entry) {
+        if (recordUsed[static_cast<std::size_t>(&entry - firstEntry)])
+            return true;
+        const ZipEntry* first = zip.find(entry.name());
+        return first != &entry && first && recordUsed[static_cast<std::size_t>(first - firstEntry)];
     };
     for (const ZipEntry& entry : zip.entries()) {
         const std::string_view name = entry.name();
         const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
         const bool isStorageRecord = local.starts_with("data/")
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
-        if (isStorageRecord && !isUsed(name))
+        if (isStorageRecord && !isUsed(entry))
             checkpoint.addFinding(Severity::Warning, "record-unreferenced",
                 "record " + std::string(name) + " (" + formatThousands(entry.uncompressedSize)
                     + " bytes) is not used by any tensor in the pickle",

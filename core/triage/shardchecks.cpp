@@ -306,9 +306,9 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
     std::map<std::string, std::vector<std::uint32_t>> missingTensorsByFile;
     std::vector<std::string> notTorchSave;
     for (const DcpEntry& entry : set.dcp->entries) {
-        const auto tensorIt = checkpoint.storageIndexByKey.find(entry.fqn);
-        const std::int32_t tensor = (!entry.isBytes && tensorIt != checkpoint.storageIndexByKey.end())
-            ? static_cast<std::int32_t>(checkpoint.storages[tensorIt->second].tensors.front())
+        const std::optional<std::uint32_t> storage = checkpoint.storageIndex(entry.fqn);
+        const std::int32_t tensor = (!entry.isBytes && storage)
+            ? static_cast<std::int32_t>(checkpoint.storages[*storage].tensors.front())
             : -1;
         for (const DcpChunk& chunk : entry.chunks) {
             if (!chunk.located) {

@@ -563,10 +563,10 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
                     "tensor '" + result.tensors[t].name + "' reads back differently from the output");
         }
         for (std::size_t s = 0; s < storages.size(); ++s) {
-            auto it = written.storageIndexByKey.find(storages[s].outputKey);
-            if (it == written.storageIndexByKey.end())
+            const std::optional<std::uint32_t> index = written.storageIndex(storages[s].outputKey);
+            if (!index)
                 return makeError("the output lacks storage " + storages[s].outputKey);
-            const StorageRecord& storage = written.storages[it->second];
+            const StorageRecord& storage = written.storages[*index];
             if (!storage.dataOffset)
                 return makeError("the output lacks the bytes of storage " + storages[s].outputKey);
             const auto crc = crc32OfFileRange(output->get()->fd(), *storage.dataOffset,

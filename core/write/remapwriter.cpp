@@ -512,10 +512,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                     return makeError("the written copy does not read back cleanly: " + finding.message);
         }
         for (const RemappedStorage& moved : result.storages) {
-            auto it = written.storageIndexByKey.find(moved.outputKey);
-            if (it == written.storageIndexByKey.end())
+            const std::optional<std::uint32_t> index = written.storageIndex(moved.outputKey);
+            if (!index)
                 return makeError("the written copy lacks storage " + moved.outputKey);
-            const StorageRecord& storage = written.storages[it->second];
+            const StorageRecord& storage = written.storages[*index];
             if (storage.device != moved.planned)
                 return makeError("the written copy records storage " + moved.outputKey + " on "
                     + storage.device.value_or("(none)") + " instead of " + moved.planned.value_or("(none)"));
@@ -523,7 +523,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         std::vector<FileRange> ranges;
         ranges.reserve(expectedCrcs.size());
         for (const CrcCheck& check : expectedCrcs) {
-            const StorageRecord& storage = written.storages[written.storageIndexByKey.at(check.key)];
+            const std::optional<std::uint32_t> index = written.storageIndex(check.key);
+            if (!index)
+                return makeError("the written copy lacks storage " + check.key);
+            const StorageRecord& storage = written.storages[*index];
             if (!storage.dataOffset)
                 return makeError("the written copy lacks the bytes of storage " + check.key);
             ranges.push_back(

@@ -259,10 +259,10 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
                     + " tensors instead of " + std::to_string(inShard.size()));
             const ByteView bytes = back.file->bytes();
             for (const Planned* p : inShard) {
-                auto it = back.storageIndexByKey.find(p->source->name);
-                if (it == back.storageIndexByKey.end())
+                const std::optional<std::uint32_t> index = back.storageIndex(p->source->name);
+                if (!index)
                     return makeError("the written file lacks tensor '" + p->source->name + "'");
-                const StorageRecord& storage = back.storages[it->second];
+                const StorageRecord& storage = back.storages[*index];
                 const TensorEntry& tensor = back.tensors[storage.tensors.at(0)];
                 if (tensor.dtype != p->tensor->dtype || tensor.shape != p->tensor->shape
                     || !storage.dataOffset)

@@ -59,9 +59,9 @@ private Q_SLOTS:
                 // A storage said to be complete really lies before the cut, at the offset the
                 // whole file has it.
                 QVERIFY(*storage.dataOffset + storage.nbytes <= static_cast<std::uint64_t>(cut));
-                auto it = whole.storageIndexByKey.find(storage.key);
-                QVERIFY(it != whole.storageIndexByKey.end());
-                QCOMPARE(*storage.dataOffset, *whole.storages[it->second].dataOffset);
+                const std::optional<std::uint32_t> index = whole.storageIndex(storage.key);
+                QVERIFY(index.has_value());
+                QCOMPARE(*storage.dataOffset, *whole.storages[*index].dataOffset);
             }
             if (partial.tensors.size() == whole.tensors.size())
                 ++cutsWithAllTensors;

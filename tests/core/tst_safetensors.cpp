@@ -153,8 +153,8 @@ QString inconsistency(const Checkpoint& checkpoint)
         const StorageRecord& storage = checkpoint.storages[i];
         if (storage.tensors != std::vector<std::uint32_t> {static_cast<std::uint32_t>(i)})
             return QStringLiteral("storage of %1 does not list exactly its tensor").arg(name);
-        auto indexed = checkpoint.storageIndexByKey.find(storage.key);
-        if (indexed == checkpoint.storageIndexByKey.end() || indexed->second != i)
+        const std::optional<std::uint32_t> indexed = checkpoint.storageIndex(storage.key);
+        if (indexed != i)
             return QStringLiteral("storage key of %1 is not indexed").arg(name);
         if (storage.device || tensor.device)
             return QStringLiteral("%1 has a device; safetensors records none").arg(name);
@@ -443,7 +443,7 @@ private Q_SLOTS:
             std::function<void(const Checkpoint&)> check;
         };
         auto storageOf = [](const Checkpoint& checkpoint, const char* key) -> const StorageRecord& {
-            return checkpoint.storages.at(checkpoint.storageIndexByKey.at(key));
+            return checkpoint.storages.at(checkpoint.storageIndex(key).value());
         };
         const QList<Case> cases = {
             {"overlap", replacedInHeader(tiny, "[6,10]", "[4, 8]"),
