@@ -89,8 +89,8 @@ const ckpt::StorageRecord* wholeStorageOf(const ckpt::Checkpoint& checkpoint, co
     if (tensor.storage < 0 || std::size_t(tensor.storage) >= checkpoint.storages.size())
         return nullptr;
     const ckpt::StorageRecord& storage = checkpoint.storages[std::size_t(tensor.storage)];
-    if (storage.record.empty() || !storage.dataOffset || !tensor.storageOffset || *tensor.storageOffset != 0
-        || tensor.nbytes() != storage.nbytes)
+    if (storage.recordName().empty() || !storage.dataOffset || !tensor.storageOffset
+        || *tensor.storageOffset != 0 || tensor.nbytes() != storage.nbytes)
         return nullptr;
     return &storage;
 }
@@ -174,7 +174,7 @@ int main(int argc, char** argv)
             = statisticsOf(located[t], whole && !storageCrcDone[std::size_t(tensor.storage)]);
         if (whole && statistics && statistics->bytesCrc) {
             storageCrcDone[std::size_t(tensor.storage)] = true;
-            crcs.push_back({whole->record, *whole->dataOffset, whole->nbytes, *statistics->bytesCrc});
+            crcs.push_back({whole->record(), *whole->dataOffset, whole->nbytes, *statistics->bytesCrc});
         }
         writer.beginObject();
         writer.member("index", static_cast<std::uint64_t>(t));

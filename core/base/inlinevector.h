@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -123,6 +124,8 @@ public:
     }
 
 private:
+    template<typename, std::size_t> friend class OptionalInlineVector;
+
     bool onHeap() const noexcept { return m_capacity > N; }
     void assign(const T* items, std::size_t count)
     {
@@ -164,6 +167,129 @@ private:
     };
     std::uint32_t m_size = 0;
     std::uint32_t m_capacity = N;
+};
+
+// An optional InlineVector the size of one: "none" is a capacity of 0, which an InlineVector never
+// has. A tensor's stride is optional (sparse and nested layouts have none), and as
+// std::optional<Dimensions> its flag cost 8 bytes per tensor. It reads like that std::optional.
+template<typename T, std::size_t N> class OptionalInlineVector {
+public:
+    using value_type = InlineVector<T, N>;
+
+    OptionalInlineVector() noexcept { m_value.m_capacity = 0; }
+    OptionalInlineVector(std::nullopt_t) noexcept
+        : OptionalInlineVector()
+    { }
+    OptionalInlineVector(const value_type& value)
+        : m_value(value)
+    { }
+    OptionalInlineVector(value_type&& value) noexcept
+        : m_value(std::move(value))
+    { }
+    OptionalInlineVector(const std::vector<T>& value)
+        : m_value(value)
+    { }
+    OptionalInlineVector(const std::optional<value_type>& value)
+        : OptionalInlineVector()
+    {
+        if (value)
+            *this = *value;
+    }
+    OptionalInlineVector(const OptionalInlineVector& other)
+        : OptionalInlineVector()
+    {
+        if (other)
+            *this = *other;
+    }
+    // Moved from, it holds an empty vector if it held one, as a moved-from std::optional does.
+    OptionalInlineVector(OptionalInlineVector&& other) noexcept
+        : m_value(std::move(other.m_value))
+    {
+        if (!has_value())
+            other.m_value.m_capacity = 0;
+    }
+    ~OptionalInlineVector() = default;
+
+    OptionalInlineVector& operator=(const OptionalInlineVector& other)
+    {
+        if (this == &other)
+            return *this;
+        if (other)
+            return *this = *other;
+        reset();
+        return *this;
+    }
+    OptionalInlineVector& operator=(OptionalInlineVector&& other) noexcept
+    {
+        if (this != &other) {
+            m_value = std::move(other.m_value);
+            if (!has_value())
+                other.m_value.m_capacity = 0;
+        }
+        return *this;
+    }
+    OptionalInlineVector& operator=(std::nullopt_t) noexcept
+    {
+        reset();
+        return *this;
+    }
+    OptionalInlineVector& operator=(const value_type& value)
+    {
+        engage();
+        m_value = value;
+        return *this;
+    }
+    OptionalInlineVector& operator=(value_type&& value) noexcept
+    {
+        m_value = std::move(value);
+        return *this;
+    }
+    OptionalInlineVector& operator=(const std::vector<T>& value) { return *this = value_type(value); }
+    OptionalInlineVector& operator=(const std::optional<value_type>& value)
+    {
+        if (value)
+            return *this = *value;
+        reset();
+        return *this;
+    }
+
+    bool has_value() const noexcept { return m_value.m_capacity != 0; }
+    explicit operator bool() const noexcept { return has_value(); }
+    value_type& operator*() noexcept { return m_value; }
+    const value_type& operator*() const noexcept { return m_value; }
+    value_type* operator->() noexcept { return &m_value; }
+    const value_type* operator->() const noexcept { return &m_value; }
+    const value_type& value() const
+    {
+        if (!has_value())
+            throw std::bad_optional_access();
+        return m_value;
+    }
+    void reset() noexcept
+    {
+        m_value = value_type();
+        m_value.m_capacity = 0;
+    }
+
+    friend bool operator==(const OptionalInlineVector& a, const OptionalInlineVector& b) noexcept
+    {
+        return a.has_value() == b.has_value() && (!a.has_value() || a.m_value == b.m_value);
+    }
+    friend bool operator==(const OptionalInlineVector& a, const std::optional<std::vector<T>>& b) noexcept
+    {
+        return a.has_value() == b.has_value() && (!a.has_value() || a.m_value == *b);
+    }
+    friend bool operator==(const OptionalInlineVector& a, std::nullopt_t) noexcept { return !a.has_value(); }
+
+private:
+    // Gives a "none" its inline capacity back, so that assigning fills the inline items.
+    void engage() noexcept
+    {
+        if (!has_value())
+            m_value.m_capacity = N;
+    }
+
+    value_type m_value;
 };
 
 } // namespace ckpt

@@ -5,6 +5,8 @@
 #include "core/base/flatindex.h"
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
+#include "core/base/joinedtext.h"
+#include "core/base/raretext.h"
 #include "core/base/textformat.h"
 #include "core/format/formatsniffer.h"
 #include "core/pickle/picklegraph.h"
@@ -52,6 +54,7 @@ const char* tensorLayoutName(TensorLayout layout); // "strided", "sparse_coo", .
 // Shapes and strides: up to four dimensions (conv weights) are kept in the entry itself, with no
 // heap block per tensor.
 using Dimensions = InlineVector<std::int64_t, 4>;
+using OptionalDimensions = OptionalInlineVector<std::int64_t, 4>;
 
 // One storage: a block of bytes that one or more tensors view. A device belongs to a storage: every
 // tensor that views it lives where it lives.
@@ -62,17 +65,43 @@ struct StorageRecord {
     std::uint64_t numel = 0; // as recorded, in elements of the storage dtype
     std::uint64_t nbytes = 0; // numel x element size
     std::optional<InternedString> device; // recorded tag ("cpu", "cuda:1"); none where the format has none
-    std::string record; // where its bytes live: zip record name, or a description
+    // Where its bytes live (record()): the stem, then the key from character recordKeyStart on
+    // ("archive/data/" + "123456"), or the stem alone when recordKeyStart is kRecordWithoutKey. The
+    // stems repeat, the keys are here already: as one std::string the name was a heap block each.
+    InternedString recordStem;
     std::optional<std::uint64_t> dataOffset; // offset of its bytes in the file, when stored uncompressed
     std::optional<std::uint64_t> availableBytes; // bytes the file actually holds for it
     InlineVector<std::uint32_t, 2> tensors; // tensors that view it
-    NodeId firstPersistentId = kNoNode; // pickle node of its first persistent id
     InlineVector<NodeId, 2>
         persistentIdTuples; // every persistent-id tuple naming it (the remap rewrites their tags)
+    NodeId firstPersistentId = kNoNode; // pickle node of its first persistent id
     std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
-    InlineVector<NodeId, 2> plainKeyReferences; // tar format: persistent ids that name it by key alone
-    NodeId tarClassNode = kNoNode; // tar format: its storage class GLOBAL, from the storages member
+    static constexpr std::uint32_t kRecordWithoutKey = UINT32_MAX;
+    std::uint32_t recordKeyStart = kRecordWithoutKey;
+
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
+    // Where its bytes live: zip record name ("archive/data/0"), or a description.
+    std::string record() const { return recordName().str(); }
+    // The same, as a view of its two parts: compares and sorts as record() does, builds no string.
+    JoinedText recordName() const
+    {
+        if (recordKeyStart == kRecordWithoutKey)
+            return {recordStem, {}};
+        return {recordStem, std::string_view(key).substr(recordKeyStart)};
+    }
+    // A record named by the stem alone (a description shared by several storages, or text that
+    // is not the key).
+    void setRecord(InternedString text)
+    {
+        recordStem = text;
+        recordKeyStart = kRecordWithoutKey;
+    }
+    // A record named by the stem followed by the key from character keyStart on.
+    void setRecord(InternedString stem, std::uint32_t keyStart)
+    {
+        recordStem = stem;
+        recordKeyStart = keyStart;
+    }
 };
 
 // One per tensor, so its fields are ordered to leave no padding between them (the small ones
@@ -81,7 +110,7 @@ struct TensorEntry {
     std::string name; // dotted path from the root ("model.encoder.0.weight"); "" for a bare root tensor
     InternedString dtype;
     Dimensions shape;
-    std::optional<Dimensions> stride; // none for sparse and nested layouts
+    OptionalDimensions stride; // none for sparse and nested layouts
     std::optional<std::int64_t> storageOffset; // in elements of the tensor dtype
     std::optional<InternedString> device; // the storage's tag, or a device recorded elsewhere
     InternedString rebuildFunction; // "torch._utils._rebuild_tensor_v2"
@@ -120,7 +149,7 @@ struct TreeNode {
     std::string name; // this component ("encoder", "0", "weight")
     InlineVector<std::uint32_t, 2> children; // two fit where a pointer would
     InternedString className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
-    std::string summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path
+    RareText summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path
     std::uint32_t parent = 0;
     std::int32_t tensor = -1; // Tensor nodes: index into Checkpoint::tensors
     NodeId node = kNoNode;
@@ -166,6 +195,14 @@ struct Checkpoint {
 
     PickleGraph graph;
     std::vector<PickleSection> pickles;
+
+    // Tar format only (PyTorch 0.1.x), by storage index: kept beside the storages rather than in
+    // each StorageRecord, where every other format paid 20 bytes a storage for them.
+    struct TarStorageReferences {
+        InlineVector<NodeId, 2> plainKeyReferences; // persistent ids that name it by key alone
+        NodeId classNode = kNoNode; // its storage class GLOBAL, from the storages member
+    };
+    std::unordered_map<std::uint32_t, TarStorageReferences> tarReferences;
 
     // Indices of `storages` by their key, through storageIndex() and indexStorage(): the keys are
     // read from the records themselves, so the index holds 8 bytes a slot and no string.

@@ -120,7 +120,7 @@ void writeCheckpointJsonMembers(JsonWriter& json, const Checkpoint& checkpoint)
         else
             json.null();
         json.member("storage_class", storage.storageClass);
-        json.member("record", storage.record);
+        json.member("record", storage.record());
         json.key("data_offset");
         if (storage.dataOffset)
             json.value(*storage.dataOffset);

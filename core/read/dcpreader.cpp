@@ -275,8 +275,9 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         storage.dtype = entry.dtype;
         storage.numel = numel;
         storage.nbytes = info ? info->bytesFor(numel) : 0;
-        storage.record
-            = std::to_string(entry.chunks.size()) + " chunk(s) in " + (firstFile.empty() ? "?" : firstFile);
+        // Shared by the tensors with as many chunks whose first chunk is in the same file.
+        storage.setRecord(InternedString(
+            std::to_string(entry.chunks.size()) + " chunk(s) in " + (firstFile.empty() ? "?" : firstFile)));
         storage.tensors.push_back(static_cast<std::uint32_t>(merged.tensors.size()));
         TensorEntry tensor;
         tensor.name = entry.fqn;

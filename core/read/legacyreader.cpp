@@ -75,7 +75,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     CheckpointBuilder builder(checkpoint);
     addPickleRoots(builder, section.run);
     for (StorageRecord& storage : checkpoint.storages) {
-        storage.record = "legacy storage " + storage.key;
+        storage.setRecord(InternedString("legacy storage "), 0);
         storage.availableBytes = 0;
     }
     // Not damage: the bytes are intact and load with encoding='latin1' (the load simulation says
@@ -163,7 +163,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
                     + "; torch.load fails with \"storage has wrong byte size: expected "
                     + std::to_string(storage.nbytes) + " got "
                     + std::to_string(saturatingMultiply(*count, elementSize)) + "\"",
-                storage.record, offset);
+                storage.record(), offset);
         }
         const std::uint64_t dataStart = offset + 8;
         const std::uint64_t length
@@ -187,7 +187,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
                 "storage " + storage.key
                     + " is used by the pickle but missing from the file's key list; torch.load cannot "
                       "restore it",
-                storage.record);
+                storage.record());
     }
     if (incomplete) {
         std::size_t complete = 0;

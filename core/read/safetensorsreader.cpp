@@ -538,7 +538,12 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     storage.storageClass = "safetensors";
     storage.dtype = torchDType ? std::string(torchDType->name) : lowercase(dtypeName);
     storage.numel = numel;
-    storage.record = "tensor data of " + name;
+    // The key is the name, but for a repeated name ("w (duplicate 2)"): that record's text is interned
+    // whole, and a header repeating one name a million times interns it once.
+    if (storage.key == name)
+        storage.setRecord(InternedString("tensor data of "), 0);
+    else
+        storage.setRecord(InternedString("tensor data of " + name));
     storage.tensors.push_back(tensorIndex);
     // Bytes only for dtypes torch knows: for the others the element size a tool would use is unknown.
     std::uint64_t nbytes = 0;
@@ -567,7 +572,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         stride[i - 1] = next;
     }
     tensor.shape = shape; // Dimensions copies from a vector: there is nothing to move
-    tensor.stride = std::move(stride);
+    tensor.stride = stride;
     tensor.storageOffset = 0;
     tensor.storage = storageIndex;
     tensor.layout = TensorLayout::Strided;

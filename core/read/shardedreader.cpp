@@ -224,13 +224,13 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
             StorageRecord storage = part.storages[k];
             // Keys repeat across shards ("0" in every .bin); the merged key says which shard.
             storage.key = shard.name + ":" + storage.key;
+            if (storage.recordKeyStart != StorageRecord::kRecordWithoutKey) // the same record name
+                storage.recordKeyStart += static_cast<std::uint32_t>(shard.name.size() + 1);
             for (std::uint32_t& tensor : storage.tensors)
                 tensor += firstTensor;
             // The pickle nodes belong to the shard's own graph; the writer uses the shard itself.
             storage.firstPersistentId = kNoNode;
             storage.persistentIdTuples.clear();
-            storage.plainKeyReferences.clear();
-            storage.tarClassNode = kNoNode;
             merged.storages.push_back(std::move(storage));
             merged.indexStorage(static_cast<std::uint32_t>(merged.storages.size() - 1));
             set.storageShard.push_back(static_cast<std::int32_t>(s));

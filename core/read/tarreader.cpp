@@ -133,7 +133,6 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             storage.device = std::string(g.text(g.tupleItem(run.root, 1)));
             const NodeId cls = g.tupleItem(run.root, 2);
             storage.storageClass = std::string(g.name(cls));
-            storage.tarClassNode = cls;
             const auto info = dtypeByStorageClass(storage.storageClass);
             storage.dtype = info ? InternedString(info->name) : storage.storageClass;
             const std::uint64_t elementSize = info ? info->elementSize : 1;
@@ -152,7 +151,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
                 break;
             }
             storage.nbytes = *nbytes;
-            storage.record = "tar member storages";
+            storage.setRecord(InternedString("tar member storages"));
             storage.dataOffset = storages->offset + offset + 8;
             storage.availableBytes = offset + 8 <= data.size()
                 ? std::min<std::uint64_t>(storage.nbytes, data.size() - offset - 8)
@@ -160,6 +159,8 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             const std::optional<std::uint64_t> next = checkedAdd<std::uint64_t>(offset, 8);
             offset = next ? checkedAdd(*next, storage.nbytes).value_or(UINT64_MAX) : UINT64_MAX;
             checkpoint.storages.push_back(storage);
+            checkpoint.tarReferences[static_cast<std::uint32_t>(checkpoint.storages.size() - 1)].classNode
+                = cls;
             checkpoint.indexStorage(static_cast<std::uint32_t>(checkpoint.storages.size() - 1));
         }
     }

@@ -78,7 +78,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
                     + std::string(location.value_or("?")) + ", "
                     + (numel >= 0 ? formatThousands(static_cast<std::uint64_t>(numel)) : std::string("?"))
                     + " elements); torch uses the first",
-                existing.record);
+                existing.record());
         }
         if (existing.firstPersistentId == kNoNode)
             existing.firstPersistentId = tuple;
@@ -182,10 +182,11 @@ std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::i
     // The tar format's persistent ids are plain keys of storages read from its `storages` member.
     if (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int) {
         if (const auto index = m_checkpoint.storageIndex(storageKeyPrefix + keyComponent(payload))) {
-            auto& references = m_checkpoint.storages[*index].plainKeyReferences;
-            if (m_graph.kind(storageArg) == NodeKind::PersistentId
-                && (references.empty() || references.back() != storageArg))
-                references.push_back(storageArg);
+            if (m_graph.kind(storageArg) == NodeKind::PersistentId) {
+                auto& references = m_checkpoint.tarReferences[*index].plainKeyReferences;
+                if (references.empty() || references.back() != storageArg)
+                    references.push_back(storageArg);
+            }
             return static_cast<std::int32_t>(*index);
         }
     }
@@ -463,7 +464,7 @@ void CheckpointBuilder::checkViews()
             m_checkpoint.addFinding(Severity::Error, "shape-stride-mismatch",
                 "tensor '" + tensor.name + "' has " + std::to_string(tensor.shape.size()) + " dimensions but "
                     + std::to_string(tensor.stride->size()) + " strides",
-                storage.record);
+                storage.record());
             continue;
         }
         bool negative = *tensor.storageOffset < 0;
@@ -471,7 +472,7 @@ void CheckpointBuilder::checkViews()
             negative = negative || tensor.shape[d] < 0 || (*tensor.stride)[d] < 0;
         if (negative) {
             m_checkpoint.addFinding(Severity::Error, "negative-geometry",
-                "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record);
+                "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record());
             continue;
         }
         // torch's computeStorageNbytes (ATen EmptyTensor.cpp), step by step: one past the offset
@@ -503,7 +504,7 @@ void CheckpointBuilder::checkViews()
             m_checkpoint.addFinding(Severity::Error, "view-size-overflow",
                 "tensor '" + tensor.name + "' cannot be rebuilt: torch.load fails with \""
                     + storageSizeOverflowMessage(tensor.shape, *tensor.stride) + "\"",
-                storage.record);
+                storage.record());
             continue;
         }
         if (*neededBytes > storage.nbytes) {
@@ -511,7 +512,7 @@ void CheckpointBuilder::checkViews()
                 "tensor '" + tensor.name + "' views bytes up to " + formatThousands(*neededBytes)
                     + " of storage " + storage.key + ", which holds only " + formatThousands(storage.nbytes)
                     + " bytes: torch would read past the end of the storage",
-                storage.record);
+                storage.record());
         }
     }
 }

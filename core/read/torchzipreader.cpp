@@ -67,31 +67,32 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     builder.storageKeyPrefix = keyPrefix;
     const std::string prefix
         = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
+    // Every storage of this pickle is named "<prefix><storageDirectory><key without keyPrefix>": the
+    // storage keeps the shared stem and its key, not a string of its own.
+    const InternedString recordStem(prefix + storageDirectory);
+    std::string recordName; // reused: the look-up allocates nothing per storage
     builder.locateStorageBytes = [&](StorageRecord& storage) {
         const std::string_view key = std::string_view(storage.key).substr(keyPrefix.size());
-        // One heap block per storage, for the name it keeps; the look-up itself allocates nothing.
-        storage.record.clear();
-        storage.record.reserve(prefix.size() + storageDirectory.size() + key.size());
-        storage.record.append(prefix).append(storageDirectory).append(key);
-        const ZipEntry* record = zip.find(storage.record);
+        storage.setRecord(recordStem, static_cast<std::uint32_t>(keyPrefix.size()));
+        recordName.assign(recordStem).append(key);
+        const ZipEntry* record = zip.find(recordName);
         if (!record) {
             storage.availableBytes = 0;
             checkpoint.addFinding(Severity::Error, "record-missing",
                 "storage " + storage.key + " is used by the pickle but the archive has no record "
-                    + storage.record
-                    + ": torch.load would fail with \"PytorchStreamReader failed locating file "
+                    + recordName + ": torch.load would fail with \"PytorchStreamReader failed locating file "
                     + storageDirectory + std::string(key) + ": file not found\"",
-                storage.record);
+                recordName);
             return;
         }
         recordUsed[static_cast<std::size_t>(record - zip.entries().data())] = true;
         if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
             checkpoint.addFinding(Severity::Warning, "compressed-storage",
-                "record " + storage.record
+                "record " + recordName
                     + " is compressed; torch.save always stores tensor data uncompressed, and "
                       "torch.load(mmap=True) would misread it",
-                storage.record, record->localHeaderOffset);
+                recordName, record->localHeaderOffset);
         } else {
             storage.dataOffset = record->dataOffset;
             const std::uint64_t fileSize = checkpoint.fileSize;
@@ -104,27 +105,27 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         if (storageDirectory == "traced_inputs/" && record->uncompressedSize == 0) {
             // torch.jit.save keeps traced example inputs as metadata only (shapes, no bytes).
             checkpoint.addFinding(Severity::Info, "metadata-only-storage",
-                "record " + storage.record
+                "record " + recordName
                     + " holds no bytes: TorchScript saves traced example inputs as metadata only",
-                storage.record);
+                recordName);
         } else if (record->uncompressedSize != storage.nbytes && storage.nbytes != UINT64_MAX) {
             // (UINT64_MAX: a size that overflowed, already reported as storage-size-overflow.)
             checkpoint.addFinding(
                 record->uncompressedSize < storage.nbytes ? Severity::Error : Severity::Warning,
                 "record-size-mismatch",
-                "record " + storage.record + " is " + formatThousands(record->uncompressedSize)
+                "record " + recordName + " is " + formatThousands(record->uncompressedSize)
                     + " bytes but storage " + storage.key + " (" + formatThousands(storage.numel) + " x "
                     + storage.dtype + ") needs " + formatThousands(storage.nbytes)
                     + (record->uncompressedSize < storage.nbytes ? ": torch would read garbage past its end"
                                                                  : ": the extra bytes are ignored by torch"),
-                storage.record, record->localHeaderOffset);
+                recordName, record->localHeaderOffset);
         }
         if (!record->payloadComplete) {
             checkpoint.addFinding(Severity::Error, "record-truncated",
-                "record " + storage.record + " is cut off by the end of the file: storage " + storage.key
+                "record " + recordName + " is cut off by the end of the file: storage " + storage.key
                     + " has only " + formatThousands(storage.availableBytes.value_or(0)) + " of its "
                     + formatThousands(storage.nbytes) + " bytes",
-                storage.record, record->dataOffset);
+                recordName, record->dataOffset);
         }
     };
 

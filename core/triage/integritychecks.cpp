@@ -192,8 +192,8 @@ public:
 private:
     struct ByRecord {
         const Checkpoint& checkpoint;
-        std::string_view recordOf(std::uint32_t storage) const { return checkpoint.storages[storage].record; }
-        std::string_view recordOf(std::string_view record) const { return record; }
+        JoinedText recordOf(std::uint32_t storage) const { return checkpoint.storages[storage].recordName(); }
+        JoinedText recordOf(std::string_view record) const { return {record, {}}; }
         template<class A, class B> bool operator()(const A& a, const B& b) const
         {
             return recordOf(a) < recordOf(b);
@@ -205,7 +205,7 @@ private:
         if (!m_sorted) {
             m_sorted.emplace();
             for (std::uint32_t i = 0; i < m_checkpoint.storages.size(); ++i)
-                if (!m_checkpoint.storages[i].record.empty())
+                if (!m_checkpoint.storages[i].recordName().empty())
                     m_sorted->push_back(i);
             std::stable_sort(m_sorted->begin(), m_sorted->end(), ByRecord {m_checkpoint});
         }
@@ -307,7 +307,7 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
     std::uint64_t completeBytes = 0, lostBytes = 0;
     for (std::uint32_t i = 0; i < checkpoint.storages.size(); ++i) {
         const StorageRecord& storage = checkpoint.storages[i];
-        if (metadataOnlyRecords.count(storage.record))
+        if (!metadataOnlyRecords.empty() && metadataOnlyRecords.count(storage.record()))
             continue; // never meant to hold bytes
         if (storage.bytesComplete() || storage.nbytes == 0) {
             complete.push_back(i);

@@ -363,7 +363,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
             && checkpoint.treePath(index).starts_with("__metadata__"))
             continue;
         std::string what = node.className.empty() ? node.summary
-            : node.summary.empty() || node.summary == node.className
+            : node.summary.empty() || node.summary.str() == node.className
             ? node.className.str()
             : node.className + " (" + node.summary + ")";
         result.droppedObjects.push_back({checkpoint.treePath(index), what});
@@ -534,7 +534,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         const ZipArchive& zip = *archive;
         for (std::size_t s = 0; s < storages.size(); ++s) {
             const StorageRecord& storage = checkpoint.storages[storages[s].input];
-            const ZipEntry* entry = zip.find(storage.record);
+            const ZipEntry* entry = zip.find(storage.record());
             if (entry && entry->crc32 != 0 && entry->uncompressedSize == storage.nbytes
                 && entry->crc32 != writtenCrcs[s])
                 return makeError("the bytes of storage " + storage.key

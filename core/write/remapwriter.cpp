@@ -108,9 +108,9 @@ Status checkReadable(const Checkpoint& checkpoint)
                 + section.run.error.value_or("incomplete") + "); a copy would carry the damage");
     for (const StorageRecord& storage : checkpoint.storages)
         if (!storage.bytesComplete() && !isMetadataOnly(storage))
-            return makeError("the bytes of storage " + storage.key + " (" + storage.record
+            return makeError("the bytes of storage " + storage.key + " (" + storage.record()
                     + ") are not complete in the file; a copy would carry the damage",
-                std::nullopt, storage.record);
+                std::nullopt, storage.record());
     return std::nullopt;
 }
 
@@ -255,12 +255,15 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                             inlineTuple ? PickleReplacement::Kind::StoragePersistentId
                                         : PickleReplacement::Kind::StoragePid));
                 }
-                if (!storage.plainKeyReferences.empty()) {
-                    if (storage.tarClassNode == kNoNode)
+                const auto references = checkpoint.tarReferences.find(s);
+                if (references != checkpoint.tarReferences.end()
+                    && !references->second.plainKeyReferences.empty()) {
+                    const NodeId classNode = references->second.classNode;
+                    if (classNode == kNoNode)
                         return makeError("storage " + storage.key + " of the tar file has no storage class");
-                    for (NodeId reference : storage.plainKeyReferences)
-                        emitter.replaceNode(reference,
-                            storagePid(storage.tarClassNode, PickleReplacement::Kind::StoragePersistentId));
+                    for (NodeId reference : references->second.plainKeyReferences)
+                        emitter.replaceNode(
+                            reference, storagePid(classNode, PickleReplacement::Kind::StoragePersistentId));
                 }
                 continue;
             }
@@ -417,11 +420,18 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         for (const StorageRecord& storage : checkpoint.storages)
             storageByRecord.push_back(&storage);
         std::stable_sort(storageByRecord.begin(), storageByRecord.end(),
-            [](const StorageRecord* a, const StorageRecord* b) { return a->record < b->record; });
+            [](const StorageRecord* a, const StorageRecord* b) {
+                // Under one stem (interned: one pointer) the keys order the names: no joined compare.
+                if (a->recordStem == b->recordStem)
+                    return a->recordName().tail < b->recordName().tail;
+                return a->recordName() < b->recordName();
+            });
         const auto storageOf = [&](std::string_view record) -> const StorageRecord* {
             const auto after = std::upper_bound(storageByRecord.begin(), storageByRecord.end(), record,
-                [](std::string_view name, const StorageRecord* storage) { return name < storage->record; });
-            if (after == storageByRecord.begin() || (*(after - 1))->record != record)
+                [](std::string_view name, const StorageRecord* storage) {
+                    return name < storage->recordName();
+                });
+            if (after == storageByRecord.begin() || (*(after - 1))->recordName() != record)
                 return nullptr;
             return *(after - 1);
         };

@@ -111,7 +111,7 @@ private Q_SLOTS:
         const auto mismatches = withCode(findings, "crc-mismatch");
         QCOMPARE(mismatches.size(), std::size_t(1)); // that record and nowhere else
         const Finding& finding = *mismatches.front();
-        QCOMPARE(finding.record, victim.record);
+        QCOMPARE(finding.record, victim.record());
         QCOMPARE(finding.severity, Severity::Error);
         QVERIFY(!finding.fix.empty() && !finding.explanation.empty());
         const std::set<std::uint32_t> expected(victim.tensors.begin(), victim.tensors.end());

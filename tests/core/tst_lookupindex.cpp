@@ -228,7 +228,7 @@ private Q_SLOTS:
             (std::vector<std::string> {"devices_cuda0/data/99", "devices_cuda0/data/99"}));
         const std::optional<std::uint32_t> three = checkpoint.storageIndex("3");
         QVERIFY(three);
-        QCOMPARE(checkpoint.storages[*three].record, std::string("devices_cuda0/data/3"));
+        QCOMPARE(checkpoint.storages[*three].record(), std::string("devices_cuda0/data/3"));
     }
 };
 

@@ -297,7 +297,7 @@ private Q_SLOTS:
             QCOMPARE(storage.dtype, tensor.dtype);
             QCOMPARE(storage.numel, std::uint64_t(want.value(QStringLiteral("numel")).toInteger()));
             QCOMPARE(storage.nbytes, std::uint64_t(want.value(QStringLiteral("nbytes")).toInteger()));
-            QCOMPARE(storage.record, "tensor data of " + tensorName);
+            QCOMPARE(storage.record(), "tensor data of " + tensorName);
             QCOMPARE(storage.dataOffset,
                 std::optional<std::uint64_t>(want.value(QStringLiteral("file_offset")).toInteger()));
             QCOMPARE(storage.availableBytes, std::optional<std::uint64_t>(storage.nbytes));

@@ -295,7 +295,7 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
         out += row(tr("Storage class"),
             html(storage.storageClass) + QStringLiteral(" (") + html(storage.dtype) + QLatin1Char(')'));
         out += row(tr("Storage size"), bytesText(storage.nbytes), kStorageTip);
-        out += row(tr("Stored in"), html(storage.record));
+        out += row(tr("Stored in"), html(storage.record()));
         if (const ShardFile* shard
             = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr)
             out += row(tr("Shard file"), html(shard->name),
