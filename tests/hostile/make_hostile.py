@@ -427,6 +427,21 @@ write("b_namespace.pkl", PROTO(2) + GLOBAL("argparse", "Namespace") + EMPTY_TUPL
       + b"K\x01" + SETITEM + BUILD + STOP, "40", [], "needs-allowlisting")
 write("b_torch_zip.pt", torch_zip_bytes(), "40", [], "known-inert")
 
+# ---- families in their own modules ---------------------------------------------------------------
+# Each tests/hostile/families/*.py defines generate(h): h holds this module's helpers (write, GLOBAL,
+# U, PROTO, marker, benign, torch_zip_bytes, ...), so a family of techniques lives in one file.
+import importlib.util
+import types
+
+FAMILIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
+helpers = types.SimpleNamespace(**{k: v for k, v in globals().items() if not k.startswith("__")})
+for family in sorted(os.listdir(FAMILIES)) if os.path.isdir(FAMILIES) else []:
+    if family.endswith(".py") and not family.startswith("_"):
+        spec = importlib.util.spec_from_file_location("hostile_family_" + family[:-3], os.path.join(FAMILIES, family))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.generate(helpers)
+
 with open(os.path.join(OUT, "manifest.tsv"), "w") as f:
     f.write("file\ttechniques\trating\tcallables\n")
     for row in ROWS:
