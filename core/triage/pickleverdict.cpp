@@ -26,6 +26,7 @@
 #include "core/pickle/picklemachine.h"
 #include "core/pickle/picklesummary.h"
 #include "core/triage/picklecatalog.h"
+#include "core/triage/pythoncodecs.h"
 
 #include <algorithm>
 #include <cctype>
@@ -463,7 +464,24 @@ private:
     void addUnsafe(UnsafeCallable callable);
     std::string resolveValue(const PickleGraph& graph, NodeId id, int depth) const;
     std::string calledName(const PickleGraph& graph, NodeId call) const;
-    std::optional<std::string> bytesArgument(const PickleGraph& graph, NodeId value, int depth) const;
+    // What a nested loader is handed, and what a text argument is (nestedbytes below).
+    struct HandedBytes {
+        std::vector<std::string> values; // every byte string it could be (several for a Python 2 str)
+        std::string how; // how they were made, for the label: "utf_8-encoded text"; empty for literals
+        std::string unknown; // set when the scanner cannot tell what they are: why
+        std::string raises; // set when building them raises in Python: nothing is handed on
+    };
+    struct TextValue {
+        std::vector<std::u32string> values;
+        std::string unknown, raises;
+    };
+    HandedBytes bytesArgument(
+        const PickleGraph& graph, NodeId value, int depth, bool pathLoader = false) const;
+    TextValue textArgument(const PickleGraph& graph, NodeId value) const;
+    HandedBytes encodedText(const PickleGraph& graph, NodeId text, std::optional<NodeId> encoding,
+        std::optional<NodeId> errors) const;
+    void rateHandedBytes(
+        const PickleGraph& graph, NodeId call, const std::string& name, const std::string& label, int depth);
     std::string summarise(const PickleGraph& graph, NodeId id) const;
     void cannotVerify(std::string text) { m_verdict.cannotVerify.push_back(std::move(text)); }
     bool spend(std::uint64_t bytes)
@@ -622,42 +640,318 @@ std::string Scanner::calledName(const PickleGraph& graph, NodeId call) const
     return resolveValue(graph, callee, 0);
 }
 
-// The bytes a nested loader is given: b'...', io.BytesIO(b'...'), _codecs.encode('...', 'latin1').
-std::optional<std::string> Scanner::bytesArgument(const PickleGraph& graph, NodeId value, int depth) const
+// The str a text argument stands for: a BINUNICODE/UNICODE text as the unpickler decodes it; a
+// Python 2 str (STRING/BINSTRING) as torch.load decodes it with encoding='utf-8' (its default) or
+// 'latin1' (what Python 2 checkpoints need), both kept when they differ.
+Scanner::TextValue Scanner::textArgument(const PickleGraph& graph, NodeId value) const
 {
-    if (depth > 8)
-        return std::nullopt;
-    const NodeKind kind = graph.kind(value);
-    if (kind == NodeKind::Bytes || kind == NodeKind::ByteArray)
-        return std::string(graph.text(value));
-    if (kind == NodeKind::String) {
-        // A Python 2 str or a latin-1 text: back to the bytes it stands for.
-        const std::string_view utf8 = graph.text(value);
-        std::string out;
-        for (std::size_t i = 0; i < utf8.size(); ++i) {
-            const auto c = static_cast<unsigned char>(utf8[i]);
-            if (c < 0x80) {
-                out += static_cast<char>(c);
-            } else if ((c & 0xE0) == 0xC0 && i + 1 < utf8.size()) {
-                out += static_cast<char>(
-                    ((c & 0x1F) << 6) | (static_cast<unsigned char>(utf8[i + 1]) & 0x3F));
-                ++i;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-        return out;
+    TextValue text;
+    if (graph.kind(value) != NodeKind::String) {
+        text.unknown = "a value that is not a literal str (" + summarise(graph, value) + ")";
+        return text;
     }
-    if (kind != NodeKind::Call)
-        return std::nullopt;
-    const std::string callee = resolveValue(graph, graph.callee(value), 0);
+    const std::string_view raw = graph.text(value);
+    const auto decoded = decodePickleText(raw);
+    if (!(graph.node(value).flags & FlagStringFromBytes)) {
+        if (!decoded)
+            text.raises = "the unpickler cannot decode the text as UTF-8 and stops there";
+        else
+            text.values.push_back(*decoded);
+        return text;
+    }
+    if (decoded)
+        text.values.push_back(*decoded);
+    std::u32string latin1 = decodeLatin1(raw);
+    if (!decoded || latin1 != *decoded)
+        text.values.push_back(std::move(latin1));
+    return text;
+}
+
+// text.encode(encoding, errors), with the defaults Python's encoders have ('utf-8', 'strict').
+Scanner::HandedBytes Scanner::encodedText(const PickleGraph& graph, NodeId textNode,
+    std::optional<NodeId> encodingNode, std::optional<NodeId> errorsNode) const
+{
+    HandedBytes handed;
+    const TextValue text = textArgument(graph, textNode);
+    if (!text.unknown.empty() || !text.raises.empty()) {
+        handed.unknown = text.unknown.empty() ? std::string() : "text to encode that is " + text.unknown;
+        handed.raises = text.raises;
+        return handed;
+    }
+    // The encoding and error handler: literal ASCII names (a Python 2 str decodes the same either way).
+    auto constantName
+        = [&](std::optional<NodeId> node, const char* fallback, const char* what, std::string& out) {
+              if (!node) {
+                  out = fallback;
+                  return true;
+              }
+              const TextValue name = textArgument(graph, *node);
+              if (!name.raises.empty()) {
+                  handed.raises = name.raises;
+                  return false;
+              }
+              if (!name.unknown.empty() || name.values.size() != 1) {
+                  handed.unknown = std::string(what) + " that is "
+                      + (name.unknown.empty() ? std::string("read differently by different loaders")
+                                              : name.unknown);
+                  return false;
+              }
+              out.clear();
+              for (char32_t c : name.values.front())
+                  appendUtf8(out, c);
+              return true;
+          };
+    std::string encoding, errors;
+    if (!constantName(encodingNode, "utf-8", "an encoding", encoding)
+        || !constantName(errorsNode, "strict", "an error handler", errors))
+        return handed;
+    for (const std::u32string& value : text.values) {
+        PythonEncoding encoded = pythonEncode(value, encoding, errors);
+        if (encoded.outcome == PythonEncoding::Outcome::Unknown) {
+            handed.values.clear();
+            handed.unknown = "text encoded with " + encoded.why;
+            return handed;
+        }
+        if (encoded.outcome == PythonEncoding::Outcome::Raises) {
+            handed.raises = encoded.why;
+            continue; // a loader decoding the text the other way may still get bytes
+        }
+        handed.how = encoded.codec + "-encoded text ('" + encoding + "')";
+        if (std::find(handed.values.begin(), handed.values.end(), encoded.bytes) == handed.values.end())
+            handed.values.push_back(std::move(encoded.bytes));
+    }
+    if (!handed.values.empty())
+        handed.raises.clear();
+    return handed;
+}
+
+// The bytes a nested loader is given: b'...', io.BytesIO(b'...'), _codecs.encode('...', 'latin1')
+// (how protocol 2 writes bytes), codecs.encode, bytes(s, ENC), bytearray(...) of bytes, of text or of
+// small ints, s.encode(ENC) reached through getattr or methodcaller, bytes.fromhex. Every value is
+// what Python would make of the pickle's own constants; anything else is "unknown", saying why.
+// `pathLoader`: a loader that takes a str as a path of a file to open (torch.load, numpy.load).
+Scanner::HandedBytes Scanner::bytesArgument(
+    const PickleGraph& graph, NodeId value, int depth, bool pathLoader) const
+{
+    HandedBytes handed;
+    if (depth > 8) {
+        handed.unknown = "bytes built by calls nested more than 8 deep";
+        return handed;
+    }
+    const NodeKind kind = graph.kind(value);
+    if (kind == NodeKind::Bytes || kind == NodeKind::ByteArray) {
+        handed.values.emplace_back(graph.text(value));
+        return handed;
+    }
+    if (kind == NodeKind::String) {
+        if (pathLoader) {
+            handed.unknown = "a path, " + summarise(graph, value) + ": it loads whatever file is there";
+        } else if (graph.node(value).flags & FlagStringFromBytes) {
+            // A Python 2 str stays bytes when the outer loader passes encoding='bytes'.
+            handed.values.emplace_back(graph.text(value));
+            handed.how = "a Python 2 str, bytes when loaded with encoding='bytes'";
+        } else {
+            handed.raises = "TypeError: it is given a str, not bytes";
+        }
+        return handed;
+    }
+    if (kind == NodeKind::PersistentId) {
+        handed.unknown = "what the loader's persistent_load returns";
+        return handed;
+    }
+    if (kind != NodeKind::Call && kind != NodeKind::NewObject) {
+        if (kind == NodeKind::None || kind == NodeKind::Int || kind == NodeKind::Float
+            || kind == NodeKind::Bool || kind == NodeKind::Dict || kind == NodeKind::Tuple)
+            handed.raises = "TypeError: it is given " + summarise(graph, value) + ", not bytes";
+        else
+            handed.unknown = summarise(graph, value);
+        return handed;
+    }
     const NodeId args = graph.arguments(value);
-    if (graph.kind(args) != NodeKind::Tuple || graph.tupleSize(args) < 1)
-        return std::nullopt;
-    if (callee == "io.BytesIO" || callee == "_io.BytesIO" || callee == "_codecs.encode"
-        || callee == "builtins.bytes" || callee == "builtins.bytearray")
-        return bytesArgument(graph, graph.tupleItem(args, 0), depth + 1);
-    return std::nullopt;
+    const bool tuple = graph.kind(args) == NodeKind::Tuple;
+    const std::size_t count = tuple ? graph.tupleSize(args) : 0;
+    auto arg = [&](std::size_t i) {
+        return i < count ? std::optional<NodeId>(graph.tupleItem(args, i)) : std::nullopt;
+    };
+    const NodeId callee = graph.callee(value);
+    std::string name = kind == NodeKind::Call ? calledName(graph, value) : resolveValue(graph, callee, 0);
+    auto unevaluated = [&] {
+        handed.unknown = "bytes made by " + summarise(graph, value) + ", which the scanner does not evaluate";
+        return handed;
+    };
+    if (!tuple || (kind == NodeKind::NewObject && (graph.node(value).flags & FlagNewObjectEx)))
+        return unevaluated(); // keyword arguments, or arguments that are not a tuple
+    // s.encode(...) on a str reached through getattr(s, 'encode') or methodcaller('encode', ...)(s).
+    if (kind == NodeKind::Call && graph.kind(callee) == NodeKind::Call) {
+        const std::string maker = resolveValue(graph, graph.callee(callee), 0);
+        const NodeId makerArgs = graph.arguments(callee);
+        const bool makerTuple = graph.kind(makerArgs) == NodeKind::Tuple;
+        const std::size_t makerCount = makerTuple ? graph.tupleSize(makerArgs) : 0;
+        auto makerArg = [&](std::size_t i) { return graph.tupleItem(makerArgs, i); };
+        auto isText
+            = [&](NodeId n, std::string_view text) { return graph.isString(n) && graph.text(n) == text; };
+        if (maker == "builtins.getattr" && makerCount == 2 && isText(makerArg(1), "encode")
+            && graph.isString(makerArg(0)) && count <= 2)
+            return encodedText(graph, makerArg(0), arg(0), arg(1));
+        if ((maker == "operator.methodcaller" || maker == "_operator.methodcaller") && makerCount >= 1
+            && makerCount <= 3 && isText(makerArg(0), "encode") && count == 1 && graph.isString(*arg(0)))
+            return encodedText(graph, *arg(0), makerCount > 1 ? std::optional(makerArg(1)) : std::nullopt,
+                makerCount > 2 ? std::optional(makerArg(2)) : std::nullopt);
+    }
+    if (name == "io.BytesIO" || name == "_io.BytesIO") {
+        if (count == 0) {
+            handed.values.emplace_back();
+            return handed;
+        }
+        return count == 1 ? bytesArgument(graph, *arg(0), depth + 1) : unevaluated();
+    }
+    if (name == "_codecs.encode" || name == "codecs.encode") {
+        if (count < 1 || count > 3)
+            return unevaluated();
+        if (graph.kind(*arg(0)) != NodeKind::String)
+            return unevaluated(); // bytes-to-bytes codecs (hex, base64, zlib) are not reproduced
+        return encodedText(graph, *arg(0), arg(1), arg(2));
+    }
+    if (name == "builtins.str.encode") {
+        if (count < 1 || count > 3)
+            return unevaluated();
+        return encodedText(graph, *arg(0), arg(1), arg(2));
+    }
+    if (name == "builtins.bytes" || name == "builtins.bytearray") {
+        if (count == 0) {
+            handed.values.emplace_back();
+            return handed;
+        }
+        const NodeId source = *arg(0);
+        if (count >= 2) // bytes(text, encoding[, errors])
+            return count <= 3 ? encodedText(graph, source, arg(1), arg(2)) : unevaluated();
+        const NodeKind sourceKind = graph.kind(source);
+        if (sourceKind == NodeKind::Int) {
+            const std::int64_t n = graph.intValue(source);
+            if (n < 0) {
+                handed.raises = "ValueError: negative count";
+            } else if (static_cast<std::uint64_t>(n) > m_limits.maxUnpackedBytes) {
+                handed.unknown = formatThousands(static_cast<std::uint64_t>(n))
+                    + " zero bytes, above the scanner's limit";
+            } else {
+                handed.values.emplace_back(static_cast<std::size_t>(n), '\0');
+                handed.how = "zero bytes";
+            }
+            return handed;
+        }
+        if (sourceKind == NodeKind::List || sourceKind == NodeKind::Tuple || sourceKind == NodeKind::Set
+            || sourceKind == NodeKind::FrozenSet) {
+            if (sourceKind == NodeKind::Set || sourceKind == NodeKind::FrozenSet) {
+                handed.unknown = "bytes made from a set, whose order Python does not fix";
+                return handed;
+            }
+            std::string bytes;
+            for (const NodeId item : graph.sequence(source)) {
+                if (graph.kind(item) != NodeKind::Int) {
+                    handed.unknown = "bytes made from a list holding " + summarise(graph, item);
+                    return handed;
+                }
+                const std::int64_t byte = graph.intValue(item);
+                if (byte < 0 || byte > 255) {
+                    handed.raises = "ValueError: bytes must be in range(0, 256)";
+                    return handed;
+                }
+                bytes += static_cast<char>(byte);
+            }
+            handed.values.push_back(std::move(bytes));
+            handed.how = "a list of byte values";
+            return handed;
+        }
+        if (sourceKind == NodeKind::String && !(graph.node(source).flags & FlagStringFromBytes)) {
+            handed.raises = "TypeError: string argument without an encoding";
+            return handed;
+        }
+        return bytesArgument(graph, source, depth + 1);
+    }
+    if (name == "builtins.bytes.fromhex" || name == "builtins.bytearray.fromhex") {
+        if (count != 1)
+            return unevaluated();
+        const TextValue text = textArgument(graph, *arg(0));
+        if (text.values.size() != 1) {
+            handed.unknown
+                = text.unknown.empty() ? "hex text read differently by different loaders" : text.unknown;
+            handed.raises = text.raises;
+            return handed;
+        }
+        // bytes.fromhex: pairs of hex digits, ASCII whitespace allowed between pairs.
+        auto hex = [](char32_t c) {
+            return c >= '0' && c <= '9' ? int(c - '0')
+                : c >= 'a' && c <= 'f'  ? int(c - 'a' + 10)
+                : c >= 'A' && c <= 'F'  ? int(c - 'A' + 10)
+                                        : -1;
+        };
+        std::string bytes;
+        const std::u32string& digits = text.values.front();
+        for (std::size_t i = 0; i < digits.size();) {
+            const char32_t c = digits[i];
+            if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+                ++i;
+                continue;
+            }
+            if (i + 1 >= digits.size() || hex(c) < 0 || hex(digits[i + 1]) < 0) {
+                handed.raises = "ValueError: non-hexadecimal number found in fromhex() arg";
+                return handed;
+            }
+            bytes += static_cast<char>(hex(c) * 16 + hex(digits[i + 1]));
+            i += 2;
+        }
+        handed.values.push_back(std::move(bytes));
+        handed.how = "bytes.fromhex text";
+        return handed;
+    }
+    return unevaluated();
+}
+
+// A nested loader's call: the bytes it is handed are rated as a file of their own (every value they
+// could have), or the verdict says what stopped it.
+void Scanner::rateHandedBytes(
+    const PickleGraph& graph, NodeId call, const std::string& name, const std::string& label, int depth)
+{
+    const NodeId args = graph.arguments(call);
+    const bool pathLoader = name == "torch.load" || name == "torch.serialization.load" || name == "numpy.load"
+        || name == "joblib.load";
+    HandedBytes handed;
+    if (graph.kind(args) == NodeKind::Tuple && graph.tupleSize(args) >= 1)
+        handed = bytesArgument(graph, graph.tupleItem(args, 0), 0, pathLoader);
+    else
+        handed.unknown = "arguments " + summarise(graph, args) + " the scanner cannot read";
+    if (!handed.unknown.empty()) {
+        cannotVerify(
+            label + ": " + name + " is given " + handed.unknown + "; what it would unpickle cannot be read");
+        return;
+    }
+    if (handed.values.empty()) {
+        m_verdict.notes.push_back(label + ": " + name + " is never handed bytes: building them raises ("
+            + (handed.raises.empty() ? std::string("an error") : handed.raises) + ")");
+        return;
+    }
+    const std::string innerLabel = label + " > bytes given to " + name
+        + (handed.how.empty() ? std::string() : " (" + handed.how + ")");
+    if (depth + 1 > m_limits.maxNesting) {
+        cannotVerify(innerLabel + ": nested deeper than " + std::to_string(m_limits.maxNesting)
+            + " levels, the scanner's limit");
+        return;
+    }
+    for (std::size_t i = 0; i < handed.values.size(); ++i) {
+        std::string& value = handed.values[i];
+        if (!spend(value.size())) {
+            cannotVerify(innerLabel + ": above the " + formatBytes(m_limits.maxUnpackedBytes)
+                + " the scanner unpacks");
+            return;
+        }
+        m_buffers.emplace_back(value.begin(), value.end());
+        const ByteBuffer& buffer = m_buffers.back();
+        scanFile(ByteView(buffer.data(), buffer.size()),
+            handed.values.size() == 1 ? innerLabel
+                                      : innerLabel + " [reading " + std::to_string(i + 1) + " of "
+                    + std::to_string(handed.values.size()) + "]",
+            depth + 1, true, false);
+    }
 }
 
 std::string Scanner::summarise(const PickleGraph& graph, NodeId id) const
@@ -746,28 +1040,12 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
         } else if (!inert) {
             addUnsafe({name, {}, false, label, summarise(graph, id)}); // merges into the GLOBAL's entry
         }
-        if (kind == NodeKind::Call && isNestedPickleLoader(name)) {
-            const NodeId args = graph.arguments(id);
-            std::optional<std::string> inner;
-            if (graph.kind(args) == NodeKind::Tuple && graph.tupleSize(args) >= 1)
-                inner = bytesArgument(graph, graph.tupleItem(args, 0), 0);
-            if (!inner) {
-                if (name == "torch.storage._load_from_bytes")
-                    cannotVerify(label
-                        + ": torch.storage._load_from_bytes is given something other than "
-                          "literal bytes; what it would unpickle cannot be read");
-                continue;
-            }
-            const std::string innerLabel = label + " > bytes given to " + name;
-            if (depth + 1 > m_limits.maxNesting) {
-                cannotVerify(innerLabel + ": nested deeper than " + std::to_string(m_limits.maxNesting)
-                    + " levels, the scanner's limit");
-                continue;
-            }
-            m_buffers.emplace_back(inner->begin(), inner->end());
-            const ByteBuffer& buffer = m_buffers.back();
-            scanFile(ByteView(buffer.data(), buffer.size()), innerLabel, depth + 1, true, false);
-        }
+        // A nested loader, or an unpickler made over a file of bytes (pickle.Unpickler(io.BytesIO(b))
+        // whose .load() may be reached any way at all): the bytes are rated as a pickle of their own.
+        if (kind == NodeKind::Call
+            && (isNestedPickleLoader(name) || name == "pickle.Unpickler" || name == "pickle._Unpickler"
+                || name == "_pickle.Unpickler"))
+            rateHandedBytes(graph, id, name, label, depth);
     }
 }
 

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+"""Nested hand-offs and contradictions (issue 24).
+
+Nested hand-offs: bytes handed to a nested loader (torch.storage._load_from_bytes, pickle.loads,
+_pickle.loads, torch.load(io.BytesIO(...)), pickle.Unpickler(...).load()) built by
+_codecs.encode(s, ENCODING), codecs.encode, bytes(s, ENCODING), bytearray(...), s.encode(...) through
+getattr or methodcaller, bytes.fromhex. The bytes a loader really gets are made here by Python's own
+codecs from the very constants the pickle holds (the generator asserts it), and the callable the
+inner pickle reaches is read from those bytes with pickletools.genops (a static disassembly: nothing
+is unpickled). Several are built so that reading the text as latin-1 (what the verdict once did for
+every encoding) gives a harmless pickle while the named encoding gives the payload.
+"""
+import codecs
+import pickletools
+import struct
+
+
+def _globals_in(data):
+    """The GLOBAL names of a pickle, read statically (pickletools.genops never imports or calls)."""
+    names = []
+    for opcode, arg, _ in pickletools.genops(data):
+        if opcode.name in ("GLOBAL", "INST"):
+            names.append(arg.replace(" ", "."))
+    return names
+
+
+def _ascii_call(h, module, name, tag):
+    """module.name('touch ...') in protocol 0, every byte ASCII, the result popped."""
+    return h.GLOBAL(module, name) + b"(S'" + h.marker(tag).encode() + b"'\ntR0"
+
+
+def _shifted_utf8_text(h, module, name, tag):
+    """A str whose UTF-8 bytes run module.name(...) and whose latin-1 bytes are a harmless pickle.
+
+    BINBYTES swallows n characters 'é' plus the call: 2n bytes in UTF-8 (the 'é's alone), but in
+    latin-1 the 'é's are only n bytes, so the call is inside the bytes object there.
+    """
+    call = _ascii_call(h, module, name, tag)
+    n = len(call)
+    while any(b >= 0x80 for b in struct.pack("<I", 2 * n)) or (n - len(call)) % 2:
+        n += 1
+    call += b"N0" * ((n - len(call)) // 2)
+    text = "B" + struct.pack("<I", 2 * n).decode("latin1") + "\u00e9" * n + call.decode("ascii") + "N."
+    real = text.encode("utf-8")
+    assert _globals_in(real) == [module + "." + name], _globals_in(real)
+    assert _globals_in(text.encode("latin1")) == []
+    return text
+
+
+def _utf16_text(inner, encoding):
+    data = inner + b"N" * (len(inner) % 2)  # even length; a trailing NONE after STOP is never read
+    text = data.decode(encoding)
+    assert text.encode(encoding) == data
+    return text
+
+
+def _tar_header(name_field, size, typeflag=b"0"):
+    """A ustar header whose name field is given bytes (pickle opcodes), checksum computed."""
+    header = bytearray(512)
+    header[0:len(name_field)] = name_field
+    header[100:108] = b"0000644\0"
+    header[108:116] = b"0000000\0"
+    header[116:124] = b"0000000\0"
+    header[124:136] = b"%011o\0" % size
+    header[136:148] = b"%011o\0" % 0
+    header[148:156] = b" " * 8
+    header[156:157] = typeflag
+    header[257:263] = b"ustar\0"
+    header[263:265] = b"00"
+    header[148:156] = b"%06o\0 " % sum(header)
+    return bytes(header)
+
+
+def _pad512(data):
+    return data + b"\0" * (-len(data) % 512)
+
+
+def generate(h):
+    # ---- nested hand-offs -------------------------------------------------------------------------
+    LFB = h.GLOBAL("torch.storage", "_load_from_bytes")
+
+    def load_from_bytes(argument):
+        return h.PROTO(2) + LFB + argument + h.TUPLE1 + h.REDUCE + h.STOP
+
+    def codecs_encode(text, encoding, module="_codecs", errors=None):
+        out = h.GLOBAL(module, "encode") + h.U(text) + h.U(encoding)
+        if errors is None:
+            return out + h.TUPLE2 + h.REDUCE
+        return out + h.U(errors) + b"\x87" + h.REDUCE  # TUPLE3
+
+    # UTF-8 under several of the names Python's codec lookup accepts: latin-1 reading is harmless.
+    for i, encoding in enumerate(["utf-8", "UTF8", "u8", " Utf_8 ", "cp65001", "utf8_ucs4"]):
+        text = _shifted_utf8_text(h, "posix", "system", "h31u%d" % i)
+        assert codecs.encode(text, encoding) == text.encode("utf-8")
+        h.write("h31_codecs_%s.pkl" % ("utf8_%d" % i), load_from_bytes(codecs_encode(text, encoding)), "31",
+                ["posix.system"])
+    text = _shifted_utf8_text(h, "subprocess", "getoutput", "h31c")
+    h.write("h31_codecs_module_utf8.pkl", load_from_bytes(codecs_encode(text, "utf-8", module="codecs")), "31",
+            ["subprocess.getoutput", "codecs.encode"])
+    # latin-1 under its aliases: the common case torch.save's protocol 2 writes.
+    for i, encoding in enumerate(["latin1", "Latin-1", "ISO-8859-1", "l1", "cp819", "iso8859_1", "8859"]):
+        inner = h.simple("os", "system", "h31l%d" % i)
+        h.write("h31_codecs_latin1_%d.pkl" % i,
+                load_from_bytes(codecs_encode(inner.decode("latin1"), encoding)), "31", ["os.system"])
+    # UTF-16 without a BOM, both byte orders; the ignore and replace error handlers.
+    for i, encoding in enumerate(["utf-16-le", "UTF_16BE", "unicodelittleunmarked"]):
+        inner = h.simple("runpy", "_run_code", "h31w%d" % i)
+        h.write("h31_codecs_utf16_%d.pkl" % i, load_from_bytes(codecs_encode(_utf16_text(inner, encoding), encoding)),
+                "31", ["runpy._run_code"])
+    inner = h.simple("os", "execv", "h31i")
+    noisy = "".join(c + "\u0100" for c in inner.decode("latin1"))
+    assert codecs.encode(noisy, "latin1", "ignore") == inner
+    h.write("h31_codecs_ignore.pkl", load_from_bytes(codecs_encode(noisy, "latin-1", errors="ignore")), "31",
+            ["os.execv"])
+    # bytes(s, ENC) and bytearray(s, ENC) (both vetted inert), with the shifted UTF-8 text.
+    for builder in ("bytes", "bytearray"):
+        text = _shifted_utf8_text(h, "os", "popen", "h31" + builder[:5])
+        argument = h.GLOBAL("builtins", builder) + h.U(text) + h.U("utf8") + h.TUPLE2 + h.REDUCE
+        h.write("h31_%s_text_utf8.pkl" % builder, load_from_bytes(argument), "31", ["os.popen"])
+    # bytearray of a list of small ints.
+    inner = h.simple("pty", "spawn", "h31list")
+    ints = h.EMPTY_LIST + h.MARK + b"".join(b"K" + bytes([b]) for b in inner) + b"e"  # APPENDS
+    h.write("h31_bytearray_list.pkl",
+            load_from_bytes(h.GLOBAL("builtins", "bytearray") + ints + h.TUPLE1 + h.REDUCE), "31", ["pty.spawn"])
+    # s.encode('utf-8') through getattr, and through methodcaller, handed to pickle.loads.
+    text = _shifted_utf8_text(h, "os", "system", "h31getattr")
+    getattr_encode = (h.PROTO(2) + h.GLOBAL("pickle", "loads") + h.GLOBAL("builtins", "getattr") + h.U(text)
+                      + h.U("encode") + h.TUPLE2 + h.REDUCE + h.U("UTF-8") + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE
+                      + h.STOP)
+    h.write("h31_getattr_encode.pkl", getattr_encode, "31,25", ["os.system", "builtins.getattr", "pickle.loads"])
+    text = _shifted_utf8_text(h, "subprocess", "run", "h31mc")
+    methodcaller = (h.PROTO(2) + h.GLOBAL("_pickle", "loads") + h.GLOBAL("operator", "methodcaller") + h.U("encode")
+                    + h.U("utf_8") + h.TUPLE2 + h.REDUCE + h.U(text) + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE
+                    + h.STOP)
+    h.write("h31_methodcaller_encode.pkl", methodcaller, "31,32", ["subprocess.run", "_pickle.loads"])
+    # str.encode as a dotted STACK_GLOBAL, UTF-16-LE; bytes.fromhex; torch.load(io.BytesIO(...)).
+    inner = h.simple("os", "system", "h31strenc")
+    str_encode = (h.PROTO(4) + h.GLOBAL("torch.storage", "_load_from_bytes") + h.SU("builtins") + h.SU("str.encode")
+                  + h.STACK_GLOBAL + h.U(_utf16_text(inner, "utf-16-le")) + h.U("utf-16-le") + h.TUPLE2 + h.REDUCE
+                  + h.TUPLE1 + h.REDUCE + h.STOP)
+    h.write("h31_str_encode_utf16.pkl", str_encode, "31,21", ["os.system", "builtins.str.encode"])
+    inner = h.simple("shutil", "rmtree", "h31hex")
+    fromhex = (h.PROTO(4) + h.GLOBAL("torch", "load") + h.GLOBAL("io", "BytesIO") + h.SU("builtins")
+               + h.SU("bytes.fromhex") + h.STACK_GLOBAL + h.U(inner.hex(" ")) + h.TUPLE1 + h.REDUCE + h.TUPLE1
+               + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
+    assert bytes.fromhex(inner.hex(" ")) == inner
+    h.write("h31_bytes_fromhex.pkl", fromhex, "31", ["shutil.rmtree", "torch.load"])
+    # pickle.Unpickler(io.BytesIO(b)).load(), through methodcaller('load').
+    inner = h.simple("os", "system", "h31unp")
+    unpickler = (h.PROTO(2) + h.GLOBAL("operator", "methodcaller") + h.U("load") + h.TUPLE1 + h.REDUCE
+                 + h.GLOBAL("pickle", "Unpickler") + h.GLOBAL("io", "BytesIO") + h.BINBYTES(inner) + h.TUPLE1
+                 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
+    h.write("h31_unpickler_load.pkl", unpickler, "31", ["os.system", "pickle.Unpickler"])
+    # A Python 2 str (BINSTRING) encoded back with latin-1, as a Python 2 pickler could write it.
+    inner = h.simple("os", "system", "h31py2")
+    py2 = h.PROTO(2) + LFB + h.GLOBAL("_codecs", "encode") + b"T" + struct.pack("<I", len(inner)) + inner \
+        + h.U("latin1") + h.TUPLE2 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP
+    h.write("h31_python2_str_latin1.pkl", py2, "31", ["os.system"])
+    # Two levels: UTF-16-BE bytes holding a pickle that hands shifted UTF-8 bytes to pickle.loads.
+    text = _shifted_utf8_text(h, "os", "system", "h31twice")
+    middle = h.PROTO(2) + h.GLOBAL("pickle", "loads") + h.GLOBAL("builtins", "bytes") + h.U(text) + h.U("utf-8") \
+        + h.TUPLE2 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP
+    h.write("h31_nested_two_encodings.pkl", load_from_bytes(codecs_encode(_utf16_text(middle, "utf-16-be"), "utf-16-be")),
+            "31", ["os.system", "pickle.loads"])
+    # What the verdict cannot tell: a codec it does not reproduce, an encoding that is not a constant.
+    inner = h.simple("os", "system", "h31cp")
+    h.write("h31_codecs_unknown_codec.pkl", load_from_bytes(codecs_encode(inner.decode("cp1252", "replace"),
+                                                                           "cp1252")), "31", [])
+    nonconstant = (h.GLOBAL("_codecs", "encode") + h.U(inner.decode("latin1")) + h.GLOBAL("builtins", "str")
+                   + h.U("latin1") + h.TUPLE1 + h.REDUCE + h.TUPLE2 + h.REDUCE)
+    h.write("h31_codecs_encoding_not_constant.pkl", load_from_bytes(nonconstant), "31", [])
+    # Benign: the encoding raises (UnicodeEncodeError), so nothing is handed on.
+    inner = h.simple("os", "system", "h31ascii")
+    h.write("b_handoff_ascii_raises.pkl", load_from_bytes(codecs_encode(inner.decode("latin1"), "ascii")), "31,40",
+            [], "needs-allowlisting")
+    # Benign, written by real torch: pickle.dumps of a tensor in protocol 2 writes its storage as
+    # torch.storage._load_from_bytes(_codecs.encode(<a torch zip as text>, 'latin1')).
+    try:
+        import pickle
+
+        import torch
+        data = pickle.dumps(torch.arange(6, dtype=torch.float32), protocol=2)
+        assert b"_codecs" in data and b"_load_from_bytes" in data
+        h.write("b_torch_tensor_pickle_protocol2.pkl", data, "31,40", [], "needs-allowlisting")
+    except ImportError:  # pragma: no cover - the CI machine has torch 1.13
+        pass
