@@ -64,6 +64,7 @@ void writeWeightsOnlyJson(JsonWriter& writer, const WeightsOnlyVerdict& verdict)
         writer.beginObject();
         writer.member("name", global.name);
         writer.member("verdict", globalVerdictName(global.verdict));
+        writer.member("safety_name", global.safetyName); // its name among the safety verdict's callables
         writer.member("reason", global.reason);
         writer.endObject();
     }

@@ -433,6 +433,16 @@ struct ReaderRun {
     const PickleRun* run = nullptr;
 };
 
+// What identifies a pickle run whatever graph it went into (rateReaderSections).
+std::string runFingerprint(const PickleRun& run)
+{
+    std::string key = std::to_string(run.endOffset) + "/" + std::to_string(run.opcodeCount) + "/"
+        + (run.complete() ? "complete" : "stopped at " + std::to_string(run.errorOffset));
+    for (const GlobalReference& global : run.globals)
+        key += "\n" + std::to_string(global.offset) + " " + global.module + " " + global.name;
+    return key;
+}
+
 // How much work the scanner may save. Neither changes the verdict: ratePickleSafetyReference makes
 // none of them, and tests compare the two on every fixture, hostile file and corpus file.
 enum class Shortcuts {
@@ -450,6 +460,11 @@ public:
 
     void offerReaderRun(const ReaderRun& run) { m_readerRuns.push_back(run); }
     std::size_t readerRunsReused() const { return m_readerRunsReused; }
+    void rateReaderSections(const Checkpoint& checkpoint);
+    void rateForeignGlobal(const std::string& module, const std::string& name, const std::string& where)
+    {
+        rateGlobal(module, name, where);
+    }
     void scanFile(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel);
 
 private:
@@ -497,6 +512,9 @@ private:
     std::size_t m_readerRunsReused = 0;
     std::uint64_t m_unpacked = 0;
     std::vector<ByteBuffer> m_buffers; // unpacked bytes stay alive while their pickles are rated
+    // Every run rated, by what identifies a run of the same bytes whichever graph it went into: where
+    // it ended, its opcode count, whether it finished, and its globals with their offsets.
+    std::set<std::string> m_ratedRuns;
 };
 
 const ReaderRun* Scanner::readerRunFor(
@@ -977,6 +995,7 @@ std::string Scanner::summarise(const PickleGraph& graph, NodeId id) const
 void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode, const PickleRun& run,
     const std::string& label, std::uint64_t base, int depth)
 {
+    m_ratedRuns.insert(runFingerprint(run));
     m_verdict.pickles.push_back(label + " (bytes " + formatThousands(base) + "-"
         + formatThousands(base + run.endOffset) + (run.complete() ? ")" : ", not read to its end)"));
     for (const GlobalReference& global : run.globals)
@@ -1046,6 +1065,45 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
             && (isNestedPickleLoader(name) || name == "pickle.Unpickler" || name == "pickle._Unpickler"
                 || name == "_pickle.Unpickler"))
             rateHandedBytes(graph, id, name, label, depth);
+    }
+}
+
+// One judgement of each pickle: every pickle the checkpoint reader ran (what `info`, the load
+// simulation and the weights-only verdict show) is rated here too. The walk above finds them on its
+// own; where it did not rate one (a reader that took other bytes than the walk, a format the walk
+// reads another way), the reader's run is rated as it is, and a note says so. A run the walk rated
+// adds nothing.
+void Scanner::rateReaderSections(const Checkpoint& checkpoint)
+{
+    for (const PickleSection& section : checkpoint.pickles) {
+        if (m_ratedRuns.contains(runFingerprint(section.run)))
+            continue;
+        // A run whose nodes were not recorded (the tar reader's) is rated by its globals alone.
+        const bool nodes = section.firstNode != kNoNode && section.endNode <= checkpoint.graph.size()
+            && section.firstNode <= section.endNode;
+        const std::size_t unsafe = m_verdict.unsafe.size(), allowlist = m_verdict.allowlist.size(),
+                          problems = m_verdict.cannotVerify.size(), pickles = m_verdict.pickles.size(),
+                          notes = m_verdict.notes.size();
+        const std::string label = section.record + " (as the checkpoint reader read it)";
+        rateRun(checkpoint.graph, nodes ? section.firstNode : 0, nodes ? section.endNode : 0, section.run,
+            label, section.fileOffset, 0);
+        // What the reader's run adds: names, problems, or the only pickle there is. A run that stopped
+        // early and adds nothing (gzip bytes in a data.pkl the scan unpacked, a run under tighter
+        // limits than the scan's) changes nothing; one that adds names was not read to its end.
+        const bool added = m_verdict.unsafe.size() != unsafe || m_verdict.allowlist.size() != allowlist
+            || m_verdict.cannotVerify.size() != problems || (pickles == 0 && section.run.complete());
+        if (!added) {
+            m_verdict.pickles.resize(pickles);
+            m_verdict.notes.resize(notes);
+            continue;
+        }
+        if (!section.run.complete())
+            cannotVerify(label + ": not read to its end, so what it would do cannot be verified: "
+                + section.run.error.value_or("no STOP opcode") + " (at byte "
+                + formatThousands(section.fileOffset + section.run.errorOffset) + ")");
+        m_verdict.notes.push_back("the checkpoint reader read " + section.record + " (from byte "
+            + formatThousands(section.fileOffset)
+            + "), a pickle the scanner's own walk did not rate: it is rated as the reader read it");
     }
 }
 
@@ -1556,7 +1614,12 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         wrapper = "lz4";
     else if (bytes.size() > 262 && std::memcmp(bytes.data() + 257, "ustar", 5) == 0)
         wrapper = "tar";
-    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle))
+    // A tar's first 100 bytes are a name field a pickle can begin in, running on through the header:
+    // where a loader unpickles these bytes from byte 0 (a data.pkl, a stream torch.load reads from
+    // memory, which tries no tarfile), they are rated as a pickle too.
+    const bool pickleAtStart = mustBePickle || (topLevel && bytes[0] == pickleop::PROTO);
+    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle)
+        && !(std::strcmp(wrapper, "tar") == 0 && pickleAtStart))
         return;
     if (topLevel && bytes.size() >= 10) {
         // safetensors: u64 header length, then a JSON object; no pickle anywhere.
@@ -1683,13 +1746,16 @@ void concludeVerdict(SafetyVerdict& verdict)
 }
 
 SafetyVerdict rate(ByteView bytes, const SafetyScanLimits& limits, Shortcuts shortcuts,
-    const std::vector<ReaderRun>& readerRuns = {}, std::size_t* readerRunsReused = nullptr)
+    const std::vector<ReaderRun>& readerRuns = {}, std::size_t* readerRunsReused = nullptr,
+    const Checkpoint* checkpoint = nullptr)
 {
     SafetyVerdict verdict;
     Scanner scanner(verdict, limits, shortcuts);
     for (const ReaderRun& run : readerRuns)
         scanner.offerReaderRun(run);
     scanner.scanFile(bytes, {}, 0, false, true);
+    if (checkpoint)
+        scanner.rateReaderSections(*checkpoint);
     concludeVerdict(verdict);
     if (readerRunsReused)
         *readerRunsReused = scanner.readerRunsReused();
@@ -1701,6 +1767,16 @@ SafetyVerdict rate(ByteView bytes, const SafetyScanLimits& limits, Shortcuts sho
 SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits)
 {
     return rate(bytes, limits, Shortcuts::Taken);
+}
+
+void rateFurtherGlobal(
+    SafetyVerdict& verdict, const std::string& module, const std::string& name, const std::string& where)
+{
+    Scanner scanner(verdict, SafetyScanLimits {}, Shortcuts::Taken);
+    scanner.rateForeignGlobal(module, name, where);
+    verdict.addSafeGlobals113.clear();
+    verdict.addSafeGlobals2.clear();
+    concludeVerdict(verdict);
 }
 
 SafetyVerdict ratePickleSafetyReference(ByteView bytes, const SafetyScanLimits& limits)
@@ -1730,7 +1806,7 @@ SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* reader
         readerRuns.push_back({bytes.data() + section.fileOffset, *section.mappedByteLength, &checkpoint.graph,
             section.firstNode, section.endNode, &section.run});
     }
-    return rate(bytes, {}, Shortcuts::Taken, readerRuns, readerRunsReused);
+    return rate(bytes, {}, Shortcuts::Taken, readerRuns, readerRunsReused, &checkpoint);
 }
 
 } // namespace ckpt

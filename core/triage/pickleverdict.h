@@ -67,11 +67,18 @@ struct SafetyScanLimits {
 
 // Rates the whole file. `bytes` is the file as it is on disk.
 SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits = {});
-// The same for an opened checkpoint (its mapped file); NoPickle when the file is not at hand. Where
+// The same for an opened checkpoint (its mapped file); NoPickle when the file is not at hand. Every
+// pickle the checkpoint's reader ran is rated too (one judgement of each pickle, whichever part of
+// the tool shows it): one the scan did not rate itself is rated as the reader read it, with a note. Where
 // the scan comes to a pickle the reader already ran, over the same bytes of the same mapping under
 // the same limits, to its STOP, it rates the reader's run and nodes instead of running it again.
 // `readerRunsReused`, when given, counts the runs rated that way (for tests).
 SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* readerRunsReused = nullptr);
+// Rates a global some other reading of the file met (`where` says where) into `verdict`, judged as
+// the scan judges its own, and concludes the verdict again: a part of the tool that finds a global
+// the verdict lacks hands it over rather than judging it apart (triage does, for the weights-only walk).
+void rateFurtherGlobal(
+    SafetyVerdict& verdict, const std::string& module, const std::string& name, const std::string& where);
 // The verdict made with no shortcut at all: every stackless opcode pass in full, every pickle run
 // by the scanner itself. Slower, never different: tests hold the two functions above to it.
 SafetyVerdict ratePickleSafetyReference(ByteView bytes, const SafetyScanLimits& limits = {});

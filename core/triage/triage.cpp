@@ -370,6 +370,21 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
             }
     // Several files: every shard's pickles (and DCP's .metadata) are rated; the worst one counts.
     report.safety = checkpoint.shardSet ? rateShardSafety(checkpoint) : ratePickleSafety(checkpoint);
+    // One judgement of each pickle. The safety verdict rates every pickle the reader ran (the ones
+    // the weights-only walk reads among them), so every global that walk will not vouch for is
+    // already among its unsafe callables; should one ever be missing (a shard's verdict, a reader
+    // run the scan could not match), it is handed to the safety verdict rather than shown apart, so
+    // no section calls a file dangerous that the rating does not, and the exit code follows.
+    for (const GlobalClassification& global : report.weightsOnly.globals) {
+        if (global.verdict != GlobalVerdict::Blocked && global.verdict != GlobalVerdict::Unknown)
+            continue;
+        const bool known = std::any_of(report.safety.unsafe.begin(), report.safety.unsafe.end(),
+            [&](const UnsafeCallable& callable) { return callable.name == global.safetyName; });
+        if (!known)
+            rateFurtherGlobal(report.safety, global.module, global.attribute,
+                global.record + ", byte " + formatThousands(global.offset)
+                    + " (met by the weights-only walk)");
+    }
     // The headline rating never says less than the safety verdict: a hidden or nested pickle, a
     // stacked one or an unverifiable one makes the file dangerous whatever torch's unpickler says.
     if (report.safety.dangerous())

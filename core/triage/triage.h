@@ -69,6 +69,10 @@ struct GlobalClassification {
     std::string reason;
     std::uint64_t offset = 0; // first occurrence, within its pickle
     std::string record; // the pickle it is in
+    std::string module, attribute; // as written in the pickle ("__builtin__", "eval")
+    // The name the safety verdict lists it under when it is not vetted (the Python 3 spelling,
+    // "builtins.eval"): every Blocked or Unknown global is among its unsafe callables (triage()).
+    std::string safetyName;
 };
 
 enum class SafetyRating {

@@ -253,6 +253,9 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
             classification.name = written;
             classification.offset = global.offset;
             classification.record = section.record;
+            classification.module = global.module;
+            classification.attribute = global.name;
+            classification.safetyName = path3;
             const auto inert = findInertGlobal(module3, name3);
             if (const auto danger = blockedReason(module3, name3); danger && !inert) {
                 classification.verdict = GlobalVerdict::Blocked;

@@ -7,6 +7,8 @@
 - no add_safe_globals call is offered for a dangerous file, and the calls offered for the others
   name only vetted classes (never an unsafe or unknown global);
 - `info` puts the rating first (text: the first line; JSON: the first member);
+- one judgement of each pickle (one_judgement): the weights-only section, the findings, the load
+  simulation, `info` and the exit code all say what the safety verdict says;
 - `remap` refuses a dangerous file (exit 4, nothing written) and, with --allow-dangerous, copies it
   byte for byte and says so;
 - `extract` and `convert` either refuse (exit 2, a message, nothing written) or write only tensors
@@ -42,6 +44,51 @@ with open(os.path.join(out, "manifest.tsv")) as f:
 def run(*args):
     result = subprocess.run([inspect, *args], capture_output=True, timeout=300)
     return result.returncode, result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace")
+
+
+def one_judgement(name, report, code, info_text, info_json):
+    """One judgement of each pickle (issue 24): every section of `check` and `info`, and the exit code,
+    say what the safety verdict says, whatever the manifest expects of the file.
+
+    - every global the weights-only section calls blocked or unknown is among the safety verdict's
+      unsafe callables (under the Python 3 name it lists it by);
+    - the rating is dangerous whenever the weights-only section names such a global or rates the file
+      dangerous, and no finding calls it dangerous apart from the rating;
+    - `check` exits 4 exactly when the rating is dangerous (and says so in its JSON);
+    - where the weights-only walk says torch 2.6+ refuses the file, the load simulation does not say
+      that torch.load(weights_only=True) of 2.6+ loads it;
+    - `info` (text and JSON) leads with the same rating as `check`.
+    """
+    problems = []
+    safety = report["safety"]
+    weights_only = report["weights_only"]
+    unsafe = {entry["name"] for entry in safety["unsafe"]}
+    flagged = [g for g in weights_only["globals"] if g["verdict"] in ("blocked", "unknown")]
+    for global_ in flagged:
+        if global_.get("safety_name", global_["name"]) not in unsafe:
+            problems.append("the weights-only section calls %s %s, but the safety verdict does not name it "
+                            "(unsafe: %s)" % (global_["name"], global_["verdict"], ", ".join(sorted(unsafe)) or "none"))
+    dangerous = safety["rating"] == "dangerous"
+    if (flagged or weights_only["rating"] == "dangerous") and not dangerous:
+        problems.append("the weights-only section says %s (%s) while the safety rating is %s" % (
+            weights_only["rating"], ", ".join(g["name"] for g in flagged) or "no global", safety["rating"]))
+    for finding in report["findings"]:
+        if finding["code"] in ("weights-only-dangerous", "unsafe-pickle") and not dangerous:
+            problems.append("finding %s while the safety rating is %s" % (finding["code"], safety["rating"]))
+    if dangerous != (code == 4) or report["exit_code"] != code:
+        problems.append("check exits %d (JSON says %s) for a file rated %s" % (code, report["exit_code"],
+                                                                             safety["rating"]))
+    if weights_only["torch_message"] and weights_only["torch"] == "torch 2.6+":
+        for simulation in report["load_simulation"]:
+            if simulation["torch"] == "torch 2.6+" and simulation["weights_only"] and simulation["loads"]:
+                problems.append("the load simulation says torch 2.6+ loads it with weights_only=True, while the "
+                                "weights-only walk says: %s" % weights_only["torch_message"][:120])
+    if not info_text.startswith("safety: " + safety["rating"] + ":"):
+        problems.append("info leads with %r, check rates it %s" % (info_text[:60], safety["rating"]))
+    if info_json is not None and info_json.get("safety", {}).get("rating") != safety["rating"]:
+        problems.append("info --json rates it %s, check %s" % (info_json.get("safety", {}).get("rating"),
+                                                                 safety["rating"]))
+    return ["%s: %s" % (name, problem) for problem in problems]
 
 
 techniques = set()
@@ -88,16 +135,19 @@ for name, technique, rating, callables in rows:
             failures.append("%s: the unsafe %s appears in an add_safe_globals call" % (name, found))
 
     # info: the rating first.
-    code, stdout, stderr = run("info", path)
-    if not stdout.startswith("safety: " + rating):
-        failures.append("%s: info does not start with the rating: %r" % (name, stdout[:120]))
+    check_code, check_report = code, report
+    code, info_text, stderr = run("info", path)
+    if not info_text.startswith("safety: " + rating):
+        failures.append("%s: info does not start with the rating: %r" % (name, info_text[:120]))
     code, stdout, stderr = run("info", "--json", path)
+    info = None
     try:
         info = json.loads(stdout)
         if list(info)[0] != "safety" or info["safety"]["rating"] != rating:
             failures.append("%s: info --json does not lead with the rating" % name)
     except ValueError:
         failures.append("%s: info --json printed no JSON: %s" % (name, stderr[-200:]))
+    failures.extend(one_judgement(name, check_report, check_code, info_text, info))
 
     # remap: refused, or copied unchanged when told.
     if rating == "dangerous":

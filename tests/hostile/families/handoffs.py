@@ -9,6 +9,11 @@ codecs from the very constants the pickle holds (the generator asserts it), and 
 inner pickle reaches is read from those bytes with pickletools.genops (a static disassembly: nothing
 is unpickled). Several are built so that reading the text as latin-1 (what the verdict once did for
 every encoding) gives a harmless pickle while the named encoding gives the payload.
+
+Contradictions: files on which the weights-only section of `check` once named os.system while the
+safety rating said "no pickle" or "known inert" (and `check` exited 2): a pickle the checkpoint
+reader runs that the safety scan did not rate (a data.pkl that is also a tar archive, a legacy stream
+that is also a tar archive).
 """
 import codecs
 import pickletools
@@ -184,3 +189,28 @@ def generate(h):
         h.write("b_torch_tensor_pickle_protocol2.pkl", data, "31,40", [], "needs-allowlisting")
     except ImportError:  # pragma: no cover - the CI machine has torch 1.13
         pass
+
+    # ---- contradictions: a pickle the reader runs that the safety scan did not rate ---------------
+    # A torch zip whose data.pkl is also a tar archive: the call's GLOBAL and a BINUNICODE are in the
+    # tar header's name field, the string runs to the end of the header, and the member's data pops
+    # it and calls os.system(marker).
+    member = h.POP + h.U(h.marker("h24tar")) + h.TUPLE1 + h.REDUCE + h.STOP
+    prefix = h.PROTO(2) + h.GLOBAL("os", "system") + b"X" + struct.pack("<I", 512 - 13 - 5)
+    header = _tar_header(prefix, len(member))
+    polyglot = _pad512(header + member) + b"\0" * 1024
+    assert _globals_in(polyglot) == ["os.system"]
+    base = h.torch_zip_members()
+    h.write("h24_zip_data_pkl_is_tar.pt", bytes(h.zip_with(h.replace_member(base, "data.pkl", polyglot))), "24",
+            ["os.system"])
+    # A legacy stream that is also a tar archive: sys_info's key is a string that runs over the tar
+    # header, its member and its end blocks; the main pickle after it calls os.system. torch.load of
+    # an in-memory copy (io.BytesIO) does not try tarfile and reads the stream.
+    magic = h.PROTO(2) + b"\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little") + h.STOP
+    version = h.PROTO(2) + b"M\xe9\x03" + h.STOP
+    tar_member = b"inert\n"
+    head = magic + version + h.PROTO(2) + h.EMPTY_DICT + b"X"
+    string_length = 512 - len(head) - 4 + len(_pad512(tar_member)) + 1024
+    header = _tar_header(head + struct.pack("<I", string_length), len(tar_member))
+    stream = (header + _pad512(tar_member) + b"\0" * 1024 + b"K\x01" + h.SETITEM + h.STOP
+              + h.simple("os", "system", "h24legacy") + h.PROTO(2) + h.EMPTY_LIST + h.STOP)
+    h.write("h24_legacy_stream_is_tar.pt", stream, "24,9", ["os.system"])
