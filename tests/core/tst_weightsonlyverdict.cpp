@@ -5,9 +5,12 @@
 // files only ever with weights_only=True: some are hostile). Loads <-> rated LoadsWithWeightsOnly;
 // fails in the unpickler <-> rated otherwise with torch's exact message (first rejected GLOBAL or
 // opcode, wrapped as torch.load wraps it).
+#include "core/pickle/picklemachine.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
 #include "torchprobe.h"
+
+#include <algorithm>
 
 #include <QDir>
 #include <QTest>
@@ -22,6 +25,9 @@ private:
 
 private Q_SLOTS:
     void hostileFilesAreDangerous();
+    void aPickleOnlyTheReaderRanIsRated();
+    void aGlobalTheVerdictLacksIsHandedToIt();
+    void everySectionSaysWhatTheRatingSays();
     void agreesWithTorch113() { compareWith(QStringLiteral(CKPT_LEGACY_PYTHON), TorchGeneration::Torch113); }
     void agreesWithModernTorch()
     {
@@ -82,6 +88,126 @@ void TestWeightsOnlyVerdict::hostileFilesAreDangerous()
                 "%s: %s", qPrintable(c.path.section(u'/', -1)), verdict.dangerousCallChains.front().c_str());
         }
     }
+}
+
+namespace {
+
+// Every global the weights-only walk will not vouch for is among the safety verdict's unsafe
+// callables; a dangerous weights-only rating, or a finding calling the file dangerous, comes with a
+// dangerous safety rating; and the exit code is 4 exactly when the rating is dangerous.
+QStringList contradictions(const TriageReport& report)
+{
+    QStringList found;
+    for (const GlobalClassification& global : report.weightsOnly.globals) {
+        if (global.verdict != GlobalVerdict::Blocked && global.verdict != GlobalVerdict::Unknown)
+            continue;
+        const bool named = std::any_of(report.safety.unsafe.begin(), report.safety.unsafe.end(),
+            [&](const UnsafeCallable& callable) { return callable.name == global.safetyName; });
+        if (!named)
+            found << QStringLiteral("weights-only %1 %2 is not among the unsafe callables")
+                         .arg(QString::fromLatin1(globalVerdictName(global.verdict)),
+                             QString::fromStdString(global.name));
+    }
+    if (report.weightsOnly.rating == SafetyRating::Dangerous && !report.safety.dangerous())
+        found << QStringLiteral("weights-only rating dangerous, safety rating %1")
+                     .arg(QString::fromLatin1(pickleSafetyName(report.safety.rating)));
+    for (const Finding& finding : report.findings)
+        if ((finding.code == "weights-only-dangerous" || finding.code == "unsafe-pickle")
+            && !report.safety.dangerous())
+            found << QStringLiteral("finding %1 under a safety rating of %2")
+                         .arg(QString::fromStdString(finding.code),
+                             QString::fromLatin1(pickleSafetyName(report.safety.rating)));
+    if ((report.exitCode() == 4) != report.safety.dangerous())
+        found << QStringLiteral("exit code %1 for a file rated %2")
+                     .arg(report.exitCode())
+                     .arg(QString::fromLatin1(pickleSafetyName(report.safety.rating)));
+    return found;
+}
+
+// A torch-written checkpoint with one more pickle in its reader's view, one the file's bytes do not
+// hold where the safety scan looks: the situation of a reader that takes other bytes than the scan.
+Checkpoint withReaderOnlyPickle(const std::string& pickle)
+{
+    Checkpoint checkpoint = readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda0.pt");
+    PickleSection section;
+    section.record = "archive/elsewhere.pkl";
+    section.fileOffset = 0;
+    section.firstNode = static_cast<NodeId>(checkpoint.graph.size());
+    const ByteView bytes(reinterpret_cast<const std::uint8_t*>(pickle.data()), pickle.size());
+    section.run = PickleMachine().run(bytes, checkpoint.graph);
+    section.endNode = static_cast<NodeId>(checkpoint.graph.size());
+    checkpoint.pickles.push_back(std::move(section));
+    return checkpoint;
+}
+
+} // namespace
+
+void TestWeightsOnlyVerdict::aPickleOnlyTheReaderRanIsRated()
+{
+    const Checkpoint benign = readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda0.pt");
+    QVERIFY(!ratePickleSafety(benign).dangerous());
+    // os.system and a Python 2 spelling of eval, as a loader would run them.
+    static constexpr char kPickle[]
+        = "\x80\x02"
+          "cos\nsystem\nX\x01\x00\x00\x00x\x85R0c__builtin__\neval\nX\x01\x00\x00\x00y\x85R.";
+    const std::string pickle(kPickle, sizeof kPickle - 1);
+    const Checkpoint checkpoint = withReaderOnlyPickle(pickle);
+    QVERIFY(checkpoint.pickles.back().run.complete());
+    const SafetyVerdict safety = ratePickleSafety(checkpoint);
+    QVERIFY2(safety.dangerous(), safety.headline.c_str());
+    for (const char* name : {"os.system", "builtins.eval"})
+        QVERIFY2(std::any_of(safety.unsafe.begin(), safety.unsafe.end(),
+                     [&](const UnsafeCallable& callable) { return callable.name == name; }),
+            name);
+    QVERIFY(std::any_of(safety.notes.begin(), safety.notes.end(),
+        [](const std::string& note) { return note.find("archive/elsewhere.pkl") != std::string::npos; }));
+    // The weights-only walk sees the same globals; triage says one thing everywhere.
+    TriageOptions options;
+    options.target = MachineInventory {};
+    const TriageReport report = triage(checkpoint, options);
+    QCOMPARE(report.weightsOnly.rating, SafetyRating::Dangerous);
+    QVERIFY(report.safety.dangerous());
+    QCOMPARE(report.exitCode(), 4);
+    const QStringList found = contradictions(report);
+    QVERIFY2(found.isEmpty(), qPrintable(found.join(QStringLiteral("; "))));
+    // A reader run the scan rated itself adds nothing: no note on the fixture's own verdict.
+    QVERIFY(ratePickleSafety(benign).notes.empty());
+}
+
+void TestWeightsOnlyVerdict::aGlobalTheVerdictLacksIsHandedToIt()
+{
+    const Checkpoint checkpoint = readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_cuda0.pt");
+    SafetyVerdict verdict = ratePickleSafety(checkpoint);
+    QCOMPARE(verdict.rating, PickleSafety::KnownInert);
+    rateFurtherGlobal(verdict, "collections", "OrderedDict", "archive/data.pkl, byte 2");
+    QCOMPARE(verdict.rating, PickleSafety::KnownInert); // vetted and on torch's list: nothing changes
+    rateFurtherGlobal(verdict, "argparse", "Namespace", "archive/data.pkl, byte 2");
+    QCOMPARE(verdict.rating, PickleSafety::NeedsAllowlist);
+    QVERIFY(!verdict.addSafeGlobals2.empty());
+    rateFurtherGlobal(verdict, "__builtin__", "eval", "archive/data.pkl, byte 9");
+    QCOMPARE(verdict.rating, PickleSafety::DangerousOrUnknown);
+    QCOMPARE(verdict.unsafe.size(), std::size_t(1));
+    QCOMPARE(verdict.unsafe.front().name, std::string("builtins.eval"));
+    QVERIFY(verdict.unsafe.front().knownDangerous);
+    QVERIFY(
+        verdict.addSafeGlobals2.empty() && verdict.addSafeGlobals113.empty()); // never for a dangerous file
+    QVERIFY(verdict.headline.find("builtins.eval") != std::string::npos);
+}
+
+void TestWeightsOnlyVerdict::everySectionSaysWhatTheRatingSays()
+{
+    TriageOptions options;
+    options.target = MachineInventory {};
+    QStringList found;
+    int files = 0;
+    for (const QString& file : inputFiles()) {
+        const Checkpoint checkpoint = readCheckpoint(file.toStdString());
+        ++files;
+        for (const QString& problem : contradictions(triage(checkpoint, options)))
+            found << file.section(u'/', -1) + QStringLiteral(": ") + problem;
+    }
+    qInfo("%d files triaged", files);
+    QVERIFY2(found.isEmpty(), qPrintable(found.mid(0, 20).join(u'\n')));
 }
 
 void TestWeightsOnlyVerdict::compareWith(const QString& python, TorchGeneration generation)
