@@ -886,6 +886,122 @@ Scanner::HandedBytes Scanner::bytesArgument(
         }
         return bytesArgument(graph, source, depth + 1);
     }
+    // Decompressors and base64: the bytes they unpack. gzip, bz2 and xz data is handed on as it is
+    // (the scan of the nested bytes unpacks those wrappers itself); zlib and base64 are undone here.
+    std::string codec; // codecs.decode(b, 'zlib'/'bz2'/'base64')
+    if ((name == "_codecs.decode" || name == "codecs.decode") && count == 2) {
+        const TextValue named = textArgument(graph, *arg(1));
+        if (named.values.size() == 1 && named.values.front().size() < 64) {
+            std::string text;
+            for (char32_t c : named.values.front())
+                text += c < 0x80 ? static_cast<char>(c) : '?';
+            codec = pythonCodecModule(text);
+        }
+    }
+    const bool zlibData = name == "zlib.decompress" || codec == "zlib_codec";
+    const bool base64Data
+        = name == "base64.b64decode" || name == "base64.decodebytes" || codec == "base64_codec";
+    const char* wrapped = name == "gzip.decompress"        ? "gzip"
+        : name == "bz2.decompress" || codec == "bz2_codec" ? "bz2"
+        : name == "lzma.decompress"                        ? "xz"
+                                                           : nullptr;
+    if ((zlibData || base64Data || wrapped) && count == 1 + (codec.empty() ? 0 : 1)) {
+        HandedBytes packed;
+        if (base64Data && graph.kind(*arg(0)) == NodeKind::String) {
+            const TextValue text = textArgument(graph, *arg(0));
+            if (text.values.size() != 1) {
+                packed.unknown = text.unknown.empty() ? "base64 text read differently by different loaders"
+                                                      : text.unknown;
+                packed.raises = text.raises;
+                return packed;
+            }
+            for (char32_t c : text.values.front())
+                if (c >= 0x80) {
+                    packed.raises = "ValueError: string argument should contain only ASCII characters";
+                    return packed;
+                }
+            std::string ascii;
+            for (char32_t c : text.values.front())
+                ascii += static_cast<char>(c);
+            packed.values.push_back(std::move(ascii));
+        } else {
+            packed = bytesArgument(graph, *arg(0), depth + 1);
+        }
+        if (packed.values.empty())
+            return packed;
+        const std::string what = name.empty() ? "the call" : name;
+        for (std::string& data : packed.values) {
+            if (wrapped) {
+                handed.values.push_back(std::move(data));
+                handed.how = "data " + what + " unpacks (" + wrapped + ")";
+            } else if (base64Data) {
+                // binascii.a2b_base64 as b64decode calls it: other characters skipped, a complete
+                // pad sequence ends the data, a partial last group raises.
+                std::string out;
+                int quad = 0, pads = 0;
+                std::uint32_t left = 0;
+                bool done = false;
+                for (std::size_t i = 0; i < data.size() && !done; ++i) {
+                    const char c = data[i];
+                    if (c == '=') {
+                        if (quad >= 2 && quad + ++pads >= 4)
+                            done = true;
+                        continue;
+                    }
+                    const int v = c >= 'A' && c <= 'Z' ? c - 'A'
+                        : c >= 'a' && c <= 'z'         ? c - 'a' + 26
+                        : c >= '0' && c <= '9'         ? c - '0' + 52
+                        : c == '+'                     ? 62
+                        : c == '/'                     ? 63
+                                                       : -1;
+                    if (v < 0)
+                        continue;
+                    pads = 0;
+                    left = (left << 6) | static_cast<std::uint32_t>(v);
+                    if (++quad == 4) {
+                        out += static_cast<char>((left >> 16) & 0xFF);
+                        out += static_cast<char>((left >> 8) & 0xFF);
+                        out += static_cast<char>(left & 0xFF);
+                        quad = 0;
+                        left = 0;
+                    }
+                }
+                if (quad == 1 || (quad != 0 && !done)) {
+                    handed.raises = "binascii.Error: incorrect base64 padding";
+                    continue;
+                }
+                if (quad == 2)
+                    out += static_cast<char>((left >> 4) & 0xFF);
+                if (quad == 3) {
+                    out += static_cast<char>((left >> 10) & 0xFF);
+                    out += static_cast<char>((left >> 2) & 0xFF);
+                }
+                handed.values.push_back(std::move(out));
+                handed.how = "base64 text " + what + " decodes";
+            } else {
+                // zlib.decompress: a zlib header (deflate, checked by its modulo 31), then deflate data.
+                const auto* bytes = reinterpret_cast<const std::uint8_t*>(data.data());
+                if (data.size() < 2 || (bytes[0] & 0x0F) != 8 || (bytes[0] * 256 + bytes[1]) % 31 != 0
+                    || (bytes[1] & 0x20)) {
+                    handed.raises = "zlib.error: incorrect header check";
+                    continue;
+                }
+                std::string why;
+                const auto inflated
+                    = inflateCapped(ByteView(bytes + 2, data.size() - 2), m_limits.maxUnpackedBytes, why);
+                if (!inflated) {
+                    handed.unknown = "zlib data " + what + " cannot unpack here: " + why;
+                    handed.values.clear();
+                    return handed;
+                }
+                handed.values.emplace_back(inflated->begin(), inflated->end());
+                handed.how = "zlib data " + what + " unpacks";
+            }
+        }
+        if (!handed.values.empty())
+            handed.raises.clear();
+        return handed;
+    }
     if (name == "builtins.bytes.fromhex" || name == "builtins.bytearray.fromhex") {
         if (count != 1)
             return unevaluated();

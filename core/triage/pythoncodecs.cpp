@@ -14,9 +14,16 @@ namespace ckpt {
 
 namespace {
 
-// encodings.aliases for the codecs reproduced here (the same in CPython 3.11 and 3.14).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 40> kAliases {{
+// encodings.aliases for the codecs reproduced here, and for the bytes-to-bytes codecs the verdict
+// undoes itself (base64, zlib, bz2) or names (hex); the same in CPython 3.11 and 3.14.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 46> kAliases {{
     {"646", "ascii"},
+    {"base64", "base64_codec"},
+    {"base_64", "base64_codec"},
+    {"bz2", "bz2_codec"},
+    {"hex", "hex_codec"},
+    {"zip", "zlib_codec"},
+    {"zlib", "zlib_codec"},
     {"8859", "latin_1"},
     {"ansi_x3.4_1968", "ascii"},
     {"ansi_x3.4_1986", "ascii"},

@@ -167,6 +167,28 @@ def generate(h):
         + h.TUPLE2 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP
     h.write("h31_nested_two_encodings.pkl", load_from_bytes(codecs_encode(_utf16_text(middle, "utf-16-be"), "utf-16-be")),
             "31", ["os.system", "pickle.loads"])
+    # Decompressed or base64-decoded bytes: zlib (also through _codecs.decode), gzip, bz2, base64.
+    import base64
+    import bz2
+    import gzip
+    import zlib
+    for tag, module, name, pack in (("zlib", "zlib", "decompress", zlib.compress),
+                                    ("gzip", "gzip", "decompress", gzip.compress),
+                                    ("bz2", "bz2", "decompress", bz2.compress)):
+        inner = h.simple("os", "system", "h31" + tag)
+        data = (h.PROTO(3) + h.GLOBAL("pickle", "loads") + h.GLOBAL(module, name) + h.BINBYTES(pack(inner))
+                + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
+        h.write("h31_%s_decompress.pkl" % tag, data, "31,3", ["os.system", module + "." + name])
+    inner = h.simple("subprocess", "Popen", "h31zc")
+    data = (h.PROTO(3) + LFB + h.GLOBAL("_codecs", "decode") + h.BINBYTES(zlib.compress(inner)) + h.U("ZLIB")
+            + h.TUPLE2 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
+    assert codecs.decode(zlib.compress(inner), "ZLIB") == inner
+    h.write("h31_codecs_decode_zlib.pkl", data, "31", ["subprocess.Popen", "_codecs.decode"])
+    inner = h.simple("os", "system", "h31b64")
+    text = base64.encodebytes(inner).decode("ascii")  # with newlines, which b64decode skips
+    assert base64.b64decode(text) == inner
+    h.write("h31_base64_b64decode.pkl", load_from_bytes(h.GLOBAL("base64", "b64decode") + h.U(text) + h.TUPLE1 + h.REDUCE),
+            "31", ["os.system", "base64.b64decode"])
     # What the verdict cannot tell: a codec it does not reproduce, an encoding that is not a constant.
     inner = h.simple("os", "system", "h31cp")
     h.write("h31_codecs_unknown_codec.pkl", load_from_bytes(codecs_encode(inner.decode("cp1252", "replace"),
