@@ -100,7 +100,7 @@ void TestPythonCodecs::compareWith(const QString& python)
                 | static_cast<unsigned char>(utf32[i + 2]) << 16
                 | static_cast<unsigned char>(utf32[i + 3]) << 24);
         const PythonEncoding ours = pythonEncode(text, name, errors);
-        const QString outcome = f[3];
+        const QString& outcome = f[3];
         const QString what = QStringLiteral("%1 (%2, errors=%3, text %4)")
                                  .arg(QString::fromStdString(name).toHtmlEscaped(), f[4], f[1], f[2]);
         switch (ours.outcome) {
