@@ -29,6 +29,7 @@
 #include "core/triage/pythoncodecs.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -1041,6 +1042,17 @@ Scanner::HandedBytes Scanner::bytesArgument(
     return unevaluated();
 }
 
+// Loaders of a file object (io.BytesIO(b) in a pickle) beyond the catalog's nested loaders, and
+// unpicklers made over one (pickle.Unpickler(io.BytesIO(b)), whose .load() may be reached any way).
+bool isFileLoader(std::string_view name)
+{
+    static constexpr std::array<std::string_view, 13> kLoaders {"pickle.load", "pickle._load", "_pickle.load",
+        "cPickle.load", "dill.load", "cloudpickle.load", "pickle.Unpickler", "pickle._Unpickler",
+        "_pickle.Unpickler", "pandas.read_pickle", "pandas.io.pickle.read_pickle", "torch.jit.load",
+        "numpy.loads"};
+    return std::find(kLoaders.begin(), kLoaders.end(), name) != kLoaders.end();
+}
+
 // A nested loader's call: the bytes it is handed are rated as a file of their own (every value they
 // could have), or the verdict says what stopped it.
 void Scanner::rateHandedBytes(
@@ -1048,7 +1060,8 @@ void Scanner::rateHandedBytes(
 {
     const NodeId args = graph.arguments(call);
     const bool pathLoader = name == "torch.load" || name == "torch.serialization.load" || name == "numpy.load"
-        || name == "joblib.load";
+        || name == "joblib.load" || name == "torch.jit.load" || name == "pandas.read_pickle"
+        || name == "pandas.io.pickle.read_pickle";
     HandedBytes handed;
     if (graph.kind(args) == NodeKind::Tuple && graph.tupleSize(args) >= 1)
         handed = bytesArgument(graph, graph.tupleItem(args, 0), 0, pathLoader);
@@ -1177,9 +1190,7 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
         }
         // A nested loader, or an unpickler made over a file of bytes (pickle.Unpickler(io.BytesIO(b))
         // whose .load() may be reached any way at all): the bytes are rated as a pickle of their own.
-        if (kind == NodeKind::Call
-            && (isNestedPickleLoader(name) || name == "pickle.Unpickler" || name == "pickle._Unpickler"
-                || name == "_pickle.Unpickler"))
+        if (kind == NodeKind::Call && (isNestedPickleLoader(name) || isFileLoader(name)))
             rateHandedBytes(graph, id, name, label, depth);
     }
 }

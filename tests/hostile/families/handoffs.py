@@ -156,6 +156,12 @@ def generate(h):
                  + h.GLOBAL("pickle", "Unpickler") + h.GLOBAL("io", "BytesIO") + h.BINBYTES(inner) + h.TUPLE1
                  + h.REDUCE + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
     h.write("h31_unpickler_load.pkl", unpickler, "31", ["os.system", "pickle.Unpickler"])
+    # pickle.load / _pickle.load of an io.BytesIO: file loaders, not only bytes loaders.
+    for module in ("pickle", "_pickle"):
+        inner = h.simple("os", "system", "h31load" + module)
+        data = (h.PROTO(3) + h.GLOBAL(module, "load") + h.GLOBAL("io", "BytesIO") + h.BINBYTES(inner) + h.TUPLE1
+                + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
+        h.write("h31_%s_load_bytesio.pkl" % module, data, "31", ["os.system", module + ".load"])
     # A Python 2 str (BINSTRING) encoded back with latin-1, as a Python 2 pickler could write it.
     inner = h.simple("os", "system", "h31py2")
     py2 = h.PROTO(2) + LFB + h.GLOBAL("_codecs", "encode") + b"T" + struct.pack("<I", len(inner)) + inner \
