@@ -613,6 +613,19 @@ std::string Scanner::resolveValue(const PickleGraph& graph, NodeId id, int depth
             return *module;
         return {};
     }
+    // sys.modules['os'] and sys.modules.get('os'): the module by name.
+    if ((callee == "operator.getitem" || callee == "_operator.getitem") && graph.kind(args) == NodeKind::Tuple
+        && graph.tupleSize(args) == 2
+        && resolveValue(graph, graph.tupleItem(args, 0), depth + 1) == "sys.modules") {
+        if (auto module = stringArg(1))
+            return *module;
+        return {};
+    }
+    if (callee == "sys.modules.get" || callee == "sys.modules.__getitem__") {
+        if (auto module = stringArg(0))
+            return *module;
+        return {};
+    }
     if (callee == "pkgutil.resolve_name" || callee == "pydoc.locate") {
         if (auto target = stringArg(0)) {
             std::replace(target->begin(), target->end(), ':', '.');
@@ -624,6 +637,14 @@ std::string Scanner::resolveValue(const PickleGraph& graph, NodeId id, int depth
     const NodeId inner = graph.callee(id);
     if (graph.kind(inner) == NodeKind::Call) {
         const std::string maker = resolveValue(graph, graph.callee(inner), depth + 1);
+        if ((maker == "operator.itemgetter" || maker == "_operator.itemgetter")
+            && graph.kind(args) == NodeKind::Tuple && graph.tupleSize(args) == 1
+            && resolveValue(graph, graph.tupleItem(args, 0), depth + 1) == "sys.modules") {
+            const NodeId makerArgs = graph.arguments(inner);
+            if (graph.kind(makerArgs) == NodeKind::Tuple && graph.tupleSize(makerArgs) == 1
+                && graph.isString(graph.tupleItem(makerArgs, 0)))
+                return std::string(graph.text(graph.tupleItem(makerArgs, 0)));
+        }
         if (maker == "operator.attrgetter" || maker == "_operator.attrgetter") {
             const NodeId makerArgs = graph.arguments(inner);
             if (graph.kind(makerArgs) == NodeKind::Tuple && graph.tupleSize(makerArgs) >= 1

@@ -156,6 +156,15 @@ def generate(h):
                  + h.GLOBAL("pickle", "Unpickler") + h.GLOBAL("io", "BytesIO") + h.BINBYTES(inner) + h.TUPLE1
                  + h.REDUCE + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.STOP)
     h.write("h31_unpickler_load.pkl", unpickler, "31", ["os.system", "pickle.Unpickler"])
+    # Dangerous without the name: a module fetched from sys.modules by name, then its attribute.
+    sys_modules = (h.PROTO(2) + h.GLOBAL("builtins", "getattr") + h.GLOBAL("operator", "getitem")
+                   + h.GLOBAL("sys", "modules") + h.U("posix") + h.TUPLE2 + h.REDUCE + h.U("system") + h.TUPLE2
+                   + h.REDUCE + h.U(h.marker("h25sysmod")) + h.TUPLE1 + h.REDUCE + h.STOP)
+    h.write("h25_sys_modules_getitem.pkl", sys_modules, "25", ["posix.system", "sys.modules"])
+    sys_modules = (h.PROTO(4) + h.GLOBAL("operator", "attrgetter") + h.U("system") + h.TUPLE1 + h.REDUCE
+                   + h.GLOBAL("operator", "itemgetter") + h.U("nt") + h.TUPLE1 + h.REDUCE + h.GLOBAL("sys", "modules")
+                   + h.TUPLE1 + h.REDUCE + h.TUPLE1 + h.REDUCE + h.U(h.marker("h25ig")) + h.TUPLE1 + h.REDUCE + h.STOP)
+    h.write("h25_sys_modules_itemgetter.pkl", sys_modules, "25", ["nt.system", "operator.itemgetter"])
     # pickle.load / _pickle.load of an io.BytesIO: file loaders, not only bytes loaders.
     for module in ("pickle", "_pickle"):
         inner = h.simple("os", "system", "h31load" + module)
