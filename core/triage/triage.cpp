@@ -364,8 +364,7 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     if (checkpoint.shardSet) // the verdict of the worst shard: from_pretrained loads every one
         for (const ShardFile& shard : checkpoint.shardSet->shards)
             if (shard.checkpoint && shard.problem.empty()) {
-                WeightsOnlyVerdict verdict
-                    = judgeWeightsOnly(*shard.checkpoint, judged, options.imports);
+                WeightsOnlyVerdict verdict = judgeWeightsOnly(*shard.checkpoint, judged, options.imports);
                 if (report.weightsOnly.rating == SafetyRating::NotApplicable
                     || (verdict.rating != SafetyRating::NotApplicable
                         && static_cast<int>(verdict.rating) > static_cast<int>(report.weightsOnly.rating)))

@@ -270,7 +270,8 @@ WeightsOnlyVerdict judgeWeightsOnly(
                 blockedNames.insert(written);
             } else if (isAllowed(path, generation, imports)) {
                 classification.verdict = GlobalVerdict::Allowed;
-                classification.reason = "on the weights_only list of " + simulatedTorchName(generation, imports);
+                classification.reason
+                    = "on the weights_only list of " + simulatedTorchName(generation, imports);
             } else if (module.starts_with("__torch__")) {
                 classification.verdict = GlobalVerdict::NeedsAllowlist;
                 classification.reason

@@ -102,8 +102,8 @@ void TestWeightsOnlyAllowlists::compareWith(const QString& python, TorchGenerati
                 qInfo("%s: %s cannot be imported in torch 1.13", qPrintable(python), qPrintable(state.label));
                 continue;
             }
-            QFAIL(qPrintable(python + QStringLiteral(" probe ") + state.modules.join(u' ') + QStringLiteral(": ")
-                + why));
+            QFAIL(qPrintable(
+                python + QStringLiteral(" probe ") + state.modules.join(u' ') + QStringLiteral(": ") + why));
         }
         ++statesCompared;
         if (state.label == QLatin1String("after import torch"))
@@ -111,11 +111,15 @@ void TestWeightsOnlyAllowlists::compareWith(const QString& python, TorchGenerati
         const QSet<QString> real = namesOf(*lists);
         for (const QString& name : real)
             if (!onTorchDefaultAllowlist(name.toStdString(), generation, state.imports))
-                differences << QStringLiteral("%1: torch allows %2, the table does not").arg(state.label, name);
+                differences
+                    << QStringLiteral("%1: torch allows %2, the table does not").arg(state.label, name);
         for (const QString& name : tableNames)
-            if (!real.contains(name) && onTorchDefaultAllowlist(name.toStdString(), generation, state.imports))
-                differences << QStringLiteral("%1: the table allows %2, torch does not").arg(state.label, name);
-        qInfo("%s, %s: %lld names", qPrintable(python), qPrintable(state.label), static_cast<long long>(real.size()));
+            if (!real.contains(name)
+                && onTorchDefaultAllowlist(name.toStdString(), generation, state.imports))
+                differences
+                    << QStringLiteral("%1: the table allows %2, torch does not").arg(state.label, name);
+        qInfo("%s, %s: %lld names", qPrintable(python), qPrintable(state.label),
+            static_cast<long long>(real.size()));
     }
     QVERIFY(statesCompared >= 2);
 
@@ -123,7 +127,8 @@ void TestWeightsOnlyAllowlists::compareWith(const QString& python, TorchGenerati
         // What torch 2.x consults besides the lists.
         for (const auto& value : afterTorch->value(QStringLiteral("blocklisted_modules")).toArray())
             if (!torch2BlocksModule(value.toString().toStdString()))
-                differences << QStringLiteral("torch blocks module %1, the table does not").arg(value.toString());
+                differences
+                    << QStringLiteral("torch blocks module %1, the table does not").arg(value.toString());
         for (const auto& value : afterTorch->value(QStringLiteral("name_mapping")).toArray()) {
             const QJsonArray pair = value.toArray();
             const QJsonArray from = pair.at(0).toArray(), to = pair.at(1).toArray();
@@ -152,7 +157,8 @@ void TestWeightsOnlyAllowlists::compareWith(const QString& python, TorchGenerati
                     || QString::fromUtf8(message->data(), static_cast<qsizetype>(message->size()))
                         != group.value(QStringLiteral("message")).toString())
                     differences << QStringLiteral("torch answers %1 with: %2")
-                                       .arg(name.toString(), group.value(QStringLiteral("message")).toString());
+                                       .arg(name.toString(),
+                                           group.value(QStringLiteral("message")).toString());
             }
         }
     }
@@ -175,8 +181,9 @@ void TestWeightsOnlyAllowlists::importsParse()
     const auto unknown = TorchImports::parse("torch,transformers");
     QVERIFY(!unknown);
     QVERIFY(unknown.error().message.find("torch.distributed.tensor") != std::string::npos);
-    QCOMPARE(simulatedTorchName(TorchGeneration::Torch26Plus, *dtensor).find("after import torch, "
-                                                                               "torch.distributed.tensor")
+    QCOMPARE(simulatedTorchName(TorchGeneration::Torch26Plus, *dtensor)
+                 .find("after import torch, "
+                       "torch.distributed.tensor")
             != std::string::npos,
         true);
 }
@@ -191,8 +198,10 @@ void TestWeightsOnlyAllowlists::exceptionsNeedNoAllowlistInTorch2()
     QVERIFY(!onTorchDefaultAllowlist("torch.distributed.tensor.DTensor", TorchGeneration::Torch26Plus));
     QVERIFY(onTorchDefaultAllowlist(
         "torch.distributed.tensor.DTensor", TorchGeneration::Torch26Plus, *TorchImports::parse("all")));
-    QCOMPARE(torchImportThatAllows("torch._dynamo.decorators._DimRange"), std::optional<std::string>("torch._dynamo"));
-    QCOMPARE(torchmessages::unsupportedGlobal("torch.distributed.tensor", "DTensor", TorchGeneration::Torch26Plus),
+    QCOMPARE(torchImportThatAllows("torch._dynamo.decorators._DimRange"),
+        std::optional<std::string>("torch._dynamo"));
+    QCOMPARE(
+        torchmessages::unsupportedGlobal("torch.distributed.tensor", "DTensor", TorchGeneration::Torch26Plus),
         std::string("``torch.distributed.tensor`` must be imported to load DTensors"));
     const auto inert = findInertGlobal("builtins", "ValueError");
     QVERIFY(inert && inert->torch2Default && !inert->torch113Default);

@@ -71,8 +71,9 @@ QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, co
             TorchGeneration::Torch113, KnownWeightsOnlyVerdict {}, std::nullopt, {}, progress);
         return stale(job) ? QString() : outcomeHtml(old);
     }
-    LoadSimulation modern = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
-        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict}, std::nullopt, {}, progress, imports);
+    LoadSimulation modern
+        = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch26Plus,
+            KnownWeightsOnlyVerdict {&modernVerdict}, std::nullopt, {}, progress, imports);
     if (stale(job))
         return {};
     QString modernHtml = outcomeHtml(modern);
@@ -147,8 +148,9 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     m_torchBox->addItem(tr("torch 2.6+ and 1.13"), QStringLiteral("both"));
     m_torchBox->addItem(tr("torch 2.6+"), QStringLiteral("2.x"));
     m_torchBox->addItem(tr("torch 1.13"), QStringLiteral("1.13"));
-    m_torchBox->setToolTip(tr("The torch whose torch.load is simulated (its weights_only lists as read from "
-                              "torch %1 and %2)")
+    m_torchBox->setToolTip(
+        tr("The torch whose torch.load is simulated (its weights_only lists as read from "
+           "torch %1 and %2)")
             .arg(fromStd(simulatedTorchName(TorchGeneration::Torch26Plus, {})).section(u',', 1, 1).trimmed(),
                 fromStd(simulatedTorchName(TorchGeneration::Torch113, {})).section(u',', 1, 1).trimmed()));
     m_torchBox->setAccessibleName(tr("Simulated torch"));
@@ -434,9 +436,9 @@ bool LoadSimulationBar::showWithoutSimulating()
         return true;
     }
     if (!m_mapLocationError.isEmpty() || !m_importsError.isEmpty()) {
-        m_result->setText(QStringLiteral("<span style=\"color:#c62828\">%1</span>")
-                              .arg((m_mapLocationError.isEmpty() ? m_importsError : m_mapLocationError)
-                                      .toHtmlEscaped()));
+        m_result->setText(
+            QStringLiteral("<span style=\"color:#c62828\">%1</span>")
+                .arg((m_mapLocationError.isEmpty() ? m_importsError : m_mapLocationError).toHtmlEscaped()));
         Q_EMIT refreshed();
         return true;
     }

@@ -90,7 +90,8 @@ private:
     QLabel* m_result = nullptr;
     QTimer* m_refreshTimer = nullptr;
     JobTracker* m_jobs = nullptr;
-    std::shared_ptr<const WeightsOnlyVerdict> m_verdict; // torch 2.6+'s with m_imports, of the document's pickles
+    std::shared_ptr<const WeightsOnlyVerdict>
+        m_verdict; // torch 2.6+'s with m_imports, of the document's pickles
 };
 
 } // namespace ckpt
