@@ -256,7 +256,7 @@ def states_for(torch):
 
 def fixtures(options):
     files = fixture_files()
-    disagreements, compared = [], 0
+    disagreements, skipped, compared = [], [], 0
     for torch, python in (("1.13", options["--legacy"]), ("2.x", options["--modern"])):
         for label, imports, modules in states_for(torch):
             command = shlex.split(python) + [os.path.abspath(__file__), "load", ",".join(modules)] + files
@@ -272,8 +272,16 @@ def fixtures(options):
                     if truth["ok"]:
                         disagreements.append(f"{short} [{torch}, {label}]: torch loads it, check has no simulation")
                     continue
-                compared += 1
                 rating = report["safety"]["rating"]
+                if truth["ok"] and rating == "dangerous":
+                    disagreements.append(f"{short} [{torch}, {label}]: torch loads it with weights_only=True, rated dangerous")
+                if not truth["ok"] and "Weights only load failed" not in truth["error"] \
+                        and truth.get("type") != "UnicodeDecodeError":
+                    # Not the unpickler's answer: a file of a newer torch that the older one cannot
+                    # rebuild (_rebuild_tensor_v2 arguments), outside what the lists decide.
+                    skipped.append(f"{short} [{torch}]: {truth.get('type')}: {truth['error'][:100]}")
+                    continue
+                compared += 1
                 said = "loads" if simulation["loads"] else "fails: " + (simulation["error"] or "")[:160]
                 print(f"{short} [torch {torch}, {label}]: torch {'loads' if truth['ok'] else 'fails'}; "
                       f"check {said.splitlines()[0] if said else said}; rating {rating}")
@@ -284,9 +292,10 @@ def fixtures(options):
                     if ANSI.sub("", truth["error"]) != simulation["error"]:
                         disagreements.append(f"{short} [{torch}, {label}]: torch says {truth['error'][:300]!r}; "
                                              f"simulation says {simulation['error'][:300]!r}")
-                if truth["ok"] and rating == "dangerous":
-                    disagreements.append(f"{short} [{torch}, {label}]: torch loads it with weights_only=True, rated dangerous")
-    print(f"{compared} simulations compared with real torch, {len(disagreements)} disagreements")
+    for line in skipped:
+        print("not compared (not the unpickler's answer):", line)
+    print(f"{compared} simulations compared with real torch, {len(skipped)} not the unpickler's answer, "
+          f"{len(disagreements)} disagreements")
     for line in disagreements:
         print("DISAGREES:", line)
     return 1 if disagreements else 0
