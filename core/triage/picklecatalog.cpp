@@ -10,11 +10,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+// torch's weights_only lists, generated from real torch (namespace ckpt::generated).
+#include "core/triage/torchallowlists.inc"
+
 namespace ckpt {
 
 namespace {
-
-#include "core/triage/torchallowlists.inc"
 
 // The states of the process the imports stand for: a fresh process and `import torch` always
 // (torch.load needs torch), then one bit per growing import assumed.
