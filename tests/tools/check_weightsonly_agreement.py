@@ -344,6 +344,11 @@ def corpus(options):
                 disagreements.append(f"{name}: check --json gave no report")
                 continue
             simulation = simulation_of(report)
+            if torch == "1.13" and simulation is not None and simulation.get("error_type") != "UnicodeDecodeError":
+                # 1.13's torch.load defaults to weights_only=False, and so does its simulation: the
+                # weights_only=True answer is the weights_only verdict's.
+                message = report["weights_only"].get("torch_message")
+                simulation = {"loads": not message, "error": message or ""}
             rating = report["safety"]["rating"]
             allowed = set(lists["allowed"]) | set(lists["user_allowed"])
             mapping = {tuple(k): tuple(v) for k, v in lists.get("name_mapping", [])}
@@ -358,12 +363,17 @@ def corpus(options):
                 return f"{module}.{item}"
 
             expected, outside_every_list = None, []
-            if seen and seen["kind"] in ("zip", "legacy") and seen["pickles"]:
-                for pickle_seen in seen["pickles"]:
-                    for module, item, _ in pickle_seen["globals"]:
-                        full = torch_name(module, item)
-                        if full not in every and torch_name(module, item) == full:
-                            outside_every_list.append(full)
+            # A legacy stream is compared only when its main pickle was reached (a file that is no
+            # pickle at all, a safetensors file that torch 2.x hands to safetensors, is not a
+            # question of lists).
+            comparable = bool(seen) and seen["kind"] in ("zip", "legacy") and bool(seen["pickles"]) and (
+                seen["kind"] == "zip" or seen["pickles"][-1]["where"] == "main pickle")
+            for pickle_seen in (seen or {}).get("pickles", []):
+                for module, item, _ in pickle_seen["globals"]:
+                    # Under the name torch looks up and under the name CPython does.
+                    if torch_name(module, item) not in every and f"{module}.{item}" not in every:
+                        outside_every_list.append(f"{module}.{item}")
+            if comparable:
                 # The first refusal of torch's unpickler, in stream order (the main pickle: the
                 # legacy header pickles hold no globals).
                 main = seen["pickles"][-1]
@@ -396,7 +406,7 @@ def corpus(options):
                     disagreements.append(f"{name} [torch {torch}, {label}]: inert unpickler + real list: "
                                          f"{expected}; simulation: {said[:200]}")
             if rating == "dangerous" and seen and seen["kind"] in ("zip", "legacy") and not outside_every_list \
-                    and all(p["complete"] for p in seen["pickles"]):
+                    and any(p["complete"] for p in seen["pickles"]):
                 cannot = report["safety"].get("cannot_verify") or []
                 unsafe = [u.get("name") for u in report["safety"].get("unsafe", [])]
                 verdict = "DISAGREES"
