@@ -270,8 +270,9 @@ WeightsOnlyVerdict judgeWeightsOnly(
                 blockedNames.insert(written);
             } else if (isAllowed(path, generation, imports)) {
                 classification.verdict = GlobalVerdict::Allowed;
-                classification.reason
-                    = "on the weights_only list of " + simulatedTorchName(generation, imports);
+                classification.reason = std::string("on ") + torchGenerationName(generation)
+                    + "'s weights_only list"
+                    + (imports.modules.empty() ? std::string() : " (after import " + imports.text() + ")");
             } else if (module.starts_with("__torch__")) {
                 classification.verdict = GlobalVerdict::NeedsAllowlist;
                 classification.reason
