@@ -318,6 +318,8 @@ def main():
 
         sys.stdout.writelines(difflib.unified_diff(committed.splitlines(True), text.splitlines(True),
                                                    "committed", "real torch"))
+        print("regenerate: tests/tools/torch-allowlists.py generate --legacy /usr/bin/python3 "
+              "--modern tests/tools/modern-python --out core/triage/torchallowlists.inc")
         return 1
     raise SystemExit(f"unknown mode {mode}")
 
