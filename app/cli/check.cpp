@@ -23,7 +23,7 @@ namespace cli {
 namespace {
 
 struct CheckArguments {
-    std::string file, target, mapLocationText;
+    std::string file, target, mapLocationText, torchText = "both", importsText = "torch";
     bool json = false;
     ckpt::TriageOptions options;
 };
@@ -115,6 +115,16 @@ int runCheck(CheckArguments& arguments)
         }
         options.mapLocation = *mapLocation;
     }
+    if (arguments.torchText == "1.13")
+        options.torch = ckpt::TorchGeneration::Torch113;
+    else if (arguments.torchText == "2.x")
+        options.torch = ckpt::TorchGeneration::Torch26Plus;
+    auto imports = ckpt::TorchImports::parse(arguments.importsText);
+    if (!imports) {
+        std::cerr << "ckpt-inspect check: --assume-imports: " << imports.error().message << "\n";
+        return kUsageError;
+    }
+    options.imports = *imports;
 
     const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file));
     // Values before triage: the helper's record CRCs spare the integrity check a read of every
@@ -212,6 +222,21 @@ Command addCheckCommand(CLI::App& program)
         ->add_option("--map-location", arguments->mapLocationText,
             "none, cpu, cuda:1, cuda:1=cuda:0,... or a Python dict literal")
         ->type_name("ML");
+    command
+        ->add_option("--torch", arguments->torchText,
+            "the torch whose torch.load is simulated: 1.13, 2.x (2.6 and later; its weights_only lists as in "
+            "the torch they were read from) or both (default: both simulated, weights_only judged as 2.x)")
+        ->check(CLI::IsMember({"1.13", "2.x", "both"}).description(""))
+        ->type_name("1.13|2.x|both");
+    std::string growing;
+    for (const std::string& module : ckpt::growingTorchImports())
+        growing += ", " + module;
+    command
+        ->add_option("--assume-imports", arguments->importsText,
+            "what the process calling torch.load has imported, comma-separated: torch 2.x's weights_only "
+            "list grows with it. torch (always assumed, the default)"
+                + growing + ", or all")
+        ->type_name("MODULES");
     command
         ->add_option("--importable", arguments->options.importableModules,
             "a Python package (or __main__ for the saving script's classes) importable where torch.load runs "

@@ -36,6 +36,8 @@ void writeLoadSimulationJson(
 {
     writer.beginObject();
     writer.member("torch", torchGenerationName(simulation.generation));
+    writer.member("simulated", simulatedTorchName(simulation.generation, simulation.imports));
+    writer.member("assume_imports", simulation.imports.text());
     writer.member("weights_only", simulation.weightsOnly);
     writer.member("loads", simulation.loads);
     writer.memberOrNull("error", simulation.error);
@@ -59,6 +61,8 @@ void writeWeightsOnlyJson(JsonWriter& writer, const WeightsOnlyVerdict& verdict)
     writer.beginObject();
     writer.member("rating", safetyRatingName(verdict.rating));
     writer.member("torch", torchGenerationName(verdict.generation));
+    writer.member("simulated", simulatedTorchName(verdict.generation, verdict.imports));
+    writer.member("assume_imports", verdict.imports.text());
     writer.key("globals").beginArray();
     for (const GlobalClassification& global : verdict.globals) {
         writer.beginObject();
@@ -144,7 +148,7 @@ void writeTriageText(
                                : std::string(" on this machine"))
             << ", map_location=" << printableText(options.mapLocation.python()) << ":\n";
         for (const LoadSimulation& simulation : report.loadSimulations) {
-            out << "  " << torchGenerationName(simulation.generation)
+            out << "  " << simulatedTorchName(simulation.generation, simulation.imports)
                 << (simulation.weightsOnly ? " (weights_only=True)" : " (weights_only=False)") << ": "
                 << (simulation.loads ? "loads"
                                      : "fails: "
@@ -165,7 +169,7 @@ void writeTriageText(
         }
     }
     const WeightsOnlyVerdict& verdict = report.weightsOnly;
-    out << "\nweights_only verdict (" << torchGenerationName(verdict.generation)
+    out << "\nweights_only verdict (" << simulatedTorchName(verdict.generation, verdict.imports)
         << "): " << safetyRatingName(verdict.rating) << "\n";
     for (const GlobalClassification& global : verdict.globals)
         out << "  " << std::left << std::setw(16) << globalVerdictName(global.verdict) << std::right << " "

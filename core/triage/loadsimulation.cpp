@@ -323,19 +323,21 @@ private:
 
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
     const MapLocation& mapLocation, TorchGeneration generation, std::optional<bool> weightsOnly,
-    const std::vector<std::string>& importableModules)
+    const std::vector<std::string>& importableModules, const TorchImports& imports)
 {
     return simulateLoadWithDevices(checkpoint, nullptr, machine, mapLocation, generation,
-        KnownWeightsOnlyVerdict {}, weightsOnly, importableModules);
+        KnownWeightsOnlyVerdict {}, weightsOnly, importableModules, {}, imports);
 }
 
 LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const StorageDevices* storageDevices,
     const MachineInventory& machine, const MapLocation& mapLocation, TorchGeneration generation,
     const KnownWeightsOnlyVerdict& known, std::optional<bool> weightsOnly,
-    const std::vector<std::string>& importableModules, const SimulationProgress& progress)
+    const std::vector<std::string>& importableModules, const SimulationProgress& progress,
+    const TorchImports& imports)
 {
     LoadSimulation simulation;
     simulation.generation = generation;
+    simulation.imports = imports;
     simulation.weightsOnly = weightsOnly.value_or(generation == TorchGeneration::Torch26Plus);
     const bool old = generation == TorchGeneration::Torch113;
 
@@ -467,8 +469,8 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
             || checkpoint.format == CheckpointFormat::TorchLegacy)) {
         // The verdict does not depend on devices: a caller that simulates many plans judges once.
         std::optional<WeightsOnlyVerdict> judged;
-        if (!known.verdict || known.verdict->generation != generation)
-            judged = judgeWeightsOnly(checkpoint, generation);
+        if (!known.verdict || known.verdict->generation != generation || known.verdict->imports != imports)
+            judged = judgeWeightsOnly(checkpoint, generation, imports);
         const WeightsOnlyVerdict& verdict = judged ? *judged : *known.verdict;
         if (verdict.firstRejectionOffset && !verdict.torchMessage.empty()) {
             const bool rejectionFirst = (!firstFailing || verdict.firstRejectionRecord != firstFailingRecord

@@ -5,111 +5,46 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
+
+// torch's weights_only lists, generated from real torch (namespace ckpt::generated).
+#include "core/triage/torchallowlists.inc"
 
 namespace ckpt {
 
 namespace {
 
-// torch 1.13 `_get_allowed_globals()` (printed from the installed torch 1.13).
-const std::unordered_set<std::string_view>& allowedGlobals113()
+// The states of the process the imports stand for: a fresh process and `import torch` always
+// (torch.load needs torch), then one bit per growing import assumed.
+std::uint32_t stateMask(const TorchImports& imports)
 {
-    static const std::unordered_set<std::string_view> names = [] {
-        std::unordered_set<std::string_view> set {"collections.OrderedDict", "torch.nn.parameter.Parameter",
-            "torch.serialization._get_layout", "torch.Size", "torch.Tensor", "torch.complex32",
-            "torch.complex64", "torch.complex128", "torch.float16", "torch.float32", "torch.float64",
-            "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch._utils._rebuild_parameter",
-            "torch._utils._rebuild_tensor", "torch._utils._rebuild_tensor_v2",
-            "torch._utils._rebuild_sparse_tensor", "torch._utils._rebuild_meta_tensor_no_storage",
-            "torch._utils._rebuild_sparse_csr_tensor", "torch.storage.TypedStorage",
-            "torch.storage.UntypedStorage"};
-        return set;
-    }();
-    return names;
+    std::uint32_t mask = generated::kFreshProcess | generated::kAfterImportTorch;
+    for (const std::string& module : imports.modules)
+        for (std::size_t i = 0; i < generated::kGrowingImports.size(); ++i)
+            if (generated::kGrowingImports[i] == module)
+                mask |= 1U << (2 + i);
+    return mask;
 }
 
-// torch 2.14 `_get_allowed_globals()` beyond the tensor/storage classes (printed from torch 2.14).
-const std::unordered_set<std::string_view>& allowedGlobals26()
+const generated::AllowlistEntry* findAllowlistEntry(std::string_view path)
 {
-    static const std::unordered_set<std::string_view> names {"_codecs.encode", "builtins.bytearray",
-        "builtins.complex", "builtins.set", "collections.Counter", "collections.OrderedDict",
-        "torch.nn.parameter.Parameter", "torch.serialization._get_layout", "torch.Size", "torch.Tensor",
-        "torch.device", "torch.storage.TypedStorage", "torch.storage.UntypedStorage",
-        "torch._tensor._rebuild_from_type_v2", "torch._utils._rebuild_device_tensor_from_cpu_tensor",
-        "torch._utils._rebuild_device_tensor_from_numpy", "torch._utils._rebuild_meta_tensor_no_storage",
-        "torch._utils._rebuild_nested_tensor", "torch._utils._rebuild_parameter",
-        "torch._utils._rebuild_parameter_with_state", "torch._utils._rebuild_qtensor",
-        "torch._utils._rebuild_sparse_tensor", "torch._utils._rebuild_tensor",
-        "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3",
-        "torch._utils._rebuild_wrapper_subclass", "torch.bcomplex32", "torch.bfloat16", "torch.bits16",
-        "torch.bits1x8", "torch.bits2x4", "torch.bits4x2", "torch.bits8", "torch.bool", "torch.complex128",
-        "torch.complex32", "torch.complex64", "torch.float16", "torch.float32", "torch.float4_e2m1fn_x2",
-        "torch.float64", "torch.float8_e4m3fn", "torch.float8_e4m3fnuz", "torch.float8_e5m2",
-        "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu", "torch.int1", "torch.int2", "torch.int3",
-        "torch.int4", "torch.int5", "torch.int6", "torch.int7", "torch.int8", "torch.int16", "torch.int32",
-        "torch.int64", "torch.per_channel_affine", "torch.per_channel_affine_float_qparams",
-        "torch.per_channel_symmetric", "torch.per_tensor_affine", "torch.per_tensor_symmetric",
-        "torch.qint32", "torch.qint8", "torch.quint2x4", "torch.quint4x2", "torch.quint8", "torch.uint1",
-        "torch.uint2", "torch.uint3", "torch.uint4", "torch.uint5", "torch.uint6", "torch.uint7",
-        "torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64"};
-    return names;
+    const auto& table = generated::kAllowlist;
+    const auto it = std::lower_bound(table.begin(), table.end(), path,
+        [](const generated::AllowlistEntry& entry, std::string_view name) { return entry.name < name; });
+    return it != table.end() && it->name == path ? &*it : nullptr;
 }
 
-// The legacy tensor and storage classes both versions allow (torch._tensor_classes and
-// torch._storage_classes); 2.x maps the storage names to StorageType by name.
-bool isLegacyTensorOrStorageClass(std::string_view path, TorchGeneration generation)
+bool isAllowed(std::string_view path, TorchGeneration generation, const TorchImports& imports = {})
 {
-    static const std::array<std::string_view, 9> tensorTypes {
-        "BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long"};
-    static const std::array<std::string_view, 17> storageTypes {"BFloat16", "Bool", "Byte", "Char",
-        "ComplexDouble", "ComplexFloat", "Double", "Float", "Half", "Int", "Long", "QInt32", "QInt8",
-        "QUInt2x4", "QUInt4x2", "QUInt8", "Short"};
-    auto rest = path;
-    bool cuda = false, sparse = false;
-    if (rest.starts_with("torch.cuda.sparse.")) {
-        cuda = sparse = true;
-        rest.remove_prefix(18);
-    } else if (rest.starts_with("torch.cuda.")) {
-        cuda = true;
-        rest.remove_prefix(11);
-    } else if (rest.starts_with("torch.sparse.")) {
-        sparse = true;
-        rest.remove_prefix(13);
-    } else if (rest.starts_with("torch.")) {
-        rest.remove_prefix(6);
-    } else {
+    const generated::AllowlistEntry* entry = findAllowlistEntry(path);
+    if (!entry)
         return false;
-    }
-    (void)generation; // both lists are identical in 1.13 and 2.14
-    auto stripSuffix = [&](std::string_view suffix) {
-        if (!rest.ends_with(suffix))
-            return false;
-        rest.remove_suffix(suffix.size());
-        return true;
-    };
-    if (stripSuffix("Tensor")) {
-        if (rest == "Short")
-            return true;
-        return std::find(tensorTypes.begin(), tensorTypes.end(), rest) != tensorTypes.end()
-            && !(sparse && rest == "Bool");
-    }
-    if (!sparse && stripSuffix("Storage")) {
-        // torch.cuda has no quantized or ComplexDouble/Float... storages; be exact about it.
-        if (cuda && (rest.starts_with("Q")))
-            return false;
-        return std::find(storageTypes.begin(), storageTypes.end(), rest) != storageTypes.end();
-    }
-    return false;
-}
-
-bool isAllowed(std::string_view path, TorchGeneration generation)
-{
-    if (isLegacyTensorOrStorageClass(path, generation))
-        return true;
-    return generation == TorchGeneration::Torch113 ? allowedGlobals113().contains(path)
-                                                   : allowedGlobals26().contains(path);
+    const std::uint32_t states = generation == TorchGeneration::Torch113 ? entry->torch113 : entry->torch2;
+    // torch 1.13 has no add_safe_globals: its list is the same in every state.
+    return (states & stateMask(imports)) != 0;
 }
 
 // Python 2 names as torch 2.x maps them before the allowlist check (torch/_utils.py IMPORT_MAPPING,
@@ -207,6 +142,53 @@ constexpr std::array kVetted {
     VettedEntry {"torch._tensor._rebuild_from_type_v2",
         "rebuilds a tensor subclass; the function and class it names are rated on their own"},
     VettedEntry {"torch.serialization._get_layout", "a tensor layout by name"},
+    // On torch 2.x's list after `import torch` (torch.distributed registers them): noted here for
+    // what they do beyond building data.
+    VettedEntry {"traceback.StackSummary", "a list of traceback frame records (a list subclass)"},
+    VettedEntry {"traceback.FrameSummary",
+        "a traceback frame record; built with lookup_line it reads one line of the named source file "
+        "through linecache (a file read, no code run)"},
+    // torch.distributed.checkpoint's .metadata (read by DCP with pickle.load): dataclasses of names,
+    // sizes and offsets (torch/distributed/checkpoint/metadata.py, filesystem.py). Their only own
+    // code on unpickling is TensorProperties.__setstate__, which unpacks a tuple and maps an enum.
+    VettedEntry {"torch.distributed.checkpoint.metadata.Metadata",
+        "DCP's checkpoint metadata: a dataclass of per-tensor storage metadata"},
+    VettedEntry {"torch.distributed.checkpoint.metadata.MetadataIndex",
+        "DCP: a frozen dataclass naming a tensor chunk (fqn, offset, index)"},
+    VettedEntry {"torch.distributed.checkpoint.metadata.ChunkStorageMetadata",
+        "DCP: a dataclass of a chunk's offsets and sizes"},
+    VettedEntry {"torch.distributed.checkpoint.metadata.TensorStorageMetadata",
+        "DCP: a dataclass of a tensor's properties, size and chunks"},
+    VettedEntry {"torch.distributed.checkpoint.metadata.BytesStorageMetadata",
+        "DCP: an empty dataclass marking a non-tensor entry"},
+    VettedEntry {"torch.distributed.checkpoint.metadata.TensorProperties",
+        "DCP: a dataclass of dtype, layout and flags (__setstate__ unpacks a tuple)"},
+    VettedEntry {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING",
+        "DCP: an Enum of memory formats (calling it looks a member up)"},
+    VettedEntry {"torch.distributed.checkpoint.metadata.StorageMeta",
+        "DCP: a dataclass of checkpoint, save and load ids"},
+    VettedEntry {"torch.distributed.checkpoint.filesystem._StorageInfo",
+        "DCP: a dataclass of a chunk's file name, offset and length"},
+    VettedEntry {"torch.distributed._shard.sharded_tensor.metadata.TensorProperties",
+        "older DCP and ShardedTensor: a dataclass of dtype, layout and flags (__setstate__ unpacks a tuple)"},
+    VettedEntry {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING",
+        "older DCP and ShardedTensor: an Enum of memory formats"},
+    VettedEntry {"torch.distributed._shard.metadata.ShardMetadata",
+        "ShardedTensor: a dataclass of a shard's offsets, sizes and placement name"},
+    // Paths DCP stores (StorageMeta.checkpoint_id): constructing a path object touches no file; the
+    // methods that do (write_text, unlink, ...) are dotted names, never these classes.
+    VettedEntry {"pathlib.PosixPath", "a file system path value (constructing it touches no file)"},
+    VettedEntry {"pathlib.WindowsPath", "a file system path value (constructing it touches no file)"},
+    VettedEntry {"pathlib.Path", "a file system path value (constructing it touches no file)"},
+    VettedEntry {"pathlib.PurePosixPath", "a pure path value"},
+    VettedEntry {"pathlib.PureWindowsPath", "a pure path value"},
+    VettedEntry {"pathlib.PurePath", "a pure path value"},
+    VettedEntry {"pathlib._local.PosixPath", "a file system path value (Python 3.13's module name)"},
+    VettedEntry {"pathlib._local.WindowsPath", "a file system path value (Python 3.13's module name)"},
+    VettedEntry {"pathlib._local.Path", "a file system path value (Python 3.13's module name)"},
+    VettedEntry {"pathlib._local.PurePosixPath", "a pure path value (Python 3.13's module name)"},
+    VettedEntry {"pathlib._local.PureWindowsPath", "a pure path value (Python 3.13's module name)"},
+    VettedEntry {"pathlib._local.PurePath", "a pure path value (Python 3.13's module name)"},
 };
 
 // nn.Module and optimizer classes of torch itself: unpickling one is __new__ plus
@@ -358,9 +340,135 @@ std::pair<std::string, std::string> python3Name(const std::string& module, const
     return mapPython2NameImpl(module, name);
 }
 
-bool onTorchDefaultAllowlist(std::string_view path, TorchGeneration generation)
+bool onTorchDefaultAllowlist(std::string_view path, TorchGeneration generation, const TorchImports& imports)
 {
-    return isAllowed(path, generation);
+    return isAllowed(path, generation, imports);
+}
+
+std::vector<std::string_view> everyTorchAllowlistName()
+{
+    std::vector<std::string_view> names;
+    names.reserve(generated::kAllowlist.size());
+    for (const generated::AllowlistEntry& entry : generated::kAllowlist)
+        names.push_back(entry.name);
+    return names;
+}
+
+std::optional<std::string> torchImportThatAllows(std::string_view path)
+{
+    const generated::AllowlistEntry* entry = findAllowlistEntry(path);
+    if (!entry || (entry->torch2 & (generated::kFreshProcess | generated::kAfterImportTorch)))
+        return std::nullopt;
+    for (std::size_t i = 0; i < generated::kGrowingImports.size(); ++i)
+        if (entry->torch2 & (1U << (2 + i)))
+            return std::string(generated::kGrowingImports[i]);
+    return std::nullopt;
+}
+
+std::pair<std::string, std::string> torch2Python3Name(const std::string& module, const std::string& name)
+{
+    for (const generated::NameMapping& mapping : generated::kTorch2NameMapping)
+        if (mapping.module == module && mapping.name == name)
+            return {std::string(mapping.newModule), std::string(mapping.newName)};
+    for (const auto& [from, to] : generated::kTorch2ImportMapping)
+        if (from == module)
+            return {std::string(to), name};
+    return {module, name};
+}
+
+bool torch2BlocksModule(std::string_view module)
+{
+    return std::find(generated::kTorch2BlockedModules.begin(), generated::kTorch2BlockedModules.end(), module)
+        != generated::kTorch2BlockedModules.end();
+}
+
+std::optional<std::string_view> torch2SpecialMessage(std::string_view path)
+{
+    for (const generated::SpecialMessage& special : generated::kTorch2SpecialMessages)
+        if (special.name == path)
+            return special.message;
+    return std::nullopt;
+}
+
+std::optional<std::string> vettedBaseOf(std::string_view path)
+{
+    // Decided by name: a subclass cannot be told from a look-alike by the pickle alone (its BUILD
+    // state may hold the base's fields and more, or fewer), so only classes known from their
+    // package's source are listed, each with the vetted class it derives from.
+    static const std::array<std::pair<std::string_view, std::string_view>, 3> known {{
+        {"megatron.core.dist_checkpointing.strategies.torch.MCoreMetadata",
+            "torch.distributed.checkpoint.metadata.Metadata"},
+        {"megatron.core.dist_checkpointing.mapping.MCoreMetadata",
+            "torch.distributed.checkpoint.metadata.Metadata"},
+        {"megatron.core.dist_checkpointing.strategies.torch.MCoreSavePlan",
+            "torch.distributed.checkpoint.planner.SavePlan"},
+    }};
+    for (const auto& [subclass, base] : known)
+        if (subclass == path)
+            return std::string(base);
+    return std::nullopt;
+}
+
+Expected<TorchImports> TorchImports::parse(const std::string& text)
+{
+    TorchImports imports;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        auto comma = text.find(',', start);
+        if (comma == std::string::npos)
+            comma = text.size();
+        std::string_view item = std::string_view(text).substr(start, comma - start);
+        start = comma + 1;
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+            item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+            item.remove_suffix(1);
+        if (item.empty() || item == "torch")
+            continue;
+        if (item == "all") {
+            imports.modules = growingTorchImports();
+            continue;
+        }
+        const auto& known = growingTorchImports();
+        if (std::find(known.begin(), known.end(), item) == known.end()) {
+            std::string names;
+            for (const std::string& module : known)
+                names += ", " + module;
+            return makeError("\"" + std::string(item)
+                + "\" adds nothing known to torch's weights_only list; the imports that do: torch (always)"
+                + names + ", or all");
+        }
+        if (std::find(imports.modules.begin(), imports.modules.end(), item) == imports.modules.end())
+            imports.modules.emplace_back(item);
+    }
+    std::sort(imports.modules.begin(), imports.modules.end());
+    return imports;
+}
+
+std::string TorchImports::text() const
+{
+    std::string out = "torch";
+    for (const std::string& module : modules)
+        out += "," + module;
+    return out;
+}
+
+const std::vector<std::string>& growingTorchImports()
+{
+    static const std::vector<std::string> modules(
+        generated::kGrowingImports.begin(), generated::kGrowingImports.end());
+    return modules;
+}
+
+std::string simulatedTorchName(TorchGeneration generation, const TorchImports& imports)
+{
+    std::string out = std::string(torchGenerationName(generation)) + ", lists of ";
+    if (generation == TorchGeneration::Torch113)
+        return out + std::string(generated::kTorch113Version);
+    out += std::string(generated::kTorch2Version) + ", after import torch";
+    for (const std::string& module : imports.modules)
+        out += ", " + module;
+    return out;
 }
 
 std::optional<InertGlobal> findInertGlobal(std::string_view module, std::string_view name)
@@ -392,7 +500,13 @@ std::optional<InertGlobal> findInertGlobal(std::string_view module, std::string_
         }
     if (entry.torch113Default || entry.torch2Default) {
         entry.reason = "on torch's default weights_only allowlist (tensors, storages, dtypes, rebuild "
-                       "functions)";
+                       "functions, and the classes torch registers with add_safe_globals on import torch)";
+        return entry;
+    }
+    if (const auto module2 = torchImportThatAllows(path)) {
+        // torch vetted it itself: one of its modules registers it when imported.
+        entry.reason = "on torch 2.x's weights_only list once " + *module2
+            + " is imported (torch registers it with add_safe_globals)";
         return entry;
     }
     if (isTorchModuleOrOptimizerClass(module, name)) {

@@ -572,6 +572,9 @@ void Scanner::rateGlobal(
     if (name.find('.') != std::string::npos)
         callable.reason += " (a dotted name: '" + name + "' is looked up attribute by attribute from module "
             + module + ")";
+    if (const auto base = vettedBaseOf(path))
+        callable.reason += " (a subclass of the vetted " + *base
+            + " from another package: its own code, __setstate__ or __post_init__, is not vetted)";
     callable.where = where;
     addUnsafe(std::move(callable));
 }

@@ -53,7 +53,8 @@ private:
 // judgeWeightsOnly(checkpoint, generation), made once by a caller that simulates the same file
 // again and again (the app, after every move; the triage, for its own report): the verdict depends
 // on the pickles only, and judging a million-tensor pickle costs more than the simulation itself.
-// Ignored when absent or made for another generation (then the simulation judges for itself).
+// Ignored when absent or made for another generation or other imports (then the simulation judges
+// for itself).
 struct KnownWeightsOnlyVerdict {
     const WeightsOnlyVerdict* verdict = nullptr;
 };
@@ -69,6 +70,7 @@ using SimulationProgress = std::function<bool(std::uint64_t done, std::uint64_t 
 LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const StorageDevices* storageDevices,
     const MachineInventory& machine, const MapLocation& mapLocation, TorchGeneration generation,
     const KnownWeightsOnlyVerdict& known = {}, std::optional<bool> weightsOnly = std::nullopt,
-    const std::vector<std::string>& importableModules = {}, const SimulationProgress& progress = {});
+    const std::vector<std::string>& importableModules = {}, const SimulationProgress& progress = {},
+    const TorchImports& imports = {});
 
 } // namespace ckpt

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/triage/torchmessages.h"
 
+#include "core/triage/picklecatalog.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -23,21 +25,13 @@ std::string unsupportedGlobal(const std::string& module, const std::string& name
 {
     if (generation == TorchGeneration::Torch113)
         return "Unsupported class " + module + "." + name;
-    static const std::array<std::string_view, 3> njt {"torch.nested._internal.nested_tensor.NestedTensor",
-        "torch.nested._internal.nested_tensor._rebuild_njt", "torch._dynamo.decorators._DimRange"};
-    static const std::array<std::string_view, 7> dtensor {"torch.distributed.device_mesh.DeviceMesh",
-        "torch.distributed.tensor._dtensor_spec.DTensorSpec",
-        "torch.distributed.tensor._dtensor_spec.TensorMeta", "torch.distributed.tensor.DTensor",
-        "torch.distributed.tensor.placement_types.Partial",
-        "torch.distributed.tensor.placement_types.Replicate",
-        "torch.distributed.tensor.placement_types.Shard"};
     std::string path = module + "." + name;
-    if (module == "sys" || module == "os" || module == "posix" || module == "nt")
+    // The blocked modules and the names with messages of their own are read from real torch
+    // (torchallowlists.inc, through picklecatalog.h).
+    if (torch2BlocksModule(module))
         return "Trying to load unsupported GLOBAL " + path + " whose module " + module + " is blocked.";
-    if (std::find(njt.begin(), njt.end(), path) != njt.end())
-        return "``torch.nested`` and ``torch._dynamo`` must be imported to load nested jagged tensors (NJTs)";
-    if (std::find(dtensor.begin(), dtensor.end(), path) != dtensor.end())
-        return "``torch.distributed.tensor`` must be imported to load DTensors";
+    if (const auto special = torch2SpecialMessage(path))
+        return std::string(*special);
     // torch 2.x drops a leading "builtins." from the name it prints (builtins.eval -> eval).
     if (path.starts_with("builtins")) {
         path = path.substr(8);

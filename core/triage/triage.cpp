@@ -264,7 +264,7 @@ void addWeightsOnlyFinding(TriageReport& report)
     // The safety finding already says it, with every pickle of the file behind it.
     if (verdict.rating == SafetyRating::Dangerous && report.safety.dangerous())
         return;
-    const std::string generation = torchGenerationName(verdict.generation);
+    const std::string generation = simulatedTorchName(verdict.generation, verdict.imports);
     Finding finding;
     switch (verdict.rating) {
     case SafetyRating::NotApplicable:
@@ -354,15 +354,17 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
         report.findings.insert(report.findings.end(), std::make_move_iterator(shardFindings.begin()),
             std::make_move_iterator(shardFindings.end()));
     }
-    report.weightsOnly = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
+    // The weights_only verdict of the torch asked for (2.6+ unless only 1.13 is), in the state of
+    // its process that was asked for.
+    const TorchGeneration judged = options.torch.value_or(TorchGeneration::Torch26Plus);
+    report.weightsOnly = judgeWeightsOnly(checkpoint, judged, options.imports);
     // The load simulation of torch 2.6+ needs the same verdict of this file's own pickles (not the
     // worst shard's, nor the rating raised by the safety verdict below): kept, not judged again.
     const WeightsOnlyVerdict ownVerdict = report.weightsOnly;
     if (checkpoint.shardSet) // the verdict of the worst shard: from_pretrained loads every one
         for (const ShardFile& shard : checkpoint.shardSet->shards)
             if (shard.checkpoint && shard.problem.empty()) {
-                WeightsOnlyVerdict verdict
-                    = judgeWeightsOnly(*shard.checkpoint, TorchGeneration::Torch26Plus);
+                WeightsOnlyVerdict verdict = judgeWeightsOnly(*shard.checkpoint, judged, options.imports);
                 if (report.weightsOnly.rating == SafetyRating::NotApplicable
                     || (verdict.rating != SafetyRating::NotApplicable
                         && static_cast<int>(verdict.rating) > static_cast<int>(report.weightsOnly.rating)))
@@ -400,9 +402,10 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     if (loadedByTorchLoad) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})
-            report.loadSimulations.push_back(
-                simulateLoadWithDevices(checkpoint, nullptr, machine, options.mapLocation, generation,
-                    KnownWeightsOnlyVerdict {&ownVerdict}, std::nullopt, options.importableModules));
+            if (!options.torch || *options.torch == generation)
+                report.loadSimulations.push_back(simulateLoadWithDevices(checkpoint, nullptr, machine,
+                    options.mapLocation, generation, KnownWeightsOnlyVerdict {&ownVerdict}, std::nullopt,
+                    options.importableModules, {}, options.imports));
         addLoadFindings(checkpoint, options, machine, report);
         addImportFindings(checkpoint, options, report);
     }

@@ -34,6 +34,25 @@ struct MapLocation {
 enum class TorchGeneration { Torch113, Torch26Plus };
 const char* torchGenerationName(TorchGeneration generation); // "torch 1.13", "torch 2.6+"
 
+// What the process that calls torch.load has imported beyond `import torch`: torch 2.x's
+// weights_only list grows as torch's own modules are imported (`import torch.distributed.tensor`
+// allows DTensor; torchallowlists.inc, read from real torch, says which import adds what).
+// `import torch` itself is always assumed: torch.load needs it.
+struct TorchImports {
+    std::vector<std::string> modules; // sorted, each one of growingTorchImports()
+    // "torch" (the default), "torch,torch.distributed.tensor", "all" (every import that grows the
+    // list); an error names the imports that do.
+    static Expected<TorchImports> parse(const std::string& text);
+    std::string text() const; // "torch" or "torch,torch.distributed.tensor": what parse reads back
+    bool operator==(const TorchImports&) const = default;
+};
+// The imports that grow torch 2.x's list (from real torch), for the CLI's help and the app's chooser.
+const std::vector<std::string>& growingTorchImports();
+// The torch a simulation stands for, for headlines: "torch 2.6+, lists of 2.14.1+debian, after
+// import torch, torch.distributed.tensor" or "torch 1.13, lists of 1.13.0a0" (the torch the
+// lists were read from).
+std::string simulatedTorchName(TorchGeneration generation, const TorchImports& imports);
+
 // What torch.load would do with one storage. One per storage and per simulation, and a handful of
 // distinct outcomes among a million storages: the texts are interned (as two std::strings they were
 // 80 bytes a storage, 32 MB of `check` on 200,000 storages).
@@ -45,6 +64,7 @@ struct StorageLoadOutcome {
 
 struct LoadSimulation {
     TorchGeneration generation = TorchGeneration::Torch26Plus;
+    TorchImports imports; // what the process is assumed to have imported (grows 2.x's list)
     bool weightsOnly = true; // the default of that generation, or what the caller asked
     bool loads = false; // the whole torch.load call succeeds
     std::string error; // torch's exact message of the first failure (as torch prints it)
@@ -86,6 +106,7 @@ const char* safetyRatingName(SafetyRating rating);
 struct WeightsOnlyVerdict {
     SafetyRating rating = SafetyRating::NotApplicable;
     TorchGeneration generation = TorchGeneration::Torch26Plus; // which allowlist was applied
+    TorchImports imports; // and in which state of the process (see TorchImports)
     std::vector<GlobalClassification> globals;
     std::vector<std::string> rejectedOpcodes; // opcode names the weights-only unpickler refuses
     std::string addSafeGlobalsCall; // "torch.serialization.add_safe_globals([...])" when useful
@@ -115,6 +136,10 @@ struct TriageOptions {
     // library, torch and numpy (`check --importable models`); "__main__" declares the saving
     // script's classes defined.
     std::vector<std::string> importableModules;
+    // The torch whose torch.load is simulated (`check --torch`): nullopt simulates both 1.13 and
+    // 2.6+ and judges weights_only as 2.6+ does; and what its process has imported (`--assume-imports`).
+    std::optional<TorchGeneration> torch;
+    TorchImports imports;
     bool values = false; // compute value statistics (through libtorch; see torchbridge)
     std::vector<KnownRecordCrc> knownRecordCrcs;
 };
@@ -134,8 +159,10 @@ struct TriageReport {
 // `importableModules` (see TriageOptions) fail as Python would (importrequirements.h).
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
     const MapLocation& mapLocation, TorchGeneration generation,
-    std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {});
-WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneration generation);
+    std::optional<bool> weightsOnly = std::nullopt, const std::vector<std::string>& importableModules = {},
+    const TorchImports& imports = {});
+WeightsOnlyVerdict judgeWeightsOnly(
+    const Checkpoint& checkpoint, TorchGeneration generation, const TorchImports& imports = {});
 
 // Integrity (CRC of every record, sizes, views, truncation and salvage), placement smells (mixed
 // devices in a module, optimizer state away from its parameters, TorchScript code that names a

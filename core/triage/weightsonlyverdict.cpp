@@ -56,14 +56,22 @@ const char* safetyRatingName(SafetyRating rating)
 
 namespace {
 
-bool isAllowed(std::string_view path, TorchGeneration generation)
+bool isAllowed(std::string_view path, TorchGeneration generation, const TorchImports& imports)
 {
-    return onTorchDefaultAllowlist(path, generation);
+    return onTorchDefaultAllowlist(path, generation, imports);
 }
 
 std::pair<std::string, std::string> mapPython2Name(const std::string& module, const std::string& name)
 {
     return python3Name(module, name);
+}
+
+// The name torch's unpickler looks up: 2.x maps Python 2 names with its own (smaller) tables.
+std::pair<std::string, std::string> torchName(
+    const std::string& module, const std::string& name, TorchGeneration generation)
+{
+    return generation == TorchGeneration::Torch26Plus ? torch2Python3Name(module, name)
+                                                      : std::pair {module, name};
 }
 
 // A global the catalog knows to be dangerous, with the reason (the verdict is allowlist-first:
@@ -126,7 +134,8 @@ bool opcodeAccepted(std::uint8_t op, TorchGeneration generation)
 
 // Walks one pickle as the weights-only unpickler would and returns where it gives up, if it does.
 // nullopt from an unreadable pickle too: then the caller falls back to the recorded globals.
-std::optional<std::optional<Rejection>> scanPickle(ByteView data, TorchGeneration generation)
+std::optional<std::optional<Rejection>> scanPickle(
+    ByteView data, TorchGeneration generation, const TorchImports& imports)
 {
     std::uint64_t pos = 0;
     auto readLine = [&](std::string& out) {
@@ -151,10 +160,9 @@ std::optional<std::optional<Rejection>> scanPickle(ByteView data, TorchGeneratio
             std::string module, name;
             if (!readLine(module) || !readLine(name))
                 return std::nullopt;
-            std::string mappedModule = module, mappedName = name;
-            if (generation == TorchGeneration::Torch26Plus)
-                std::tie(mappedModule, mappedName) = mapPython2Name(module, name);
-            if (!isAllowed(mappedModule + "." + mappedName, generation))
+            const auto [mappedModule, mappedName] = torchName(module, name, generation);
+            if ((generation == TorchGeneration::Torch26Plus && torch2BlocksModule(mappedModule))
+                || !isAllowed(mappedModule + "." + mappedName, generation, imports))
                 return std::optional<Rejection>(Rejection {
                     at, torchmessages::unsupportedGlobal(mappedModule, mappedName, generation), true});
             continue;
@@ -220,10 +228,12 @@ std::string importLine(const std::string& path)
 
 } // namespace
 
-WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneration generation)
+WeightsOnlyVerdict judgeWeightsOnly(
+    const Checkpoint& checkpoint, TorchGeneration generation, const TorchImports& imports)
 {
     WeightsOnlyVerdict verdict;
     verdict.generation = generation;
+    verdict.imports = imports;
     if (checkpoint.format != CheckpointFormat::TorchZip && checkpoint.format != CheckpointFormat::TorchLegacy
         && checkpoint.format != CheckpointFormat::TorchScript
         && checkpoint.format != CheckpointFormat::TorchTar) {
@@ -241,9 +251,7 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
             const std::string written = global.module + "." + global.name;
             if (!seen.insert(written).second)
                 continue;
-            auto [module, name] = generation == TorchGeneration::Torch26Plus
-                ? mapPython2Name(global.module, global.name)
-                : std::pair {global.module, global.name};
+            auto [module, name] = torchName(global.module, global.name, generation);
             // Blocked names are judged on the Python 3 name whatever the generation: __builtin__.eval
             // is eval.
             const auto [module3, name3] = mapPython2Name(global.module, global.name);
@@ -263,18 +271,19 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
                 if (path3 != written)
                     classification.reason += " (" + written + " is " + path3 + ")";
                 blockedNames.insert(written);
-            } else if (isAllowed(path, generation)) {
+            } else if (isAllowed(path, generation, imports)) {
                 classification.verdict = GlobalVerdict::Allowed;
                 classification.reason = std::string("on ") + torchGenerationName(generation)
-                    + "'s default weights_only allowlist";
+                    + "'s weights_only list"
+                    + (imports.modules.empty() ? std::string() : " (after import " + imports.text() + ")");
             } else if (module.starts_with("__torch__")) {
                 classification.verdict = GlobalVerdict::NeedsAllowlist;
                 classification.reason
                     = "a TorchScript class type: loaded by torch.jit.load, not by the unpickler";
             } else if (inert) {
                 classification.verdict = GlobalVerdict::NeedsAllowlist;
-                classification.reason = inert->reason + "; vetted inert, but not on "
-                    + std::string(torchGenerationName(generation)) + "'s default allowlist";
+                classification.reason = inert->reason + "; vetted inert, but not on the weights_only list of "
+                    + simulatedTorchName(generation, imports);
                 if (inert->offerAllowlist)
                     rejectedNames.push_back(path);
             } else {
@@ -282,6 +291,9 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
                 classification.verdict = GlobalVerdict::Unknown;
                 classification.reason = "not on the vetted list of inert classes: cannot verify what "
                     + written + " does; treat as dangerous";
+                if (const auto base = vettedBaseOf(path3))
+                    classification.reason += " (a subclass of the vetted " + *base
+                        + " from another package: its own code is not vetted)";
                 unknownNames.insert(written);
             }
             verdict.globals.push_back(std::move(classification));
@@ -330,15 +342,13 @@ WeightsOnlyVerdict judgeWeightsOnly(const Checkpoint& checkpoint, TorchGeneratio
             const auto bytes = checkpoint.file->bytes();
             if (auto view = subView(bytes, section.fileOffset, section.run.endOffset);
                 view && !view->empty() && view->back() == '.')
-                scanned = scanPickle(*view, generation);
+                scanned = scanPickle(*view, generation, imports);
         }
         if (!scanned) {
             // Bytes not at hand (compressed record, truncated): the first rejected GLOBAL by offset.
             for (const auto& global : section.run.globals) {
-                auto [module, name] = generation == TorchGeneration::Torch26Plus
-                    ? mapPython2Name(global.module, global.name)
-                    : std::pair {global.module, global.name};
-                if (!isAllowed(module + "." + name, generation)) {
+                auto [module, name] = torchName(global.module, global.name, generation);
+                if (!isAllowed(module + "." + name, generation, imports)) {
                     scanned = std::optional<Rejection>(Rejection {
                         global.offset, torchmessages::unsupportedGlobal(module, name, generation), true});
                     break;

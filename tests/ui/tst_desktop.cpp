@@ -301,6 +301,27 @@ private Q_SLOTS:
         QTRY_VERIFY2(
             bar->resultText().startsWith(QStringLiteral("The file as it is: torch 2.6+ and 1.13 load it")),
             qPrintable(bar->resultText()));
+        // The release and imports choosers: one torch only, and the process it stands for; kept in
+        // the settings.
+        bar->torchBox()->setCurrentIndex(bar->torchBox()->findData(QStringLiteral("2.x")));
+        QTRY_VERIFY2(bar->resultText().startsWith(QStringLiteral("The file as it is: torch 2.6+ loads it")),
+            qPrintable(bar->resultText()));
+        bar->importsBox()->setCurrentText(QStringLiteral("torch,torch.distributed.tensor"));
+        QTRY_VERIFY2(
+            bar->resultText().startsWith(QStringLiteral(
+                "The file as it is: torch 2.6+ after import torch, torch.distributed.tensor loads it")),
+            qPrintable(bar->resultText()));
+        QCOMPARE(QSettings().value(QStringLiteral("loadSimulation/assumeImports")).toString(),
+            QStringLiteral("torch,torch.distributed.tensor"));
+        QCOMPARE(QSettings().value(QStringLiteral("loadSimulation/torch")).toString(), QStringLiteral("2.x"));
+        bar->importsBox()->setCurrentText(QStringLiteral("torch,transformers"));
+        QTRY_VERIFY2(
+            bar->resultText().contains(QStringLiteral("adds nothing known")), qPrintable(bar->resultText()));
+        bar->importsBox()->setCurrentText(QStringLiteral("torch"));
+        bar->torchBox()->setCurrentIndex(bar->torchBox()->findData(QStringLiteral("both")));
+        QTRY_VERIFY2(
+            bar->resultText().startsWith(QStringLiteral("The file as it is: torch 2.6+ and 1.13 load it")),
+            qPrintable(bar->resultText()));
         bar->mapLocationBox()->setCurrentText(QStringLiteral("{'cuda:0"));
         QTRY_VERIFY2(bar->resultText().contains(QStringLiteral("closing")), qPrintable(bar->resultText()));
 

@@ -10,6 +10,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QTextDocument>
 #include <QTimer>
@@ -29,7 +30,11 @@ QString fromStd(const std::string& text)
 // "torch 2.6+ loads it (tensors on cpu)" or "torch 2.6+ fails: RuntimeError …", as HTML.
 QString outcomeHtml(const LoadSimulation& simulation)
 {
-    const QString name = QString::fromLatin1(torchGenerationName(simulation.generation));
+    QString name = QString::fromLatin1(torchGenerationName(simulation.generation));
+    // Which process it stands for, when it is not a plain `import torch` (2.x's list grows with it).
+    if (simulation.generation == TorchGeneration::Torch26Plus && !simulation.imports.modules.empty())
+        name += LoadSimulationBar::tr(" after import %1")
+                    .arg(fromStd(simulation.imports.text()).replace(u',', QStringLiteral(", ")));
     if (simulation.loads) {
         const QStringList names = landingDevicesHtml(simulation);
         QString text
@@ -53,18 +58,27 @@ bool stale(const JobProgress* job)
     return job && job->cancelled.load(std::memory_order_relaxed);
 }
 
-// Both generations' lines; empty when the job went stale.
+// The chosen generations' lines (both unless one is chosen); empty when the job went stale.
 QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, const MachineInventory& target,
-    const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict, JobProgress* job)
+    const MapLocation& mapLocation, const WeightsOnlyVerdict& modernVerdict, JobProgress* job,
+    std::optional<TorchGeneration> only, const TorchImports& imports)
 {
     SimulationProgress progress;
     if (job)
         progress = [job](std::uint64_t done, std::uint64_t total) { return job->report(done, total); };
-    LoadSimulation modern = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
-        TorchGeneration::Torch26Plus, KnownWeightsOnlyVerdict {&modernVerdict}, std::nullopt, {}, progress);
+    if (only == TorchGeneration::Torch113) {
+        const LoadSimulation old = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
+            TorchGeneration::Torch113, KnownWeightsOnlyVerdict {}, std::nullopt, {}, progress);
+        return stale(job) ? QString() : outcomeHtml(old);
+    }
+    LoadSimulation modern
+        = simulateLoadWithDevices(checkpoint, devices, target, mapLocation, TorchGeneration::Torch26Plus,
+            KnownWeightsOnlyVerdict {&modernVerdict}, std::nullopt, {}, progress, imports);
     if (stale(job))
         return {};
     QString modernHtml = outcomeHtml(modern);
+    if (only == TorchGeneration::Torch26Plus)
+        return modernHtml;
     // An outcome per storage: a million of them need not wait beside the other generation's.
     modern.storages = {};
     const LoadSimulation old = simulateLoadWithDevices(checkpoint, devices, target, mapLocation,
@@ -72,7 +86,7 @@ QString bothHtml(const Checkpoint& checkpoint, const StorageDevices* devices, co
     if (stale(job))
         return {};
     // One line each: the same outcome from both generations is said once.
-    if (modern.loads == old.loads && modern.error == old.error)
+    if (modern.loads == old.loads && modern.error == old.error && imports.modules.empty())
         return modernHtml.replace(QStringLiteral("torch 2.6+</b>"), QStringLiteral("torch 2.6+ and 1.13</b>"))
             .replace(QStringLiteral("loads it</span>"), QStringLiteral("load it</span>"))
             .replace(QStringLiteral(">fails</span>"), QStringLiteral(">fail</span>"));
@@ -129,6 +143,46 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     m_targetBox->setAccessibleName(tr("Target machine"));
     m_targetBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
 
+    m_torchBox = new QComboBox(this);
+    m_torchBox->setObjectName(QStringLiteral("simulatedTorchBox"));
+    m_torchBox->addItem(tr("torch 2.6+ and 1.13"), QStringLiteral("both"));
+    m_torchBox->addItem(tr("torch 2.6+"), QStringLiteral("2.x"));
+    m_torchBox->addItem(tr("torch 1.13"), QStringLiteral("1.13"));
+    m_torchBox->setToolTip(
+        tr("The torch whose torch.load is simulated (its weights_only lists as read from "
+           "torch %1 and %2)")
+            .arg(fromStd(simulatedTorchName(TorchGeneration::Torch26Plus, {})).section(u',', 1, 1).trimmed(),
+                fromStd(simulatedTorchName(TorchGeneration::Torch113, {})).section(u',', 1, 1).trimmed()));
+    m_torchBox->setAccessibleName(tr("Simulated torch"));
+    m_torchBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+
+    m_importsBox = new QComboBox(this);
+    m_importsBox->setObjectName(QStringLiteral("assumedImportsBox"));
+    m_importsBox->setEditable(true);
+    m_importsBox->setInsertPolicy(QComboBox::NoInsert);
+    m_importsBox->addItem(QStringLiteral("torch"));
+    for (const std::string& module : growingTorchImports())
+        m_importsBox->addItem(QStringLiteral("torch,") + fromStd(module));
+    m_importsBox->addItem(QStringLiteral("all"));
+    m_importsBox->setMinimumContentsLength(14);
+    m_importsBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_importsBox->setToolTip(tr("What the process calling torch.load has imported: torch 2.x's weights_only "
+                                "list grows with it (import torch.distributed.tensor allows DTensor). "
+                                "Comma-separated, or all."));
+    m_importsBox->setAccessibleName(tr("Assumed imports"));
+    {
+        // The last choice, kept across sessions (QSettings: organisation and application from main()).
+        QSettings settings;
+        const int torchIndex
+            = m_torchBox->findData(settings.value(QStringLiteral("loadSimulation/torch")).toString());
+        if (torchIndex >= 0)
+            m_torchBox->setCurrentIndex(torchIndex);
+        const QString imports = settings.value(QStringLiteral("loadSimulation/assumeImports")).toString();
+        if (!imports.isEmpty() && TorchImports::parse(imports.toStdString()))
+            m_importsBox->setCurrentText(imports);
+    }
+    readTorchChoice();
+
     m_result = new QLabel(this);
     m_result->setObjectName(QStringLiteral("loadSimulationResult"));
     m_result->setTextFormat(Qt::RichText);
@@ -145,6 +199,14 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     onLabel->setBuddy(m_targetBox);
     choices->addWidget(onLabel);
     choices->addWidget(m_targetBox);
+    auto* torchLabel = new QLabel(tr("with"), this);
+    torchLabel->setBuddy(m_torchBox);
+    choices->addWidget(torchLabel);
+    choices->addWidget(m_torchBox);
+    auto* importsLabel = new QLabel(tr("after import"), this);
+    importsLabel->setBuddy(m_importsBox);
+    choices->addWidget(importsLabel);
+    choices->addWidget(m_importsBox);
     choices->addStretch(1);
 
     auto* layout = new QVBoxLayout(this);
@@ -161,6 +223,18 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
         forgetFileAsItIs();
         scheduleRefresh();
     });
+    auto torchChanged = [this] {
+        readTorchChoice();
+        QSettings settings;
+        settings.setValue(QStringLiteral("loadSimulation/torch"), m_torchBox->currentData());
+        if (m_importsError.isEmpty())
+            settings.setValue(QStringLiteral("loadSimulation/assumeImports"), fromStd(m_imports.text()));
+        m_verdict.reset(); // judged with the imports it was asked for
+        forgetFileAsItIs();
+        scheduleRefresh();
+    };
+    connect(m_torchBox, &QComboBox::currentIndexChanged, this, torchChanged);
+    connect(m_importsBox, &QComboBox::currentTextChanged, this, torchChanged);
     connect(m_targetBox, &QComboBox::activated, this,
         [this](int index) { Q_EMIT targetChosen(m_targetBox->itemText(index)); });
     refresh();
@@ -233,6 +307,21 @@ void LoadSimulationBar::readMapLocation()
     }
 }
 
+void LoadSimulationBar::readTorchChoice()
+{
+    const QString torch = m_torchBox->currentData().toString();
+    m_torch = torch == QLatin1String("1.13") ? std::optional(TorchGeneration::Torch113)
+        : torch == QLatin1String("2.x")      ? std::optional(TorchGeneration::Torch26Plus)
+                                             : std::nullopt;
+    auto parsed = TorchImports::parse(m_importsBox->currentText().toStdString());
+    if (parsed) {
+        m_imports = std::move(parsed.value());
+        m_importsError.clear();
+    } else {
+        m_importsError = fromStd(parsed.error().message);
+    }
+}
+
 void LoadSimulationBar::forgetFileAsItIs()
 {
     m_asItIsHtml.clear();
@@ -250,6 +339,8 @@ struct LoadSimulationBar::Question {
     std::shared_ptr<const Checkpoint> checkpoint;
     MachineInventory target;
     MapLocation mapLocation;
+    std::optional<TorchGeneration> torch; // nullopt: both
+    TorchImports imports;
     bool fileAsItIsKnown = false; // m_asItIsHtml holds its line already
     std::shared_ptr<const WeightsOnlyVerdict> verdict; // null: judge it (once per document)
     // The plan's device of each storage where it differs from the file's, two bytes a storage,
@@ -274,6 +365,8 @@ LoadSimulationBar::Question LoadSimulationBar::question() const
     question.checkpoint = m_document->sharedCheckpoint();
     question.target = m_document->target();
     question.mapLocation = m_mapLocation;
+    question.torch = m_torch;
+    question.imports = m_imports;
     question.fileAsItIsKnown = !m_asItIsHtml.isEmpty();
     question.verdict = m_verdict;
     const PlacementPlan& plan = m_document->plan();
@@ -292,15 +385,15 @@ LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question, Jo
     answer.verdict = question.verdict;
     if (!answer.verdict)
         answer.verdict = std::make_shared<const WeightsOnlyVerdict>(
-            judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus));
+            judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus, question.imports));
     if (!question.fileAsItIsKnown) {
-        answer.asItIsHtml = bothHtml(
-            *question.checkpoint, nullptr, question.target, question.mapLocation, *answer.verdict, job);
+        answer.asItIsHtml = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation,
+            *answer.verdict, job, question.torch, question.imports);
         answer.stopped = answer.asItIsHtml.isEmpty();
     }
     if (question.planChangesAnything && !answer.stopped) {
         answer.afterPlanHtml = bothHtml(*question.checkpoint, &question.plannedDevices, question.target,
-            question.mapLocation, *answer.verdict, job);
+            question.mapLocation, *answer.verdict, job, question.torch, question.imports);
         answer.stopped = answer.afterPlanHtml.isEmpty();
     }
     return answer;
@@ -342,9 +435,10 @@ bool LoadSimulationBar::showWithoutSimulating()
         Q_EMIT refreshed();
         return true;
     }
-    if (!m_mapLocationError.isEmpty()) {
-        m_result->setText(QStringLiteral("<span style=\"color:#c62828\">%1</span>")
-                              .arg(m_mapLocationError.toHtmlEscaped()));
+    if (!m_mapLocationError.isEmpty() || !m_importsError.isEmpty()) {
+        m_result->setText(
+            QStringLiteral("<span style=\"color:#c62828\">%1</span>")
+                .arg((m_mapLocationError.isEmpty() ? m_importsError : m_mapLocationError).toHtmlEscaped()));
         Q_EMIT refreshed();
         return true;
     }

@@ -7,6 +7,7 @@
 #include <QWidget>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 class QComboBox;
@@ -42,6 +43,13 @@ public:
 
     QComboBox* mapLocationBox() const { return m_mapLocationBox; }
     QComboBox* targetBox() const { return m_targetBox; }
+    // Which torch is simulated ("torch 2.6+ and 1.13", "torch 2.6+", "torch 1.13") and what its
+    // process has imported ("torch", "torch,torch.distributed.tensor", "all": torch 2.x's
+    // weights_only list grows with it). Both are kept in the settings.
+    QComboBox* torchBox() const { return m_torchBox; }
+    QComboBox* importsBox() const { return m_importsBox; }
+    std::optional<TorchGeneration> torchChoice() const { return m_torch; }
+    TorchImports imports() const { return m_imports; }
     // Sets the map_location as torch.load is given it ("None", "'cpu'", "{'cuda:1': 'cuda:0'}").
     void setMapLocationText(const QString& text);
     MapLocation mapLocation() const { return m_mapLocation; }
@@ -66,6 +74,7 @@ private:
     void scheduleRefresh();
     void forgetFileAsItIs(); // the target or map_location changed: the file's own line is recomputed
     void readMapLocation();
+    void readTorchChoice(); // the release and imports boxes, into m_torch and m_imports
 
     QPointer<CheckpointDocument> m_document;
     MapLocation m_mapLocation;
@@ -73,10 +82,16 @@ private:
     QString m_asItIsHtml; // the file as it is: unchanged by moves, so not recomputed on each one
     QComboBox* m_mapLocationBox = nullptr;
     QComboBox* m_targetBox = nullptr;
+    QComboBox* m_torchBox = nullptr;
+    QComboBox* m_importsBox = nullptr;
+    std::optional<TorchGeneration> m_torch; // nullopt: both
+    TorchImports m_imports;
+    QString m_importsError;
     QLabel* m_result = nullptr;
     QTimer* m_refreshTimer = nullptr;
     JobTracker* m_jobs = nullptr;
-    std::shared_ptr<const WeightsOnlyVerdict> m_verdict; // torch 2.6+'s, of the document's pickles
+    std::shared_ptr<const WeightsOnlyVerdict>
+        m_verdict; // torch 2.6+'s with m_imports, of the document's pickles
 };
 
 } // namespace ckpt
