@@ -60,7 +60,8 @@ std::string saveCopyRefusalText(const SaveCopyOutcome& outcome, const SaveCopyWo
         text = "nothing to rewrite in " + input + ": " + printableText(outcome.why) + "\n";
         break;
     case SaveCopyStatus::Failed:
-        text = printableText(outcome.why) + "\n";
+        text = "could not write the remapped copy of " + input + ": " + printableText(outcome.why)
+            + "; nothing was written\n";
         break;
     case SaveCopyStatus::Written:
         break;

@@ -533,8 +533,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             const StorageRecord& storage = written.storages[*index];
             if (!storage.dataOffset)
                 return makeError("the written copy lacks the bytes of storage " + check.key);
-            ranges.push_back(
-                {*storage.dataOffset, std::min(storage.nbytes, storage.availableBytes.value_or(0))});
+            // The whole record, as it was copied: a record longer than its storage needs keeps its
+            // extra bytes too (torch ignores them; they were rated with the rest), and its recorded
+            // CRC covers them all.
+            ranges.push_back({*storage.dataOffset, storage.availableBytes.value_or(0)});
         }
         // Read back through the file descriptor, not the map: memory stays flat however large the
         // checkpoint is. Every storage at once, on every core.

@@ -121,9 +121,10 @@ for name, technique, rating, callables in rows:
                             % (name, stderr[-300:]))
         code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu", "--allow-dangerous", "--json")
         if code == 2:
-            # Not remappable at all (no checkpoint, a damaged pickle, ...), or the copy would not
-            # rate as the input does: said precisely, nothing written.
-            if os.path.exists(target) or not ("cannot remap" in stderr or "refusing to give the copy" in stderr):
+            # Not remappable at all (no checkpoint, a damaged pickle, ...), the copy would not rate as
+            # the input does, or the write failed: said precisely, nothing written.
+            if os.path.exists(target) or not any(
+                    said in stderr for said in ("cannot remap", "refusing to give the copy", "could not write")):
                 failures.append("%s: remap --allow-dangerous refused without saying why, or left %s: %s"
                                 % (name, target, stderr[-300:]))
             remap_refused.append(name)

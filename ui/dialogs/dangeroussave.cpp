@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "ui/dialogs/dangeroussave.h"
 
+#include "core/base/escaping.h"
 #include "core/model/checkpoint.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
 #include "ui/document/documentcontroller.h"
 
 #include <QFileInfo>
+#include <QGridLayout>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSpacerItem>
 
 namespace ckpt {
 
@@ -37,12 +40,41 @@ bool DangerousSaveGuard::refuse(const Checkpoint& checkpoint, const QString& out
     if (!refusal || refusal->status != SaveCopyStatus::RefusedDangerous)
         return false; // saved, or refused by the save job for another reason, with its message
     const SafetyVerdict& verdict = refusal->assessment.inputSafety;
-    const bool canRemap = !refusal->assessment.cannotRemap;
+    const std::optional<std::string>& cannotRemap = refusal->assessment.cannotRemap;
     const QString name = QFileInfo(fromStd(refusal->input)).fileName();
     const QString headline = tr("Refusing to write a copy of %1: %2").arg(name, fromStd(verdict.headline));
-    // The same words as `ckpt-inspect remap`, the ways out named as this window offers them.
+    // What the faces say is one text (core/report), the ways out named as this window offers them:
+    // the answer carries it; the dialog lays the same facts out for reading.
     const QString report
-        = fromStd(saveCopyRefusalText(*refusal, DocumentController::saveCopyWording(checkpoint)));
+        = fromStd(saveCopyRefusalText(*refusal, DocumentController::saveCopyWording(checkpoint))).trimmed();
+    QStringList runs;
+    for (const UnsafeCallable& callable : verdict.unsafe) {
+        if (runs.size() == 6) {
+            runs.append(tr("and %1 more").arg(verdict.unsafe.size() - 6));
+            break;
+        }
+        runs.append(
+            fromStd(printableText(callable.call.empty() ? callable.name : callable.call)).toHtmlEscaped());
+    }
+    for (const std::string& reason : verdict.cannotVerify)
+        if (runs.size() < 8)
+            runs.append(tr("cannot verify: %1").arg(fromStd(printableText(reason)).toHtmlEscaped()));
+    QString details = tr("<p>Loading it with <code>torch.load(weights_only=False)</code> would run:</p>"
+                         "<ul><li>%1</li></ul>")
+                          .arg(runs.join(QStringLiteral("</li><li>")));
+    const QString weights = tr("<b>File &gt; Export Weights…</b> writes the weights alone, without its code "
+                               "(a state_dict that loads with <code>weights_only=True</code>).");
+    if (cannotRemap)
+        details += tr("<p>It cannot be remapped in any case: %1.</p><p>%2</p>")
+                       .arg(fromStd(printableText(*cannotRemap)).toHtmlEscaped(), weights);
+    else
+        details
+            += tr("<p>A remapped copy runs exactly the same code: a remap changes device tags only, and "
+                  "adds and removes no code. Two ways out:</p>"
+                  "<ul><li><b>I trust this file: remap anyway</b> writes the remapped copy. It is exactly "
+                  "as dangerous as this file, and is rated again before it is given its name.</li>"
+                  "<li>%1</li></ul>")
+                   .arg(weights);
 
     if (m_dialog)
         m_dialog->deleteLater();
@@ -51,8 +83,12 @@ bool DangerousSaveGuard::refuse(const Checkpoint& checkpoint, const QString& out
     m_dialog->setObjectName(QStringLiteral("dangerousSaveDialog"));
     m_dialog->setAttribute(Qt::WA_DeleteOnClose);
     m_dialog->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // The report without its first line, which the headline above says.
-    m_dialog->setInformativeText(report.section(QLatin1Char('\n'), 1).trimmed());
+    m_dialog->setInformativeText(details);
+    // QMessageBox wraps its text narrowly; these sentences read better on wider lines.
+    if (auto* grid = qobject_cast<QGridLayout*>(m_dialog->layout()))
+        grid->addItem(new QSpacerItem(560, 0, QSizePolicy::Minimum, QSizePolicy::Expanding), grid->rowCount(),
+            0, 1, grid->columnCount());
+    const bool canRemap = !cannotRemap;
     QPushButton* keep = m_dialog->addButton(tr("Do Not Save"), QMessageBox::RejectRole);
     keep->setObjectName(QStringLiteral("refuseButton"));
     QPushButton* trust = nullptr;
@@ -70,7 +106,7 @@ bool DangerousSaveGuard::refuse(const Checkpoint& checkpoint, const QString& out
             if (trust && button == trust)
                 Q_EMIT remapApproved(outputPath);
             else
-                Q_EMIT finished(false, report.trimmed(), outputPath);
+                Q_EMIT finished(false, report, outputPath);
         });
     m_dialog->open();
     return true;
