@@ -8,6 +8,7 @@
 #include "core/triage/triage.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 
 namespace ckpt {
@@ -23,13 +24,17 @@ std::vector<std::string> sortedNames(const SafetyVerdict& verdict)
     return names;
 }
 
-std::vector<std::string> sortedCalls(const SafetyVerdict& verdict)
+// The calls each unsafe callable makes, by name, each list sorted.
+std::map<std::string, std::vector<std::string>> callsByName(const SafetyVerdict& verdict)
 {
-    std::vector<std::string> calls;
-    for (const UnsafeCallable& callable : verdict.unsafe)
+    std::map<std::string, std::vector<std::string>> calls;
+    for (const UnsafeCallable& callable : verdict.unsafe) {
+        std::vector<std::string>& list = calls[callable.name];
         if (!callable.call.empty())
-            calls.push_back(callable.call);
-    std::sort(calls.begin(), calls.end());
+            list.push_back(callable.call);
+    }
+    for (auto& [name, list] : calls)
+        std::sort(list.begin(), list.end());
     return calls;
 }
 
@@ -41,8 +46,8 @@ std::string joined(const std::vector<std::string>& items)
     return text.empty() ? "none" : text;
 }
 
-// The copy's verdicts, one per file written (a folder writes several, from worker-free loops but
-// kept behind a lock all the same), merged the way rateShardSafety merges a folder's.
+// The copy's verdicts, one per file written (a folder writes one per shard), merged the way
+// rateShardSafety merges a folder's.
 struct CopyVerdicts {
     std::mutex lock;
     std::vector<std::pair<std::string, SafetyVerdict>> files;
@@ -119,9 +124,18 @@ std::optional<std::string> dangerDiffers(const SafetyVerdict& input, const Safet
     if (sortedNames(copy) != sortedNames(input))
         return "the copy names the unsafe callables " + joined(sortedNames(copy)) + " where the input names "
             + joined(sortedNames(input));
-    if (sortedCalls(copy) != sortedCalls(input))
-        return "the copy makes the calls " + joined(sortedCalls(copy)) + " where the input makes "
-            + joined(sortedCalls(input));
+    // The same calls, callable by callable. Where the input's verdict could not spell a callable's
+    // call out, the copy may: a legacy file names an nn.Module class through a ('module', cls,
+    // source) persistent id that torch's loader turns into the class, and its copy in the zip
+    // format names the class itself (the writer lets no new global in: checkRewrittenGlobals).
+    const auto inputCalls = callsByName(input);
+    for (const auto& [name, calls] : callsByName(copy)) {
+        const auto found = inputCalls.find(name);
+        const std::vector<std::string> before
+            = found == inputCalls.end() ? std::vector<std::string>() : found->second;
+        if (!before.empty() && calls != before)
+            return "the copy makes the calls " + joined(calls) + " where the input makes " + joined(before);
+    }
     if (copy.cannotVerify.size() != input.cannotVerify.size())
         return "the copy has " + std::to_string(copy.cannotVerify.size())
             + " pickle(s) that cannot be verified where the input has "

@@ -91,8 +91,9 @@ std::optional<SaveCopyOutcome> refuseSaveCopy(
 // dangerous, or the override is given; ExportOnly folders are left to the exporter of the plan.
 SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request);
 
-// How two verdicts differ in what loading would run: the rating, the unsafe callables (names) and
-// the calls made, and the count of pickles that cannot be verified; nothing when they agree.
+// How two verdicts differ in what loading would run: the rating, the unsafe callables (names), the
+// calls each makes (where the input's verdict spells them out), and the count of pickles that
+// cannot be verified; nothing when they agree.
 std::optional<std::string> dangerDiffers(const SafetyVerdict& input, const SafetyVerdict& copy);
 
 } // namespace ckpt

@@ -119,6 +119,7 @@ for name, technique, rating, callables in rows:
         elif "extract" not in stderr:
             failures.append("%s: remap's refusal does not name extract for the weights alone: %s"
                             % (name, stderr[-300:]))
+        offered_override = "--allow-dangerous writes the remapped copy" in stderr
         code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu", "--allow-dangerous", "--json")
         if code == 2:
             # Not remappable at all (no checkpoint, a damaged pickle, ...), the copy would not rate as
@@ -127,6 +128,9 @@ for name, technique, rating, callables in rows:
                     said in stderr for said in ("cannot remap", "refusing to give the copy", "could not write")):
                 failures.append("%s: remap --allow-dangerous refused without saying why, or left %s: %s"
                                 % (name, target, stderr[-300:]))
+            if offered_override and "cannot remap" in stderr:
+                failures.append("%s: remap offered --allow-dangerous, which then says it cannot remap: %s"
+                                % (name, stderr[-300:]))
             remap_refused.append(name)
         elif code != 0 or not os.path.exists(target):
             failures.append("%s: remap --allow-dangerous failed (exit %d): %s" % (name, code, stderr[-200:]))
