@@ -116,8 +116,60 @@ int SaveCopyOutcome::exitCode() const
     return 2;
 }
 
-std::optional<std::string> dangerDiffers(const SafetyVerdict& input, const SafetyVerdict& copy)
+namespace {
+
+bool continuesName(char c)
 {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+// `text` with every whole dotted name `from` written as `to`.
+std::string replaceName(const std::string& text, const std::string& from, const std::string& to)
+{
+    std::string result;
+    std::size_t at = 0;
+    for (std::size_t found; (found = text.find(from, at)) != std::string::npos; at = found + from.size()) {
+        const bool starts = found == 0 || !continuesName(text[found - 1]);
+        const std::size_t end = found + from.size();
+        const bool ends = end == text.size() || !(continuesName(text[end]) && text[end] != '.');
+        result += text.substr(at, found - at) + (starts && ends ? to : from);
+    }
+    return result + text.substr(at);
+}
+
+// The input's verdict as the copy should say it once the renames asked for are applied: each
+// unsafe callable under its new name, and its call with the renamed names in it.
+SafetyVerdict renamedVerdict(SafetyVerdict verdict, const std::vector<GlobalRename>& renames)
+{
+    if (renames.empty())
+        return verdict;
+    std::vector<std::pair<std::string, std::string>> names;
+    for (UnsafeCallable& callable : verdict.unsafe) {
+        const auto dot = callable.name.find_last_of('.');
+        if (dot == std::string::npos)
+            continue;
+        for (const GlobalRename& rename : renames)
+            if (auto renamed = rename.apply(callable.name.substr(0, dot), callable.name.substr(dot + 1))) {
+                names.emplace_back(callable.name, renamed->first + "." + renamed->second);
+                break;
+            }
+    }
+    for (UnsafeCallable& callable : verdict.unsafe)
+        for (const auto& [from, to] : names) {
+            if (callable.name == from)
+                callable.name = to;
+            callable.call = replaceName(callable.call, from, to);
+        }
+    return verdict;
+}
+
+} // namespace
+
+std::optional<std::string> dangerDiffers(
+    const SafetyVerdict& original, const SafetyVerdict& copy, const std::vector<GlobalRename>& renames)
+{
+    const SafetyVerdict input = renamedVerdict(original, renames);
+
     if (copy.rating != input.rating)
         return std::string("the copy rates ") + pickleSafetyName(copy.rating) + " where the input rates "
             + pickleSafetyName(input.rating);
@@ -233,12 +285,13 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
     // from its written bytes, under its temporary name, and must say what its input says.
     CopyVerdicts copies;
     if (dangerous)
-        options.beforeRename = [&copies](const Checkpoint& source, const std::string& writtenPath) -> Status {
+        options.beforeRename = [&copies, renames = request.renames](
+                                   const Checkpoint& source, const std::string& writtenPath) -> Status {
             auto written = MappedFile::open(writtenPath);
             if (!written)
                 return makeError("cannot read the copy back to rate it: " + written.error().message);
             SafetyVerdict copy = ratePickleSafety((*written)->bytes());
-            if (auto differs = dangerDiffers(ratePickleSafety(source), copy))
+            if (auto differs = dangerDiffers(ratePickleSafety(source), copy, renames))
                 return makeError("refusing to give the copy its name: it does not rate as its input does ("
                     + *differs + ")");
             const std::lock_guard<std::mutex> hold(copies.lock);

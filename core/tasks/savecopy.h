@@ -93,7 +93,9 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request);
 
 // How two verdicts differ in what loading would run: the rating, the unsafe callables (names), the
 // calls each makes (where the input's verdict spells them out), and the count of pickles that
-// cannot be verified; nothing when they agree.
-std::optional<std::string> dangerDiffers(const SafetyVerdict& input, const SafetyVerdict& copy);
+// cannot be verified; nothing when they agree. `renames` (asked for with the copy) are applied to
+// the input's names and calls first: a renamed class is the same callable under its new name.
+std::optional<std::string> dangerDiffers(
+    const SafetyVerdict& input, const SafetyVerdict& copy, const std::vector<GlobalRename>& renames = {});
 
 } // namespace ckpt
