@@ -629,6 +629,16 @@ private Q_SLOTS:
             qPrintable(refused.describe()));
         QVERIFY(entriesOf(dir.filePath(QStringLiteral("out"))).isEmpty());
 
+        // `plan --save` writes a copy too, through the same task: refused the same way (it has no
+        // override of its own and names remap's).
+        const QString planned = dir.filePath(QStringLiteral("out/planned.pt"));
+        const Run plan = runInspector({QStringLiteral("plan"), original, QStringLiteral("--target"),
+            QStringLiteral("cpu=8GiB"), QStringLiteral("--save"), planned});
+        QVERIFY2(plan.exitCode == 4 && plan.err.contains("refusing to write a copy")
+                && plan.err.contains("--allow-dangerous") && plan.err.contains("ckpt-inspect extract"),
+            qPrintable(plan.describe()));
+        QVERIFY(entriesOf(dir.filePath(QStringLiteral("out"))).isEmpty());
+
         // With it: the remapped copy, verified, rated again, and said to be as dangerous.
         const Run copied = runInspector(
             {QStringLiteral("remap"), original, QStringLiteral("-o"), out, QStringLiteral("--map"),
