@@ -105,6 +105,15 @@ MainWindow::MainWindow(QWidget* parent)
 
     m_dangerousSave = new DangerousSaveGuard(this);
     connect(m_dangerousSave, &DangerousSaveGuard::finished, this, &MainWindow::showSaveResult);
+    // "I trust this file: remap anyway": the same save, with the override.
+    connect(m_dangerousSave, &DangerousSaveGuard::remapApproved, this, [this](const QString& path) {
+        if (!document() || isBusy()) {
+            showSaveResult(false, tr("Another file operation is still running."), path);
+            return;
+        }
+        m_documents->saveRemappedCopy(path, true);
+        showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+    });
 
     createActions();
     createMenus();

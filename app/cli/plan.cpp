@@ -2,6 +2,7 @@
 // ckpt-inspect plan: every storage placed automatically on a target machine, with the reasons and the
 // memory per device; saved as a remapped copy or exported for Python.
 #include "command.h"
+#include "savecopywording.h"
 #include "shardedcommands.h"
 #include "terminal.h"
 
@@ -14,7 +15,8 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/report/planreport.h"
-#include "core/write/remapwriter.h"
+#include "core/report/savecopyreport.h"
+#include "core/tasks/savecopy.h"
 
 #include <iostream>
 #include <memory>
@@ -70,17 +72,25 @@ int runPlan(PlanArguments& arguments)
     } else {
         ckpt::writePlacementText(std::cout, *machine, options, *placement, ledger);
     }
-    if (!arguments.save.empty() && checkpoint.shardSet) {
-        if (const int status = ckpt::cli::saveShardedPlan(
-                checkpoint, plan, *machine, arguments.save, false, true, std::cerr, std::cerr))
-            return status;
-    } else if (!arguments.save.empty()) {
-        auto result = ckpt::writeRemappedCopy(checkpoint, plan, arguments.save);
-        if (!result) {
-            std::cerr << "ckpt-inspect plan: " << shown(result.error().message) << "\n";
-            return 2;
+    if (!arguments.save.empty()) { // the save task's policy, as `remap` (without its override)
+        ckpt::SaveCopyRequest request;
+        request.input = &checkpoint;
+        request.plan = &plan;
+        request.outputPath = arguments.save;
+        const ckpt::SaveCopyOutcome outcome = ckpt::saveRemappedCopy(request);
+        if (outcome.status == ckpt::SaveCopyStatus::ExportOnly) {
+            if (const int status = ckpt::cli::saveShardedPlan(
+                    checkpoint, plan, *machine, arguments.save, false, true, std::cerr, std::cerr))
+                return status;
+        } else if (!outcome.written()) {
+            std::cerr << "ckpt-inspect plan: "
+                      << ckpt::saveCopyRefusalText(outcome,
+                             saveCopyWordingFor(checkpoint, arguments.file,
+                                 "`ckpt-inspect remap " + shown(arguments.file) + " --allow-dangerous`"));
+            return outcome.exitCode();
+        } else {
+            std::cerr << shown(arguments.save) << ": " << shown(ckpt::saveCopySummary(outcome)) << "\n";
         }
-        std::cerr << shown(arguments.save) << ": " << shown(result->summary()) << "\n";
     }
     return placement->didNotFit.empty() ? 0 : 1;
 }

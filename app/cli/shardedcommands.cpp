@@ -101,7 +101,7 @@ int saveShardedPlan(const Checkpoint& checkpoint, const PlacementPlan& plan, con
     if (layout != ShardLayout::HuggingFaceBin)
         return exportOnly(
             checkpoint, plan, machine, outputFolder, *whyFolderCannotBeRemapped(checkpoint), json, out, err);
-    auto result = writeRemappedFolder(checkpoint, plan, outputFolder, {{}, verify, {}});
+    auto result = writeRemappedFolder(checkpoint, plan, outputFolder, {{}, verify, {}, {}});
     if (!result) {
         err << "ckpt-inspect: " << printableText(result.error().message) << "\n";
         return 2;

@@ -5,6 +5,7 @@
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
+#include "core/report/safetyreport.h"
 #include "core/write/remapwriter.h"
 #include "core/write/shardedwriter.h"
 
@@ -28,8 +29,21 @@ void writeRemappedStoragesJson(
     writer.endArray();
 }
 
-void writeRemapJson(
-    JsonWriter& writer, const std::string& input, const Checkpoint& checkpoint, const RemapResult& result)
+namespace {
+
+void writeCarriedDanger(JsonWriter& writer, const SafetyVerdict* copySafety)
+{
+    if (!copySafety)
+        return;
+    writer.member("as_dangerous_as_input", true);
+    writer.key("safety");
+    writeSafetyJson(writer, *copySafety);
+}
+
+} // namespace
+
+void writeRemapJson(JsonWriter& writer, const std::string& input, const Checkpoint& checkpoint,
+    const RemapResult& result, const SafetyVerdict* copySafety)
 {
     writer.beginObject();
     writer.member("input", input);
@@ -43,6 +57,7 @@ void writeRemapJson(
     writer.member("seconds", result.seconds);
     writer.member("verified", result.verified);
     writer.member("summary", result.summary());
+    writeCarriedDanger(writer, copySafety);
     writer.endObject();
 }
 
@@ -53,7 +68,8 @@ void writeRemapText(std::ostream& out, const std::string& output, const RemapRes
         out << "  renamed " << printableText(renamed) << "\n";
 }
 
-void writeShardedRemapJson(JsonWriter& writer, const Checkpoint& checkpoint, const ShardedRemapResult& result)
+void writeShardedRemapJson(JsonWriter& writer, const Checkpoint& checkpoint, const ShardedRemapResult& result,
+    const SafetyVerdict* copySafety)
 {
     writer.beginObject();
     writer.member("input", checkpoint.shardSet->folder);
@@ -75,6 +91,7 @@ void writeShardedRemapJson(JsonWriter& writer, const Checkpoint& checkpoint, con
     writer.member("files_left_out", result.filesLeftOut);
     writer.member("bytes_written", result.bytesWritten);
     writer.member("summary", result.summary());
+    writeCarriedDanger(writer, copySafety);
     writer.endObject();
 }
 

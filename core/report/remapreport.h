@@ -12,6 +12,7 @@ class JsonWriter;
 struct Checkpoint;
 struct RemapResult;
 struct RemappedStorage;
+struct SafetyVerdict;
 struct ShardedRemapResult;
 
 // The member "storages" of an open object: key, recorded and planned device per storage;
@@ -19,14 +20,15 @@ struct ShardedRemapResult;
 void writeRemappedStoragesJson(
     JsonWriter& writer, const std::vector<RemappedStorage>& storages, bool withOutputKey);
 
-// A remapped copy of one file.
-void writeRemapJson(
-    JsonWriter& writer, const std::string& input, const Checkpoint& checkpoint, const RemapResult& result);
+// A remapped copy of one file. `copySafety`, given for the copy of a file rated dangerous (written
+// under the override), adds "as_dangerous_as_input": true and the copy's own "safety".
+void writeRemapJson(JsonWriter& writer, const std::string& input, const Checkpoint& checkpoint,
+    const RemapResult& result, const SafetyVerdict* copySafety = nullptr);
 void writeRemapText(std::ostream& out, const std::string& output, const RemapResult& result);
 
 // A remapped folder of .bin shards.
-void writeShardedRemapJson(
-    JsonWriter& writer, const Checkpoint& checkpoint, const ShardedRemapResult& result);
+void writeShardedRemapJson(JsonWriter& writer, const Checkpoint& checkpoint, const ShardedRemapResult& result,
+    const SafetyVerdict* copySafety = nullptr);
 void writeShardedRemapText(std::ostream& out, const ShardedRemapResult& result);
 
 } // namespace ckpt

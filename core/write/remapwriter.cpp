@@ -75,7 +75,9 @@ bool isMetadataOnly(const StorageRecord& storage)
         && storage.availableBytes == std::optional<std::uint64_t>(0);
 }
 
-Status checkReadable(const Checkpoint& checkpoint)
+} // namespace
+
+Status whyCannotBeRemapped(const Checkpoint& checkpoint)
 {
     switch (checkpoint.format) {
     case CheckpointFormat::TorchZip:
@@ -113,6 +115,8 @@ Status checkReadable(const Checkpoint& checkpoint)
                 std::nullopt, storage.record());
     return std::nullopt;
 }
+
+namespace {
 
 struct CrcCheck {
     std::string key;
@@ -209,7 +213,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     const std::string& outputPath, const RemapOptions& options)
 {
     const auto start = std::chrono::steady_clock::now();
-    if (Status problem = checkReadable(checkpoint))
+    if (Status problem = whyCannotBeRemapped(checkpoint))
         return *problem;
     // Legacy and tar inputs are converted to the zip format; zip inputs keep their records.
     const bool legacy = checkpoint.format == CheckpointFormat::TorchLegacy
@@ -529,8 +533,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             const StorageRecord& storage = written.storages[*index];
             if (!storage.dataOffset)
                 return makeError("the written copy lacks the bytes of storage " + check.key);
-            ranges.push_back(
-                {*storage.dataOffset, std::min(storage.nbytes, storage.availableBytes.value_or(0))});
+            // The whole record, as it was copied: a record longer than its storage needs keeps its
+            // extra bytes too (torch ignores them; they were rated with the rest), and its recorded
+            // CRC covers them all.
+            ranges.push_back({*storage.dataOffset, storage.availableBytes.value_or(0)});
         }
         // Read back through the file descriptor, not the map: memory stays flat however large the
         // checkpoint is. Every storage at once, on every core.
@@ -584,6 +590,9 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             return *problem;
         result.verified = true;
     }
+    if (options.beforeRename)
+        if (Status refused = options.beforeRename(checkpoint, output->get()->temporaryPath()))
+            return *refused;
     if (Status status = output->get()->commit())
         return *status;
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

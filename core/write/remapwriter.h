@@ -6,6 +6,7 @@
 #include "core/format/zipwriter.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -36,6 +37,10 @@ struct RemapOptions {
     WriteProgress progress; // may cancel
     bool verifyAfterWriting = true; // re-open the output, check tags and storage bytes (CRC)
     std::vector<GlobalRename> renameGlobals; // applied in order; the first that applies wins
+    // Called with the input and the finished, flushed copy under its temporary name, after the
+    // verification and before the rename: an error refuses the copy (nothing takes the target's
+    // name). The save task rates the copy of a dangerous input here (core/tasks/savecopy.h).
+    std::function<Status(const Checkpoint& input, const std::string& writtenPath)> beforeRename;
 };
 
 // What happened to one storage.
@@ -70,6 +75,11 @@ struct RemapResult {
 // user renamed on purpose (--rename-global) are passed in `renamedTo`: only those names are new.
 Status checkRewrittenGlobals(const Checkpoint& input, const std::string& record, ByteView rewrittenPickle,
     bool torchDeviceWritten, const std::set<std::pair<std::string, std::string>>& renamedTo = {});
+
+// Why `checkpoint` cannot be remapped at all (its format records no device, it is no checkpoint, a
+// pickle or a storage is damaged), or nothing when writeRemappedCopy can try. Says nothing about
+// safety: that is the save task's judgement (core/tasks/savecopy.h).
+Status whyCannotBeRemapped(const Checkpoint& checkpoint);
 
 // Writes a copy of `checkpoint` whose recorded devices are the plan's, and nothing else changed:
 // records in the input's order and names with torch.save's framing, storage records copied byte

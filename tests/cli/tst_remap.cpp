@@ -28,6 +28,8 @@ namespace {
 const QString kVerifier = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/verify_remap.py");
 const QString kSelfTest = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/selftest_verifier.py");
 const QString kHeadline = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/headline_load.py");
+const QString kMakeGpuModel = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/make_gpu_model.py");
+const QString kCheckGpuModel = QStringLiteral(CKPT_SOURCE_DIR "/tests/remap/check_gpu_model.py");
 const QString kCorpus = ckpt::testing::corpusFilesDir();
 
 using Run = ckpt::testing::ProgramRun;
@@ -198,6 +200,22 @@ InfoReport readInfo(const QString& checkpoint)
             {s.value(QStringLiteral("key")).toString(), s.value(QStringLiteral("device")).toString()});
     }
     return report;
+}
+
+// The names of the callables the safety verdict cannot vouch for, sorted (info --json).
+QStringList unsafeNamesOf(const QString& file)
+{
+    const Run run = runInspector({QStringLiteral("info"), QStringLiteral("--json"), file});
+    QStringList names;
+    const QJsonArray unsafe = parseObject(run.out)
+                                  .value(QStringLiteral("safety"))
+                                  .toObject()
+                                  .value(QStringLiteral("unsafe"))
+                                  .toArray();
+    for (const auto& value : unsafe)
+        names.append(value.toObject().value(QStringLiteral("name")).toString());
+    names.sort();
+    return names;
 }
 
 struct Rule {
@@ -466,21 +484,39 @@ private Q_SLOTS:
             qPrintable(QStringLiteral("info exit %1").arg(info.exitCode)));
         QVERIFY2(isAcceptedFormat(info.format), qPrintable(info.format));
         if (info.safety == QStringLiteral("dangerous")) {
-            // Issue 9: a file rated dangerous or unverifiable (e.g. a whole model whose __main__
-            // classes cannot be vetted) is refused, and --allow-dangerous copies it unchanged.
+            // Issue 24: a file rated dangerous or unverifiable (e.g. a whole model whose __main__
+            // classes cannot be vetted) is refused, naming both ways out; with --allow-dangerous the
+            // REMAPPED copy is written (every storage on the CPU), rated exactly as the input. Real
+            // torch judges such a copy in dangerousWholeModelRemapsWithOverride.
             QTemporaryDir row(m_work.filePath(QStringLiteral("row-XXXXXX")));
             const QString out = row.filePath(QStringLiteral("copy.pt"));
             const Run refused = runInspector({QStringLiteral("remap"), checkpoint, QStringLiteral("-o"), out,
                 QStringLiteral("--map"), QStringLiteral("*=cpu")});
             QCOMPARE(refused.exitCode, 4);
             QVERIFY(!QFile::exists(out));
-            const Run copied = runInspector({QStringLiteral("remap"), checkpoint, QStringLiteral("-o"), out,
-                QStringLiteral("--map"), QStringLiteral("*=cpu"), QStringLiteral("--allow-dangerous")});
-            QCOMPARE(copied.exitCode, 0);
-            QFile original(checkpoint), copy(out);
-            QVERIFY(original.open(QIODevice::ReadOnly) && copy.open(QIODevice::ReadOnly));
-            QVERIFY(original.readAll() == copy.readAll());
-            qInfo("rated dangerous: refused, and copied unchanged with --allow-dangerous");
+            const Run copied = runInspector(
+                {QStringLiteral("remap"), checkpoint, QStringLiteral("-o"), out, QStringLiteral("--map"),
+                    QStringLiteral("*=cpu"), QStringLiteral("--allow-dangerous"), QStringLiteral("--json")});
+            if (copied.exitCode == 2) { // this file cannot be remapped: said so, nothing written
+                QVERIFY2(copied.err.contains("cannot remap")
+                        || copied.err.contains("refusing to give the copy")
+                        || copied.err.contains("could not write"),
+                    qPrintable(copied.describe()));
+                QVERIFY(!QFile::exists(out));
+                qInfo(
+                    "rated dangerous: refused; with --allow-dangerous: %s", copied.err.left(300).constData());
+                return;
+            }
+            QVERIFY2(copied.exitCode == 0, qPrintable(copied.describe()));
+            const QJsonObject report = parseObject(copied.out);
+            QVERIFY(report.value(QStringLiteral("as_dangerous_as_input")).toBool());
+            QCOMPARE(unsafeNamesOf(out), unsafeNamesOf(checkpoint));
+            const InfoReport copy = readInfo(out);
+            QCOMPARE(copy.safety, QStringLiteral("dangerous"));
+            for (const auto& [key, device] : std::as_const(copy.storages))
+                QVERIFY2(device == QStringLiteral("cpu"), qPrintable(key + u' ' + device));
+            qInfo("rated dangerous: refused, and remapped with --allow-dangerous (%d storages on cpu)",
+                int(copy.storages.size()));
             return;
         }
 
@@ -548,6 +584,151 @@ private Q_SLOTS:
             }
         }
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(u'\n')));
+    }
+
+    // Issue 24's commonest "cannot verify" file: a whole model, torch.save(model) on a GPU, its
+    // classes from the user's own package (tests/remap/usercode). Written by real torch 1.13 and
+    // 2.x; remapped with --map cuda:1=cpu only under the override; the copy loaded by real torch
+    // 1.13 and 2.x without map_location (tests/remap/check_gpu_model.py).
+    void dangerousWholeModelRemapsWithOverride_data()
+    {
+        QTest::addColumn<QString>("writer");
+        QTest::newRow("torch 1.13") << QStringLiteral(CKPT_LEGACY_PYTHON);
+        QTest::newRow("torch 2.x") << QStringLiteral(CKPT_MODERN_PYTHON);
+    }
+
+    void dangerousWholeModelRemapsWithOverride()
+    {
+        QFETCH(QString, writer);
+        if (writer.isEmpty())
+            QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
+        QTemporaryDir dir(m_work.filePath(QStringLiteral("whole-XXXXXX")));
+        QVERIFY(dir.isValid());
+        const Run made = runProgram(writer, {kMakeGpuModel, dir.path()});
+        QVERIFY2(made.exitCode == 0, qPrintable(made.describe()));
+        const QString original = dir.filePath(QStringLiteral("whole_model.pt"));
+        const QString expected = original + QStringLiteral(".expected.json");
+        const QByteArray before = sha256Of(original);
+        const InfoReport info = readInfo(original);
+        QCOMPARE(info.safety, QStringLiteral("dangerous")); // rightly: gpunets.blocks.* cannot be vetted
+        QVERIFY(unsafeNamesOf(original).contains(QStringLiteral("gpunets.blocks.GpuNet")));
+        int onCuda1 = 0;
+        for (const auto& [key, device] : std::as_const(info.storages))
+            onCuda1 += device == QStringLiteral("cuda:1") ? 1 : 0;
+        QVERIFY(onCuda1 >= 10);
+
+        // Without the override: refused (exit 4), nothing written, both ways out named.
+        const QString out = dir.filePath(QStringLiteral("out/whole_model-cpu.pt"));
+        QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("out"))));
+        const Run refused = runInspector({QStringLiteral("remap"), original, QStringLiteral("-o"), out,
+            QStringLiteral("--map"), QStringLiteral("cuda:1=cpu")});
+        QCOMPARE(refused.exitCode, 4);
+        QVERIFY2(refused.err.contains("refusing to write a copy") && refused.err.contains("--allow-dangerous")
+                && refused.err.contains("ckpt-inspect extract")
+                && refused.err.contains("gpunets.blocks.GpuNet"),
+            qPrintable(refused.describe()));
+        QVERIFY(entriesOf(dir.filePath(QStringLiteral("out"))).isEmpty());
+
+        // `plan --save` writes a copy too, through the same task: refused the same way (it has no
+        // override of its own and names remap's).
+        const QString planned = dir.filePath(QStringLiteral("out/planned.pt"));
+        const Run plan = runInspector({QStringLiteral("plan"), original, QStringLiteral("--target"),
+            QStringLiteral("cpu=8GiB"), QStringLiteral("--save"), planned});
+        QVERIFY2(plan.exitCode == 4 && plan.err.contains("refusing to write a copy")
+                && plan.err.contains("--allow-dangerous") && plan.err.contains("ckpt-inspect extract"),
+            qPrintable(plan.describe()));
+        QVERIFY(entriesOf(dir.filePath(QStringLiteral("out"))).isEmpty());
+
+        // With it: the remapped copy, verified, rated again, and said to be as dangerous.
+        const Run copied = runInspector(
+            {QStringLiteral("remap"), original, QStringLiteral("-o"), out, QStringLiteral("--map"),
+                QStringLiteral("cuda:1=cpu"), QStringLiteral("--allow-dangerous"), QStringLiteral("--json")});
+        QVERIFY2(copied.exitCode == 0, qPrintable(copied.describe()));
+        const QJsonObject report = parseObject(copied.out);
+        QVERIFY(report.value(QStringLiteral("verified")).toBool());
+        QVERIFY(report.value(QStringLiteral("as_dangerous_as_input")).toBool());
+        QCOMPARE(report.value(QStringLiteral("safety")).toObject().value(QStringLiteral("rating")).toString(),
+            QStringLiteral("dangerous"));
+        QVERIFY2(copied.err.contains("warning:"), qPrintable(copied.describe()));
+        for (const auto& value : report.value(QStringLiteral("storages")).toArray())
+            QCOMPARE(value.toObject().value(QStringLiteral("planned")).toString(), QStringLiteral("cpu"));
+        QCOMPARE(entriesOf(dir.filePath(QStringLiteral("out"))),
+            QStringList {QStringLiteral("whole_model-cpu.pt")});
+        QCOMPARE(unsafeNamesOf(out), unsafeNamesOf(original));
+        const InfoReport written = readInfo(out);
+        for (const auto& [key, device] : std::as_const(written.storages))
+            QVERIFY2(device == QStringLiteral("cpu"), qPrintable(key + u' ' + device));
+        QCOMPARE(sha256Of(original), before);
+
+        // The text says it plainly, naming the callables.
+        const QString text = dir.filePath(QStringLiteral("out/text.pt"));
+        const Run said = runInspector({QStringLiteral("remap"), original, QStringLiteral("-o"), text,
+            QStringLiteral("--map"), QStringLiteral("cuda:1=cpu"), QStringLiteral("--allow-dangerous")});
+        QVERIFY2(said.exitCode == 0 && said.out.contains("still DANGEROUS")
+                && said.out.contains("exactly as dangerous as the input")
+                && said.out.contains("gpunets.blocks.GpuNet"),
+            qPrintable(said.describe()));
+
+        // Real torch, both releases: plain torch.load (no map_location) of the copy on this CPU
+        // machine gives the model, every tensor on the CPU, bytes identical.
+        for (const QString& judge :
+            {QStringLiteral(CKPT_LEGACY_PYTHON), QStringLiteral(CKPT_MODERN_PYTHON)}) {
+            if (judge.isEmpty())
+                continue;
+            const Run loaded = runProgram(judge, {kCheckGpuModel, original, out, expected});
+            QVERIFY2(loaded.exitCode == 0 && loaded.out.startsWith("ok "), qPrintable(loaded.describe()));
+            qInfo("%s", loaded.out.trimmed().constData());
+        }
+    }
+
+    // The same for a folder of .bin shards (from_pretrained's layout) whose second shard holds the
+    // user's tensor subclass: refused naming the override and convert (extract takes one file);
+    // with --allow-dangerous, a remapped folder, every shard rated like its input, loaded by real
+    // torch. (Before issue 24 the refusal suggested --allow-dangerous, which then refused folders.)
+    void dangerousShardFolderRemapsWithOverride_data() { dangerousWholeModelRemapsWithOverride_data(); }
+
+    void dangerousShardFolderRemapsWithOverride()
+    {
+        QFETCH(QString, writer);
+        if (writer.isEmpty())
+            QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
+        QTemporaryDir dir(m_work.filePath(QStringLiteral("shards-XXXXXX")));
+        QVERIFY(dir.isValid());
+        const Run made = runProgram(writer, {kMakeGpuModel, dir.path()});
+        QVERIFY2(made.exitCode == 0, qPrintable(made.describe()));
+        const QString original = dir.filePath(QStringLiteral("shards"));
+        const QString expected = dir.filePath(QStringLiteral("shards.expected.json"));
+        const InfoReport info = readInfo(original);
+        QCOMPARE(info.safety, QStringLiteral("dangerous"));
+        QVERIFY(unsafeNamesOf(original).contains(QStringLiteral("gpunets.blocks.ScaledTensor")));
+
+        const QString out = dir.filePath(QStringLiteral("remapped"));
+        const Run refused = runInspector({QStringLiteral("remap"), original, QStringLiteral("-o"), out,
+            QStringLiteral("--map"), QStringLiteral("cuda:1=cpu")});
+        QCOMPARE(refused.exitCode, 4);
+        QVERIFY2(refused.err.contains("--allow-dangerous") && refused.err.contains("ckpt-inspect convert"),
+            qPrintable(refused.describe()));
+        QVERIFY(!QFileInfo::exists(out));
+
+        const Run copied = runInspector(
+            {QStringLiteral("remap"), original, QStringLiteral("-o"), out, QStringLiteral("--map"),
+                QStringLiteral("cuda:1=cpu"), QStringLiteral("--allow-dangerous"), QStringLiteral("--json")});
+        QVERIFY2(copied.exitCode == 0, qPrintable(copied.describe()));
+        const QJsonObject report = parseObject(copied.out);
+        QVERIFY(report.value(QStringLiteral("as_dangerous_as_input")).toBool());
+        QCOMPARE(report.value(QStringLiteral("shards")).toArray().size(), 2);
+        QCOMPARE(unsafeNamesOf(out), unsafeNamesOf(original));
+        const InfoReport written = readInfo(out);
+        for (const auto& [key, device] : std::as_const(written.storages))
+            QVERIFY2(device == QStringLiteral("cpu"), qPrintable(key + u' ' + device));
+        for (const QString& judge :
+            {QStringLiteral(CKPT_LEGACY_PYTHON), QStringLiteral(CKPT_MODERN_PYTHON)}) {
+            if (judge.isEmpty())
+                continue;
+            const Run loaded = runProgram(judge, {kCheckGpuModel, original, out, expected});
+            QVERIFY2(loaded.exitCode == 0 && loaded.out.startsWith("ok "), qPrintable(loaded.describe()));
+            qInfo("%s", loaded.out.trimmed().constData());
+        }
     }
 
     void cuda1CheckpointLoadsAfterRemap_data()

@@ -9,8 +9,11 @@
 - `info` puts the rating first (text: the first line; JSON: the first member);
 - one judgement of each pickle (one_judgement): the weights-only section, the findings, the load
   simulation, `info` and the exit code all say what the safety verdict says;
-- `remap` refuses a dangerous file (exit 4, nothing written) and, with --allow-dangerous, copies it
-  byte for byte and says so;
+- `remap` refuses a dangerous file (exit 4, nothing written), naming both ways out (the override,
+  where the file can be remapped, and `extract`); with --allow-dangerous it writes the REMAPPED copy,
+  which `check` rates exactly like the input (same rating, same unsafe callables, same calls) and
+  which says it is as dangerous, or, where the file cannot be remapped at all, says why (exit 2) and
+  writes nothing;
 - `extract` and `convert` either refuse (exit 2, a message, nothing written) or write only tensors
   and name the file's callables among the globals they did not carry; what they write loads with
   torch.load(weights_only=True) (extract) or is a safetensors file with {"format": "pt"} (convert);
@@ -94,6 +97,8 @@ def one_judgement(name, report, code, info_text, info_json):
 techniques = set()
 dangerous_count = 0
 extracted_rows = []  # (file, command) that wrote a file rather than refusing
+remapped_rows = []  # dangerous files remapped under --allow-dangerous, the copy rated like the input
+remap_refused = []  # dangerous files that cannot be remapped at all (said so, nothing written)
 for name, technique, rating, callables in rows:
     path = os.path.join(out, name)
     code, stdout, stderr = run("check", "--json", path)
@@ -149,7 +154,7 @@ for name, technique, rating, callables in rows:
         failures.append("%s: info --json printed no JSON: %s" % (name, stderr[-200:]))
     failures.extend(one_judgement(name, check_report, check_code, info_text, info))
 
-    # remap: refused, or copied unchanged when told.
+    # remap: refused naming both ways out; told, the remapped copy rated exactly like the input.
     if rating == "dangerous":
         target = os.path.join(out, "remapped-" + name)
         for leftover in (target,):
@@ -158,15 +163,50 @@ for name, technique, rating, callables in rows:
         code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu")
         if code != 4 or os.path.exists(target) or "refusing" not in stderr:
             failures.append("%s: remap did not refuse (exit %d): %s" % (name, code, stderr[-200:]))
-        code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu", "--allow-dangerous")
-        if code != 0 or not os.path.exists(target):
+        elif "--allow-dangerous" not in stderr and "cannot be remapped in any case" not in stderr:
+            failures.append("%s: remap's refusal names neither the override nor why there is none: %s"
+                            % (name, stderr[-300:]))
+        elif "extract" not in stderr:
+            failures.append("%s: remap's refusal does not name extract for the weights alone: %s"
+                            % (name, stderr[-300:]))
+        offered_override = "--allow-dangerous writes the remapped copy" in stderr
+        code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu", "--allow-dangerous", "--json")
+        if code == 2:
+            # Not remappable at all (no checkpoint, a damaged pickle, ...), the copy would not rate as
+            # the input does, or the write failed: said precisely, nothing written.
+            if os.path.exists(target) or not any(
+                    said in stderr for said in ("cannot remap", "refusing to give the copy", "could not write")):
+                failures.append("%s: remap --allow-dangerous refused without saying why, or left %s: %s"
+                                % (name, target, stderr[-300:]))
+            if offered_override and "cannot remap" in stderr:
+                failures.append("%s: remap offered --allow-dangerous, which then says it cannot remap: %s"
+                                % (name, stderr[-300:]))
+            remap_refused.append(name)
+        elif code != 0 or not os.path.exists(target):
             failures.append("%s: remap --allow-dangerous failed (exit %d): %s" % (name, code, stderr[-200:]))
         else:
-            with open(path, "rb") as a, open(target, "rb") as b:
-                if a.read() != b.read():
-                    failures.append("%s: remap --allow-dangerous changed the bytes" % name)
-            if "copied unchanged" not in stdout:
-                failures.append("%s: remap --allow-dangerous does not say it copied unchanged" % name)
+            try:
+                written = json.loads(stdout)
+            except ValueError:
+                written = {}
+            if not written.get("as_dangerous_as_input"):
+                failures.append("%s: remap --allow-dangerous does not say the copy is as dangerous" % name)
+            code, copy_stdout, copy_stderr = run("check", "--json", target)
+            try:
+                copy_safety = json.loads(copy_stdout)["safety"]
+            except (ValueError, KeyError):
+                copy_safety = None
+            if copy_safety is None:
+                failures.append("%s: check --json of the remapped copy printed no verdict: %s"
+                                % (name, copy_stderr[-200:]))
+            elif (copy_safety["rating"] != safety["rating"]
+                  or sorted(e["name"] for e in copy_safety["unsafe"]) != sorted(unsafe)
+                  or sorted(e["call"] or "" for e in copy_safety["unsafe"])
+                  != sorted(e["call"] or "" for e in safety["unsafe"])):
+                failures.append("%s: the remapped copy is rated %s (%s), the input %s (%s)" % (
+                    name, copy_safety["rating"], ", ".join(e["name"] for e in copy_safety["unsafe"]),
+                    safety["rating"], ", ".join(unsafe)))
+            remapped_rows.append(name)
             os.remove(target)
 
     # extract and convert: refused, or only tensors written and the callables named as not carried.
@@ -225,6 +265,9 @@ if markers:
 
 print("%d files, %d hostile (rated dangerous), techniques covered: %s" % (
     len(rows), dangerous_count, ", ".join(sorted(techniques, key=int))))
+print("remap --allow-dangerous wrote %d remapped copies rated exactly like their input (%s); "
+      "%d files cannot be remapped and were refused with the reason" % (
+          len(remapped_rows), ", ".join(remapped_rows), len(remap_refused)))
 print("extract/convert wrote tensors only from %d of %d runs, refused the rest: %s" % (
     len(extracted_rows), 2 * len(rows), ", ".join("%s %s" % (c, n) for n, c in extracted_rows)))
 if failures:

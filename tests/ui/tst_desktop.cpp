@@ -559,24 +559,32 @@ private Q_SLOTS:
         QCOMPARE(box->objectName(), QStringLiteral("dangerousSaveDialog"));
         QVERIFY2(box->text().startsWith(QStringLiteral("Refusing to write a copy of t08_storage_record.pt")),
             qPrintable(box->text()));
-        QVERIFY(box->informativeText().contains(QStringLiteral("byte for byte")));
+        QVERIFY(box->informativeText().contains(QStringLiteral("I trust this file: remap anyway")));
         QTest::mouseClick(box->findChild<QPushButton*>(QStringLiteral("refuseButton")), Qt::LeftButton);
         QTRY_COMPARE(saved.count(), 1);
         QCOMPARE(saved.last().at(0).toBool(), false);
         QVERIFY(!QFileInfo::exists(refusedPath));
         QTRY_VERIFY(!window.dangerousSaveGuard()->dialog()); // closed
 
-        // The explicit override: the bytes as they are, nothing remapped.
+        // The explicit override: the remapped copy, rated again, exactly as dangerous (issue 24;
+        // tests/ui/tst_dangeroussave.cpp checks a whole model's copy with real torch).
         const QString copyPath = out.filePath(QStringLiteral("copy.pt"));
         window.saveRemappedCopyTo(copyPath);
         box = window.dangerousSaveGuard()->dialog(); // the new one (the first may await its deletion)
         QVERIFY(box && box->isVisible());
-        QTest::mouseClick(
-            box->findChild<QPushButton*>(QStringLiteral("copyUnchangedButton")), Qt::LeftButton);
-        QTRY_COMPARE(saved.count(), 2);
+        QTest::mouseClick(box->findChild<QPushButton*>(QStringLiteral("remapAnywayButton")), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(saved.count(), 2, 30000);
         QVERIFY2(saved.last().at(0).toBool(), qPrintable(saved.last().at(1).toString()));
         QVERIFY(saved.last().at(1).toString().contains(QStringLiteral("still DANGEROUS")));
-        QCOMPARE(sha256(copyPath), before);
+        std::vector<std::string> inputNames, copyNames;
+        for (const UnsafeCallable& callable :
+            DangerousSaveGuard::rate(window.document()->checkpoint()).unsafe)
+            inputNames.push_back(callable.name);
+        for (const UnsafeCallable& callable :
+            DangerousSaveGuard::rate(readCheckpoint(copyPath.toStdString())).unsafe)
+            copyNames.push_back(callable.name);
+        QVERIFY(!inputNames.empty());
+        QCOMPARE(copyNames, inputNames);
         QVERIFY(!QFileInfo::exists(refusedPath));
         QCOMPARE(sha256(file), before);
         QVERIFY(QDir(QStringLiteral("/tmp")).entryList({QStringLiteral("ckpt-hostile-marker-*")}).isEmpty());

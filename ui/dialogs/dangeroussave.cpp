@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "ui/dialogs/dangeroussave.h"
 
-#include "core/io/atomicoutputfile.h"
-#include "core/io/mappedfile.h"
+#include "core/base/escaping.h"
 #include "core/model/checkpoint.h"
-#include "core/triage/triage.h"
+#include "core/report/savecopyreport.h"
+#include "core/tasks/savecopy.h"
+#include "ui/document/documentcontroller.h"
 
-#include <QDir>
 #include <QFileInfo>
+#include <QGridLayout>
 #include <QMessageBox>
 #include <QPushButton>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <unistd.h>
+#include <QSpacerItem>
 
 namespace ckpt {
 
@@ -23,14 +20,6 @@ namespace {
 QString fromStd(const std::string& text)
 {
     return QString::fromStdString(text);
-}
-
-std::vector<std::string> unsafeNames(const SafetyVerdict& verdict)
-{
-    std::vector<std::string> names;
-    for (const UnsafeCallable& callable : verdict.unsafe)
-        names.push_back(callable.name);
-    return names;
 }
 
 } // namespace
@@ -42,111 +31,85 @@ DangerousSaveGuard::DangerousSaveGuard(QWidget* dialogParent)
 
 SafetyVerdict DangerousSaveGuard::rate(const Checkpoint& checkpoint)
 {
-    return checkpoint.shardSet ? rateShardSafety(checkpoint) : ratePickleSafety(checkpoint);
+    return assessSaveCopy(checkpoint).inputSafety;
 }
 
 bool DangerousSaveGuard::refuse(const Checkpoint& checkpoint, const QString& outputPath)
 {
-    const SafetyVerdict verdict = rate(checkpoint);
-    if (!verdict.dangerous())
-        return false;
-    const QString name = QFileInfo(fromStd(checkpoint.path)).fileName();
-    QStringList callables;
+    const std::optional<SaveCopyOutcome> refusal = refuseSaveCopy(checkpoint, false);
+    if (!refusal || refusal->status != SaveCopyStatus::RefusedDangerous)
+        return false; // saved, or refused by the save job for another reason, with its message
+    const SafetyVerdict& verdict = refusal->assessment.inputSafety;
+    const std::optional<std::string>& cannotRemap = refusal->assessment.cannotRemap;
+    const QString name = QFileInfo(fromStd(refusal->input)).fileName();
+    const QString headline = tr("Refusing to write a copy of %1: %2").arg(name, fromStd(verdict.headline));
+    // What the faces say is one text (core/report), the ways out named as this window offers them:
+    // the answer carries it; the dialog lays the same facts out for reading.
+    const QString report
+        = fromStd(saveCopyRefusalText(*refusal, DocumentController::saveCopyWording(checkpoint))).trimmed();
+    QStringList runs;
     for (const UnsafeCallable& callable : verdict.unsafe) {
-        if (callables.size() == 4) {
-            callables.append(tr("…"));
+        if (runs.size() == 6) {
+            runs.append(tr("and %1 more").arg(verdict.unsafe.size() - 6));
             break;
         }
-        callables.append(fromStd(callable.call.empty() ? callable.name : callable.call));
+        runs.append(
+            fromStd(printableText(callable.call.empty() ? callable.name : callable.call)).toHtmlEscaped());
     }
     for (const std::string& reason : verdict.cannotVerify)
-        if (callables.size() < 5)
-            callables.append(tr("cannot verify: %1").arg(fromStd(reason)));
-    const QString refusal = tr("Refusing to write a copy of %1: %2").arg(name, fromStd(verdict.headline));
+        if (runs.size() < 8)
+            runs.append(tr("cannot verify: %1").arg(fromStd(printableText(reason)).toHtmlEscaped()));
+    QString details = tr("<p>Loading it with <code>torch.load(weights_only=False)</code> would run:</p>"
+                         "<ul><li>%1</li></ul>")
+                          .arg(runs.join(QStringLiteral("</li><li>")));
+    const QString weights = tr("<b>File &gt; Export Weights…</b> writes the weights alone, without its code "
+                               "(a state_dict that loads with <code>weights_only=True</code>).");
+    if (cannotRemap)
+        details += tr("<p>It cannot be remapped in any case: %1.</p><p>%2</p>")
+                       .arg(fromStd(printableText(*cannotRemap)).toHtmlEscaped(), weights);
+    else
+        details
+            += tr("<p>A remapped copy runs exactly the same code: a remap changes device tags only, and "
+                  "adds and removes no code. Two ways out:</p>"
+                  "<ul><li><b>I trust this file: remap anyway</b> writes the remapped copy. It is exactly "
+                  "as dangerous as this file, and is rated again before it is given its name.</li>"
+                  "<li>%1</li></ul>")
+                   .arg(weights);
 
     if (m_dialog)
         m_dialog->deleteLater();
-    m_dialog = new QMessageBox(QMessageBox::Warning, tr("Not Saved: the File May Run Code"), refusal,
-        QMessageBox::NoButton, m_dialogParent);
+    m_dialog = new QMessageBox(
+        QMessageBox::Warning, tr("This File May Run Code"), headline, QMessageBox::NoButton, m_dialogParent);
     m_dialog->setObjectName(QStringLiteral("dangerousSaveDialog"));
     m_dialog->setAttribute(Qt::WA_DeleteOnClose);
     m_dialog->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_dialog->setInformativeText(
-        tr("Loading it with torch.load(weights_only=False) would run what its pickle calls:\n%1\n\n"
-           "A remapped copy would carry the same code, so none is written (as `ckpt-inspect remap` "
-           "refuses, exit 4). If you must keep a copy anyway, it can be copied byte for byte: nothing "
-           "is remapped and the copy is exactly as dangerous (`--allow-dangerous`).")
-            .arg(callables.join(QLatin1Char('\n'))));
+    m_dialog->setInformativeText(details);
+    // QMessageBox wraps its text narrowly; these sentences read better on wider lines.
+    if (auto* grid = qobject_cast<QGridLayout*>(m_dialog->layout()))
+        grid->addItem(new QSpacerItem(560, 0, QSizePolicy::Minimum, QSizePolicy::Expanding), grid->rowCount(),
+            0, 1, grid->columnCount());
+    const bool canRemap = !cannotRemap;
     QPushButton* keep = m_dialog->addButton(tr("Do Not Save"), QMessageBox::RejectRole);
-    QPushButton* copy
-        = m_dialog->addButton(tr("Copy Byte for Byte, Still Dangerous"), QMessageBox::DestructiveRole);
     keep->setObjectName(QStringLiteral("refuseButton"));
-    copy->setObjectName(QStringLiteral("copyUnchangedButton"));
+    QPushButton* trust = nullptr;
+    if (canRemap) {
+        trust = m_dialog->addButton(tr("I trust this file: remap anyway"), QMessageBox::DestructiveRole);
+        trust->setObjectName(QStringLiteral("remapAnywayButton"));
+        trust->setToolTip(tr("Writes the remapped copy. It is exactly as dangerous as this file: loading it "
+                             "with torch.load(weights_only=False) runs the same code."));
+    }
     m_dialog->setDefaultButton(keep);
     m_dialog->setEscapeButton(keep);
 
-    // The checkpoint outlives the dialog only as long as the document: keep what the copy needs.
-    const auto file = checkpoint.file;
-    const std::string inputPath = checkpoint.path;
     connect(m_dialog, &QMessageBox::buttonClicked, this,
-        [this, copy, file, inputPath, verdict, outputPath, refusal](QAbstractButton* button) {
-            if (button != copy || !file) {
-                Q_EMIT finished(false, refusal, outputPath);
-                return;
-            }
-            Checkpoint source;
-            source.path = inputPath;
-            source.file = file;
-            const QString error = copyUnchanged(source, outputPath, verdict);
-            if (!error.isEmpty())
-                Q_EMIT finished(false, error, outputPath);
+        [this, trust, report, outputPath](QAbstractButton* button) {
+            if (trust && button == trust)
+                Q_EMIT remapApproved(outputPath);
             else
-                Q_EMIT finished(true,
-                    tr("copied unchanged, still DANGEROUS: nothing was remapped; %1")
-                        .arg(fromStd(verdict.headline)),
-                    outputPath);
+                Q_EMIT finished(false, report, outputPath);
         });
     m_dialog->open();
     return true;
-}
-
-QString DangerousSaveGuard::copyUnchanged(
-    const Checkpoint& checkpoint, const QString& outputPath, const SafetyVerdict& verdict)
-{
-    if (!checkpoint.file)
-        return tr("%1 is not a single file at hand: nothing copied").arg(fromStd(checkpoint.path));
-    const ByteView bytes = checkpoint.file->bytes();
-    auto out = AtomicOutputFile::create(outputPath.toStdString(), checkpoint.path, bytes.size());
-    if (!out)
-        return fromStd(out.error().message);
-    for (std::uint64_t done = 0; done < bytes.size();) {
-        const ssize_t n = ::pwrite((*out)->fd(), bytes.data() + done, bytes.size() - done, off_t(done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return tr("writing %1: %2")
-                .arg(QDir::toNativeSeparators(outputPath), QString::fromLocal8Bit(std::strerror(errno)));
-        done += std::uint64_t(n);
-    }
-    // What lands under the name is exactly what was rated: read back, compared and rated again.
-    ByteBuffer copy(bytes.size());
-    for (std::uint64_t done = 0; done < copy.size();) {
-        const ssize_t n = ::pread((*out)->fd(), copy.data() + done, copy.size() - done, off_t(done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return tr("reading back %1: %2")
-                .arg(QDir::toNativeSeparators(outputPath), QString::fromLocal8Bit(std::strerror(errno)));
-        done += std::uint64_t(n);
-    }
-    const SafetyVerdict copied = ratePickleSafety(ByteView(copy.data(), copy.size()));
-    if (copied.rating != verdict.rating || unsafeNames(copied) != unsafeNames(verdict)
-        || !std::equal(copy.begin(), copy.end(), bytes.begin()))
-        return tr("the copy does not rate as the input did (%1): nothing written")
-            .arg(fromStd(copied.headline));
-    if (auto problem = (*out)->commit())
-        return fromStd(problem->message);
-    return {};
 }
 
 } // namespace ckpt

@@ -15,10 +15,14 @@ namespace ckpt {
 
 struct Checkpoint;
 
-// The app's side of `ckpt-inspect remap`'s refusal (exit 4): a file whose pickle the safety verdict
-// rates dangerous, or cannot verify, gets no remapped copy, since a copy would carry the same code
-// (and a rewritten pickle would only launder it). The dialog says why and offers what
-// --allow-dangerous does: the file copied byte for byte, nothing remapped, still dangerous.
+// The app's side of `ckpt-inspect remap`'s refusal (exit 4), asked before the save job starts: a
+// file (or folder) rated dangerous, or that cannot be verified, gets no remapped copy unless the
+// person says they trust it. The question and its words come from the save task's judgement
+// (core/tasks/savecopy.h, refuseSaveCopy) rendered by core/report/savecopyreport.h, as the CLI
+// renders them: both ways out are named (the override, and File > Export Weights… for the weights
+// alone). "I trust this file: remap anyway" asks for the save with the override (remapApproved);
+// the task then writes the remapped copy and rates it again before its rename. This dialog writes
+// nothing itself.
 class DangerousSaveGuard : public QObject {
     Q_OBJECT
 
@@ -28,18 +32,16 @@ public:
     // The verdict a save goes by: every shard of a folder, else the file's own bytes.
     static SafetyVerdict rate(const Checkpoint& checkpoint);
 
-    // True when `checkpoint` may not be remapped: then the dialog "dangerousSaveDialog" is open
-    // (window-modal, not blocking) and finished() follows its answer.
+    // True when saving `checkpoint` is refused as dangerous without the override: then the dialog
+    // "dangerousSaveDialog" is open (window-modal, not blocking), and either remapApproved() or
+    // finished(false, ...) follows its answer.
     bool refuse(const Checkpoint& checkpoint, const QString& outputPath);
     QMessageBox* dialog() const { return m_dialog; }
 
-    // Copies `checkpoint`'s file to `outputPath` byte for byte (never over the input; atomically),
-    // rated again before it is given its name. An error message, or empty on success.
-    static QString copyUnchanged(
-        const Checkpoint& checkpoint, const QString& outputPath, const SafetyVerdict& verdict);
-
 Q_SIGNALS:
-    // ok: the byte-for-byte copy was written; otherwise refused (or the copy failed), with why.
+    // "I trust this file: remap anyway": run the save task with the override.
+    void remapApproved(const QString& outputPath);
+    // Not saved (the person declined, or the file cannot be remapped at all), with why.
     void finished(bool ok, const QString& message, const QString& outputPath);
 
 private:

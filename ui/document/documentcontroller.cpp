@@ -2,13 +2,13 @@
 #include "ui/document/documentcontroller.h"
 
 #include "core/read/checkpointreader.h"
+#include "core/report/savecopyreport.h"
+#include "core/tasks/savecopy.h"
 #include "core/triage/pickleverdict.h"
 #include "core/triage/triage.h"
 #include "core/write/extractwriter.h"
-#include "core/write/remapwriter.h"
 #include "core/write/safetensorswriter.h"
 #include "ui/document/checkpointdocument.h"
-#include "ui/document/foldersave.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/tensortreemodel.h"
 
@@ -138,7 +138,18 @@ void DocumentController::openFile(const QString& path)
         });
 }
 
-void DocumentController::saveRemappedCopy(const QString& path)
+SaveCopyWording DocumentController::saveCopyWording(const Checkpoint& checkpoint)
+{
+    SaveCopyWording wording;
+    wording.override = tr("“I trust this file: remap anyway”").toStdString();
+    wording.weightsAlone = checkpoint.shardSet
+        ? tr("open each shard file and use File > Export Weights… (tensors only, no pickle)").toStdString()
+        : tr("File > Export Weights… (tensors only: it loads with torch.load(weights_only=True))")
+              .toStdString();
+    return wording;
+}
+
+void DocumentController::saveRemappedCopy(const QString& path, bool allowDangerous)
 {
     if (!m_document)
         return;
@@ -147,26 +158,30 @@ void DocumentController::saveRemappedCopy(const QString& path)
     const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
     const int undoIndex = m_document->undoStack()->index();
     m_fileJobs->start(
-        [checkpoint, plan, out = path.toStdString()](JobProgress& progress) {
-            RemapOptions options;
-            options.progress = [&progress](std::uint64_t done, std::uint64_t total) {
+        [checkpoint, plan, out = path.toStdString(), allowDangerous](JobProgress& progress) {
+            SaveCopyRequest request;
+            request.input = checkpoint.get();
+            request.plan = plan.get();
+            request.outputPath = out;
+            request.allowDangerous = allowDangerous;
+            request.progress = [&progress](std::uint64_t done, std::uint64_t total) {
                 return progress.report(done, total);
             };
-            if (checkpoint->shardSet) // a folder of .bin shards: a new folder, every shard verified
-                return std::make_shared<Expected<RemapResult>>(
-                    writeRemappedFolderForWindow(*checkpoint, *plan, out, options));
-            return std::make_shared<Expected<RemapResult>>(
-                writeRemappedCopy(*checkpoint, *plan, out, options));
+            return std::make_shared<const SaveCopyOutcome>(ckpt::saveRemappedCopy(request));
         },
-        [this, undoIndex](const std::shared_ptr<Expected<RemapResult>>& result) {
-            if (!*result) {
-                Q_EMIT saveFinished(false, fromStd(result->error().message), QString());
+        [this, undoIndex, checkpoint](const std::shared_ptr<const SaveCopyOutcome>& outcome) {
+            if (!outcome->written()) {
+                Q_EMIT saveFinished(false,
+                    fromStd(saveCopyRefusalText(*outcome, saveCopyWording(*checkpoint))).trimmed(),
+                    QString());
                 return;
             }
             // Clean only if nothing changed while writing: the copy has the plan as it was then.
             if (m_document && m_document->undoStack()->index() == undoIndex)
                 m_document->undoStack()->setClean();
-            Q_EMIT saveFinished(true, fromStd((*result)->summary()), fromStd((*result)->outputPath));
+            const std::string written
+                = outcome->folder ? outcome->folder->outputFolder : outcome->file->outputPath;
+            Q_EMIT saveFinished(true, fromStd(saveCopySummary(*outcome)), fromStd(written));
         });
 }
 

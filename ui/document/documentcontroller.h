@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/devices/deviceinventory.h"
+#include "core/report/savecopyreport.h"
 
 #include <QObject>
 #include <QString>
@@ -40,8 +41,12 @@ public:
 
     // Reads `path` off the GUI thread; opened(), openFailed() or openCancelled() follow.
     void openFile(const QString& path);
-    // Writes the remapped copy of the open document with its plan as it is now; saveFinished().
-    void saveRemappedCopy(const QString& path);
+    // Writes the remapped copy of the open document with its plan as it is now, through the save
+    // task (core/tasks/savecopy.h), which refuses a file rated dangerous unless `allowDangerous`
+    // (the person's "I trust this file: remap anyway"); saveFinished().
+    void saveRemappedCopy(const QString& path, bool allowDangerous = false);
+    // How the app names the two ways out of the refusal of a dangerous file.
+    static SaveCopyWording saveCopyWording(const Checkpoint& checkpoint);
     // Writes the open document's tensors as a plain state_dict (.pt, storages on the plan's
     // devices) or as safetensors (.safetensors); exportFinished().
     void exportWeights(const QString& path);

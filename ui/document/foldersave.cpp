@@ -21,31 +21,6 @@ std::optional<std::string> folderSaveExportsOnly(const Checkpoint& checkpoint)
     return whyFolderCannotBeRemapped(checkpoint);
 }
 
-Expected<RemapResult> writeRemappedFolderForWindow(const Checkpoint& checkpoint, const PlacementPlan& plan,
-    const std::string& outputFolder, const RemapOptions& options)
-{
-    auto written = writeRemappedFolder(checkpoint, plan, outputFolder, options);
-    if (!written)
-        return written.error();
-    RemapResult result;
-    result.outputPath = written->outputFolder;
-    result.verified = !written->shards.empty();
-    for (const RemapResult& shard : written->shards) {
-        const std::string name = QDir(QString::fromStdString(shard.outputPath)).dirName().toStdString();
-        for (RemappedStorage storage : shard.storages) {
-            storage.key = name + ":" + storage.key;
-            storage.outputKey = name + ":" + storage.outputKey;
-            result.storages.push_back(std::move(storage));
-        }
-        result.recordsCopied += shard.recordsCopied;
-        result.recordsRewritten += shard.recordsRewritten;
-        result.verified = result.verified && shard.verified;
-    }
-    result.bytesWritten = written->bytesWritten;
-    result.seconds = written->seconds;
-    return result;
-}
-
 Expected<std::string> exportFolderPlan(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const MachineInventory& machine, const std::string& outputFolder)
 {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "core/base/expected.h"
-#include "core/write/remapwriter.h"
 
 #include <optional>
 #include <string>
@@ -17,13 +16,8 @@ class PlacementPlan;
 
 // Why saving this checkpoint exports the plan instead of rewriting files (safetensors and DCP
 // record no device), or nothing when a remapped folder can be written (.bin shards) or it is a
-// single file.
+// single file. (.bin shards and single files are written by the save task, core/tasks/savecopy.h.)
 std::optional<std::string> folderSaveExportsOnly(const Checkpoint& checkpoint);
-
-// .bin shards: writeRemappedFolder, reported as one RemapResult (every storage of every shard; the
-// output path is the folder; verified when every shard was).
-Expected<RemapResult> writeRemappedFolderForWindow(const Checkpoint& checkpoint, const PlacementPlan& plan,
-    const std::string& outputFolder, const RemapOptions& options);
 
 // safetensors / DCP: writes device_map.json (device_map and max_memory, exportDeviceMap) and
 // load_with_device_map.py into `outputFolder`; returns the sentence the window shows.
