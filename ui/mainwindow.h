@@ -93,6 +93,9 @@ public:
     TensorFilterProxyModel* filterModel() const;
     DevicePanel* devicePanel() const { return m_devicePanel; }
     DetailsPane* detailsPane() const { return m_detailsPane; }
+    QDockWidget* detailsDock() const { return m_detailsDock; }
+    QDockWidget* devicesDock() const { return m_devicesDock; }
+    bool isDetailsShown() const; // the Details dock is open (it is while a row is current)
     FindingsPanel* findingsPanel() const { return m_findingsPanel; }
     SafetyBanner* safetyBanner() const;
     QDockWidget* findingsDock() const { return m_findingsDock; }
@@ -130,7 +133,12 @@ private:
     void createActions();
     void createMenus();
     void restoreSettings();
+    void applyDefaultLayout();
     void saveSettings();
+    // The Details dock: shown while a row is current, unless the person closed it.
+    bool currentRowShown() const;
+    void setDetailsWanted(bool wanted);
+    void placeDetails();
 
     static QString emptyStateText();
     void followDocuments(); // the DocumentController's signals (mainwindowdocument.cpp)
@@ -171,9 +179,13 @@ private:
 
     // Widgets.
     QLabel* m_emptyStateLabel = nullptr;
-    QSplitter* m_mainSplitter = nullptr;
-    QSplitter* m_sideSplitter = nullptr;
-    QSplitter* m_treeSplitter = nullptr;
+    QSplitter* m_sideSplitter = nullptr; // the cards over the chart
+    QDockWidget* m_devicesDock = nullptr;
+    QDockWidget* m_detailsDock = nullptr;
+    bool m_detailsWanted = true;
+    bool m_placingDetails = false;
+    bool m_detailsSized = false;
+    bool m_layoutRestored = false;
     FirstRunHint* m_firstRunHint = nullptr;
     MainToolBar* m_toolBar = nullptr;
     DeviceShortcuts* m_deviceShortcuts = nullptr;

@@ -180,6 +180,15 @@ void MainWindow::createActions()
     findings->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
     findings->setStatusTip(
         tr("Why the file may not load here, whether it is safe to load, whether it is intact"));
+    QAction* devices = m_devicesDock->toggleViewAction();
+    devices->setObjectName(QStringLiteral("actionShowDevices"));
+    devices->setText(tr("&Devices and Memory"));
+    devices->setStatusTip(tr("The target's device cards (drop rows on them) and the memory chart"));
+    QAction* details = m_detailsDock->toggleViewAction();
+    details->setObjectName(QStringLiteral("actionShowDetails"));
+    details->setText(tr("D&etails"));
+    details->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_D));
+    details->setStatusTip(tr("What the current row is, in full; shown while a row is current"));
 }
 
 void MainWindow::createMenus()
@@ -197,7 +206,9 @@ void MainWindow::createMenus()
         {tr("&Plan"),
             {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",
                 "actionAutoSequential", "-", "targetMenu"}},
-        {tr("&View"), {"actionShowHistory", "actionShowFindings", "-", "actionScanValues", "-", "themeMenu"}},
+        {tr("&View"),
+            {"actionShowDevices", "actionShowDetails", "actionShowFindings", "actionShowHistory", "-",
+                "actionScanValues", "-", "themeMenu"}},
         {tr("&Help"), {"actionGuidedTour", "actionOpenDemo", "-", "actionAbout"}},
     };
     const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};

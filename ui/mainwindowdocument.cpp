@@ -141,9 +141,10 @@ void MainWindow::showOpenFailure(const QString& text)
 void MainWindow::showOpenedFile(const QString& path, const QStringList& problems)
 {
     keepShownFile();
-    showCentralWidget(m_mainSplitter);
+    showCentralWidget(m_treePanel);
     m_treePanel->expandFirstLevels();
-    m_detailsPane->showTreeNode(std::nullopt);
+    m_detailsPane->showTreeNode(m_treePanel->currentTreeNode());
+    placeDetails();
     updateTitle();
     updateStatusSummary();
     updateActions();
@@ -188,6 +189,7 @@ void MainWindow::closeDocument()
     m_emptyStateLabel->setText(emptyStateText());
     m_currentFile.clear();
     m_currentFileLabel->clear();
+    placeDetails();
     updateTitle();
     updateStatusSummary();
     updateActions();

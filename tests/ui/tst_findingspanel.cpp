@@ -13,6 +13,7 @@
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/findingspanel.h"
+#include "ui/widgets/onelinebanner.h"
 #include "ui/widgets/tensortreepanel.h"
 #include "ui/widgets/valueschartwidget.h"
 
@@ -154,9 +155,12 @@ private Q_SLOTS:
         // would point nowhere (issue 14). It is said once above the tree, and no row carries it.
         TensorTreeModel* tree = window.treeModel();
         QCOMPARE(std::size_t(concerned.size()), window.document()->checkpoint().tensors.size());
+        // One line (issue 27), torch's message when it is expanded.
         const QString top = window.treePanel()->fileFindingsText();
-        QVERIFY2(top.contains(QStringLiteral("Attempting to deserialize object on a CUDA device")),
-            qPrintable(top));
+        QVERIFY2(top.contains(QStringLiteral("torch.load fails on the target")), qPrintable(top));
+        const QString more = window.treePanel()->fileFindingsBanner()->moreText();
+        QVERIFY2(more.contains(QStringLiteral("Attempting to deserialize object on a CUDA device")),
+            qPrintable(more));
         for (const uint tensor : concerned) {
             const QModelIndex index = tree->indexForTensor(tensor);
             QVERIFY(index.data(TensorTreeModel::FindingSeverityRole).isNull());

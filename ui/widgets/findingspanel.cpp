@@ -3,6 +3,7 @@
 
 #include "core/model/checkpoint.h"
 #include "ui/models/findingsmodel.h"
+#include "ui/widgets/displaytext.h"
 #include "ui/widgets/loadsimulationbar.h"
 
 #include <QHeaderView>
@@ -20,12 +21,12 @@ namespace {
 
 QString fromStd(const std::string& text)
 {
-    return QString::fromStdString(text);
+    return displayText(text);
 }
 
 QString esc(const std::string& text)
 {
-    return QString::fromStdString(text).toHtmlEscaped();
+    return displayHtml(text);
 }
 
 QString ratingHtml(const WeightsOnlyVerdict& verdict)
