@@ -133,6 +133,9 @@ void MainWindow::createWidgets()
         placeDetails();
     });
     connect(m_treePanel, &TensorTreePanel::selectionChanged, this, &MainWindow::updateActions);
+    m_treePanel->view()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(
+        m_treePanel->view(), &QWidget::customContextMenuRequested, this, &MainWindow::showTreeContextMenu);
 
     m_devicePanel = new DevicePanel(nullptr, this);
     m_devicePanel->setObjectName(QStringLiteral("devicePanel"));

@@ -109,6 +109,8 @@ public:
     GuidedTour* guidedTour() const { return m_tour; }
     Theme* theme() const { return m_theme; }
     DangerousSaveGuard* dangerousSaveGuard() const { return m_dangerousSave; }
+    // The tree's context menu for the selected rows (built afresh for each right-click).
+    QMenu* createTreeContextMenu(QWidget* parent);
     bool isTriageRunning() const;
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
     bool isBusy() const; // an open or save is running
@@ -158,6 +160,8 @@ private:
     void chooseExportTarget(bool deviceMap);
 
     void selectTensors(const std::vector<std::uint32_t>& tensors);
+    // The tree's context menu (mainwindowactions.cpp): the same moves as a drop, copies, findings.
+    void showTreeContextMenu(const QPoint& position);
 
     void updateTitle();
     void updateActions();

@@ -6,6 +6,7 @@
 // code of torch's in any pane, dark banners in the dark theme and the chart's axis in bytes.
 #include "tests/common/uitesthelpers.h"
 #include "ui/mainwindow.h"
+#include "ui/models/findingsmodel.h"
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
 #include "ui/planactions.h"
@@ -22,11 +23,13 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
+#include <QClipboard>
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLogValueAxis>
 #include <QMap>
+#include <QMenu>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QStandardPaths>
@@ -36,6 +39,7 @@
 #include <QTextDocument>
 #include <QToolButton>
 #include <QTreeView>
+#include <QUndoStack>
 
 using namespace ckpt;
 
@@ -448,6 +452,107 @@ private Q_SLOTS:
         window.theme()->apply(QStringLiteral("dark"));
         QTRY_VERIFY2(backgroundLightness() < 100, qPrintable(QString::number(backgroundLightness())));
         window.theme()->apply(QStringLiteral("system"));
+    }
+
+    void treeContextMenu()
+    {
+        MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.setTarget(machine(kLabBox, "lab box"), QString());
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(testing::openAndTriage(window, kDemo));
+        QTreeView* tree = window.treeView();
+        const auto select = [&](const QString& path) {
+            for (QModelIndex index = tree->model()->index(0, 0); index.isValid();
+                 index = tree->indexBelow(index))
+                if (index.data(TensorTreeModel::PathRole).toString() == path) {
+                    tree->selectionModel()->setCurrentIndex(
+                        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+                    return true;
+                }
+            return false;
+        };
+        QVERIFY(select(QStringLiteral("model.layers.1"))); // recorded on cuda:1
+        std::unique_ptr<QMenu> menu(window.createTreeContextMenu(&window));
+        const auto action = [&](const char* name) { return menu->findChild<QAction*>(QLatin1String(name)); };
+
+        // Each device, through the Plan menu's moves: the same MoveCommand and undo as a drop.
+        QMenu* moves = window.findChild<QMenu*>(QStringLiteral("moveSelectionMenu"));
+        QVERIFY(moves && menu->actions().contains(moves->menuAction()));
+        QAction* toCpu = window.findChild<QAction*>(QStringLiteral("actionMoveToCpu"));
+        QVERIFY(toCpu && toCpu->isEnabled() && moves->actions().contains(toCpu));
+        QUndoStack* undo = window.document()->undoStack();
+        const int before = undo->index();
+        toCpu->trigger();
+        QCOMPARE(undo->index(), before + 1);
+        const QModelIndex layer = tree->currentIndex();
+        QCOMPARE(layer.data(TensorTreeModel::PlannedDeviceRole).toString(), QStringLiteral("cpu"));
+
+        // Copies: the name, the map_location pair (recorded → planned) and the device_map entry.
+        menu.reset(window.createTreeContextMenu(&window));
+        action("actionCopyName")->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("model.layers.1"));
+        QVERIFY(action("actionCopyMapLocation")->isEnabled());
+        action("actionCopyMapLocation")->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("'cuda:1': 'cpu'"));
+        action("actionCopyDeviceMap")->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("\"model.layers.1\": \"cpu\""));
+        undo->undo();
+        QVERIFY(select(QStringLiteral("model.embed.weight"))); // planned on cuda:0: an ordinal, as an integer
+        menu.reset(window.createTreeContextMenu(&window));
+        QVERIFY(!action("actionCopyMapLocation")->isEnabled()); // recorded where planned: nothing to map
+        action("actionCopyDeviceMap")->trigger();
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("\"model.embed.weight\": 0"));
+
+        // Select the tensors sharing the storage: the tied head comes along.
+        QVERIFY(menu->actions().contains(window.findChild<QAction*>(QStringLiteral("actionSelectSharing"))));
+        window.findChild<QAction*>(QStringLiteral("actionSelectSharing"))->trigger();
+        QStringList selected;
+        for (const QModelIndex& index : tree->selectionModel()->selectedRows())
+            selected << index.data(TensorTreeModel::PathRole).toString();
+        selected.sort();
+        QCOMPARE(selected,
+            (QStringList {QStringLiteral("model.embed.weight"), QStringLiteral("model.lm_head.weight")}));
+    }
+
+    void showInFindings()
+    {
+        // On a laptop the demo's CUDA tensors do not load: their rows carry the finding.
+        MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.setTarget(machine("cpu=16GiB", "laptop"), QString());
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(testing::openAndTriage(window, kDemo));
+        QTreeView* tree = window.treeView();
+        QModelIndex badged;
+        for (QModelIndex index = tree->model()->index(0, 0); index.isValid() && !badged.isValid();
+             index = tree->indexBelow(index))
+            if (index.data(TensorTreeModel::FindingSeverityRole).isValid())
+                badged = index;
+        QVERIFY(badged.isValid());
+        tree->selectionModel()->setCurrentIndex(
+            badged, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        window.findingsDock()->hide();
+        std::unique_ptr<QMenu> menu(window.createTreeContextMenu(&window));
+        QAction* show = menu->findChild<QAction*>(QStringLiteral("actionShowInFindings"));
+        QVERIFY(show && show->isEnabled());
+        show->trigger();
+        QVERIFY(window.findingsDock()->isVisible());
+        const QModelIndex current
+            = window.findingsPanel()->findChild<QTreeView*>(QStringLiteral("findingsView"))->currentIndex();
+        QVERIFY(current.isValid());
+        const int tensor = badged.data(TensorTreeModel::TensorIndexRole).toInt();
+        QVERIFY(current.siblingAtColumn(0)
+                    .data(FindingsModel::TensorsRole)
+                    .value<QList<uint>>()
+                    .contains(uint(tensor))
+            || current.data(FindingsModel::TensorsRole).value<QList<uint>>().contains(uint(tensor)));
+        // The tree keeps its selection.
+        QCOMPARE(tree->currentIndex(), badged);
     }
 
     void chartAxisInBytes()
