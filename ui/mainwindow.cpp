@@ -30,10 +30,12 @@
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/startpage.h"
 #include "ui/widgets/tensortreepanel.h"
 #include "ui/widgets/valuescanpanel.h"
 #include "version.h"
 
+#include <QAbstractItemView>
 #include <QApplication>
 
 #include <QDockWidget>
@@ -41,6 +43,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
+#include <QScrollArea>
 #include <QMessageBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -68,13 +71,6 @@ MainWindow::MainWindow(QWidget* parent)
 {
     setWindowTitle(tr("Checkpoint Inspector"));
     setAcceptDrops(true);
-
-    m_emptyStateLabel = new QLabel(emptyStateText(), this);
-    m_emptyStateLabel->setObjectName(QStringLiteral("emptyStateLabel"));
-    m_emptyStateLabel->setAlignment(Qt::AlignCenter);
-    m_emptyStateLabel->setWordWrap(true);
-    m_emptyStateLabel->setForegroundRole(QPalette::PlaceholderText);
-    setCentralWidget(m_emptyStateLabel);
 
     m_undoGroup = new QUndoGroup(this);
     createWidgets();
@@ -110,6 +106,15 @@ MainWindow::MainWindow(QWidget* parent)
 
     createActions();
     createMenus();
+    // While no file is open: the start page (the same actions as the menus, and the recent files).
+    QList<QAction*> startActions;
+    for (const char* name : {"actionOpen", "actionOpenFolder", "actionOpenDemo", "actionGuidedTour"})
+        startActions << findChild<QAction*>(QString::fromLatin1(name));
+    m_startPage = new StartPage(m_settings.get(), startActions, this);
+    connect(m_startPage, &StartPage::fileChosen, this, &MainWindow::openFile);
+    m_emptyStateLabel = m_startPage->messageLabel();
+    m_emptyStateLabel->setText(emptyStateText());
+    setCentralWidget(m_startPage);
     m_toolBar = new MainToolBar(this, m_planActions->targetMenu());
     addToolBar(Qt::TopToolBarArea, m_toolBar);
     m_tour = new GuidedTour(this);
@@ -190,7 +195,14 @@ void MainWindow::createWidgets()
     m_detailsDock = new QDockWidget(tr("Details"), this);
     m_detailsDock->setObjectName(QStringLiteral("detailsDock"));
     m_detailsDock->setAccessibleName(tr("Details of the current row"));
-    m_detailsDock->setWidget(m_detailsPane);
+    // In a scroll area: the dock may be shorter than the pane's sections (the chart keeps its room
+    // beside eight GPUs' cards); the pane then scrolls.
+    auto* detailsScroll = new QScrollArea(this);
+    detailsScroll->setObjectName(QStringLiteral("detailsScroll"));
+    detailsScroll->setFrameShape(QFrame::NoFrame);
+    detailsScroll->setWidgetResizable(true);
+    detailsScroll->setWidget(m_detailsPane);
+    m_detailsDock->setWidget(detailsScroll);
     addDockWidget(Qt::RightDockWidgetArea, m_detailsDock, Qt::Vertical);
     m_detailsDock->hide(); // until a row is current
     // Closed by its button or the View menu: it stays closed (and is remembered) until shown again;
@@ -384,6 +396,25 @@ void MainWindow::selectTensors(const std::vector<std::uint32_t>& tensors)
     const std::size_t selected = m_treePanel->selectTensors(tensors);
     if (tensors.size() > 1)
         showTransientMessage(tr("%n tensor(s) selected", nullptr, int(selected)));
+}
+
+void MainWindow::focusNextPane(int step)
+{
+    const std::vector<QWidget*> panes = {treeView(), m_devicePanel->view(), m_findingsPanel->view()};
+    std::vector<QWidget*> shown;
+    for (QWidget* pane : panes)
+        if (pane->isVisible())
+            shown.push_back(pane);
+    if (shown.empty())
+        return;
+    int current = -1;
+    for (int i = 0; i < int(shown.size()); ++i)
+        if (shown[std::size_t(i)] == QApplication::focusWidget()
+            || shown[std::size_t(i)]->isAncestorOf(QApplication::focusWidget()))
+            current = i;
+    const int count = int(shown.size());
+    const int next = current < 0 ? (step > 0 ? 0 : count - 1) : ((current + step) % count + count) % count;
+    shown[std::size_t(next)]->setFocus(Qt::ShortcutFocusReason);
 }
 
 // --- Status ----------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ class JobTracker;
 class MemoryChartWidget;
 class PlanActions;
 class SafetyBanner;
+class StartPage;
 class TensorFilterProxyModel;
 class TensorTreeModel;
 class TensorTreePanel;
@@ -103,6 +104,7 @@ public:
     PlanActions* planActions() const { return m_planActions; }
     DeviceShortcuts* deviceShortcuts() const { return m_deviceShortcuts; }
     TensorTreePanel* treePanel() const { return m_treePanel; }
+    StartPage* startPage() const { return m_startPage; }
     MemoryChartWidget* memoryChart() const { return m_memoryChart; }
     MainToolBar* mainToolBar() const { return m_toolBar; }
     FirstRunHint* firstRunHint() const { return m_firstRunHint; }
@@ -144,7 +146,7 @@ private:
 
     static QString emptyStateText();
     void followDocuments(); // the DocumentController's signals (mainwindowdocument.cpp)
-    void showCentralWidget(QWidget* widget); // the empty state or the main splitter
+    void showCentralWidget(QWidget* widget); // the start page or the tree
     void openDemoCheckpoint();
     void keepShownFile(); // after an open that did not replace the shown file
     void showOpenedFile(const QString& path, const QStringList& problems);
@@ -162,6 +164,8 @@ private:
     void selectTensors(const std::vector<std::uint32_t>& tensors);
     // The tree's context menu (mainwindowactions.cpp): the same moves as a drop, copies, findings.
     void showTreeContextMenu(const QPoint& position);
+    // F6 / Shift+F6: the focus to the next (or previous) shown pane of the tree, cards, findings.
+    void focusNextPane(int step);
 
     void updateTitle();
     void updateActions();
@@ -182,7 +186,8 @@ private:
     std::function<void()> m_afterSave;
 
     // Widgets.
-    QLabel* m_emptyStateLabel = nullptr;
+    StartPage* m_startPage = nullptr; // the central widget while no file is open
+    QLabel* m_emptyStateLabel = nullptr; // its message
     QSplitter* m_sideSplitter = nullptr; // the cards over the chart
     QDockWidget* m_devicesDock = nullptr;
     QDockWidget* m_detailsDock = nullptr;

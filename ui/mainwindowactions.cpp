@@ -122,6 +122,12 @@ void MainWindow::createActions()
             }},
         {"actionFilter", tr("&Filter Tensors"), QKeySequence(Qt::CTRL | Qt::Key_F), {},
             [this] { m_treePanel->focusFilter(); }},
+        // The keyboard's way between the panes: the tree, the device cards, the findings.
+        {"actionNextPane", tr("Next &Pane"), QKeySequence(Qt::Key_F6),
+            tr("Moves the keyboard focus to the next of the tree, the device cards and the findings"),
+            [this] { focusNextPane(1); }},
+        {"actionPreviousPane", tr("Pre&vious Pane"), QKeySequence(Qt::SHIFT | Qt::Key_F6), {},
+            [this] { focusNextPane(-1); }},
         {"actionOpenDemo", tr("Open &Demo Checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_D),
             tr("A small transformer saved on cuda:0, cuda:1 and cpu"), [this] { openDemoCheckpoint(); }},
         {"actionGuidedTour", tr("&Guided Tour"), {},
@@ -304,7 +310,7 @@ void MainWindow::createMenus()
                 "actionAutoSequential", "-", "targetMenu"}},
         {tr("&View"),
             {"actionShowDevices", "actionShowDetails", "actionShowFindings", "actionShowHistory", "-",
-                "actionScanValues", "-", "themeMenu"}},
+                "actionNextPane", "actionPreviousPane", "-", "actionScanValues", "-", "themeMenu"}},
         {tr("&Help"), {"actionGuidedTour", "actionOpenDemo", "-", "actionAbout"}},
     };
     const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};

@@ -17,6 +17,7 @@
 #include "ui/widgets/loadsimulationbar.h"
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/startpage.h"
 #include "ui/widgets/tensortreepanel.h"
 #include "ui/widgets/valuescanpanel.h"
 
@@ -185,7 +186,7 @@ void MainWindow::closeDocument()
     if (!maybeKeepChanges([this] { closeDocument(); }))
         return;
     m_documents->close();
-    showCentralWidget(m_emptyStateLabel);
+    showCentralWidget(m_startPage);
     m_emptyStateLabel->setText(emptyStateText());
     m_currentFile.clear();
     m_currentFileLabel->clear();

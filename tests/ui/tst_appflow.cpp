@@ -273,7 +273,7 @@ private Q_SLOTS:
         const QString message = errors.first().at(0).toString();
         QVERIFY2(message.contains(QStringLiteral("LFS"), Qt::CaseInsensitive), qPrintable(message));
         QVERIFY(!window.document());
-        QVERIFY(window.centralWidget()->objectName() == QStringLiteral("emptyStateLabel"));
+        QVERIFY(window.centralWidget()->objectName() == QStringLiteral("startPage"));
 
         // The window still works: the demo opens after it.
         QVERIFY(openAndWait(window, kDemo));

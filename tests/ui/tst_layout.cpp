@@ -12,28 +12,36 @@
 #include "ui/planactions.h"
 #include "ui/theme.h"
 #include "ui/widgets/detailspane.h"
+#include "ui/widgets/devicepanel.h"
 #include "ui/widgets/findingspanel.h"
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/startpage.h"
 #include "ui/widgets/tensortreepanel.h"
 
+#include <QAbstractButton>
 #include <QAbstractItemView>
+#include <QAbstractScrollArea>
 #include <QAction>
 #include <QApplication>
 #include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QClipboard>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QLabel>
+#include <QListWidget>
 #include <QLogValueAxis>
 #include <QMap>
 #include <QMenu>
 #include <QRegularExpression>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTabBar>
 #include <QTest>
 #include <QTextBrowser>
 #include <QTextDocument>
@@ -553,6 +561,85 @@ private Q_SLOTS:
             || current.data(FindingsModel::TensorsRole).value<QList<uint>>().contains(uint(tensor)));
         // The tree keeps its selection.
         QCOMPARE(tree->currentIndex(), badged);
+    }
+
+    void startPage()
+    {
+        {
+            MainWindow first;
+            first.setSuppressModalDialogs(true);
+            QVERIFY(testing::openAndWait(first, kDemo)); // a recent file
+        }
+        MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.setDemoCheckpointPath(kDemo);
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        StartPage* page = window.startPage();
+        QCOMPARE(window.centralWidget(), page);
+        for (const char* name : {"actionOpenButton", "actionOpenFolderButton", "actionOpenDemoButton",
+                 "actionGuidedTourButton"}) {
+            auto* button = page->findChild<QToolButton*>(QLatin1String(name));
+            QVERIFY2(button && button->isVisible() && !button->accessibleName().isEmpty(), name);
+        }
+        QVERIFY(page->findChild<QToolButton*>(QStringLiteral("actionOpenDemoButton"))->isEnabled());
+        QCOMPARE(page->recentList()->count(), 1);
+        QVERIFY(page->recentList()->item(0)->text().contains(QStringLiteral("demo-checkpoint.pt")));
+        // A recent file opens from the list.
+        QSignalSpy opened(&window, &MainWindow::checkpointOpened);
+        Q_EMIT page->recentList()->itemActivated(page->recentList()->item(0));
+        QVERIFY(opened.wait(30000));
+        QCOMPARE(window.centralWidget(), window.treePanel());
+        // Closing the file brings the start page back.
+        window.findChild<QAction*>(QStringLiteral("actionClose"))->trigger();
+        QCOMPARE(window.centralWidget(), page);
+    }
+
+    void keyboardBetweenPanesAndAccessibleNames()
+    {
+        MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.setTarget(machine(kLabBox, "lab box"), QString());
+        window.resize(1280, 800);
+        window.show();
+        QApplication::setActiveWindow(&window);
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QVERIFY(testing::openAndTriage(window, kDemo));
+        QVERIFY(selectFirstTensor(window));
+        window.treeView()->setFocus();
+        QAction* next = window.findChild<QAction*>(QStringLiteral("actionNextPane"));
+        QVERIFY(next);
+        QCOMPARE(next->shortcut(), QKeySequence(Qt::Key_F6));
+        next->trigger();
+        QCOMPARE(QApplication::focusWidget(), window.devicePanel()->view());
+        next->trigger();
+        QCOMPARE(QApplication::focusWidget(), static_cast<QWidget*>(window.findingsPanel()->view()));
+        next->trigger();
+        QCOMPARE(QApplication::focusWidget(), static_cast<QWidget*>(window.treeView()));
+        window.findChild<QAction*>(QStringLiteral("actionPreviousPane"))->trigger();
+        QCOMPARE(QApplication::focusWidget(), static_cast<QWidget*>(window.findingsPanel()->view()));
+
+        // Every control a person can reach has a name a screen reader says (its own, or the text
+        // of its button).
+        QStringList unnamed;
+        for (QWidget* widget : window.findChildren<QWidget*>()) {
+            if (!widget->isVisibleTo(&window) || widget->focusPolicy() == Qt::NoFocus
+                || qobject_cast<QAbstractScrollArea*>(widget->parentWidget()))
+                continue;
+            QString name = widget->accessibleName();
+            if (auto* button = qobject_cast<QAbstractButton*>(widget); button && name.isEmpty())
+                name = button->text();
+            if (auto* label = qobject_cast<QLabel*>(widget); label && name.isEmpty())
+                name = label->text(); // what a screen reader says for a label
+            // An editable combo box's line edit is named by the box; the docks' tab bar by its tabs.
+            if (qobject_cast<QComboBox*>(widget->parentWidget()) || qobject_cast<QTabBar*>(widget))
+                continue;
+            if (name.isEmpty())
+                unnamed << QStringLiteral("%1 (%2)").arg(
+                    widget->objectName(), QString::fromLatin1(widget->metaObject()->className()));
+        }
+        QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed.join(QStringLiteral(", "))));
     }
 
     void chartAxisInBytes()

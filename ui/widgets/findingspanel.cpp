@@ -96,8 +96,8 @@ FindingsPanel::FindingsPanel(QWidget* parent)
     m_view->header()->setStretchLastSection(false);
     m_view->header()->setSectionResizeMode(FindingsModel::MessageColumn, QHeaderView::Stretch);
     m_view->setColumnWidth(FindingsModel::SeverityColumn, 90);
-    m_view->setColumnWidth(FindingsModel::CodeColumn, 170);
-    m_view->setColumnWidth(FindingsModel::ConcernsColumn, 200);
+    m_view->setColumnWidth(FindingsModel::CodeColumn, 130);
+    m_view->setColumnWidth(FindingsModel::ConcernsColumn, 120);
 
     m_details = new QTextBrowser(this);
     m_details->setObjectName(QStringLiteral("findingDetails"));
