@@ -305,13 +305,17 @@ void MemoryChartWidget::refresh()
     static_cast<LegendLabels*>(m_floorModel)->setFloor(low);
     m_values->setTitleText(gib ? tr("GiB, log scale") : tr("MiB, log scale"));
     m_values->setTitleVisible(false);
-    // The byte labels: every power of 32 bytes inside the range (1 B, 32 B, 1 KiB, 32 KiB, 1 MiB…),
+    // The byte labels: powers of 32 bytes inside the range (1 B, 32 B, 1 KiB, 32 KiB, 1 MiB…),
     // at log10 of its value in the unit, which is where the log axis puts that value.
     const double top = std::max(high, low * base);
     for (const QString& label : m_byteLabels->categoriesLabels())
         m_byteLabels->remove(label);
     m_byteLabels->setRange(std::log10(low), std::log10(top));
-    for (double bytes = 1.0; bytes / unit <= top * 1.0001; bytes *= 32.0)
+    // Over a wide range (a GPU server's terabytes beside a kilobyte) every power of 1024 only:
+    // labels closer than a line apart would be cut to "…".
+    const double span = std::log(top / low) / std::log(32.0);
+    const double step = span > 6.0 ? 1024.0 : 32.0;
+    for (double bytes = 1.0; bytes / unit <= top * 1.0001; bytes *= step)
         if (bytes / unit >= low * 0.9999)
             m_byteLabels->append(byteAxisLabel(bytes), std::log10(bytes / unit));
     m_byteLabels->setTitleText(tr("Bytes, log scale"));
