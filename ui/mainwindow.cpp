@@ -201,6 +201,7 @@ void MainWindow::createWidgets()
     detailsScroll->setObjectName(QStringLiteral("detailsScroll"));
     detailsScroll->setFrameShape(QFrame::NoFrame);
     detailsScroll->setWidgetResizable(true);
+    detailsScroll->setAccessibleName(tr("Details of the current row"));
     detailsScroll->setWidget(m_detailsPane);
     m_detailsDock->setWidget(detailsScroll);
     addDockWidget(Qt::RightDockWidgetArea, m_detailsDock, Qt::Vertical);

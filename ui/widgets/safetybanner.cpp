@@ -31,10 +31,11 @@ void SafetyBanner::setVerdict(const SafetyVerdict& verdict)
         const std::size_t unsafe = verdict.unsafe.size();
         if (unsafe > 0) {
             const UnsafeCallable& first = verdict.unsafe.front();
-            line = tr("<b>&#9888; DANGEROUS</b>: loading it with weights_only=False calls <b>%1</b>")
-                       .arg(displayHtml(first.name));
+            // In its own words: the Findings dock quotes the verdict's headline in full.
+            line = tr("<b>&#9888; DANGEROUS</b>: <b>%1</b>").arg(displayHtml(first.name));
             if (unsafe > 1)
                 line += tr(" and %n more", nullptr, int(unsafe - 1));
+            line += tr(" would run when loaded with weights_only=False");
         } else {
             line = tr("<b>&#9888; CANNOT VERIFY</b>; treat as dangerous: %1")
                        .arg(displayHtml(
