@@ -17,6 +17,7 @@ constexpr const char* kRecentFiles = "files/recent";
 constexpr const char* kLastTargetProfile = "plan/lastTargetProfile";
 constexpr const char* kTheme = "view/theme";
 constexpr const char* kFirstRunHintDismissed = "view/firstRunHintDismissed";
+constexpr const char* kDetailsShown = "view/detailsShown";
 
 QString normalisedPath(const QString& path)
 {
@@ -139,6 +140,16 @@ bool AppSettings::firstRunHintDismissed() const
 void AppSettings::setFirstRunHintDismissed(bool dismissed)
 {
     setValue(kFirstRunHintDismissed, dismissed);
+}
+
+bool AppSettings::detailsShown() const
+{
+    return value(kDetailsShown, true).toBool();
+}
+
+void AppSettings::setDetailsShown(bool shown)
+{
+    setValue(kDetailsShown, shown);
 }
 
 } // namespace ckpt

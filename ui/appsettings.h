@@ -45,6 +45,9 @@ public:
     // The first-run hint over the device cards, once closed, stays closed.
     bool firstRunHintDismissed() const;
     void setFirstRunHintDismissed(bool dismissed);
+    // The Details dock, once closed, stays closed (until shown again from the View menu).
+    bool detailsShown() const;
+    void setDetailsShown(bool shown);
 
 private:
     QVariant value(const char* key, const QVariant& defaultValue) const;

@@ -95,7 +95,7 @@ GuidedTour::GuidedTour(MainWindow* window)
     m_dock->setObjectName(QStringLiteral("tourDock"));
     m_dock->setWidget(panel);
     m_dock->hide();
-    window->addDockWidget(Qt::RightDockWidgetArea, m_dock);
+    window->addDockWidget(Qt::LeftDockWidgetArea, m_dock); // beside the tree, the cards stay whole
 
     defineSteps();
     m_outcomes.resize(m_definitions.size());

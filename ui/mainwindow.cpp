@@ -30,23 +30,28 @@
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/recentfilesmenu.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/startpage.h"
 #include "ui/widgets/tensortreepanel.h"
 #include "ui/widgets/valuescanpanel.h"
 #include "version.h"
 
+#include <QAbstractItemView>
 #include <QApplication>
+
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTreeView>
 #include <QUndoGroup>
 #include <QUndoView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace ckpt {
 
@@ -66,13 +71,6 @@ MainWindow::MainWindow(QWidget* parent)
 {
     setWindowTitle(tr("Checkpoint Inspector"));
     setAcceptDrops(true);
-
-    m_emptyStateLabel = new QLabel(emptyStateText(), this);
-    m_emptyStateLabel->setObjectName(QStringLiteral("emptyStateLabel"));
-    m_emptyStateLabel->setAlignment(Qt::AlignCenter);
-    m_emptyStateLabel->setWordWrap(true);
-    m_emptyStateLabel->setForegroundRole(QPalette::PlaceholderText);
-    setCentralWidget(m_emptyStateLabel);
 
     m_undoGroup = new QUndoGroup(this);
     createWidgets();
@@ -117,6 +115,15 @@ MainWindow::MainWindow(QWidget* parent)
 
     createActions();
     createMenus();
+    // While no file is open: the start page (the same actions as the menus, and the recent files).
+    QList<QAction*> startActions;
+    for (const char* name : {"actionOpen", "actionOpenFolder", "actionOpenDemo", "actionGuidedTour"})
+        startActions << findChild<QAction*>(QString::fromLatin1(name));
+    m_startPage = new StartPage(m_settings.get(), startActions, this);
+    connect(m_startPage, &StartPage::fileChosen, this, &MainWindow::openFile);
+    m_emptyStateLabel = m_startPage->messageLabel();
+    m_emptyStateLabel->setText(emptyStateText());
+    setCentralWidget(m_startPage);
     m_toolBar = new MainToolBar(this, m_planActions->targetMenu());
     addToolBar(Qt::TopToolBarArea, m_toolBar);
     m_tour = new GuidedTour(this);
@@ -135,11 +142,15 @@ MainWindow::~MainWindow()
 void MainWindow::createWidgets()
 {
     m_treePanel = new TensorTreePanel(this);
-    connect(m_treePanel, &TensorTreePanel::currentChanged, this,
-        [this] { m_detailsPane->showTreeNode(m_treePanel->currentTreeNode()); });
+    connect(m_treePanel, &TensorTreePanel::currentChanged, this, [this] {
+        m_detailsPane->showTreeNode(m_treePanel->currentTreeNode());
+        placeDetails();
+    });
     connect(m_treePanel, &TensorTreePanel::selectionChanged, this, &MainWindow::updateActions);
+    m_treePanel->view()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(
+        m_treePanel->view(), &QWidget::customContextMenuRequested, this, &MainWindow::showTreeContextMenu);
 
-    // Right: device cards, chart, details.
     m_devicePanel = new DevicePanel(nullptr, this);
     m_devicePanel->setObjectName(QStringLiteral("devicePanel"));
     m_devicePanel->setAccessibleName(tr("Devices of the target machine"));
@@ -154,8 +165,11 @@ void MainWindow::createWidgets()
     m_detailsPane->setValuesSource(valuesSource);
     connect(m_detailsPane, &DetailsPane::tensorActivated, m_treePanel, &TensorTreePanel::selectTensor);
 
-    // Right: the device cards (every row of them in view) over the chart. Left: the first-run hint
-    // and the tree over the details of its current row.
+    // The tree is the window's centre and has its whole height (issue 27); everything else is a dock
+    // a person can move, close or float, remembered between runs (saveSettings). Right, the whole
+    // height of the window: the first-run hint and the device cards over the chart ("Devices"), and
+    // below them the details of the current row ("Details", shown once a row is current). The
+    // Findings dock goes under the tree only.
     m_sideSplitter = new QSplitter(Qt::Vertical, this);
     m_sideSplitter->setObjectName(QStringLiteral("sideSplitter"));
     m_sideSplitter->addWidget(m_devicePanel);
@@ -170,31 +184,50 @@ void MainWindow::createWidgets()
         if (total > cards && sizes.value(0) != cards)
             m_sideSplitter->setSizes({cards, total - cards});
     });
-
-    auto* treeArea = new QWidget(this);
-    auto* treeLayout = new QVBoxLayout(treeArea);
-    treeLayout->setContentsMargins(0, 0, 0, 0);
-    treeLayout->setSpacing(2);
-    m_firstRunHint = new FirstRunHint(treeArea);
+    auto* devicesArea = new QWidget(this);
+    devicesArea->setObjectName(QStringLiteral("devicesArea"));
+    auto* devicesLayout = new QVBoxLayout(devicesArea);
+    devicesLayout->setContentsMargins(0, 0, 0, 0);
+    devicesLayout->setSpacing(2);
+    m_firstRunHint = new FirstRunHint(devicesArea);
     m_firstRunHint->setVisible(!m_settings->firstRunHintDismissed());
     connect(m_firstRunHint, &FirstRunHint::dismissed, this,
         [this] { m_settings->setFirstRunHintDismissed(true); });
-    treeLayout->addWidget(m_firstRunHint);
-    treeLayout->addWidget(m_treePanel, 1);
-    m_treeSplitter = new QSplitter(Qt::Vertical, this);
-    m_treeSplitter->setObjectName(QStringLiteral("treeSplitter"));
-    m_treeSplitter->addWidget(treeArea);
-    m_treeSplitter->addWidget(m_detailsPane);
-    m_treeSplitter->setStretchFactor(0, 3);
-    m_treeSplitter->setStretchFactor(1, 1);
+    devicesLayout->addWidget(m_firstRunHint);
+    devicesLayout->addWidget(m_sideSplitter, 1);
+    m_devicesDock = new QDockWidget(tr("Devices"), this);
+    m_devicesDock->setObjectName(QStringLiteral("devicesDock"));
+    m_devicesDock->setAccessibleName(tr("Devices of the target machine and memory per device"));
+    m_devicesDock->setWidget(devicesArea);
+    addDockWidget(Qt::RightDockWidgetArea, m_devicesDock);
 
-    m_mainSplitter = new QSplitter(Qt::Horizontal, this);
-    m_mainSplitter->setObjectName(QStringLiteral("mainSplitter"));
-    m_mainSplitter->addWidget(m_treeSplitter);
-    m_mainSplitter->addWidget(m_sideSplitter);
-    m_mainSplitter->setStretchFactor(0, 3);
-    m_mainSplitter->setStretchFactor(1, 2);
-    m_mainSplitter->hide(); // the empty state is the central widget until a file is open
+    m_detailsDock = new QDockWidget(tr("Details"), this);
+    m_detailsDock->setObjectName(QStringLiteral("detailsDock"));
+    m_detailsDock->setAccessibleName(tr("Details of the current row"));
+    // In a scroll area: the dock may be shorter than the pane's sections (the chart keeps its room
+    // beside eight GPUs' cards); the pane then scrolls.
+    auto* detailsScroll = new QScrollArea(this);
+    detailsScroll->setObjectName(QStringLiteral("detailsScroll"));
+    detailsScroll->setFrameShape(QFrame::NoFrame);
+    detailsScroll->setWidgetResizable(true);
+    detailsScroll->setAccessibleName(tr("Details of the current row"));
+    detailsScroll->setWidget(m_detailsPane);
+    m_detailsDock->setWidget(detailsScroll);
+    addDockWidget(Qt::RightDockWidgetArea, m_detailsDock, Qt::Vertical);
+    m_detailsDock->hide(); // until a row is current
+    // Closed by its button or the View menu: it stays closed (and is remembered) until shown again;
+    // hidden because nothing is current, it comes back with the next current row.
+    connect(m_detailsDock, &QDockWidget::visibilityChanged, this, [this] {
+        if (!m_placingDetails && m_detailsDock->isHidden() && currentRowShown())
+            setDetailsWanted(false);
+    });
+    connect(m_detailsDock->toggleViewAction(), &QAction::triggered, this, [this](bool shown) {
+        setDetailsWanted(shown);
+        if (shown && !currentRowShown())
+            m_detailsPane->showTreeNode(std::nullopt); // says "select a row"
+    });
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+    setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
 
     auto* undoView = new QUndoView(m_undoGroup);
     undoView->setObjectName(QStringLiteral("historyView"));
@@ -231,32 +264,83 @@ void MainWindow::createWidgets()
     m_valueScanDock->hide();
 }
 
+namespace {
+
+// The version of the docks' arrangement saved with QMainWindow::saveState: a state saved by an
+// older arrangement (the tree, details and cards in splitters, before issue 27) is not restored
+// onto this one; the window starts with the defaults instead.
+constexpr int kLayoutVersion = 27;
+
+} // namespace
+
 void MainWindow::restoreSettings()
 {
     const QByteArray geometry = m_settings->windowGeometry();
     if (geometry.isEmpty() || !restoreGeometry(geometry))
         resize(1280, 800);
+    m_detailsWanted = m_settings->detailsShown();
     const QByteArray state = m_settings->windowState();
-    if (state.isEmpty() || !restoreState(state))
-        resizeDocks({m_findingsDock}, {215}, Qt::Vertical);
-    const QByteArray mainState = m_settings->splitterState(m_mainSplitter->objectName());
-    if (mainState.isEmpty() || !m_mainSplitter->restoreState(mainState))
-        m_mainSplitter->setSizes({700, 580});
+    m_layoutRestored = !state.isEmpty() && restoreState(state, kLayoutVersion);
+    if (!m_layoutRestored)
+        applyDefaultLayout();
     const QByteArray sideState = m_settings->splitterState(m_sideSplitter->objectName());
     if (sideState.isEmpty() || !m_sideSplitter->restoreState(sideState))
         m_sideSplitter->setSizes({200, 400});
-    const QByteArray treeState = m_settings->splitterState(m_treeSplitter->objectName());
-    if (treeState.isEmpty() || !m_treeSplitter->restoreState(treeState))
-        m_treeSplitter->setSizes({420, 200});
+    placeDetails();
+}
+
+void MainWindow::applyDefaultLayout()
+{
+    // The tree about the left 55% of the width (the cards keep three to a row), the Findings under
+    // it a quarter of the height.
+    resizeDocks({m_devicesDock}, {std::max(580, width() * 2 / 5)}, Qt::Horizontal);
+    resizeDocks({m_findingsDock}, {qMax(170, height() / 4)}, Qt::Vertical);
 }
 
 void MainWindow::saveSettings()
 {
     m_settings->setWindowGeometry(saveGeometry());
-    m_settings->setWindowState(saveState());
-    m_settings->setSplitterState(m_mainSplitter->objectName(), m_mainSplitter->saveState());
+    m_settings->setWindowState(saveState(kLayoutVersion));
     m_settings->setSplitterState(m_sideSplitter->objectName(), m_sideSplitter->saveState());
-    m_settings->setSplitterState(m_treeSplitter->objectName(), m_treeSplitter->saveState());
+    m_settings->setDetailsShown(m_detailsWanted);
+}
+
+bool MainWindow::currentRowShown() const
+{
+    return document() && m_treePanel->currentTreeNode().has_value();
+}
+
+bool MainWindow::isDetailsShown() const
+{
+    return !m_detailsDock->isHidden();
+}
+
+void MainWindow::setDetailsWanted(bool wanted)
+{
+    m_detailsWanted = wanted;
+    m_settings->setDetailsShown(wanted);
+}
+
+void MainWindow::placeDetails()
+{
+    // The details appear when a row is current, unless the person closed them.
+    const bool show = m_detailsWanted && currentRowShown();
+    if (show == !m_detailsDock->isHidden())
+        return;
+    m_placingDetails = true;
+    m_detailsDock->setVisible(show);
+    m_placingDetails = false;
+    if (show && !m_detailsSized && !m_layoutRestored && !m_detailsDock->isFloating()
+        && dockWidgetArea(m_detailsDock) == Qt::RightDockWidgetArea) {
+        // First shown in the default arrangement: the cards and chart over the details, which take
+        // up to two fifths of the column, less where many rows of cards leave the chart too little.
+        m_detailsSized = true;
+        const int column = m_devicesDock->height() + m_detailsDock->height();
+        const int chartRoom = 300;
+        const int details = std::clamp(
+            column - m_devicePanel->height() - chartRoom, std::min(160, column / 3), column * 2 / 5);
+        resizeDocks({m_devicesDock, m_detailsDock}, {column - details, details}, Qt::Vertical);
+    }
 }
 
 void MainWindow::setDemoCheckpointPath(const QString& path)
@@ -322,6 +406,25 @@ void MainWindow::selectTensors(const std::vector<std::uint32_t>& tensors)
     const std::size_t selected = m_treePanel->selectTensors(tensors);
     if (tensors.size() > 1)
         showTransientMessage(tr("%n tensor(s) selected", nullptr, int(selected)));
+}
+
+void MainWindow::focusNextPane(int step)
+{
+    const std::vector<QWidget*> panes = {treeView(), m_devicePanel->view(), m_findingsPanel->view()};
+    std::vector<QWidget*> shown;
+    for (QWidget* pane : panes)
+        if (pane->isVisible())
+            shown.push_back(pane);
+    if (shown.empty())
+        return;
+    int current = -1;
+    for (int i = 0; i < int(shown.size()); ++i)
+        if (shown[std::size_t(i)] == QApplication::focusWidget()
+            || shown[std::size_t(i)]->isAncestorOf(QApplication::focusWidget()))
+            current = i;
+    const int count = int(shown.size());
+    const int next = current < 0 ? (step > 0 ? 0 : count - 1) : ((current + step) % count + count) % count;
+    shown[std::size_t(next)]->setFocus(Qt::ShortcutFocusReason);
 }
 
 // --- Status ----------------------------------------------------------------------------------

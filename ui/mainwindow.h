@@ -38,6 +38,7 @@ class JobTracker;
 class MemoryChartWidget;
 class PlanActions;
 class SafetyBanner;
+class StartPage;
 class TensorFilterProxyModel;
 class TensorTreeModel;
 class TensorTreePanel;
@@ -93,6 +94,9 @@ public:
     TensorFilterProxyModel* filterModel() const;
     DevicePanel* devicePanel() const { return m_devicePanel; }
     DetailsPane* detailsPane() const { return m_detailsPane; }
+    QDockWidget* detailsDock() const { return m_detailsDock; }
+    QDockWidget* devicesDock() const { return m_devicesDock; }
+    bool isDetailsShown() const; // the Details dock is open (it is while a row is current)
     FindingsPanel* findingsPanel() const { return m_findingsPanel; }
     SafetyBanner* safetyBanner() const;
     QDockWidget* findingsDock() const { return m_findingsDock; }
@@ -100,12 +104,15 @@ public:
     PlanActions* planActions() const { return m_planActions; }
     DeviceShortcuts* deviceShortcuts() const { return m_deviceShortcuts; }
     TensorTreePanel* treePanel() const { return m_treePanel; }
+    StartPage* startPage() const { return m_startPage; }
     MemoryChartWidget* memoryChart() const { return m_memoryChart; }
     MainToolBar* mainToolBar() const { return m_toolBar; }
     FirstRunHint* firstRunHint() const { return m_firstRunHint; }
     GuidedTour* guidedTour() const { return m_tour; }
     Theme* theme() const { return m_theme; }
     DangerousSaveGuard* dangerousSaveGuard() const { return m_dangerousSave; }
+    // The tree's context menu for the selected rows (built afresh for each right-click).
+    QMenu* createTreeContextMenu(QWidget* parent);
     bool isTriageRunning() const;
     QString statusSummary() const; // the counts, bytes and format shown in the status bar
     bool isBusy() const; // an open or save is running
@@ -130,11 +137,16 @@ private:
     void createActions();
     void createMenus();
     void restoreSettings();
+    void applyDefaultLayout();
     void saveSettings();
+    // The Details dock: shown while a row is current, unless the person closed it.
+    bool currentRowShown() const;
+    void setDetailsWanted(bool wanted);
+    void placeDetails();
 
     static QString emptyStateText();
     void followDocuments(); // the DocumentController's signals (mainwindowdocument.cpp)
-    void showCentralWidget(QWidget* widget); // the empty state or the main splitter
+    void showCentralWidget(QWidget* widget); // the start page or the tree
     void openDemoCheckpoint();
     void keepShownFile(); // after an open that did not replace the shown file
     void showOpenedFile(const QString& path, const QStringList& problems);
@@ -150,6 +162,10 @@ private:
     void chooseExportTarget(bool deviceMap);
 
     void selectTensors(const std::vector<std::uint32_t>& tensors);
+    // The tree's context menu (mainwindowactions.cpp): the same moves as a drop, copies, findings.
+    void showTreeContextMenu(const QPoint& position);
+    // F6 / Shift+F6: the focus to the next (or previous) shown pane of the tree, cards, findings.
+    void focusNextPane(int step);
 
     void updateTitle();
     void updateActions();
@@ -170,10 +186,15 @@ private:
     std::function<void()> m_afterSave;
 
     // Widgets.
-    QLabel* m_emptyStateLabel = nullptr;
-    QSplitter* m_mainSplitter = nullptr;
-    QSplitter* m_sideSplitter = nullptr;
-    QSplitter* m_treeSplitter = nullptr;
+    StartPage* m_startPage = nullptr; // the central widget while no file is open
+    QLabel* m_emptyStateLabel = nullptr; // its message
+    QSplitter* m_sideSplitter = nullptr; // the cards over the chart
+    QDockWidget* m_devicesDock = nullptr;
+    QDockWidget* m_detailsDock = nullptr;
+    bool m_detailsWanted = true;
+    bool m_placingDetails = false;
+    bool m_detailsSized = false;
+    bool m_layoutRestored = false;
     FirstRunHint* m_firstRunHint = nullptr;
     MainToolBar* m_toolBar = nullptr;
     DeviceShortcuts* m_deviceShortcuts = nullptr;

@@ -2,6 +2,8 @@
 // The main window's action and menu tables and what its File actions do once a path is chosen
 // (save a remapped copy, export weights or the plan), and how it shows errors: the half of
 // MainWindow that is tables and answers, apart from its layout and wiring (mainwindow.cpp).
+#include "core/base/pythonliteral.h"
+#include "core/plan/devicemap.h"
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
 #include "ui/compare/comparisondock.h"
@@ -34,12 +36,14 @@
 #include "version.h"
 
 #include <QApplication>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
@@ -53,6 +57,8 @@
 #include <QUndoStack>
 #include <QUndoView>
 #include <QVBoxLayout>
+
+#include <set>
 
 namespace ckpt {
 
@@ -116,6 +122,12 @@ void MainWindow::createActions()
             }},
         {"actionFilter", tr("&Filter Tensors"), QKeySequence(Qt::CTRL | Qt::Key_F), {},
             [this] { m_treePanel->focusFilter(); }},
+        // The keyboard's way between the panes: the tree, the device cards, the findings.
+        {"actionNextPane", tr("Next &Pane"), QKeySequence(Qt::Key_F6),
+            tr("Moves the keyboard focus to the next of the tree, the device cards and the findings"),
+            [this] { focusNextPane(1); }},
+        {"actionPreviousPane", tr("Pre&vious Pane"), QKeySequence(Qt::SHIFT | Qt::Key_F6), {},
+            [this] { focusNextPane(-1); }},
         {"actionOpenDemo", tr("Open &Demo Checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_D),
             tr("A small transformer saved on cuda:0, cuda:1 and cpu"), [this] { openDemoCheckpoint(); }},
         {"actionGuidedTour", tr("&Guided Tour"), {},
@@ -180,6 +192,105 @@ void MainWindow::createActions()
     findings->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
     findings->setStatusTip(
         tr("Why the file may not load here, whether it is safe to load, whether it is intact"));
+    QAction* devices = m_devicesDock->toggleViewAction();
+    devices->setObjectName(QStringLiteral("actionShowDevices"));
+    devices->setText(tr("&Devices and Memory"));
+    devices->setStatusTip(tr("The target's device cards (drop rows on them) and the memory chart"));
+    QAction* details = m_detailsDock->toggleViewAction();
+    details->setObjectName(QStringLiteral("actionShowDetails"));
+    details->setText(tr("D&etails"));
+    details->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_D));
+    details->setStatusTip(tr("What the current row is, in full; shown while a row is current"));
+}
+
+QMenu* MainWindow::createTreeContextMenu(QWidget* parent)
+{
+    auto* menu = new QMenu(parent);
+    menu->setObjectName(QStringLiteral("treeContextMenu"));
+    QModelIndexList rows;
+    const QModelIndexList selected = treeView()->selectionModel()->selectedRows();
+    for (const QModelIndex& index : selected)
+        rows.append(filterModel()->mapToSource(index));
+    if (!document() || rows.isEmpty())
+        return menu;
+
+    // Moves: the Plan menu's own actions, which drop the selection's payload on the device (the
+    // same MoveCommand, the same undo as a drag).
+    if (auto* moves = findChild<QMenu*>(QStringLiteral("moveSelectionMenu")))
+        menu->addMenu(moves);
+    menu->addSeparator();
+
+    const auto copy = [this](const QString& text, const QString& what) {
+        QGuiApplication::clipboard()->setText(text);
+        showTransientMessage(tr("Copied %1").arg(what));
+    };
+    QStringList names;
+    std::vector<std::pair<std::string, std::string>> deviceMap;
+    std::set<std::pair<QString, QString>> locations; // recorded -> planned, where they differ
+    std::vector<std::uint32_t> tensors;
+    for (const QModelIndex& row : std::as_const(rows)) {
+        const QString path = row.data(TensorTreeModel::PathRole).toString();
+        names << path;
+        const QString planned = row.data(TensorTreeModel::PlannedDeviceRole).toString();
+        const QString recorded = row.data(TensorTreeModel::RecordedDeviceRole).toString();
+        if (!planned.isEmpty() && !path.isEmpty())
+            deviceMap.emplace_back(path.toStdString(), planned.toStdString());
+        if (!planned.isEmpty() && !recorded.isEmpty() && recorded != QLatin1String("mixed")
+            && recorded != planned)
+            locations.emplace(recorded, planned);
+        if (const int tensor = row.data(TensorTreeModel::TensorIndexRole).toInt(); tensor >= 0)
+            tensors.push_back(std::uint32_t(tensor));
+    }
+    QAction* copyName = menu->addAction(tr("Copy &Name"), this, [copy, names] {
+        copy(names.join(QLatin1Char('\n')), names.size() == 1 ? names.front() : tr("the names"));
+    });
+    copyName->setObjectName(QStringLiteral("actionCopyName"));
+
+    // map_location: the recorded device → the planned one, for torch.load on the original file.
+    QStringList pairs;
+    for (const auto& [from, to] : locations)
+        pairs << QStringLiteral("%1: %2").arg(QString::fromStdString(pythonStringLiteral(from.toStdString())),
+            QString::fromStdString(pythonStringLiteral(to.toStdString())));
+    QAction* copyMapLocation = menu->addAction(tr("Copy &map_location Entry"), this,
+        [copy, pairs] { copy(pairs.join(QStringLiteral(", ")), tr("the map_location entry")); });
+    copyMapLocation->setObjectName(QStringLiteral("actionCopyMapLocation"));
+    copyMapLocation->setEnabled(!pairs.isEmpty());
+    copyMapLocation->setStatusTip(
+        tr("The recorded device → the planned one, as torch.load(map_location={…}) takes "
+           "it (only where they differ)"));
+
+    // device_map: through the writer File > Export Plan as device_map uses (GPU ordinals as integers).
+    QString entries = QString::fromStdString(deviceMapJson(deviceMap)).trimmed();
+    if (entries.startsWith(QLatin1Char('{')) && entries.endsWith(QLatin1Char('}')))
+        entries = entries.mid(1, entries.size() - 2).trimmed();
+    QStringList entryLines = entries.split(QLatin1Char('\n'));
+    for (QString& line : entryLines)
+        line = line.trimmed();
+    QAction* copyDeviceMap = menu->addAction(tr("Copy &device_map Entry"), this,
+        [copy, entryLines] { copy(entryLines.join(QLatin1Char('\n')), tr("the device_map entry")); });
+    copyDeviceMap->setObjectName(QStringLiteral("actionCopyDeviceMap"));
+    copyDeviceMap->setEnabled(!deviceMap.empty());
+    menu->addSeparator();
+
+    QAction* showFinding = menu->addAction(tr("Show in &Findings"), this, [this, tensors] {
+        m_findingsDock->show();
+        m_findingsDock->raise();
+        m_findingsPanel->showFindingAbout(tensors);
+    });
+    showFinding->setObjectName(QStringLiteral("actionShowInFindings"));
+    bool hasFinding = false;
+    for (const QModelIndex& row : std::as_const(rows))
+        hasFinding = hasFinding || row.data(TensorTreeModel::FindingSeverityRole).isValid();
+    showFinding->setEnabled(hasFinding);
+    menu->addAction(m_selectSharingAction);
+    return menu;
+}
+
+void MainWindow::showTreeContextMenu(const QPoint& position)
+{
+    QMenu* menu = createTreeContextMenu(this);
+    menu->setAttribute(Qt::WA_DeleteOnClose);
+    menu->popup(treeView()->viewport()->mapToGlobal(position));
 }
 
 void MainWindow::createMenus()
@@ -197,7 +308,9 @@ void MainWindow::createMenus()
         {tr("&Plan"),
             {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",
                 "actionAutoSequential", "-", "targetMenu"}},
-        {tr("&View"), {"actionShowHistory", "actionShowFindings", "-", "actionScanValues", "-", "themeMenu"}},
+        {tr("&View"),
+            {"actionShowDevices", "actionShowDetails", "actionShowFindings", "actionShowHistory", "-",
+                "actionNextPane", "actionPreviousPane", "-", "actionScanValues", "-", "themeMenu"}},
         {tr("&Help"), {"actionGuidedTour", "actionOpenDemo", "-", "actionAbout"}},
     };
     const char* menuNames[] = {"fileMenu", "editMenu", "planMenu", "viewMenu", "helpMenu"};

@@ -17,6 +17,7 @@
 #include "ui/widgets/loadsimulationbar.h"
 #include "ui/widgets/memorychartwidget.h"
 #include "ui/widgets/safetybanner.h"
+#include "ui/widgets/startpage.h"
 #include "ui/widgets/tensortreepanel.h"
 #include "ui/widgets/valuescanpanel.h"
 
@@ -141,9 +142,10 @@ void MainWindow::showOpenFailure(const QString& text)
 void MainWindow::showOpenedFile(const QString& path, const QStringList& problems)
 {
     keepShownFile();
-    showCentralWidget(m_mainSplitter);
+    showCentralWidget(m_treePanel);
     m_treePanel->expandFirstLevels();
-    m_detailsPane->showTreeNode(std::nullopt);
+    m_detailsPane->showTreeNode(m_treePanel->currentTreeNode());
+    placeDetails();
     updateTitle();
     updateStatusSummary();
     updateActions();
@@ -184,10 +186,11 @@ void MainWindow::closeDocument()
     if (!maybeKeepChanges([this] { closeDocument(); }))
         return;
     m_documents->close();
-    showCentralWidget(m_emptyStateLabel);
+    showCentralWidget(m_startPage);
     m_emptyStateLabel->setText(emptyStateText());
     m_currentFile.clear();
     m_currentFileLabel->clear();
+    placeDetails();
     updateTitle();
     updateStatusSummary();
     updateActions();

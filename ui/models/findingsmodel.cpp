@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/models/findingsmodel.h"
 
+#include "ui/widgets/displaytext.h"
+
 #include "core/model/checkpoint.h"
 
 #include <QGuiApplication>
@@ -31,7 +33,7 @@ int severityRank(Severity severity)
 
 QString fromStd(const std::string& text)
 {
-    return QString::fromStdString(text);
+    return displayText(text); // torch's terminal codes out, as in every pane
 }
 
 } // namespace

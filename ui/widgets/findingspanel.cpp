@@ -3,10 +3,12 @@
 
 #include "core/model/checkpoint.h"
 #include "ui/models/findingsmodel.h"
+#include "ui/widgets/displaytext.h"
 #include "ui/widgets/loadsimulationbar.h"
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTextBrowser>
@@ -14,18 +16,21 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <set>
+
 namespace ckpt {
 
 namespace {
 
 QString fromStd(const std::string& text)
 {
-    return QString::fromStdString(text);
+    return displayText(text);
 }
 
 QString esc(const std::string& text)
 {
-    return QString::fromStdString(text).toHtmlEscaped();
+    return displayHtml(text);
 }
 
 QString ratingHtml(const WeightsOnlyVerdict& verdict)
@@ -54,24 +59,6 @@ QString ratingHtml(const WeightsOnlyVerdict& verdict)
     return {};
 }
 
-QString simulationHtml(const LoadSimulation& simulation)
-{
-    QString text
-        = QStringLiteral("<b>%1</b>").arg(QString::fromLatin1(torchGenerationName(simulation.generation)));
-    text += simulation.weightsOnly ? QObject::tr(" (weights_only=True)")
-                                   : QObject::tr(" (weights_only=False)");
-    if (simulation.loads) {
-        const QStringList names = landingDevicesHtml(simulation);
-        text += QObject::tr(": <span style=\"color:#2e7d32\">loads</span>");
-        if (!names.isEmpty())
-            text += QObject::tr(", tensors land on %1").arg(names.join(QStringLiteral(", ")));
-        return text;
-    }
-    return text
-        + QObject::tr(": <span style=\"color:#c62828\">fails</span> with “%1”")
-              .arg(firstLineOf(simulation.error).toHtmlEscaped());
-}
-
 } // namespace
 
 FindingsPanel::FindingsPanel(QWidget* parent)
@@ -91,8 +78,8 @@ FindingsPanel::FindingsPanel(QWidget* parent)
     m_summary->setTextFormat(Qt::RichText);
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_summary->setContentsMargins(4, 2, 4, 2);
-    m_summary->setToolTip(tr("Whether torch.load(weights_only=True) accepts the file, and what torch.load "
-                             "would do on the target machine with torch 1.13 and 2.6+ (map_location=None)"));
+    m_summary->setToolTip(tr("Whether torch.load(weights_only=True) accepts the file, and how many findings "
+                             "there are; the line above says what torch.load does on the target"));
 
     m_view = new QTreeView(this);
     m_view->setObjectName(QStringLiteral("findingsView"));
@@ -109,8 +96,8 @@ FindingsPanel::FindingsPanel(QWidget* parent)
     m_view->header()->setStretchLastSection(false);
     m_view->header()->setSectionResizeMode(FindingsModel::MessageColumn, QHeaderView::Stretch);
     m_view->setColumnWidth(FindingsModel::SeverityColumn, 90);
-    m_view->setColumnWidth(FindingsModel::CodeColumn, 170);
-    m_view->setColumnWidth(FindingsModel::ConcernsColumn, 200);
+    m_view->setColumnWidth(FindingsModel::CodeColumn, 130);
+    m_view->setColumnWidth(FindingsModel::ConcernsColumn, 120);
 
     m_details = new QTextBrowser(this);
     m_details->setObjectName(QStringLiteral("findingDetails"));
@@ -145,8 +132,27 @@ FindingsPanel::FindingsPanel(QWidget* parent)
 
 FindingsPanel::~FindingsPanel() = default;
 
+bool FindingsPanel::showFindingAbout(const std::vector<std::uint32_t>& tensors)
+{
+    const std::set<std::uint32_t> wanted(tensors.begin(), tensors.end());
+    for (int row = 0; row < m_proxy->rowCount(); ++row) {
+        const QModelIndex index = m_proxy->index(row, FindingsModel::MessageColumn);
+        const QList<uint> concerned = index.data(FindingsModel::TensorsRole).value<QList<uint>>();
+        if (std::none_of(
+                concerned.begin(), concerned.end(), [&](uint tensor) { return wanted.count(tensor) > 0; }))
+            continue;
+        const QSignalBlocker blocker(m_view->selectionModel()); // the tree keeps its selection
+        m_view->selectionModel()->setCurrentIndex(
+            index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        m_view->scrollTo(index);
+        showCurrent(index);
+        return true;
+    }
+    return false;
+}
+
 void FindingsPanel::setReport(
-    const TriageReport& report, std::shared_ptr<const Checkpoint> checkpoint, const QString& targetName)
+    const TriageReport& report, std::shared_ptr<const Checkpoint> checkpoint, const QString& /*targetName*/)
 {
     m_hasReport = true;
     m_rating = report.weightsOnly.rating;
@@ -166,24 +172,10 @@ void FindingsPanel::setReport(
             break;
         }
     }
+    // The rating and the counts. What torch.load does with the file as it is, on the target, is
+    // the load simulation bar's line just above (issue 27: said once); its error is a finding.
     QString html = ratingHtml(report.weightsOnly);
-    // Both generations failing with the same message are said once.
-    const auto& simulations = report.loadSimulations;
-    if (simulations.size() == 2 && !simulations[0].loads && !simulations[1].loads
-        && simulations[0].error == simulations[1].error) {
-        html += QStringLiteral("<br><b>%1</b> %2 <b>%3</b>: ")
-                    .arg(QString::fromLatin1(torchGenerationName(simulations[0].generation)), tr("and"),
-                        QString::fromLatin1(torchGenerationName(simulations[1].generation)))
-            + tr("<span style=\"color:#c62828\">fail</span> with “%1”")
-                  .arg(firstLineOf(simulations[0].error).toHtmlEscaped());
-    } else {
-        for (const LoadSimulation& simulation : simulations)
-            html += QStringLiteral("<br>") + simulationHtml(simulation);
-    }
-    if (!targetName.isEmpty())
-        html += QStringLiteral(" <span style=\"color:gray\">%1</span>")
-                    .arg(tr("(on %1, map_location=None)").arg(targetName.toHtmlEscaped()));
-    html += QStringLiteral("<br>")
+    html += QStringLiteral(" ")
         + (report.findings.empty()
                 ? tr("No findings.")
                 : tr("%1 error(s), %2 warning(s), %3 remark(s).").arg(errors).arg(warnings).arg(remarks));

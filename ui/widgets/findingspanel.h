@@ -39,6 +39,9 @@ public:
     void clear();
 
     bool hasReport() const { return m_hasReport; }
+    // Makes current the first finding (in the shown order) about any of `tensors`, without
+    // selecting its tensors in the tree; false when no finding is about them.
+    bool showFindingAbout(const std::vector<std::uint32_t>& tensors);
     SafetyRating weightsOnlyRating() const { return m_rating; }
     QString summaryText() const; // the summary as plain text (tests, accessibility)
 

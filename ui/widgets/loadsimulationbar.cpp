@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/loadsimulationbar.h"
 
+#include "ui/widgets/displaytext.h"
+
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
 #include "ui/document/checkpointdocument.h"
@@ -113,7 +115,7 @@ QStringList landingDevicesHtml(const LoadSimulation& simulation)
 
 QString firstLineOf(const std::string& text)
 {
-    const QString all = fromStd(text);
+    const QString all = displayText(text); // without torch's terminal codes
     const qsizetype newline = all.indexOf(QLatin1Char('\n'));
     return newline < 0 ? all : all.left(newline);
 }

@@ -9,6 +9,7 @@
 
 #include <QBarSeries>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QDragEnterEvent>
@@ -135,6 +136,18 @@ private:
     double m_floor = 0.0;
 };
 
+// "1 KiB", "32 MiB": a power of 32 bytes as the axis names it.
+QString byteAxisLabel(double bytes)
+{
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int unit = 0;
+    while (bytes >= 1024.0 && unit < 5) {
+        bytes /= 1024.0;
+        ++unit;
+    }
+    return QStringLiteral("%1 %2").arg(bytes, 0, 'g', 4).arg(QLatin1String(units[unit]));
+}
+
 bool isDark(const QPalette& palette)
 {
     return palette.color(QPalette::Base).lightness() <= 128;
@@ -150,6 +163,7 @@ MemoryChartWidget::MemoryChartWidget(CheckpointDocument* document, QWidget* pare
     , m_mapper(new QVBarModelMapper(this))
     , m_categories(new QBarCategoryAxis)
     , m_values(new QLogValueAxis)
+    , m_byteLabels(new QCategoryAxis)
 {
     setAccessibleName(tr("Memory chart"));
     setAccessibleDescription(tr("Bytes per device as recorded and as planned, against capacity"));
@@ -158,6 +172,12 @@ MemoryChartWidget::MemoryChartWidget(CheckpointDocument* document, QWidget* pare
     m_chart->addSeries(m_series);
     m_chart->addAxis(m_categories, Qt::AlignBottom);
     m_chart->addAxis(m_values, Qt::AlignLeft);
+    // The log axis places the bars; its own labels would read 1e+06. Beside it, on the same scale
+    // (log10 of the value), a second axis names the sizes in bytes: 1 KiB, 32 KiB, 1 MiB…
+    m_values->setLabelsVisible(false);
+    m_byteLabels->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    m_byteLabels->setGridLineVisible(false);
+    m_chart->addAxis(m_byteLabels, Qt::AlignLeft);
     m_series->attachAxis(m_categories);
     m_series->attachAxis(m_values);
     m_series->setBarWidth(0.8);
@@ -284,6 +304,21 @@ void MemoryChartWidget::refresh()
     m_values->setRange(low, std::max(high, low * base));
     static_cast<LegendLabels*>(m_floorModel)->setFloor(low);
     m_values->setTitleText(gib ? tr("GiB, log scale") : tr("MiB, log scale"));
+    m_values->setTitleVisible(false);
+    // The byte labels: powers of 32 bytes inside the range (1 B, 32 B, 1 KiB, 32 KiB, 1 MiB…),
+    // at log10 of its value in the unit, which is where the log axis puts that value.
+    const double top = std::max(high, low * base);
+    for (const QString& label : m_byteLabels->categoriesLabels())
+        m_byteLabels->remove(label);
+    m_byteLabels->setRange(std::log10(low), std::log10(top));
+    // Over a wide range (a GPU server's terabytes beside a kilobyte) every power of 1024 only:
+    // labels closer than a line apart would be cut to "…".
+    const double span = std::log(top / low) / std::log(32.0);
+    const double step = span > 6.0 ? 1024.0 : 32.0;
+    for (double bytes = 1.0; bytes / unit <= top * 1.0001; bytes *= step)
+        if (bytes / unit >= low * 0.9999)
+            m_byteLabels->append(byteAxisLabel(bytes), std::log10(bytes / unit));
+    m_byteLabels->setTitleText(tr("Bytes, log scale"));
 
     restyle();
     const QList<QBarSet*> sets = m_series->barSets();
@@ -319,8 +354,8 @@ void MemoryChartWidget::restyle()
     m_chart->setPlotAreaBackgroundVisible(false);
     m_chart->setTitleBrush(text);
     m_chart->legend()->setLabelColor(text);
-    for (QAbstractAxis* axis :
-        {static_cast<QAbstractAxis*>(m_categories), static_cast<QAbstractAxis*>(m_values)}) {
+    for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(m_categories),
+             static_cast<QAbstractAxis*>(m_values), static_cast<QAbstractAxis*>(m_byteLabels)}) {
         axis->setLabelsColor(text);
         axis->setTitleBrush(text);
         axis->setLinePenColor(palette.color(QPalette::Mid));

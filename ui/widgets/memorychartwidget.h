@@ -6,6 +6,7 @@
 
 class QBarCategoryAxis;
 class QBarSeries;
+class QCategoryAxis;
 class QChart;
 class QChartView;
 class QGraphicsRectItem;
@@ -58,7 +59,8 @@ private:
     QBarSeries* m_series = nullptr;
     QVBarModelMapper* m_mapper = nullptr;
     QBarCategoryAxis* m_categories = nullptr;
-    QLogValueAxis* m_values = nullptr;
+    QLogValueAxis* m_values = nullptr; // places the bars (no labels of its own)
+    QCategoryAxis* m_byteLabels = nullptr; // names the log axis's sizes in bytes
     QIdentityProxyModel* m_floorModel = nullptr; // cells below the log axis shown at its floor
     QLabel* m_note = nullptr;
     QGraphicsRectItem* m_dropHighlight = nullptr;

@@ -2,17 +2,16 @@
 #pragma once
 
 #include "core/triage/pickleverdict.h"
-
-#include <QFrame>
-
-class QLabel;
+#include "ui/widgets/onelinebanner.h"
 
 namespace ckpt {
 
-// The safety verdict above the tree, where a person looks first: red for a file whose pickles would
-// run code (or cannot be verified), amber when only vetted classes need allowlisting, green for
-// known inert; hidden when the file holds no pickle.
-class SafetyBanner : public QFrame {
+// The safety verdict above the tree, where a person looks first, in one line: the rating and the
+// first callable that would run, "details…" for the rest (every callable, what cannot be verified,
+// the allowlist call). Red for a file whose pickles would run code (or cannot be verified), amber
+// when only vetted classes need allowlisting, green for known inert; hidden when the file holds no
+// pickle.
+class SafetyBanner : public OneLineBanner {
     Q_OBJECT
 
 public:
@@ -23,12 +22,8 @@ public:
     void clear();
 
     PickleSafety rating() const { return m_rating; }
-    QString text() const; // plain text, for tests and accessibility
 
 private:
-    void present(const QString& background, const QString& border, const QString& html);
-
-    QLabel* m_label = nullptr;
     PickleSafety m_rating = PickleSafety::NoPickle;
 };
 

@@ -5,9 +5,13 @@
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/devicecolors.h"
+#include "ui/widgets/displaytext.h"
+#include "ui/widgets/loadsimulationbar.h"
+#include "ui/widgets/onelinebanner.h"
 #include "ui/widgets/safetybanner.h"
 #include "ui/widgets/tensortreeview.h"
 
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -23,6 +27,7 @@ namespace ckpt {
 TensorTreePanel::TensorTreePanel(QWidget* parent)
     : QWidget(parent)
 {
+    setObjectName(QStringLiteral("treePanel"));
     m_filterEdit = new QLineEdit(this);
     m_filterEdit->setObjectName(QStringLiteral("filterEdit"));
     m_filterEdit->setPlaceholderText(tr("Filter by name, dtype or device…"));
@@ -69,52 +74,44 @@ TensorTreePanel::TensorTreePanel(QWidget* parent)
         tr("Rows are coloured by their planned device: where the storage will land when the "
            "saved copy is loaded. A module mixing devices shows stripes."));
     m_legendLabel->setTextFormat(Qt::RichText);
+    m_legendLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // cut, never wider
 
+    // Above the tree, one line each (issue 27: the tree gets the room): the safety verdict, a
+    // finding about the whole file (torch.load fails on the target, say), then the filter with the
+    // legend beside it. Each line expands in place; the Findings dock has the full text.
+    m_safetyBanner = new SafetyBanner(this);
+    m_fileFindings = new OneLineBanner(QStringLiteral("fileFindings"), this);
+    m_fileFindings->setAccessibleName(tr("Findings about the whole file"));
+    auto* filterRow = new QHBoxLayout;
+    filterRow->setContentsMargins(0, 0, 0, 0);
+    filterRow->setSpacing(6);
+    filterRow->addWidget(m_filterEdit, 3);
+    filterRow->addWidget(m_legendLabel, 2);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->setSpacing(4);
-    m_safetyBanner = new SafetyBanner(this);
+    layout->setSpacing(2);
     layout->addWidget(m_safetyBanner);
-    // A finding about the whole file (torch.load fails on the target, say) is said once here,
-    // rather than as a badge on every row.
-    m_fileFindingsLabel = new QLabel(this);
-    m_fileFindingsLabel->setObjectName(QStringLiteral("fileFindingsLabel"));
-    m_fileFindingsLabel->setWordWrap(true);
-    m_fileFindingsLabel->setTextFormat(Qt::RichText);
-    m_fileFindingsLabel->setContentsMargins(6, 3, 6, 3);
-    m_fileFindingsLabel->setAutoFillBackground(true);
-    m_fileFindingsLabel->setToolTip(
-        tr("Findings about the whole file; the Findings dock says why and what to do"));
-    m_fileFindingsLabel->hide();
-    layout->addWidget(m_fileFindingsLabel);
-    layout->addWidget(m_filterEdit);
+    layout->addWidget(m_fileFindings);
+    layout->addLayout(filterRow);
     layout->addWidget(m_view, 1);
-    layout->addWidget(m_legendLabel);
 }
 
 void TensorTreePanel::showFindings(const std::vector<Finding>& findings, std::size_t tensorCount)
 {
     // Badges go on the rows a finding names, and only there (the model marks their ancestors
     // paler). A finding that names no tensor, or most of them (a torch.load that fails on most
-    // storages fails for the file), is also said once above the tree, where it reads as one cause
-    // rather than as a red column.
-    QStringList fileLines;
-    Severity worst = Severity::Info;
+    // storages fails for the file), is also said once above the tree, in one line that says what
+    // it means here; its message expands in place and the Findings dock says why and what to do.
+    std::vector<const Finding*> aboutFile;
     for (const Finding& finding : findings) {
-        const bool aboutFile = finding.tensors.empty() || finding.tensors.size() * 2 > tensorCount;
-        if (!aboutFile || finding.severity == Severity::Info)
-            continue; // remarks stay in the Findings dock
-        worst = std::max(worst, finding.severity);
-        QString message = QString::fromStdString(finding.message);
-        if (const qsizetype newline = message.indexOf(QLatin1Char('\n')); newline >= 0)
-            message = message.left(newline);
-        if (message.size() > 160)
-            message = message.left(159) + QChar(0x2026);
-        fileLines.append(
-            QStringLiteral("<b>%1</b> %2")
-                .arg(finding.severity == Severity::Error ? tr("Whole file:") : tr("Whole file (warning):"),
-                    message.toHtmlEscaped()));
+        const bool wholeFile = finding.tensors.empty() || finding.tensors.size() * 2 > tensorCount;
+        // Remarks stay in the Findings dock; the safety of the pickles is the banner's line.
+        if (wholeFile && finding.severity != Severity::Info && finding.code != "unsafe-pickle"
+            && finding.code.rfind("weights-only", 0) != 0)
+            aboutFile.push_back(&finding);
     }
+    std::stable_sort(aboutFile.begin(), aboutFile.end(),
+        [](const Finding* a, const Finding* b) { return a->severity > b->severity; });
     if (m_model) {
         // A finding that names every tensor would put the same badge on every row, where it points
         // nowhere (issue 14): it is said above the tree only. One that names some rows, even most of
@@ -125,34 +122,43 @@ void TensorTreePanel::showFindings(const std::vector<Finding>& findings, std::si
                 rowFindings.push_back(finding);
         m_model->setFindings(rowFindings);
     }
-    m_fileFindingsLabel->setVisible(!fileLines.isEmpty());
-    if (fileLines.isEmpty())
+    if (aboutFile.empty()) {
+        m_fileFindings->clear();
         return;
-    if (fileLines.size() > 3) {
-        const qsizetype more = fileLines.size() - 3;
-        fileLines = fileLines.mid(0, 3);
-        fileLines.append(tr("… and %n more in the Findings dock", nullptr, int(more)));
     }
-    QPalette palette = m_fileFindingsLabel->palette();
-    const bool dark = palette.color(QPalette::Window).lightness() < 128;
-    const QColor tint = worst == Severity::Error
-        ? (dark ? QColor(0x5a, 0x1f, 0x1f) : QColor(0xfd, 0xe2, 0xe2))
-        : (dark ? QColor(0x4d, 0x3b, 0x12) : QColor(0xff, 0xf3, 0xd6));
-    palette.setColor(QPalette::Window, tint);
-    m_fileFindingsLabel->setPalette(palette);
-    m_fileFindingsLabel->setText(fileLines.join(QStringLiteral("<br>")));
+    const Finding& first = *aboutFile.front();
+    QString line = first.severity == Severity::Error ? tr("<b>&#10006; Whole file</b>: ")
+                                                     : tr("<b>Whole file (warning)</b>: ");
+    // What it means here, in a few words; torch's message is the expansion (and the Findings').
+    if (first.code == "load-fails")
+        line += tr("torch.load fails on the target");
+    else
+        line += displayHtml(first.code);
+    if (!first.tensors.empty())
+        line += tr(" for %1 of %2 tensors").arg(first.tensors.size()).arg(tensorCount);
+    if (aboutFile.size() > 1)
+        line += tr(" (and %n more)", nullptr, int(aboutFile.size() - 1));
+    QStringList more;
+    for (const Finding* finding : aboutFile) {
+        if (more.size() >= 4)
+            break;
+        more << firstLineOf(finding->message).toHtmlEscaped();
+    }
+    m_fileFindings->present(
+        first.severity == Severity::Error ? OneLineBanner::Tone::Danger : OneLineBanner::Tone::Caution, line,
+        more.join(QStringLiteral("<br>")));
 }
 
 QString TensorTreePanel::fileFindingsText() const
 {
-    return m_fileFindingsLabel->isHidden() ? QString() : m_fileFindingsLabel->text();
+    return m_fileFindings->isHidden() ? QString() : m_fileFindings->text();
 }
 
 void TensorTreePanel::setDocument(CheckpointDocument* document, TensorTreeModel* model)
 {
     m_document = document;
     m_model = model;
-    m_fileFindingsLabel->hide();
+    m_fileFindings->clear();
     m_filterModel->setSourceModel(model);
     updateLegend();
 }

@@ -18,6 +18,7 @@ class QTreeView;
 namespace ckpt {
 
 class CheckpointDocument;
+class OneLineBanner;
 class SafetyBanner;
 class TensorFilterProxyModel;
 class TensorTreeModel;
@@ -45,7 +46,8 @@ public:
     // A triage's findings: badges on the rows a finding is about; findings about the whole file
     // (no tensor, or most of them) once, above the tree.
     void showFindings(const std::vector<Finding>& findings, std::size_t tensorCount);
-    QString fileFindingsText() const; // empty when hidden
+    QString fileFindingsText() const; // what the line says (and its expansion when open); empty when hidden
+    OneLineBanner* fileFindingsBanner() const { return m_fileFindings; }
 
     // The tree node of the current row, if any.
     std::optional<std::uint32_t> currentTreeNode() const;
@@ -71,7 +73,7 @@ private:
     QTreeView* m_view = nullptr;
     TensorFilterProxyModel* m_filterModel = nullptr;
     QLabel* m_legendLabel = nullptr;
-    QLabel* m_fileFindingsLabel = nullptr;
+    OneLineBanner* m_fileFindings = nullptr;
 };
 
 } // namespace ckpt
