@@ -687,6 +687,11 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
         + formatThousands(base + run.endOffset) + (run.complete() ? ")" : ", not read to its end)"));
     for (const GlobalReference& global : run.globals)
         rateGlobal(global.module, global.name, label + ", byte " + formatThousands(base + global.offset));
+    for (const GlobalMutation& change : run.globalMutations)
+        cannotVerify(label + ": " + change.opcode + " at byte " + formatThousands(base + change.offset)
+            + " changes " + change.module + "." + change.name
+            + " itself, not a value the pickle built: what the loading process does after that cannot be "
+              "verified");
     // A torch pickle calls the same few globals once per tensor (through one memoized node): what a
     // global callee names, and whether that is inert, is worked out once per node.
     struct GlobalCallee {
@@ -832,8 +837,10 @@ void Scanner::scanStream(
         const PickleRun& run = reader ? *reader->run : ownRun;
         // Tensor bytes can start with an opcode: only a pickle that finishes, names a global or
         // must be one (data.pkl, a top-level PROTO) counts.
+        // A run stopped by one of the machine's own limits is not a fault a loader would stop at:
+        // whatever follows may still run, so it is never dismissed as "no pickle".
         const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2)
-            || (index == 0 && (mustBePickle || (topLevel && protoStart))) || namedGlobal();
+            || (index == 0 && (mustBePickle || (topLevel && protoStart) || run.stoppedAtLimit)) || namedGlobal();
         if (!looksLikePickle) {
             if (index > 0)
                 break; // the stacked pickles end here: what follows is data (legacy storages) or junk
