@@ -104,7 +104,8 @@ struct WideInteger {
     {
         std::vector<std::uint32_t> rest = limbs;
         std::string digits;
-        auto nonZero = [&] { return std::any_of(rest.begin(), rest.end(), [](std::uint32_t l) { return l; }); };
+        auto nonZero
+            = [&] { return std::any_of(rest.begin(), rest.end(), [](std::uint32_t l) { return l; }); };
         while (nonZero()) {
             std::uint64_t remainder = 0;
             for (std::size_t i = rest.size(); i-- > 0;) {
@@ -296,7 +297,8 @@ std::optional<TextInteger> parseIntOpcode(std::string_view line, bool& tooManyDi
             result.value.negative = c.value < 0;
             const std::uint64_t magnitude
                 = c.value < 0 ? 0 - static_cast<std::uint64_t>(c.value) : static_cast<std::uint64_t>(c.value);
-            result.value.limbs = {static_cast<std::uint32_t>(magnitude), static_cast<std::uint32_t>(magnitude >> 32)};
+            result.value.limbs
+                = {static_cast<std::uint32_t>(magnitude), static_cast<std::uint32_t>(magnitude >> 32)};
             result.boolean = line.size() == 2 && (c.value == 0 || c.value == 1);
             return result;
         }
@@ -357,8 +359,9 @@ public:
         try {
             if (m_data.size() > m_limits.maxPickleBytes)
                 throw Failure {"the pickle is " + formatThousands(m_data.size())
-                    + " bytes long, above the reader's limit of " + formatThousands(m_limits.maxPickleBytes)
-                    + " bytes", true};
+                        + " bytes long, above the reader's limit of "
+                        + formatThousands(m_limits.maxPickleBytes) + " bytes",
+                    true};
             loop();
         } catch (const Failure& failure) {
             m_run.error = failure.message;
@@ -393,7 +396,8 @@ private:
                 throw Failure {"cancelled", true};
             if (++m_run.opcodeCount > m_limits.maxOpcodes)
                 throw Failure {"the pickle has more than " + formatThousands(m_limits.maxOpcodes)
-                    + " opcodes, above the reader's limit", true};
+                        + " opcodes, above the reader's limit",
+                    true};
             if (step(op)) {
                 m_run.endOffset = m_pos;
                 return;
@@ -444,12 +448,28 @@ private:
         return std::string_view(reinterpret_cast<const char*>(begin), length);
     }
 
+    // The name lines of GLOBAL and INST. At the end of the data pickle.py's readline() returns
+    // what is left without a '\n', and [:-1] drops its last byte: it looks the truncated name up
+    // (importing its module) before it stops, so the machine names what it looks up.
+    std::string_view readNameLine(bool& truncated)
+    {
+        if (std::memchr(m_data.data() + m_pos, '\n', m_data.size() - m_pos))
+            return readRawLine("a name");
+        const std::size_t left = static_cast<std::size_t>(m_data.size() - m_pos);
+        const std::string_view rest(
+            reinterpret_cast<const char*>(m_data.data() + m_pos), left ? left - 1 : 0);
+        m_pos = m_data.size();
+        truncated = true;
+        return rest;
+    }
+
     // ---- stack ----
     void push(NodeId id)
     {
         if (m_stack.size() >= m_limits.maxStackDepth)
             throw Failure {"the pickle's stack grows past " + formatThousands(m_limits.maxStackDepth)
-                + " entries, above the reader's limit", true};
+                    + " entries, above the reader's limit",
+                true};
         m_stack.push_back(id);
     }
     NodeId pop(const char* opcode)
@@ -483,14 +503,16 @@ private:
     {
         if (m_graph.size() >= m_limits.maxNodes)
             throw Failure {"the pickle holds more than " + formatThousands(m_limits.maxNodes)
-                + " values, above the reader's limit", true};
+                    + " values, above the reader's limit",
+                true};
         return id;
     }
     void checkNodeBudget()
     {
         if (m_graph.size() >= m_limits.maxNodes)
             throw Failure {"the pickle holds more than " + formatThousands(m_limits.maxNodes)
-                + " values, above the reader's limit", true};
+                    + " values, above the reader's limit",
+                true};
     }
 
     // ---- memo ----
@@ -508,7 +530,8 @@ private:
         }
         if (m_memoCount >= m_limits.maxMemoEntries)
             throw Failure {"the pickle's memo grows past " + formatThousands(m_limits.maxMemoEntries)
-                + " entries, above the reader's limit", true};
+                    + " entries, above the reader's limit",
+                true};
         ++m_memoCount;
         if (slot)
             *slot = value;
@@ -611,8 +634,9 @@ private:
     {
         if (bytes.size() > m_limits.maxIntegerBytes)
             throw Failure {"an integer " + formatThousands(bytes.size())
-                + " bytes wide is above the reader's limit of " + formatThousands(m_limits.maxIntegerBytes)
-                + " bytes", true};
+                    + " bytes wide is above the reader's limit of "
+                    + formatThousands(m_limits.maxIntegerBytes) + " bytes",
+                true};
         if (bytes.size() <= 8) {
             std::uint64_t value = 0;
             for (std::size_t i = 0; i < bytes.size(); ++i)
@@ -631,8 +655,8 @@ private:
         const std::string bytes = value.twosComplement();
         if (bytes.size() > m_limits.maxIntegerBytes)
             throw Failure {"an integer " + formatThousands(bytes.size())
-                    + " bytes wide is above the reader's limit of " + formatThousands(m_limits.maxIntegerBytes)
-                    + " bytes",
+                    + " bytes wide is above the reader's limit of "
+                    + formatThousands(m_limits.maxIntegerBytes) + " bytes",
                 true};
         pushText(NodeKind::BigInt, bytes);
     }
@@ -838,7 +862,7 @@ private:
         if (!ok)
             throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset) + " changes a "
                 + kindName(k) + ", which has no "
-                + (mutation == Mutation::Append        ? "append or extend"
+                + (mutation == Mutation::Append         ? "append or extend"
                         : mutation == Mutation::SetItem ? "__setitem__"
                                                         : "add")
                 + " method: the pickle is malformed"};
@@ -1093,9 +1117,14 @@ private:
             return false;
         }
         case GLOBAL: {
-            std::string_view module = readRawLine("GLOBAL");
-            std::string_view name = readRawLine("GLOBAL");
+            bool truncated = false;
+            std::string_view module = readNameLine(truncated);
+            std::string_view name = readNameLine(truncated);
             recordGlobal(module, name);
+            if (truncated)
+                throw Failure {"the pickle ends inside GLOBAL at byte " + formatThousands(m_opcodeOffset)
+                    + " (no end of line): the data is truncated, though pickle.py still looks up "
+                    + printableText(module) + "." + printableText(name)};
             checkNodeBudget();
             push(m_graph.addGlobal(module, name));
             return false;
@@ -1112,9 +1141,14 @@ private:
             return false;
         }
         case INST: {
-            std::string module(readRawLine("INST"));
-            std::string name(readRawLine("INST"));
+            bool truncated = false;
+            std::string module(readNameLine(truncated));
+            std::string name(readNameLine(truncated));
             recordGlobal(module, name);
+            if (truncated)
+                throw Failure {"the pickle ends inside INST at byte " + formatThousands(m_opcodeOffset)
+                    + " (no end of line): the data is truncated, though pickle.py still looks up "
+                    + printableText(module) + "." + printableText(name)};
             std::vector<NodeId> args = popMark("INST");
             checkNodeBudget();
             const NodeId cls = m_graph.addGlobal(module, name);

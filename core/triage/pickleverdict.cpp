@@ -132,6 +132,25 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
         pos += bytes;
         return true;
     };
+    // GET/PUT keys as CPython reads them (int(' 1') == int('+0_1') == 1, and _pickle stops at a
+    // NUL): the same entry however a key is written.
+    auto memoKey = [](std::string text) {
+        text.resize(std::min(text.size(), text.find('\0')));
+        const auto first = text.find_first_not_of(" \t\r\v\f");
+        const auto last = text.find_last_not_of(" \t\r\v\f");
+        text = first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+        std::string digits;
+        for (std::size_t i = text.starts_with('+') ? 1 : 0; i < text.size(); ++i) {
+            if (text[i] >= '0' && text[i] <= '9')
+                digits += text[i];
+            else if (text[i] != '_')
+                return text; // not a number a loader reads: keep it as written
+        }
+        const auto nonZero = digits.find_first_not_of('0');
+        return digits.empty()              ? text
+            : nonZero == std::string::npos ? std::string("0")
+                                           : digits.substr(nonZero);
+    };
     auto pushString = [&](std::string_view text) {
         if (!collectNames)
             return;
@@ -260,13 +279,13 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
             ok = line(a);
             if (!collectNames)
                 break;
-            if (auto it = memo.find(a); ok && it != memo.end())
+            if (auto it = memo.find(memoKey(a)); ok && it != memo.end())
                 pushString(it->second);
             break;
         case pickleop::PUT:
             ok = line(a);
             if (ok && wasString && !recent.empty())
-                memo[a] = recent.back();
+                memo[memoKey(a)] = recent.back();
             lastWasString = wasString;
             break;
         case pickleop::GLOBAL:
@@ -840,7 +859,8 @@ void Scanner::scanStream(
         // A run stopped by one of the machine's own limits is not a fault a loader would stop at:
         // whatever follows may still run, so it is never dismissed as "no pickle".
         const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2)
-            || (index == 0 && (mustBePickle || (topLevel && protoStart) || run.stoppedAtLimit)) || namedGlobal();
+            || (index == 0 && (mustBePickle || (topLevel && protoStart) || run.stoppedAtLimit))
+            || namedGlobal();
         if (!looksLikePickle) {
             if (index > 0)
                 break; // the stacked pickles end here: what follows is data (legacy storages) or junk

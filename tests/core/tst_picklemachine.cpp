@@ -152,10 +152,11 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("pickle");
         QTest::addColumn<QString>("expectedWords");
         QTest::newRow("deep marks") << QByteArray(200'000, '(') << QStringLiteral("MARK");
-        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xd0\x07\x00\x00", 7) + QByteArray(2000, '\x01') + '.'
-                                    << QStringLiteral("limit");
-        QTest::newRow("LONG4 past the end") << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7)
-                                            << QStringLiteral("truncated");
+        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xd0\x07\x00\x00", 7)
+                + QByteArray(2000, '\x01')
+                + '.' << QStringLiteral("limit");
+        QTest::newRow("LONG4 past the end")
+            << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7) << QStringLiteral("truncated");
         QTest::newRow("unknown memo") << QByteArray("\x80\x02h\x05.", 5) << QStringLiteral("never stored");
         QTest::newRow("not an opcode")
             << QByteArray("\x80\x02\xff.", 4) << QStringLiteral("not a pickle opcode");
@@ -338,8 +339,10 @@ private Q_SLOTS:
         row("INT NUL ends it", bytes("I7\0junk\n."), "i7");
         row("INT 00 is False", bytes("I00\n."), "False");
         row("INT 01 is True", bytes("I01\n."), "True");
-        row("INT wide hex", "I0x" + QByteArray(40, 'f') + "\n.", "i1461501637330902918203684832716283019655932542975");
-        row("INT wide decimal", bytes("I123456789012345678901234567890\n."), "i123456789012345678901234567890");
+        row("INT wide hex", "I0x" + QByteArray(40, 'f') + "\n.",
+            "i1461501637330902918203684832716283019655932542975");
+        row("INT wide decimal", bytes("I123456789012345678901234567890\n."),
+            "i123456789012345678901234567890");
         row("LONG hex with L", bytes("L0x10L\n."), "i16");
         row("LONG sign and space", bytes("L +5L\n."), "i5");
         row("LONG negative wide", bytes("L-99999999999999999999L\n."), "i-99999999999999999999");
@@ -350,18 +353,32 @@ private Q_SLOTS:
         row("PUT/GET spaced", bytes("K\x05p 3\n0g+3\n."), "i5");
         row("PUT/GET underscores and zeros", bytes("K\x05p1_0\n0g010\n."), "i5");
         row("PUT/GET NUL", bytes("K\x05p4\0x\n0g4\n."), "i5");
-        row("PUT/GET wider than 64 bits", bytes("K\x05p99999999999999999999999\n0g099999999999999999999999\n."), "i5");
-        row("MEMOIZE after a wide key", bytes("K\x05p99999999999999999999999\n0K\x06\x94" "0h\x01."), "i6");
+        row("PUT/GET wider than 64 bits",
+            bytes("K\x05p99999999999999999999999\n0g099999999999999999999999\n."), "i5");
+        row("MEMOIZE after a wide key",
+            bytes("K\x05p99999999999999999999999\n0K\x06\x94"
+                  "0h\x01."),
+            "i6");
         // Opcodes on values that are not lists, dicts or objects, where CPython accepts them.
         row("BUILD None on int", bytes("K\x05Nb."), "i5");
-        row("BUILD (None, None) on str", bytes("V\nNN\x86" "b."), "s");
+        row("BUILD (None, None) on str",
+            bytes("V\nNN\x86"
+                  "b."),
+            "s");
         row("BUILD empty dict on tuple", bytes(")}b."), "()");
-        row("BUILD (None, empty dict) on list", bytes("]N}\x86" "b."), "[]");
+        row("BUILD (None, empty dict) on list",
+            bytes("]N}\x86"
+                  "b."),
+            "[]");
         row("empty APPENDS on int", bytes("K\x05(e."), "i5");
         row("empty SETITEMS on str", bytes("Vx\n(u."), "s78");
         row("empty ADDITEMS on tuple", bytes(")(\x90."), "()");
         row("SETITEM on list", bytes("(K\x01lK\x00K\x02s."), "[i1]");
-        row("APPEND to bytearray", bytes("\x96\x01\x00\x00\x00\x00\x00\x00\x00" "aK\x05" "a."), "b61");
+        row("APPEND to bytearray",
+            bytes("\x96\x01\x00\x00\x00\x00\x00\x00\x00"
+                  "aK\x05"
+                  "a."),
+            "b61");
         row("ADDITEMS to a set", bytes("\x8f(K\x01\x90."), "{i1}");
     }
     void readsWhatCPythonReads()
@@ -390,12 +407,21 @@ private Q_SLOTS:
         row("GET hex key", bytes("K\x05p1\n0g0x1\n."), "memo key");
         row("PUT negative key", bytes("K\x05p-1\n."), "negative");
         row("INT too many decimal digits", "I" + QByteArray(4301, '7') + "\n.", "4,300");
-        row("APPEND to int", bytes("K\x05K\x06" "a."), "append");
-        row("APPENDS to dict", bytes("}(K\x01" "e."), "append");
+        row("APPEND to int",
+            bytes("K\x05K\x06"
+                  "a."),
+            "append");
+        row("APPENDS to dict",
+            bytes("}(K\x01"
+                  "e."),
+            "append");
         row("SETITEM on tuple", bytes(")K\x01K\x02s."), "__setitem__");
         row("ADDITEMS on frozenset", bytes("(\x91(K\x01\x90."), "add");
         row("BUILD dict state on int", bytes("K\x05}K\x01K\x02sb."), "no attributes");
-        row("BUILD slot state on str", bytes("Vxy\nN}K\x01K\x02s\x86" "b."), "no attributes");
+        row("BUILD slot state on str",
+            bytes("Vxy\nN}K\x01K\x02s\x86"
+                  "b."),
+            "no attributes");
     }
     void refusesWhatCPythonRefuses()
     {
@@ -411,7 +437,8 @@ private Q_SLOTS:
     // os.environ[...] = ...): recorded, so the verdict can say it cannot verify what follows.
     void changesToAGlobalAreRecorded()
     {
-        const QByteArray pickle("csys\npath\nVx\na0cos\nenviron\nVA\nVB\ns0ccollections\nOrderedDict\nNN\x86" "b.");
+        const QByteArray pickle("csys\npath\nVx\na0cos\nenviron\nVA\nVB\ns0ccollections\nOrderedDict\nNN\x86"
+                                "b.");
         PickleGraph graph;
         const PickleRun run = PickleMachine().run(view(pickle), graph);
         QVERIFY2(run.complete(), run.error.value_or("").c_str());
@@ -432,7 +459,9 @@ private Q_SLOTS:
         const PickleRun wide = PickleMachine(limits).run(view("L" + QByteArray(60, '9') + "\n."), graph);
         QVERIFY(!wide.complete());
         QVERIFY(wide.stoppedAtLimit);
-        const PickleRun malformed = PickleMachine(limits).run(view(bytes("K\x05K\x06" "a.")), graph);
+        const PickleRun malformed = PickleMachine(limits).run(view(bytes("K\x05K\x06"
+                                                                         "a.")),
+            graph);
         QVERIFY(!malformed.complete());
         QVERIFY(!malformed.stoppedAtLimit);
     }

@@ -59,11 +59,12 @@ void probe(const std::string& path)
     const ckpt::SafetyVerdict verdict = ckpt::ratePickleSafety(view);
 
     std::string line = "{\"file\":" + jsonText(path) + ",\"complete\":" + (run.complete() ? "true" : "false")
-        + ",\"limit\":" + (run.stoppedAtLimit ? "true" : "false") + ",\"error\":" + jsonText(run.error.value_or(""))
-        + ",\"end\":" + std::to_string(run.endOffset)
+        + ",\"limit\":" + (run.stoppedAtLimit ? "true" : "false")
+        + ",\"error\":" + jsonText(run.error.value_or("")) + ",\"end\":" + std::to_string(run.endOffset)
         + ",\"frame\":" + (run.opcodesSeen.test(0x95) ? "true" : "false") + ",\"globals\":[";
     for (std::size_t i = 0; i < run.globals.size(); ++i)
-        line += (i ? ",[\"" : "[\"") + hex(run.globals[i].module) + "\",\"" + hex(run.globals[i].name) + "\"]";
+        line
+            += (i ? ",[\"" : "[\"") + hex(run.globals[i].module) + "\",\"" + hex(run.globals[i].name) + "\"]";
     line += "],\"ext\":[";
     bool first = true;
     for (ckpt::NodeId id = 0; id < graph.size(); ++id)
@@ -74,6 +75,9 @@ void probe(const std::string& path)
     line += "],\"rating\":" + jsonText(ckpt::pickleSafetyName(verdict.rating)) + ",\"unsafe\":[";
     for (std::size_t i = 0; i < verdict.unsafe.size(); ++i)
         line += (i ? "," : "") + jsonText(verdict.unsafe[i].name);
+    line += "],\"cannot_verify\":[";
+    for (std::size_t i = 0; i < verdict.cannotVerify.size(); ++i)
+        line += (i ? "," : "") + jsonText(verdict.cannotVerify[i]);
     line += "],\"headline\":" + jsonText(verdict.headline) + "}";
     std::cout << line << '\n';
 }

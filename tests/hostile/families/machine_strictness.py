@@ -30,7 +30,7 @@ def generate(h):
         "m_int_hex": b"I0x1f\n0",  # int(x, 0): pickle.py and _pickle up to 3.13
         "m_int_underscores": b"I1_000\n0",
         "m_int_spaces": b"I 12 \n0",
-        "m_int_octal_c": b"I010\n0",  # strtol base 0: 8 in _pickle 3.11, 10 in 3.14
+        "m_int_octal_c": b"I 010\n0",  # strtol base 0: 8 in _pickle 3.11, 10 in 3.14
         "m_int_nul_terminated": b"I7\x00junk\n0",  # _pickle reads a C string
         "m_int_wide_hex": b"I0x" + b"f" * 40 + b"\n0",
         "m_long_hex_L": b"L0x10L\n0",
@@ -58,3 +58,7 @@ def generate(h):
             ["os.system"])
     h.write("m_memo_keys_nul.pkl", payload("m_memo_keys_nul", b"1\x00a", b"2", b"1", b"2\x00b"), "41",
             ["os.system"])
+    # Past one of the machine's own limits (100,001 MARKs) CPython reads on: the stackless pass
+    # that names what the machine did not reach must read memo keys as CPython does too.
+    h.write("m_marks_then_memo_keys.pkl", b"(" * 100001 + payload("m_marks_then_memo_keys", b" 1", b"2", b"+01", b"0_2"),
+            "41", ["os.system"])
