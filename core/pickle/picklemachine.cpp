@@ -10,6 +10,7 @@
 #include "core/base/ascii.h"
 #include "core/base/escaping.h"
 #include "core/base/textformat.h"
+#include "core/pickle/bufferedframes.h"
 #include "core/pickle/opcodes.h"
 
 #include <algorithm>
@@ -348,10 +349,11 @@ std::optional<WideInteger> parseMemoKey(std::string_view line)
 
 class Runner {
 public:
-    Runner(ByteView data, PickleGraph& graph, const PickleLimits& limits)
+    Runner(ByteView data, PickleGraph& graph, const PickleLimits& limits, bool fileBuffer = false)
         : m_data(data)
         , m_graph(graph)
         , m_limits(limits)
+        , m_fileBuffer(fileBuffer)
     { }
 
     PickleRun execute()
@@ -390,6 +392,7 @@ private:
             }
             m_opcodeOffset = m_pos;
             const std::uint8_t op = m_data[m_pos++];
+            afterRead();
             m_run.opcodesSeen.set(op);
             if ((m_run.opcodeCount & 0xFFFF) == 0xFFFF && m_limits.progress
                 && !m_limits.progress(m_pos, m_data.size()))
@@ -406,14 +409,35 @@ private:
     }
 
     // ---- input ----
+    // _pickle 3.11 reading a file without peek() (bufferedframes.h): m_bufferEnd is where its last
+    // read from the file ended; the bytes before it not yet used are its buffer. A read that needs
+    // more than the buffer holds drops the rest and reads from the file, after the buffer.
+    void beforeRead(std::uint64_t n)
+    {
+        if (m_fileBuffer && m_pos < m_bufferEnd && n > m_bufferEnd - m_pos)
+            m_pos = m_bufferEnd;
+    }
+    void beforeLine()
+    {
+        if (m_fileBuffer && m_pos < m_bufferEnd
+            && !std::memchr(m_data.data() + m_pos, '\n', static_cast<std::size_t>(m_bufferEnd - m_pos)))
+            m_pos = m_bufferEnd; // no end of line in the buffer: file.readline() from after it
+    }
+    void afterRead()
+    {
+        if (m_fileBuffer && m_pos > m_bufferEnd)
+            m_bufferEnd = m_pos;
+    }
     ByteView take(std::uint64_t n, const char* what)
     {
+        beforeRead(n);
         if (n > m_data.size() - m_pos)
             throw Failure {std::string("the pickle ends inside ") + what + " at byte "
                 + formatThousands(m_pos) + " (needs " + formatThousands(n) + " more bytes, has "
                 + formatThousands(m_data.size() - m_pos) + "): the data is truncated"};
         ByteView view = m_data.subspan(m_pos, static_cast<std::size_t>(n));
         m_pos += n;
+        afterRead();
         return view;
     }
     template<class T> T readLE(const char* what)
@@ -438,6 +462,7 @@ private:
     // or the verdict would judge, and the remap writer re-emit, a name the loader never sees.
     std::string_view readRawLine(const char* what)
     {
+        beforeLine();
         const std::uint8_t* begin = m_data.data() + m_pos;
         const void* nl = std::memchr(begin, '\n', m_data.size() - m_pos);
         if (!nl)
@@ -445,6 +470,7 @@ private:
                 + formatThousands(m_pos) + " (no end of line): the data is truncated"};
         const std::size_t length = static_cast<const std::uint8_t*>(nl) - begin;
         m_pos += length + 1;
+        afterRead();
         return std::string_view(reinterpret_cast<const char*>(begin), length);
     }
 
@@ -453,6 +479,7 @@ private:
     // (importing its module) before it stops, so the machine names what it looks up.
     std::string_view readNameLine(bool& truncated)
     {
+        beforeLine();
         if (std::memchr(m_data.data() + m_pos, '\n', m_data.size() - m_pos))
             return readRawLine("a name");
         const std::size_t left = static_cast<std::size_t>(m_data.size() - m_pos);
@@ -1319,9 +1346,18 @@ private:
             m_run.protocol = protocol;
             return false;
         }
-        case FRAME:
-            readLE<std::uint64_t>("FRAME"); // frames only group bytes for buffering
+        case FRAME: {
+            const std::uint64_t length = readLE<std::uint64_t>("FRAME"); // frames only group bytes
+            if (m_fileBuffer && length > m_bufferEnd - std::min(m_pos, m_bufferEnd)) {
+                beforeRead(length); // _pickle reads the frame from the file into its buffer
+                if (length > m_data.size() - m_pos)
+                    throw Failure {"FRAME at byte " + formatThousands(m_opcodeOffset) + " says "
+                        + formatThousands(length) + " bytes follow, but only "
+                        + formatThousands(m_data.size() - m_pos) + " do: the data is truncated"};
+                m_bufferEnd = m_pos + length;
+            }
             return false;
+        }
         default: {
             char hex[8];
             std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -1343,6 +1379,8 @@ private:
     std::map<std::string, NodeId> m_wideMemo; // PUT keys wider than 64 bits, by their decimal text
     std::size_t m_memoCount = 0; // distinct keys stored, in both
     PickleRun m_run;
+    bool m_fileBuffer = false;
+    std::uint64_t m_bufferEnd = 0;
 };
 
 } // namespace
@@ -1350,6 +1388,11 @@ private:
 PickleRun PickleMachine::run(ByteView data, PickleGraph& graph) const
 {
     return Runner(data, graph, m_limits).execute();
+}
+
+PickleRun runAsPython311FileBuffer(ByteView data, PickleGraph& graph, const PickleLimits& limits)
+{
+    return Runner(data, graph, limits, true).execute();
 }
 
 } // namespace ckpt

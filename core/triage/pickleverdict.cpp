@@ -21,6 +21,7 @@
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/pickle/bufferedframes.h"
 #include "core/pickle/opcodes.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
@@ -883,6 +884,15 @@ void Scanner::scanStream(
         if (!frameFree)
             for (const std::string& problem : walked().frameProblems)
                 cannotVerify(name + ": " + problem);
+        if (!frameFree && !walked().frameProblems.empty()) {
+            // Python 3.11's _pickle reads on after such a frame from other bytes: name what it
+            // looks up there too.
+            PickleGraph buffered;
+            for (const GlobalReference& global : runAsPython311FileBuffer(rest, buffered, limits).globals)
+                rateGlobal(global.module, global.name,
+                    name + ", byte " + formatThousands(offset + global.offset)
+                        + ", as Python 3.11's _pickle reads it");
+        }
         if (!run.complete()) {
             cannotVerify(name + ": not read to its end, so what it would do cannot be verified: "
                 + run.error.value_or("no STOP opcode") + " (at byte "

@@ -3,6 +3,7 @@
 // tests/data/pickle/make_pickle_samples.py) must read back to the same values Python loads, and
 // truncated, corrupt or hostile pickles must stop with a message, never crash or run anything.
 #include "core/base/textformat.h"
+#include "core/pickle/bufferedframes.h"
 #include "core/pickle/picklemachine.h"
 #include "pickledump.h"
 #include "tests/common/testfiles.h"
@@ -448,6 +449,33 @@ private Q_SLOTS:
         QCOMPARE(run.globalMutations[1].opcode, std::string("SETITEM"));
         QCOMPARE(run.globalMutations[2].opcode, std::string("BUILD"));
         QCOMPARE(run.globalMutations[2].name, std::string("OrderedDict"));
+    }
+
+    // Found by the differential's first campaign: a FRAME that ends inside an opcode's bytes.
+    // Python 3.11's _pickle reading a BytesIO drops the frame's last byte and reads the opcode's
+    // bytes, and everything after, from after the frame; read without frames, the same bytes are
+    // another pickle.
+    void framesAsPython311ReadsABytesIO()
+    {
+        const QByteArray pickle = bytes("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00\x8c\x02"
+                                        "osN\x8c\x06system\x93N\x85R.");
+        PickleGraph graph;
+        const PickleRun plain = PickleMachine().run(view(pickle), graph);
+        QVERIFY(!plain.complete()); // "os", None, "system": STACK_GLOBAL needs two strings
+        PickleGraph bufferedGraph;
+        const PickleRun buffered = runAsPython311FileBuffer(view(pickle), bufferedGraph);
+        QVERIFY2(buffered.complete(), buffered.error.value_or("").c_str());
+        QCOMPARE(buffered.globals.size(), std::size_t(1));
+        QCOMPARE(buffered.globals[0].module, std::string("sN")); // 'o' dropped, "sN" read after the frame
+        QCOMPARE(buffered.globals[0].name, std::string("system"));
+        // Frames that hold whole opcodes read the same both ways.
+        const QByteArray framed = bytes("\x80\x04\x95\x06\x00\x00\x00\x00\x00\x00\x00\x8c\x02osq\x00"
+                                        "\x95\x03\x00\x00\x00\x00\x00\x00\x00h\x00\x86.");
+        PickleGraph a, b;
+        const PickleRun one = PickleMachine().run(view(framed), a);
+        const PickleRun two = runAsPython311FileBuffer(view(framed), b);
+        QVERIFY(one.complete() && two.complete());
+        QCOMPARE(dump(a, one.root), dump(b, two.root));
     }
 
     // A limit of the machine's own is not a fault CPython would stop at: the run says so.

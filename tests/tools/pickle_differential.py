@@ -612,11 +612,11 @@ def compare(machine, oracles):
     names = {(m, n) for m, n in machine["globals"]}
     exts = set(machine["ext"])
     stopped_at_limit = machine["limit"] and machine["rating"] == "dangerous"
-    # An opcode that runs past the end of its FRAME: pickle.py stops there, while _pickle, reading
-    # a BytesIO, takes the opcode's bytes from after the frame and reads on from there, a parse the
-    # machine does not follow. The verdict must say so ("cannot verify", naming the frame).
+    # An opcode that runs past the end of its FRAME: pickle.py and 3.14's _pickle stop there, while
+    # 3.11's _pickle, reading a BytesIO, takes the opcode's bytes from after the frame and reads on
+    # (the probe's globals hold both readings, core/pickle/bufferedframes.h). The verdict must say
+    # "cannot verify", naming the frame.
     frames_disagree = machine["rating"] == "dangerous" and any("FRAME" in c for c in machine["cannot_verify"])
-    stopped_at_limit = stopped_at_limit or frames_disagree
     for interpreter, result in oracles.items():
         for impl in ("C", "Py"):
             run = result.get(impl)
@@ -637,7 +637,7 @@ def compare(machine, oracles):
                 continue
             if machine["rating"] == "no-pickle":
                 problems.append("%s reads it to its STOP, but the verdict says no pickle" % where)
-            if not machine["complete"]:
+            if not machine["complete"] and not (frames_disagree and machine["buffered_complete"]):
                 if not machine["limit"]:
                     problems.append("%s reads it to its STOP, but the machine stops: %s" % (where, machine["error"]))
                 elif machine["rating"] != "dangerous":
@@ -758,4 +758,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RuntimeError as error:  # an oracle interpreter that cannot run at all
+        print("pickle_differential: %s" % error, file=sys.stderr)
+        sys.exit(2)

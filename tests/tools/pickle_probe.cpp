@@ -4,6 +4,7 @@
 // of it (read to STOP or not, why, every GLOBAL it saw and every extension code) and what the safety
 // verdict says of the file. Names are hex-encoded bytes, so no text escaping can blur a
 // comparison with what CPython's find_class received.
+#include "core/pickle/bufferedframes.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
 #include "core/triage/pickleverdict.h"
@@ -55,23 +56,30 @@ void probe(const std::string& path)
     const ckpt::ByteBuffer bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     const ckpt::ByteView view(bytes.data(), bytes.size());
     ckpt::PickleGraph graph;
-    const ckpt::PickleRun run = ckpt::PickleMachine().run(view, graph);
+    ckpt::PickleRun run = ckpt::PickleMachine().run(view, graph);
+    // And as Python 3.11's _pickle reads a BytesIO (bufferedframes.h): the globals of both.
+    ckpt::PickleGraph bufferedGraph;
+    const ckpt::PickleRun buffered = ckpt::runAsPython311FileBuffer(view, bufferedGraph);
+    const bool bufferedComplete = buffered.complete();
+    run.globals.insert(run.globals.end(), buffered.globals.begin(), buffered.globals.end());
     const ckpt::SafetyVerdict verdict = ckpt::ratePickleSafety(view);
 
     std::string line = "{\"file\":" + jsonText(path) + ",\"complete\":" + (run.complete() ? "true" : "false")
         + ",\"limit\":" + (run.stoppedAtLimit ? "true" : "false")
         + ",\"error\":" + jsonText(run.error.value_or("")) + ",\"end\":" + std::to_string(run.endOffset)
-        + ",\"frame\":" + (run.opcodesSeen.test(0x95) ? "true" : "false") + ",\"globals\":[";
+        + ",\"frame\":" + (run.opcodesSeen.test(0x95) ? "true" : "false")
+        + ",\"buffered_complete\":" + (bufferedComplete ? "true" : "false") + ",\"globals\":[";
     for (std::size_t i = 0; i < run.globals.size(); ++i)
         line
             += (i ? ",[\"" : "[\"") + hex(run.globals[i].module) + "\",\"" + hex(run.globals[i].name) + "\"]";
     line += "],\"ext\":[";
     bool first = true;
-    for (ckpt::NodeId id = 0; id < graph.size(); ++id)
-        if (graph.kind(id) == ckpt::NodeKind::Extension) {
-            line += (first ? "" : ",") + std::to_string(graph.node(id).value);
-            first = false;
-        }
+    for (const ckpt::PickleGraph* g : {&graph, &bufferedGraph})
+        for (ckpt::NodeId id = 0; id < g->size(); ++id)
+            if (g->kind(id) == ckpt::NodeKind::Extension) {
+                line += (first ? "" : ",") + std::to_string(g->node(id).value);
+                first = false;
+            }
     line += "],\"rating\":" + jsonText(ckpt::pickleSafetyName(verdict.rating)) + ",\"unsafe\":[";
     for (std::size_t i = 0; i < verdict.unsafe.size(); ++i)
         line += (i ? "," : "") + jsonText(verdict.unsafe[i].name);

@@ -62,3 +62,9 @@ def generate(h):
     # that names what the machine did not reach must read memo keys as CPython does too.
     h.write("m_marks_then_memo_keys.pkl", b"(" * 100001 + payload("m_marks_then_memo_keys", b" 1", b"2", b"+01", b"0_2"),
             "41", ["os.system"])
+    # A FRAME that ends one byte into a string's bytes: Python 3.11's _pickle, reading a BytesIO (as
+    # torch.load reads a zip's data.pkl), drops that byte and reads the string, and all that
+    # follows, from after the frame: os.system. pickle.py and 3.14's _pickle stop at the frame's end;
+    # read without frames the bytes are 'Xo' and then a SETITEM that fails.
+    h.write("m_frame_short_c311.pkl", b"\x80\x04\x95" + (3).to_bytes(8, "little") + b"\x8c\x02Xos"
+            + b"\x8c\x06system\x93" + h.U(h.marker("m_frame_short_c311")) + b"\x85R.", "41", ["os.system"])
