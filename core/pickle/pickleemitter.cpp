@@ -413,6 +413,14 @@ private:
             return;
         }
         const PickleNode& node = m_graph.node(id);
+        const bool writesBody = kind == NodeKind::List || kind == NodeKind::Dict || kind == NodeKind::Set
+            || kind == NodeKind::FrozenSet || kind == NodeKind::Call || kind == NodeKind::NewObject;
+        if (!writesBody && m_graph.bodyOf(id))
+            // An APPEND to a bytearray, a SETITEM on a GLOBAL (os.environ): written from the graph,
+            // the change would be lost, so the copy would not be the input with only devices changed.
+            throw Failure {"the pickle changes a value it did not build as a container (APPEND, SETITEM or "
+                           "BUILD on a global, a bytearray or a persistent id); such a pickle cannot be "
+                           "rewritten"};
         switch (node.kind) {
         case NodeKind::None:
             put8(pickleop::NONE);

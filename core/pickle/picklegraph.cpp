@@ -206,22 +206,24 @@ const ContainerBody* PickleGraph::bodyOf(NodeId id) const
     if (id >= m_nodeCount)
         return nullptr;
     const PickleNode& n = at(id);
-    switch (n.kind) {
-    case NodeKind::List:
-    case NodeKind::Dict:
-    case NodeKind::Set:
-    case NodeKind::FrozenSet:
-    case NodeKind::Call:
-    case NodeKind::NewObject:
-        return n.parts.body == kNoNode ? nullptr : &m_bodies[n.parts.body];
-    default:
-        return nullptr;
+    if (!hasBodySlot(n.kind)) {
+        if (m_otherBodies.empty())
+            return nullptr;
+        const auto it = m_otherBodies.find(id);
+        return it == m_otherBodies.end() ? nullptr : &m_bodies[it->second];
     }
+    return n.parts.body == kNoNode ? nullptr : &m_bodies[n.parts.body];
 }
 
 ContainerBody& PickleGraph::ensureBody(NodeId id)
 {
     PickleNode& n = at(id);
+    if (!hasBodySlot(n.kind)) {
+        auto [it, added] = m_otherBodies.try_emplace(id, static_cast<std::uint32_t>(m_bodies.size()));
+        if (added)
+            m_bodies.emplace_back();
+        return m_bodies[it->second];
+    }
     if (n.parts.body == kNoNode) {
         n.parts.body = static_cast<std::uint32_t>(m_bodies.size());
         m_bodies.emplace_back();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace ckpt {
@@ -70,7 +71,9 @@ struct PickleNode {
 };
 
 // The mutable parts of lists, dicts, sets and objects: what APPEND(S)/SETITEM(S)/ADDITEMS/BUILD
-// added, in order. Objects get a body only when something is added to them.
+// added, in order. Objects get a body only when something is added to them. Values of other kinds
+// get one too when CPython would mutate them (an APPEND to a bytearray, a SETITEM on a GLOBAL such
+// as os.environ): those live beside the nodes, in a map, as they are rare.
 struct ContainerBody {
     std::vector<NodeId> items; // List/Set/FrozenSet items; objects: appended items
     std::vector<NodeId> dictItems; // key, value, key, value, ... (Dict; objects: SETITEM'd)
@@ -132,6 +135,11 @@ private:
     // of reading such a file). A chunk never moves, so growth is one allocation per 65,536 nodes.
     static constexpr unsigned kChunkBits = 16;
     static constexpr std::size_t kChunkSize = std::size_t(1) << kChunkBits;
+    static bool hasBodySlot(NodeKind kind)
+    {
+        return kind == NodeKind::List || kind == NodeKind::Dict || kind == NodeKind::Set
+            || kind == NodeKind::FrozenSet || kind == NodeKind::Call || kind == NodeKind::NewObject;
+    }
     const PickleNode& at(NodeId id) const { return m_chunks[id >> kChunkBits][id & (kChunkSize - 1)]; }
     PickleNode& at(NodeId id) { return m_chunks[id >> kChunkBits][id & (kChunkSize - 1)]; }
 
@@ -147,6 +155,7 @@ private:
     std::size_t m_nodeCount = 0;
     std::vector<NodeId> m_tupleItems;
     std::vector<ContainerBody> m_bodies;
+    std::unordered_map<NodeId, std::uint32_t> m_otherBodies; // bodies of kinds without a body slot
     std::vector<GlobalText> m_globals;
     std::string m_text;
 };

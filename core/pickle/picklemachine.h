@@ -21,7 +21,7 @@ struct PickleLimits {
     std::size_t maxStackDepth = 50'000'000;
     std::size_t maxMarkDepth = 100'000;
     std::size_t maxMemoEntries = 100'000'000;
-    std::size_t maxIntegerBytes = 1024; // LONG1/LONG4/LONG text: wider integers are refused
+    std::size_t maxIntegerBytes = 1 << 20; // LONG1/LONG4/LONG text: wider integers are refused
     std::size_t maxNodes = 400'000'000;
     // Called every 65,536 opcodes with (bytes read, pickle size); returning false stops the
     // machine with the error "cancelled" (the desktop app opens files off its GUI thread).
@@ -45,6 +45,16 @@ struct GlobalReference {
     std::uint64_t offset = 0; // of the opcode, within the pickle
 };
 
+// An opcode that changes a GLOBAL itself rather than a value the pickle built: APPEND to
+// sys.path, SETITEM on os.environ, BUILD setting a class's attributes. The process that loads the
+// pickle changes, whatever the global is.
+struct GlobalMutation {
+    std::string opcode; // "APPEND", "SETITEM", "BUILD", ...
+    std::string module;
+    std::string name;
+    std::uint64_t offset = 0;
+};
+
 struct PickleRun {
     NodeId root = kNoNode; // the value STOP returned; kNoNode when the pickle did not finish
     std::uint64_t endOffset = 0; // one past the STOP opcode (or where reading stopped)
@@ -52,6 +62,7 @@ struct PickleRun {
     std::uint64_t opcodeCount = 0;
     std::bitset<256> opcodesSeen; // for the weights_only verdict
     std::vector<GlobalReference> globals;
+    std::vector<GlobalMutation> globalMutations;
     std::vector<std::uint64_t> persistentIdOffsets; // offsets of BINPERSID/PERSID opcodes
     // The first Python 2 string (STRING/BINSTRING/SHORT_BINSTRING) that is not UTF-8, which
     // torch.load's default encoding='utf-8' refuses: its opcode's offset and Python's reason.
@@ -60,6 +71,9 @@ struct PickleRun {
     // Set when the pickle could not be read to its STOP: what went wrong, where.
     std::optional<std::string> error;
     std::uint64_t errorOffset = 0;
+    // The error is one of this reader's limits (size, depth, count, cancel, memory), not a fault
+    // CPython stops at too: a loader would read on.
+    bool stoppedAtLimit = false;
     // What was on the stack when an error stopped the machine: partial containers that may still
     // hold tensors worth showing (salvage).
     std::vector<NodeId> stackAtError;

@@ -21,6 +21,7 @@
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/pickle/bufferedframes.h"
 #include "core/pickle/opcodes.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
@@ -133,6 +134,25 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
             value |= static_cast<std::uint64_t>(data[pos + i]) << (8 * i);
         pos += bytes;
         return true;
+    };
+    // GET/PUT keys as CPython reads them (int(' 1') == int('+0_1') == 1, and _pickle stops at a
+    // NUL): the same entry however a key is written.
+    auto memoKey = [](std::string text) {
+        text.resize(std::min(text.size(), text.find('\0')));
+        const auto first = text.find_first_not_of(" \t\r\v\f");
+        const auto last = text.find_last_not_of(" \t\r\v\f");
+        text = first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+        std::string digits;
+        for (std::size_t i = text.starts_with('+') ? 1 : 0; i < text.size(); ++i) {
+            if (text[i] >= '0' && text[i] <= '9')
+                digits += text[i];
+            else if (text[i] != '_')
+                return text; // not a number a loader reads: keep it as written
+        }
+        const auto nonZero = digits.find_first_not_of('0');
+        return digits.empty()              ? text
+            : nonZero == std::string::npos ? std::string("0")
+                                           : digits.substr(nonZero);
     };
     auto pushString = [&](std::string_view text) {
         if (!collectNames)
@@ -262,13 +282,13 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
             ok = line(a);
             if (!collectNames)
                 break;
-            if (auto it = memo.find(a); ok && it != memo.end())
+            if (auto it = memo.find(memoKey(a)); ok && it != memo.end())
                 pushString(it->second);
             break;
         case pickleop::PUT:
             ok = line(a);
             if (ok && wasString && !recent.empty())
-                memo[a] = recent.back();
+                memo[memoKey(a)] = recent.back();
             lastWasString = wasString;
             break;
         case pickleop::GLOBAL:
@@ -1153,6 +1173,11 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
         + formatThousands(base + run.endOffset) + (run.complete() ? ")" : ", not read to its end)"));
     for (const GlobalReference& global : run.globals)
         rateGlobal(global.module, global.name, label + ", byte " + formatThousands(base + global.offset));
+    for (const GlobalMutation& change : run.globalMutations)
+        cannotVerify(label + ": " + change.opcode + " at byte " + formatThousands(base + change.offset)
+            + " changes " + change.module + "." + change.name
+            + " itself, not a value the pickle built: what the loading process does after that cannot be "
+              "verified");
     // A torch pickle calls the same few globals once per tensor (through one memoized node): what a
     // global callee names, and whether that is inert, is worked out once per node.
     struct GlobalCallee {
@@ -1319,8 +1344,11 @@ void Scanner::scanStream(
         const PickleRun& run = reader ? *reader->run : ownRun;
         // Tensor bytes can start with an opcode: only a pickle that finishes, names a global or
         // must be one (data.pkl, a top-level PROTO) counts.
+        // A run stopped by one of the machine's own limits is not a fault a loader would stop at:
+        // whatever follows may still run, so it is never dismissed as "no pickle".
         const bool looksLikePickle = (run.complete() && run.opcodeCount >= 2)
-            || (index == 0 && (mustBePickle || (topLevel && protoStart))) || namedGlobal();
+            || (index == 0 && (mustBePickle || (topLevel && protoStart) || run.stoppedAtLimit))
+            || namedGlobal();
         if (!looksLikePickle) {
             if (index > 0)
                 break; // the stacked pickles end here: what follows is data (legacy storages) or junk
@@ -1343,6 +1371,15 @@ void Scanner::scanStream(
         if (!frameFree)
             for (const std::string& problem : walked().frameProblems)
                 cannotVerify(name + ": " + problem);
+        if (!frameFree && !walked().frameProblems.empty()) {
+            // Python 3.11's _pickle reads on after such a frame from other bytes: name what it
+            // looks up there too.
+            PickleGraph buffered;
+            for (const GlobalReference& global : runAsPython311FileBuffer(rest, buffered, limits).globals)
+                rateGlobal(global.module, global.name,
+                    name + ", byte " + formatThousands(offset + global.offset)
+                        + ", as Python 3.11's _pickle reads it");
+        }
         if (!run.complete()) {
             cannotVerify(name + ": not read to its end, so what it would do cannot be verified: "
                 + run.error.value_or("no STOP opcode") + " (at byte "

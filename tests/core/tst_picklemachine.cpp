@@ -3,6 +3,7 @@
 // tests/data/pickle/make_pickle_samples.py) must read back to the same values Python loads, and
 // truncated, corrupt or hostile pickles must stop with a message, never crash or run anything.
 #include "core/base/textformat.h"
+#include "core/pickle/bufferedframes.h"
 #include "core/pickle/picklemachine.h"
 #include "pickledump.h"
 #include "tests/common/testfiles.h"
@@ -25,6 +26,12 @@ namespace {
 ByteView view(const QByteArray& data)
 {
     return {reinterpret_cast<const std::uint8_t*>(data.constData()), static_cast<std::size_t>(data.size())};
+}
+
+// A byte-string literal as a QByteArray, NULs included.
+template<std::size_t N> QByteArray bytes(const char (&literal)[N])
+{
+    return QByteArray(literal, static_cast<qsizetype>(N - 1));
 }
 
 QString dataDir()
@@ -146,8 +153,11 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("pickle");
         QTest::addColumn<QString>("expectedWords");
         QTest::newRow("deep marks") << QByteArray(200'000, '(') << QStringLiteral("MARK");
-        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7)
-                                    << QStringLiteral("limit");
+        QTest::newRow("huge LONG4") << QByteArray("\x80\x02\x8b\xd0\x07\x00\x00", 7)
+                + QByteArray(2000, '\x01')
+                + '.' << QStringLiteral("limit");
+        QTest::newRow("LONG4 past the end")
+            << QByteArray("\x80\x02\x8b\xff\xff\xff\x7f", 7) << QStringLiteral("truncated");
         QTest::newRow("unknown memo") << QByteArray("\x80\x02h\x05.", 5) << QStringLiteral("never stored");
         QTest::newRow("not an opcode")
             << QByteArray("\x80\x02\xff.", 4) << QStringLiteral("not a pickle opcode");
@@ -303,6 +313,185 @@ private Q_SLOTS:
         QCOMPARE(stripAnsiEscapes("two options, \033[1mdo those steps only\033[0m. \n\t(1)"),
             std::string("two options, do those steps only. \n\t(1)"));
         QCOMPARE(stripAnsiEscapes("plain"), std::string("plain"));
+    }
+
+    // Issue 24: what CPython's unpicklers read, the machine reads (the union of _pickle and
+    // pickle.py, Python 3.11 and 3.14: either can be the loader). Each row is a protocol-0 value
+    // and what CPython loads it to; tests/tools/pickle_differential.py checks the same against the
+    // real interpreters, and tests/hostile/families/machine_strictness.py puts a payload behind each.
+    void readsWhatCPythonReads_data()
+    {
+        QTest::addColumn<QByteArray>("pickle");
+        QTest::addColumn<QString>("expected");
+        auto row = [](const char* name, const QByteArray& pickle, const char* expected) {
+            QTest::newRow(name) << pickle << QString::fromLatin1(expected);
+        };
+        // Integer text: int(x, 0) (pickle.py 3.11), int(x) (3.14), strtol and PyLong_FromString
+        // (_pickle), which read a C string: a NUL ends the number.
+        row("INT hex", bytes("I0x1f\n."), "i31");
+        row("INT octal prefix", bytes("I0o17\n."), "i15");
+        row("INT binary", bytes("I0b101\n."), "i5");
+        row("INT underscores", bytes("I1_000\n."), "i1000");
+        row("INT spaces", bytes("I 12 \n."), "i12");
+        row("INT tab and CR", bytes("I\t7\r\n."), "i7");
+        row("INT plus", bytes("I+12\n."), "i12");
+        row("INT negative hex", bytes("I-0x10\n."), "i-16");
+        row("INT strtol octal", bytes("I010\n."), "i8");
+        row("INT NUL ends it", bytes("I7\0junk\n."), "i7");
+        row("INT 00 is False", bytes("I00\n."), "False");
+        row("INT 01 is True", bytes("I01\n."), "True");
+        row("INT wide hex", "I0x" + QByteArray(40, 'f') + "\n.",
+            "i1461501637330902918203684832716283019655932542975");
+        row("INT wide decimal", bytes("I123456789012345678901234567890\n."),
+            "i123456789012345678901234567890");
+        row("LONG hex with L", bytes("L0x10L\n."), "i16");
+        row("LONG sign and space", bytes("L +5L\n."), "i5");
+        row("LONG negative wide", bytes("L-99999999999999999999L\n."), "i-99999999999999999999");
+        row("LONG binary", "L0b" + QByteArray(70, '1') + "\n.", "i1180591620717411303423");
+        row("LONG NUL", bytes("L12\0xyz\n."), "i12");
+        row("LONG 0_0", bytes("L0_0\n."), "i0");
+        // Memo keys: int(x) or PyLong_FromString(x, 10); pickle.py's memo takes any int.
+        row("PUT/GET spaced", bytes("K\x05p 3\n0g+3\n."), "i5");
+        row("PUT/GET underscores and zeros", bytes("K\x05p1_0\n0g010\n."), "i5");
+        row("PUT/GET NUL", bytes("K\x05p4\0x\n0g4\n."), "i5");
+        row("PUT/GET wider than 64 bits",
+            bytes("K\x05p99999999999999999999999\n0g099999999999999999999999\n."), "i5");
+        row("MEMOIZE after a wide key",
+            bytes("K\x05p99999999999999999999999\n0K\x06\x94"
+                  "0h\x01."),
+            "i6");
+        // Opcodes on values that are not lists, dicts or objects, where CPython accepts them.
+        row("BUILD None on int", bytes("K\x05Nb."), "i5");
+        row("BUILD (None, None) on str",
+            bytes("V\nNN\x86"
+                  "b."),
+            "s");
+        row("BUILD empty dict on tuple", bytes(")}b."), "()");
+        row("BUILD (None, empty dict) on list",
+            bytes("]N}\x86"
+                  "b."),
+            "[]");
+        row("empty APPENDS on int", bytes("K\x05(e."), "i5");
+        row("empty SETITEMS on str", bytes("Vx\n(u."), "s78");
+        row("empty ADDITEMS on tuple", bytes(")(\x90."), "()");
+        row("SETITEM on list", bytes("(K\x01lK\x00K\x02s."), "[i1]");
+        row("APPEND to bytearray",
+            bytes("\x96\x01\x00\x00\x00\x00\x00\x00\x00"
+                  "aK\x05"
+                  "a."),
+            "b61");
+        row("ADDITEMS to a set", bytes("\x8f(K\x01\x90."), "{i1}");
+    }
+    void readsWhatCPythonReads()
+    {
+        QFETCH(QByteArray, pickle);
+        QFETCH(QString, expected);
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error.value_or("").c_str());
+        QCOMPARE(QString::fromStdString(dump(graph, run.root)), expected);
+    }
+
+    // And where both of CPython's unpicklers stop, the machine stops too (and says why).
+    void refusesWhatCPythonRefuses_data()
+    {
+        QTest::addColumn<QByteArray>("pickle");
+        QTest::addColumn<QString>("expectedWords");
+        auto row = [](const char* name, const QByteArray& pickle, const char* words) {
+            QTest::newRow(name) << pickle << QString::fromLatin1(words);
+        };
+        row("INT empty", bytes("I\n."), "not an integer");
+        row("INT double underscore", bytes("I1__0\n."), "not an integer");
+        row("INT trailing L", bytes("I12L\n."), "not an integer");
+        row("INT float text", bytes("I1e3\n."), "not an integer");
+        row("LONG lone L", bytes("LL\n."), "not an integer");
+        row("GET hex key", bytes("K\x05p1\n0g0x1\n."), "memo key");
+        row("PUT negative key", bytes("K\x05p-1\n."), "negative");
+        row("INT too many decimal digits", "I" + QByteArray(4301, '7') + "\n.", "4,300");
+        row("APPEND to int",
+            bytes("K\x05K\x06"
+                  "a."),
+            "append");
+        row("APPENDS to dict",
+            bytes("}(K\x01"
+                  "e."),
+            "append");
+        row("SETITEM on tuple", bytes(")K\x01K\x02s."), "__setitem__");
+        row("ADDITEMS on frozenset", bytes("(\x91(K\x01\x90."), "add");
+        row("BUILD dict state on int", bytes("K\x05}K\x01K\x02sb."), "no attributes");
+        row("BUILD slot state on str",
+            bytes("Vxy\nN}K\x01K\x02s\x86"
+                  "b."),
+            "no attributes");
+    }
+    void refusesWhatCPythonRefuses()
+    {
+        QFETCH(QByteArray, pickle);
+        QFETCH(QString, expectedWords);
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY(!run.complete());
+        QVERIFY2(QString::fromStdString(*run.error).contains(expectedWords), run.error->c_str());
+    }
+
+    // APPEND, SETITEM or BUILD on a GLOBAL changes the loading process itself (sys.path.append,
+    // os.environ[...] = ...): recorded, so the verdict can say it cannot verify what follows.
+    void changesToAGlobalAreRecorded()
+    {
+        const QByteArray pickle("csys\npath\nVx\na0cos\nenviron\nVA\nVB\ns0ccollections\nOrderedDict\nNN\x86"
+                                "b.");
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error.value_or("").c_str());
+        QCOMPARE(run.globalMutations.size(), std::size_t(3));
+        QCOMPARE(run.globalMutations[0].opcode, std::string("APPEND"));
+        QCOMPARE(run.globalMutations[0].module + "." + run.globalMutations[0].name, std::string("sys.path"));
+        QCOMPARE(run.globalMutations[1].opcode, std::string("SETITEM"));
+        QCOMPARE(run.globalMutations[2].opcode, std::string("BUILD"));
+        QCOMPARE(run.globalMutations[2].name, std::string("OrderedDict"));
+    }
+
+    // Found by the differential's first campaign: a FRAME that ends inside an opcode's bytes.
+    // Python 3.11's _pickle reading a BytesIO drops the frame's last byte and reads the opcode's
+    // bytes, and everything after, from after the frame; read without frames, the same bytes are
+    // another pickle.
+    void framesAsPython311ReadsABytesIO()
+    {
+        const QByteArray pickle = bytes("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00\x8c\x02"
+                                        "osN\x8c\x06system\x93N\x85R.");
+        PickleGraph graph;
+        const PickleRun plain = PickleMachine().run(view(pickle), graph);
+        QVERIFY(!plain.complete()); // "os", None, "system": STACK_GLOBAL needs two strings
+        PickleGraph bufferedGraph;
+        const PickleRun buffered = runAsPython311FileBuffer(view(pickle), bufferedGraph);
+        QVERIFY2(buffered.complete(), buffered.error.value_or("").c_str());
+        QCOMPARE(buffered.globals.size(), std::size_t(1));
+        QCOMPARE(buffered.globals[0].module, std::string("sN")); // 'o' dropped, "sN" read after the frame
+        QCOMPARE(buffered.globals[0].name, std::string("system"));
+        // Frames that hold whole opcodes read the same both ways.
+        const QByteArray framed = bytes("\x80\x04\x95\x06\x00\x00\x00\x00\x00\x00\x00\x8c\x02osq\x00"
+                                        "\x95\x03\x00\x00\x00\x00\x00\x00\x00h\x00\x86.");
+        PickleGraph a, b;
+        const PickleRun one = PickleMachine().run(view(framed), a);
+        const PickleRun two = runAsPython311FileBuffer(view(framed), b);
+        QVERIFY(one.complete() && two.complete());
+        QCOMPARE(dump(a, one.root), dump(b, two.root));
+    }
+
+    // A limit of the machine's own is not a fault CPython would stop at: the run says so.
+    void limitStopsAreMarked()
+    {
+        PickleLimits limits;
+        limits.maxIntegerBytes = 16;
+        PickleGraph graph;
+        const PickleRun wide = PickleMachine(limits).run(view("L" + QByteArray(60, '9') + "\n."), graph);
+        QVERIFY(!wide.complete());
+        QVERIFY(wide.stoppedAtLimit);
+        const PickleRun malformed = PickleMachine(limits).run(view(bytes("K\x05K\x06"
+                                                                         "a.")),
+            graph);
+        QVERIFY(!malformed.complete());
+        QVERIFY(!malformed.stoppedAtLimit);
     }
 
     // Issue 9: Python reads a GLOBAL line as every byte before its '\n' (readline()[:-1]), so

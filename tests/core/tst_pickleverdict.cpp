@@ -208,9 +208,10 @@ private Q_SLOTS:
         QVERIFY(!verdict.cannotVerify.empty());
         QVERIFY2(verdict.cannotVerify.front().find("MARKs deeper than 100,000") != std::string::npos,
             verdict.cannotVerify.front().c_str());
-        // An integer wider than the limit, with nothing dangerous at all: still "cannot verify".
+        // An integer wider than the limit (1 MiB; CPython reads any width), with nothing dangerous
+        // at all: still "cannot verify".
         std::string wide
-            = "\x80\x02\x8b" + std::string("\x4c\x04\x00\x00", 4) + std::string(1100, '\x01') + ".";
+            = "\x80\x02\x8b" + std::string("\x01\x00\x10\x00", 4) + std::string((1 << 20) + 1, '\x01') + ".";
         verdict = rate(wide);
         QCOMPARE(verdict.rating, PickleSafety::DangerousOrUnknown);
         QVERIFY(verdict.unsafe.empty());
