@@ -438,7 +438,7 @@ bool looksLikeTar(ByteView bytes)
         field.remove_prefix(1);
     while (!field.empty() && (field.back() == ' ' || field.back() == '\t'))
         field.remove_suffix(1);
-    if (field.empty() || (bytes[0] == 0x80 || bytes[0] == 0xff))
+    if (field.empty())
         return false;
     std::uint64_t recorded = 0;
     for (char c : field) {
@@ -446,7 +446,7 @@ bool looksLikeTar(ByteView bytes)
             return false;
         recorded = recorded * 8 + static_cast<std::uint64_t>(c - '0');
     }
-    std::int64_t unsignedSum = 8 * ' ', signedSum = 8 * ' ';
+    std::int64_t unsignedSum = 256, signedSum = 256; // the checksum field counts as eight spaces
     bool allZero = true;
     for (std::size_t i = 0; i < 512; ++i) {
         allZero &= bytes[i] == 0;
@@ -1133,11 +1133,14 @@ void Scanner::scanStream(
             return *walk;
         };
         std::optional<bool> namedGlobalFound;
+        // Where a loader reads (the stacked pickles of the file itself), a GLOBAL whose attribute is
+        // no name still imports its module (CPython's find_class imports, then fails on the attribute).
+        const bool moduleSuffices = topLevel;
         auto namedGlobal = [&] {
-            auto names = [](const OpcodeScan& scan) {
+            auto names = [moduleSuffices](const OpcodeScan& scan) {
                 bool found = false;
                 for (const auto& name : scan.names)
-                    found |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
+                    found |= isIdentifierPath(name.module) && (moduleSuffices || isIdentifierPath(name.name));
                 return found;
             };
             if (!namedGlobalFound)
@@ -1593,7 +1596,8 @@ bool Scanner::unpackWrapper(
             const int status = archive_read_next_header(probe, &entry);
             if (status == ARCHIVE_EOF)
                 break;
-            if (status != ARCHIVE_OK || archive_read_data_skip(probe) != ARCHIVE_OK)
+            if ((status != ARCHIVE_OK && status != ARCHIVE_WARN)
+                || archive_read_data_skip(probe) != ARCHIVE_OK)
                 clean = false;
         }
         archive_read_free(probe);
@@ -1614,7 +1618,9 @@ bool Scanner::unpackWrapper(
     }
     archive_entry* entry = nullptr;
     int status;
-    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK) {
+    // ARCHIVE_WARN: a usable entry with a flaw, such as a name that is not text in this locale (a
+    // tar member named with a pickle's bytes): Python's tarfile reads on, and so does the scan.
+    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
         const char* path = archive_entry_pathname(entry);
         const std::string name
             = (label.empty() ? std::string() : label + " > ") + wrapper + ":" + (path ? path : "data");
@@ -1757,8 +1763,13 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         wrapper = "lz4";
     else if (looksLikeTar(bytes))
         wrapper = "tar";
-    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle))
+    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle)) {
+        // A tar header starts with a member's name, which may itself be a pickle that pickle.load
+        // (numpy.load with allow_pickle) runs from byte 0 of the file.
+        if (std::strcmp(wrapper, "tar") == 0)
+            scanStream(bytes, label.empty() ? std::string("the file") : label, depth, false, false);
         return;
+    }
     if (topLevel && bytes.size() >= 10) {
         // safetensors: u64 header length, then a JSON object; no pickle of its own. But the same
         // bytes may also be a pickle torch.load (or numpy.load) reads from byte 0, or a torch zip
