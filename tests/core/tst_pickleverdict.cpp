@@ -569,6 +569,22 @@ private Q_SLOTS:
         QCOMPARE(rate(le64(plainHeader.size()) + plainHeader + "ab").rating, PickleSafety::NoPickle);
     }
 
+    void globalOfARealModuleWithAJunkAttributeWhereLoadersRead()
+    {
+        // CPython's find_class imports the module before it fails on the attribute: in a pickle
+        // torch.load reads (here the second of a legacy stream) that import is code of its own.
+        const std::string magic = raw("\x80\x02\x8a\x0al\xfc\x9c"
+                                      "F\xf9 j\xa8P\x19.");
+        const SafetyVerdict verdict = rate(magic
+            + raw("\x80\x02"
+                  "cantigravity\nx\x01y\nX\xff\xff\xff\x7f"));
+        QVERIFY(verdict.dangerous());
+        bool named = false;
+        for (const UnsafeCallable& unsafe : verdict.unsafe)
+            named |= unsafe.name.starts_with("antigravity.");
+        QVERIFY2(named, verdict.headline.c_str());
+    }
+
     void zipMemberNamesAsLoadersMatchThem()
     {
         // A broken pickle (nothing named before it fails) in a member torch's miniz finds as

@@ -38,6 +38,8 @@ def generate(h):
     add("c10_v7_tar_pickle.pt", lambda: cd.tar_bytes(cd.legacy_tar("pickle", cd.payload(0)), v7_magic=True), "1,9")
     add("c11_tar_storage_views_broken.pt",
         lambda: cd.tar_bytes(cd.legacy_tar("storages-views", cd.payload(2))), "9,11")
+    add("c13_tar_member_named_by_a_pickle.pt", lambda: cd.tar_bytes(
+        [(cd.payload(0).decode("latin1"), b"")] + cd.legacy_tar("pickle", cd.payload(0)), cd.tarfile.PAX_FORMAT), "1,9")
     add("c12_tar_storage_args.pt", lambda: cd.tar_bytes(cd.legacy_tar("storages-args", cd.payload(2))), "9,11")
     # .npy/.npz: the object dtype spelled otherwise
     for i, descr in enumerate(["'|O8'", "'object'", "'\\x4f'", "[('a', '<f4'), ('b', '|O')]", "('O', (2,))",
