@@ -93,6 +93,7 @@ struct OpcodeScan {
     std::vector<std::string> frameProblems;
     std::uint64_t end = 0; // one past STOP, or where reading stopped
     bool reachedStop = false;
+    bool extension = false; // an EXT1/EXT2/EXT4: a callable from copyreg's registry
 };
 
 OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool collectNames = true)
@@ -144,6 +145,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
     while (pos < data.size()) {
         const std::uint64_t at = pos;
         const std::uint8_t op = data[pos++];
+        scan.extension |= op == pickleop::EXT1 || op == pickleop::EXT2 || op == pickleop::EXT4;
         const bool wasString = lastWasString;
         lastWasString = false;
         std::string a, b;
@@ -331,6 +333,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
 }
 
 // Raw deflate with a growing buffer and a hard cap (the recorded sizes of a hostile member lie).
+// Corrupt or cut-off data: the bytes that unpacked, with `why` set; over the cap: nothing.
 std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, std::string& why)
 {
     z_stream stream {};
@@ -369,7 +372,7 @@ std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, 
                     + ")";
             }
             inflateEnd(&stream);
-            return std::nullopt;
+            return out; // what unpacked before the fault: a reader that ignores the fault hands that on
         }
     }
     inflateEnd(&stream);
@@ -391,6 +394,7 @@ struct ZipMember {
     bool secondOfItsName = false; // the second central directory entry with this name
     bool primary = true; // found by the usual reading of the archive (not another reader's view)
     std::uint16_t localFlags = 0;
+    std::uint64_t uncompressedSize = 0;
 };
 
 std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
@@ -1135,10 +1139,12 @@ void Scanner::scanStream(
         std::optional<bool> namedGlobalFound;
         // Where a loader reads (the stacked pickles of the file itself), a GLOBAL whose attribute is
         // no name still imports its module (CPython's find_class imports, then fails on the attribute).
-        const bool moduleSuffices = topLevel;
+        // The same for an EXT opcode there (the extension registry's callable is looked up). At most
+        // five: what torch.load's legacy format reads before its storages' bytes.
+        const bool moduleSuffices = topLevel && index < 5;
         auto namedGlobal = [&] {
             auto names = [moduleSuffices](const OpcodeScan& scan) {
-                bool found = false;
+                bool found = moduleSuffices && scan.extension;
                 for (const auto& name : scan.names)
                     found |= isIdentifierPath(name.module) && (moduleSuffices || isIdentifierPath(name.name));
                 return found;
@@ -1323,7 +1329,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 10, 2));
             member.compressedSize = le(bytes, at + 20, 4);
-            // Read only to find the fields after it in a ZIP64 extra field.
+            // (Python's zipfile hands on no more than this many bytes of the member.)
             const std::uint64_t uncompressedSize = le(bytes, at + 24, 4);
             const std::uint64_t nameLength = le(bytes, at + 28, 2), extraLength = le(bytes, at + 30, 2),
                                 commentLength = le(bytes, at + 32, 2);
@@ -1337,7 +1343,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 if (id == zipformat::kZip64ExtraId) {
                     std::uint64_t field = e + 4;
                     if (uncompressedSize == zipformat::kZip64Marker32)
-                        field += 8;
+                        member.uncompressedSize = le(bytes, field, 8), field += 8;
                     if (member.compressedSize == zipformat::kZip64Marker32)
                         member.compressedSize = le(bytes, field, 8), field += 8;
                     if (local == zipformat::kZip64Marker32)
@@ -1345,6 +1351,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 }
                 e += 4 + length;
             }
+            if (uncompressedSize != zipformat::kZip64Marker32)
+                member.uncompressedSize = uncompressedSize;
             member.localOffset = local + view.shift;
             member.primary = primary;
             member.sizeKnown = true;
@@ -1382,6 +1390,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.compressedSize = le(bytes, at + 18, 4);
+            member.uncompressedSize = le(bytes, at + 22, 4);
             member.sizeKnown = !(member.flags & zipformat::kFlagDataDescriptor)
                 && member.compressedSize != zipformat::kZip64Marker32;
         }
@@ -1552,8 +1561,18 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 + std::to_string((member.flags | member.localFlags)
                     & (zipformat::kFlagEncrypted | zipformat::kFlagStrongEncryption))
                 + "); a reader given the password would unpickle bytes the scanner cannot read");
+        // Python's zipfile stops at the recorded uncompressed size: where that cuts the member
+        // short, what it hands on is rated as well.
+        auto scanMember = [&](ByteView data) {
+            scanFile(data, memberLabel, depth + 1, namedPickle, false);
+            if (member.uncompressedSize < data.size())
+                scanFile(data.subspan(0, member.uncompressedSize),
+                    memberLabel + " (its first " + formatThousands(member.uncompressedSize)
+                        + " bytes, as Python's zipfile reads it)",
+                    depth + 1, namedPickle, false);
+        };
         if (member.method == zipformat::kMethodStored) {
-            scanFile(raw, memberLabel, depth + 1, namedPickle, false);
+            scanMember(raw);
         } else if (member.method == zipformat::kMethodDeflate) {
             std::string why;
             auto inflated = inflateCapped(
@@ -1564,9 +1583,16 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                         + (why.empty() ? std::string("above the scanner's limit") : why));
                 continue;
             }
+            if (!why.empty()) {
+                // torch's miniz (CRC checks off) hands on what inflated before the fault: rated too.
+                cannotVerify(memberLabel + ": its deflated bytes cannot be unpacked to their end: " + why
+                    + "; the " + formatThousands(inflated->size()) + " bytes before the fault are rated");
+                if (inflated->empty())
+                    continue;
+            }
             m_buffers.push_back(std::move(*inflated));
             const ByteBuffer& buffer = m_buffers.back();
-            scanFile(ByteView(buffer.data(), buffer.size()), memberLabel, depth + 1, namedPickle, false);
+            scanMember(ByteView(buffer.data(), buffer.size()));
         } else if (!raw.empty()) {
             cannotVerify(memberLabel + ": compression method " + std::to_string(member.method)
                 + ", which the scanner does not unpack (Python's zipfile may)");
@@ -1767,7 +1793,7 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         // A tar header starts with a member's name, which may itself be a pickle that pickle.load
         // (numpy.load with allow_pickle) runs from byte 0 of the file.
         if (std::strcmp(wrapper, "tar") == 0)
-            scanStream(bytes, label.empty() ? std::string("the file") : label, depth, false, false);
+            scanStream(bytes, label.empty() ? std::string("the file") : label, depth, false, topLevel);
         return;
     }
     if (topLevel && bytes.size() >= 10) {

@@ -585,6 +585,60 @@ private Q_SLOTS:
         QVERIFY2(named, verdict.headline.c_str());
     }
 
+    void extensionCodeWhereLoadersRead()
+    {
+        // An EXT opcode in the second pickle of a legacy stream, which then breaks: CPython looks the
+        // code up in copyreg's registry before it fails. Never "no pickle".
+        const std::string magic = raw("\x80\x02\x8a\x0al\xfc\x9c"
+                                      "F\xf9 j\xa8P\x19.");
+        const SafetyVerdict verdict = rate(magic + raw("\x80\x02\x82\x07X\xff\xff\xff\x7f"));
+        QVERIFY(verdict.dangerous());
+        QVERIFY2(names(verdict, "copyreg extension code 7"), verdict.headline.c_str());
+    }
+
+    void tarWhoseFirstNameIsAPickle()
+    {
+        // pickle.load (numpy.load with allow_pickle) reads a tar from byte 0: its first member's name.
+        const std::string tar = v7TarMember("cos\nsystem\n(S'x'\ntR.", "") + std::string(1024, '\0');
+        const SafetyVerdict verdict = rate(tar);
+        QVERIFY2(verdict.dangerous() && names(verdict, "os.system"), verdict.headline.c_str());
+    }
+
+    void zipMemberAsEachReaderCutsIt()
+    {
+        // A deflated data.pkl whose stream breaks after the call: torch's miniz (CRC checks off) hands
+        // on what inflated, so that is rated, and the fault is "cannot verify".
+        z_stream stream {};
+        QCOMPARE(deflateInit2(&stream, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        std::string deflated(256, '\0');
+        stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(kSystemCall.data()));
+        stream.avail_in = static_cast<uInt>(kSystemCall.size());
+        stream.next_out = reinterpret_cast<Bytef*>(deflated.data());
+        stream.avail_out = static_cast<uInt>(deflated.size());
+        QCOMPARE(deflate(&stream, Z_SYNC_FLUSH), Z_OK); // the call's bytes, then a broken block
+        deflated.resize(deflated.size() - stream.avail_out);
+        deflateEnd(&stream);
+        deflated += raw("\xff\xff\xff\xff");
+        std::string zip = storedZip({{"archive/data.pkl", deflated}});
+        zip[8] = 8; // local header: deflated
+        zip[static_cast<std::size_t>(zip.find("PK\x01\x02")) + 10] = 8; // central entry: deflated
+        const SafetyVerdict broken = rate(zip);
+        QVERIFY2(names(broken, "os.system"), broken.headline.c_str());
+        QVERIFY(cannotVerifySays(broken, "cannot be unpacked to their end"));
+
+        // A stored data.pkl whose recorded uncompressed size is smaller: Python's zipfile hands on
+        // only that many bytes (a pickle cut short), which is rated too.
+        std::string cut = storedZip({{"archive/data.pkl", kSystemCall}});
+        const std::size_t central = cut.find("PK\x01\x02");
+        cut.replace(central + 24, 4, le32(10));
+        const SafetyVerdict shortened = rate(cut);
+        bool ratedCut = false;
+        for (const std::string& pickle : shortened.pickles)
+            ratedCut |= pickle.find("its first 10 bytes, as Python's zipfile reads it") != std::string::npos;
+        QVERIFY(ratedCut);
+        QVERIFY(shortened.dangerous() && names(shortened, "os.system"));
+    }
+
     void zipMemberNamesAsLoadersMatchThem()
     {
         // A broken pickle (nothing named before it fails) in a member torch's miniz finds as
