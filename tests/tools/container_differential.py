@@ -13,12 +13,14 @@ say which bytes they would give an unpickler:
   - numpy.lib.format.read_magic / read_array_header_1_0 / _2_0 (the header only) for object arrays;
   - torch.load's legacy stream: its five stacked pickles from byte 0 (ends found by pickletools).
 
-NOTHING is unpickled: bytes are only walked with pickletools.genops. A reader's bytes matter when
-the walk meets an opcode that makes the unpickler look up a callable (GLOBAL, STACK_GLOBAL, INST,
-EXT1/2/4) before it fails or stops: those bytes must be among the pickles `ckpt-inspect check
---json` rated (its safety section's "pickle_bytes": length and CRC-32 of each rated pickle's
-bytes), read to the same STOP, or rated "not read to its end" in a verdict that is "dangerous".
-And when the bytes call os.system, the verdict must name it.
+Whether a reader's bytes matter is judged by CPython's own C unpickler made inert, in a child
+process with a memory limit and a timeout: its find_class records the name and returns a stub class
+(nothing is imported), persistent_load returns a stub, every EXT code in the bytes is mapped to a
+recorded stub. Bytes whose unpickling looks up a callable (of a module that is a dotted identifier)
+must be among the pickles `ckpt-inspect check --json` rated (its safety section's "pickle_bytes":
+length and CRC-32 of each rated pickle's bytes), read to the same STOP, or rated "not read to its
+end" in a verdict that is "dangerous"; a member the tool says it cannot unpack or decrypt is named
+in its "cannot verify" list. And when the bytes look up os.system, the verdict must name it.
 
 usage: container_differential.py CKPT_INSPECT [--seed N] [--cases N | --minutes M] [--out DIR]
                                  [--modern CMD] [--quiet]
@@ -287,7 +289,11 @@ def reader_views(path):
                 blob = bytes(reader.get_record(name))
                 if blob not in data:
                     # Some broken headers make torch hand on a buffer it never filled (heap contents,
-                    # different on every read): not bytes of the file. Kept only when stable.
+                    # different on every read): not bytes of the file. Kept only where a member is
+                    # compressed (inflated bytes are in no file) and when stable across reads.
+                    if not any(data[i + 8:i + 10] != b"\0\0" for i in range(len(data) - 10)
+                               if data.startswith(b"PK\x03\x04", i)):
+                        continue
                     scratch = bytearray(b"\xaa" * len(blob))
                     again = bytes(reader.get_record(name))
                     del scratch
