@@ -53,6 +53,8 @@ def generate(h):
     add("c30_safetensors_and_pickle.safetensors", lambda: cd.case_lookalike(bases, random.Random(0),
                                                                             "safetensors-pickle")[1], "1,14")
     add("c31_torch_package_source.pt", lambda: _torch_package(scratch), "8,37", ("mypkg.thing",))
+    import shutil
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _count_lie(bases):
