@@ -287,6 +287,10 @@ def reader_views(path):
         for name in sorted(names):
             try:
                 blob = bytes(reader.get_record(name))
+                # The same record from a fresh reader, read first: an unfilled buffer holds other
+                # heap contents there (often the record read just before it, so also file bytes).
+                if bytes(torch._C.PyTorchFileReader(path).get_record(name)) != blob:
+                    continue
                 if blob not in data:
                     # Some broken headers make torch hand on a buffer it never filled (heap contents,
                     # different on every read): not bytes of the file. Kept only where a member is
