@@ -1141,7 +1141,9 @@ void Scanner::scanStream(
         // no name still imports its module (CPython's find_class imports, then fails on the attribute).
         // The same for an EXT opcode there (the extension registry's callable is looked up). At most
         // five: what torch.load's legacy format reads before its storages' bytes.
-        const bool moduleSuffices = topLevel && index < 5;
+        // Also in any bytes that open as a pickle does (PROTO): a member a loader may be pointed at.
+        const bool moduleSuffices = (topLevel && index < 5)
+            || (index == 0 && rest.size() >= 2 && rest[0] == pickleop::PROTO && rest[1] <= 5);
         auto namedGlobal = [&] {
             auto names = [moduleSuffices](const OpcodeScan& scan) {
                 bool found = moduleSuffices && scan.extension;

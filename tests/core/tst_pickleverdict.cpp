@@ -583,6 +583,13 @@ private Q_SLOTS:
         for (const UnsafeCallable& unsafe : verdict.unsafe)
             named |= unsafe.name.starts_with("antigravity.");
         QVERIFY2(named, verdict.headline.c_str());
+        // The same in a zip member of any name that opens as a pickle (PROTO): torch.load's
+        // pickle_file may point at it.
+        const SafetyVerdict member = rate(storedZip({{"archive/data.pkl", raw("\x80\x02}.")},
+            {"archive/extra/x",
+                raw("\x80\x02"
+                    "cantigravity\nx\x01y\nX\xff\xff\xff\x7f")}}));
+        QVERIFY2(member.dangerous(), member.headline.c_str());
     }
 
     void extensionCodeWhereLoadersRead()
