@@ -51,6 +51,7 @@ constexpr std::uint64_t kMaxCommentLength = 0xffff; // the end record's comment 
 // General-purpose flags, compression methods, extra-field ids.
 constexpr std::uint16_t kFlagEncrypted = 0x0001;
 constexpr std::uint16_t kFlagDataDescriptor = 0x0008;
+constexpr std::uint16_t kFlagStrongEncryption = 0x0040;
 constexpr std::uint16_t kFlagUtf8Name = 0x0800;
 constexpr std::uint16_t kMethodStored = 0;
 constexpr std::uint16_t kMethodDeflate = 8;

@@ -68,6 +68,16 @@ void writeSafetyJson(JsonWriter& writer, const SafetyVerdict& safety)
     writer.memberOrNull("add_safe_globals_torch2", safety.addSafeGlobals2);
     writer.memberOrNull("add_safe_globals_torch113", safety.addSafeGlobals113);
     writer.member("pickles", safety.pickles);
+    writer.key("pickle_bytes").beginArray();
+    for (const RatedPickleBytes& rated : safety.pickleBytes) {
+        writer.beginObject();
+        writer.member("label", rated.label);
+        writer.member("length", rated.length);
+        writer.member("crc32", static_cast<std::uint64_t>(rated.crc32));
+        writer.member("complete", rated.complete);
+        writer.endObject();
+    }
+    writer.endArray();
     writer.member("notes", safety.notes);
     writer.endObject();
 }

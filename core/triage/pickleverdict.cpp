@@ -18,6 +18,7 @@
 #include "core/triage/pickleverdict.h"
 
 #include "core/base/textformat.h"
+#include "core/format/crc32.h"
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
@@ -95,6 +96,7 @@ struct OpcodeScan {
     std::vector<std::string> frameProblems;
     std::uint64_t end = 0; // one past STOP, or where reading stopped
     bool reachedStop = false;
+    bool extension = false; // an EXT1/EXT2/EXT4: a callable from copyreg's registry
 };
 
 OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool collectNames = true)
@@ -165,6 +167,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
     while (pos < data.size()) {
         const std::uint64_t at = pos;
         const std::uint8_t op = data[pos++];
+        scan.extension |= op == pickleop::EXT1 || op == pickleop::EXT2 || op == pickleop::EXT4;
         const bool wasString = lastWasString;
         lastWasString = false;
         std::string a, b;
@@ -352,6 +355,7 @@ OpcodeScan scanOpcodes(ByteView data, std::uint64_t from, bool stopAtStop, bool 
 }
 
 // Raw deflate with a growing buffer and a hard cap (the recorded sizes of a hostile member lie).
+// Corrupt or cut-off data: the bytes that unpacked, with `why` set; over the cap: nothing.
 std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, std::string& why)
 {
     z_stream stream {};
@@ -390,7 +394,7 @@ std::optional<ByteBuffer> inflateCapped(ByteView compressed, std::uint64_t cap, 
                     + ")";
             }
             inflateEnd(&stream);
-            return std::nullopt;
+            return out; // what unpacked before the fault: a reader that ignores the fault hands that on
         }
     }
     inflateEnd(&stream);
@@ -410,6 +414,9 @@ struct ZipMember {
     bool sizeKnown = false;
     bool inCentral = false;
     bool secondOfItsName = false; // the second central directory entry with this name
+    bool primary = true; // found by the usual reading of the archive (not another reader's view)
+    std::uint16_t localFlags = 0;
+    std::uint64_t uncompressedSize = 0;
 };
 
 std::uint64_t le(ByteView bytes, std::uint64_t offset, int size)
@@ -441,6 +448,327 @@ std::optional<std::uint64_t> findEndOfCentralDirectory(ByteView bytes)
             return at;
     return std::nullopt;
 }
+
+// Python's tarfile takes a file for a tar when its first 512-byte header has a valid checksum
+// (an old v7 header has no "ustar" magic), and torch.load tries tarfile first (torch-format.md).
+bool looksLikeTar(ByteView bytes)
+{
+    if (bytes.size() < 512)
+        return false;
+    if (std::memcmp(bytes.data() + 257, "ustar", 5) == 0)
+        return true;
+    // tarfile's nti(): the octal field up to its first NUL, stripped of spaces.
+    std::string_view field(reinterpret_cast<const char*>(bytes.data()) + 148, 8);
+    field = field.substr(0, std::min(field.find('\0'), field.size()));
+    while (!field.empty() && (field.front() == ' ' || field.front() == '\t'))
+        field.remove_prefix(1);
+    while (!field.empty() && (field.back() == ' ' || field.back() == '\t'))
+        field.remove_suffix(1);
+    if (field.empty())
+        return false;
+    std::uint64_t recorded = 0;
+    for (char c : field) {
+        if (c < '0' || c > '7')
+            return false;
+        recorded = recorded * 8 + static_cast<std::uint64_t>(c - '0');
+    }
+    std::int64_t unsignedSum = 256, signedSum = 256; // the checksum field counts as eight spaces
+    bool allZero = true;
+    for (std::size_t i = 0; i < 512; ++i) {
+        allZero &= bytes[i] == 0;
+        if (i >= 148 && i < 156)
+            continue;
+        unsignedSum += bytes[i];
+        signedSum += static_cast<std::int8_t>(bytes[i]);
+    }
+    return !allZero
+        && (static_cast<std::int64_t>(recorded) == unsignedSum
+            || static_cast<std::int64_t>(recorded) == signedSum);
+}
+
+// A zip member name as a loader matches it: Python's zipfile cuts it at the first NUL, torch's
+// miniz compares case-insensitively. A member whose name says pickle must hold one.
+bool namesPickle(std::string_view name)
+{
+    name = name.substr(0, std::min(name.find('\0'), name.size()));
+    if (name.size() < 4)
+        return false;
+    std::string tail(name.substr(name.size() - 4));
+    for (char& c : tail)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return tail == ".pkl";
+}
+
+// The Python literal of an .npy header ({'descr': ..., 'fortran_order': ..., 'shape': ...}, read
+// by numpy with ast.literal_eval), parsed just far enough to tell whether its dtype holds Python
+// objects: numpy.load(allow_pickle=True) then unpickles the data. numpy spells the object dtype
+// in many ways ('O', '|O', '|O8', 'object', "O", '\x4f', a structured dtype with an object field,
+// a subarray ('O', (2,)), 'f4,O'), so every string of the descr is looked at, not one spelling.
+class NpyHeader {
+public:
+    enum class Objects { No, Yes, Unreadable };
+
+    explicit NpyHeader(std::string_view text)
+        : m_text(text)
+    { }
+
+    Objects objects()
+    {
+        skipSpace();
+        if (!take('{'))
+            return Objects::Unreadable;
+        std::optional<Value> descr;
+        for (;;) {
+            skipSpace();
+            if (take('}'))
+                break;
+            Value key = value(0);
+            skipSpace();
+            if (!m_ok || !take(':'))
+                return Objects::Unreadable;
+            Value item = value(0);
+            if (!m_ok)
+                return Objects::Unreadable;
+            if (key.kind == Value::Kind::String && key.text == "descr")
+                descr = std::move(item); // a repeated key: the last wins, as in a dict display
+            skipSpace();
+            if (take(','))
+                continue;
+            if (take('}'))
+                break;
+            return Objects::Unreadable;
+        }
+        if (!descr)
+            return Objects::No; // numpy refuses a header without one
+        return holdsObjects(*descr, 0) ? Objects::Yes : Objects::No;
+    }
+
+private:
+    struct Value {
+        enum class Kind { String, List, Tuple, Other } kind = Kind::Other;
+        std::string text;
+        std::vector<Value> items;
+    };
+
+    static bool holdsObjects(const Value& value, int depth)
+    {
+        if (depth > 32)
+            return true;
+        switch (value.kind) {
+        case Value::Kind::String: {
+            std::string lower = value.text;
+            for (char& c : lower)
+                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            return value.text.find('O') != std::string::npos || lower.find("obj") != std::string::npos;
+        }
+        case Value::Kind::List:
+            // Fields: (name, format) or (name, format, shape); a name may be (title, name).
+            for (const Value& field : value.items) {
+                if (field.kind == Value::Kind::Tuple && field.items.size() >= 2) {
+                    for (std::size_t i = 1; i < field.items.size(); ++i)
+                        if (holdsObjects(field.items[i], depth + 1))
+                            return true;
+                } else if (holdsObjects(field, depth + 1)) {
+                    return true;
+                }
+            }
+            return false;
+        case Value::Kind::Tuple:
+            for (const Value& item : value.items)
+                if (holdsObjects(item, depth + 1))
+                    return true;
+            return false;
+        case Value::Kind::Other:
+            return false;
+        }
+        return true;
+    }
+
+    void skipSpace()
+    {
+        while (m_pos < m_text.size() && std::isspace(static_cast<unsigned char>(m_text[m_pos])))
+            ++m_pos;
+    }
+    bool take(char c)
+    {
+        if (m_pos < m_text.size() && m_text[m_pos] == c) {
+            ++m_pos;
+            return true;
+        }
+        return false;
+    }
+
+    Value value(int depth)
+    {
+        Value out;
+        skipSpace();
+        if (depth > 64 || m_pos >= m_text.size()) {
+            m_ok = false;
+            return out;
+        }
+        const char c = m_text[m_pos];
+        if (c == '[' || c == '(') {
+            const char close = c == '[' ? ']' : ')';
+            out.kind = c == '[' ? Value::Kind::List : Value::Kind::Tuple;
+            ++m_pos;
+            for (;;) {
+                skipSpace();
+                if (take(close))
+                    return out;
+                out.items.push_back(value(depth + 1));
+                if (!m_ok)
+                    return out;
+                skipSpace();
+                if (take(','))
+                    continue;
+                if (take(close))
+                    return out;
+                m_ok = false;
+                return out;
+            }
+        }
+        if (c == '{') { // a nested dict: never a dtype numpy reads here; skip it whole
+            int level = 0;
+            for (; m_pos < m_text.size(); ++m_pos) {
+                level += m_text[m_pos] == '{' ? 1 : m_text[m_pos] == '}' ? -1 : 0;
+                if (level == 0) {
+                    ++m_pos;
+                    return out;
+                }
+            }
+            m_ok = false;
+            return out;
+        }
+        // Strings, with implicit concatenation ('O' '' is 'O').
+        bool sawString = false;
+        for (;;) {
+            skipSpace();
+            std::size_t at = m_pos;
+            bool raw = false;
+            while (at < m_text.size() && at < m_pos + 2
+                && std::isalpha(static_cast<unsigned char>(m_text[at]))) {
+                const char p = static_cast<char>(std::tolower(static_cast<unsigned char>(m_text[at])));
+                if (p != 'r' && p != 'b' && p != 'u')
+                    break;
+                raw |= p == 'r';
+                ++at;
+            }
+            if (at >= m_text.size() || (m_text[at] != '\'' && m_text[at] != '"'))
+                break;
+            m_pos = at;
+            if (!string(raw, out.text))
+                return out;
+            sawString = true;
+        }
+        if (sawString) {
+            out.kind = Value::Kind::String;
+            return out;
+        }
+        // Numbers, True/False/None, signs: up to the next separator.
+        const std::size_t start = m_pos;
+        while (m_pos < m_text.size()
+            && std::string_view(",:)]}").find(m_text[m_pos]) == std::string_view::npos
+            && m_text[m_pos] != '\'' && m_text[m_pos] != '"' && m_text[m_pos] != '(' && m_text[m_pos] != '['
+            && m_text[m_pos] != '{')
+            ++m_pos;
+        if (m_pos == start)
+            m_ok = false;
+        return out;
+    }
+
+    // A quoted string at m_pos (' or ", single or triple), its escapes decoded (ASCII results
+    // only matter: a non-ASCII code point is kept as '?').
+    bool string(bool raw, std::string& out)
+    {
+        const char quote = m_text[m_pos];
+        const bool triple = m_text.substr(m_pos, 3) == std::string(3, quote);
+        m_pos += triple ? 3 : 1;
+        auto hex = [&](std::size_t digits) -> std::optional<std::uint32_t> {
+            if (m_text.size() - m_pos < digits)
+                return std::nullopt;
+            std::uint32_t value = 0;
+            for (std::size_t i = 0; i < digits; ++i) {
+                const char h = m_text[m_pos + i];
+                if (!std::isxdigit(static_cast<unsigned char>(h)))
+                    return std::nullopt;
+                value = value * 16
+                    + static_cast<std::uint32_t>(std::isdigit(static_cast<unsigned char>(h))
+                            ? h - '0'
+                            : std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
+            }
+            m_pos += digits;
+            return value;
+        };
+        auto put = [&](std::uint32_t code) { out += code < 0x80 ? static_cast<char>(code) : '?'; };
+        while (m_pos < m_text.size()) {
+            const char c = m_text[m_pos];
+            if (c == quote && (!triple || m_text.substr(m_pos, 3) == std::string(3, quote))) {
+                m_pos += triple ? 3 : 1;
+                return true;
+            }
+            ++m_pos;
+            if (c != '\\' || raw) {
+                out += c;
+                if (c == '\\' && m_pos < m_text.size())
+                    out += m_text[m_pos++];
+                continue;
+            }
+            if (m_pos >= m_text.size())
+                break;
+            const char e = m_text[m_pos++];
+            std::optional<std::uint32_t> code;
+            switch (e) {
+            case 'x':
+                code = hex(2);
+                break;
+            case 'u':
+                code = hex(4);
+                break;
+            case 'U':
+                code = hex(8);
+                break;
+            case 'N': // \N{NAME}: a name the scanner does not know; may be any letter
+                m_ok = false;
+                return false;
+            case 'n':
+                code = '\n';
+                break;
+            case 't':
+                code = '\t';
+                break;
+            case 'r':
+                code = '\r';
+                break;
+            case '\n':
+                continue;
+            default:
+                if (e >= '0' && e <= '7') {
+                    std::uint32_t value = static_cast<std::uint32_t>(e - '0');
+                    for (int i = 0;
+                         i < 2 && m_pos < m_text.size() && m_text[m_pos] >= '0' && m_text[m_pos] <= '7'; ++i)
+                        value = value * 8 + static_cast<std::uint32_t>(m_text[m_pos++] - '0');
+                    code = value;
+                } else if (e == '\\' || e == '\'' || e == '"') {
+                    code = static_cast<std::uint32_t>(e);
+                } else {
+                    out += '\\';
+                    code = static_cast<std::uint32_t>(static_cast<unsigned char>(e));
+                }
+            }
+            if (!code) {
+                m_ok = false;
+                return false;
+            }
+            put(*code);
+        }
+        m_ok = false;
+        return false;
+    }
+
+    std::string_view m_text;
+    std::size_t m_pos = 0;
+    bool m_ok = true;
+};
 
 // A pickle run the reader already made, over bytes of the mapped file, under limits that bound it
 // as the scanner's own would: when the scanner comes to run the machine over exactly those bytes,
@@ -520,6 +848,13 @@ private:
         const PickleGraph& graph, NodeId call, const std::string& name, const std::string& label, int depth);
     std::string summarise(const PickleGraph& graph, NodeId id) const;
     void cannotVerify(std::string text) { m_verdict.cannotVerify.push_back(std::move(text)); }
+    void recordPickleBytes(const std::string& label, ByteView pickle, const PickleRun& run)
+    {
+        m_verdict.pickleBytes.push_back(
+            {label, pickle.size(), crc32Update(0, pickle.data(), pickle.size()), run.complete()});
+    }
+    void scanLegacyTarMember(ByteView bytes, const std::string& label, bool storages, int depth);
+    void scanNpy(ByteView bytes, const std::string& label, int depth);
     bool spend(std::uint64_t bytes)
     {
         m_unpacked += bytes;
@@ -1314,11 +1649,18 @@ void Scanner::scanStream(
             return *walk;
         };
         std::optional<bool> namedGlobalFound;
+        // Where a loader reads (the stacked pickles of the file itself), a GLOBAL whose attribute is
+        // no name still imports its module (CPython's find_class imports, then fails on the attribute).
+        // The same for an EXT opcode there (the extension registry's callable is looked up). At most
+        // five: what torch.load's legacy format reads before its storages' bytes.
+        // Also in any bytes that open as a pickle does (PROTO): a member a loader may be pointed at.
+        const bool moduleSuffices = (topLevel && index < 5)
+            || (index == 0 && rest.size() >= 2 && rest[0] == pickleop::PROTO && rest[1] <= 5);
         auto namedGlobal = [&] {
-            auto names = [](const OpcodeScan& scan) {
-                bool found = false;
+            auto names = [moduleSuffices](const OpcodeScan& scan) {
+                bool found = moduleSuffices && scan.extension;
                 for (const auto& name : scan.names)
-                    found |= isIdentifierPath(name.module) && isIdentifierPath(name.name);
+                    found |= isIdentifierPath(name.module) && (moduleSuffices || isIdentifierPath(name.name));
                 return found;
             };
             if (!namedGlobalFound)
@@ -1359,6 +1701,7 @@ void Scanner::scanStream(
             // The first pickle was labelled with the bare label; say it is the first of several.
             m_verdict.pickles.back().insert(label.size(), " [pickle 1]");
         }
+        recordPickleBytes(name, rest.subspan(0, std::min<std::uint64_t>(run.endOffset, rest.size())), run);
         if (reader) {
             rateRun(*reader->graph, reader->firstNode, reader->endNode, run, name, offset, depth);
             reusedNodes += reader->endNode - reader->firstNode;
@@ -1435,6 +1778,7 @@ void Scanner::scanStream(
         }
         const std::string name
             = label + " [a pickle at byte " + formatThousands(at) + ", after the stream's end]";
+        recordPickleBytes(name, rest.subspan(0, std::min<std::uint64_t>(run.endOffset, rest.size())), run);
         rateRun(scratch, 0, static_cast<NodeId>(scratch.size()), run, name, at, depth);
         for (const std::string& problem : opcodes.frameProblems)
             cannotVerify(name + ": " + problem);
@@ -1449,47 +1793,69 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
     // Bytes before the archive move every offset the directory records by the same amount. Added
     // modulo 2^64: the offsets are the file's words, and a hostile one near 2^64 must wrap (and then
     // fail the bounds checks below), not overflow a signed sum.
-    std::uint64_t shift = 0;
-    std::uint64_t centralStart = bytes.size(), centralEnd = bytes.size();
+    // Which central directory a reader takes differs (hostile-techniques.md §A): Python's zipfile
+    // reads it at (end record − its size) and shifts every offset by the bytes in front; torch's
+    // miniz at the offset the end record gives, unshifted; for ZIP64, zipfile 3.11 takes the ZIP64
+    // end record just before the locator, miniz (and zipfile 3.14, when it checks out) the one at
+    // the locator's offset. Every directory one of them would read is a view, and every member of
+    // every view is rated; the first view (the usual reading) is the one whose faults are reported.
+    // zipfile reads entries for the directory's size, miniz for its count: both are followed.
+    struct DirectoryView {
+        std::uint64_t start = 0, end = 0, shift = 0, count = 0;
+    };
+    std::vector<DirectoryView> views;
+    auto addView = [&](const DirectoryView& view) {
+        for (const DirectoryView& known : views)
+            if (known.start == view.start && known.shift == view.shift)
+                return;
+        views.push_back(view);
+    };
     if (const auto eocd = findEndOfCentralDirectory(bytes)) {
-        std::uint64_t count = le(bytes, *eocd + 10, 2);
-        std::uint64_t size = le(bytes, *eocd + 12, 4);
-        std::uint64_t offset = le(bytes, *eocd + 16, 4);
-        std::uint64_t directoryEnd = *eocd;
+        struct EndRecord {
+            std::uint64_t count, size, offset, at;
+        };
+        std::vector<EndRecord> records;
         // A ZIP64 end record (torch writes one) sits between the directory and this record.
         const std::uint64_t locator = *eocd - zipformat::kZip64LocatorSize;
         if (*eocd >= zipformat::kZip64LocatorSize
             && signatureAt(bytes, locator, zipformat::kZip64LocatorSignature)) {
-            std::uint64_t record = le(bytes, locator + 8, 8);
-            if (!signatureAt(bytes, record, zipformat::kZip64EndRecordSignature)
-                && locator >= zipformat::kZip64EndRecordSize)
-                record = locator - zipformat::kZip64EndRecordSize; // the usual place, when data was written
-                                                                   // before the archive
-            if (signatureAt(bytes, record, zipformat::kZip64EndRecordSignature)) {
-                count = le(bytes, record + 32, 8);
-                size = le(bytes, record + 40, 8);
-                offset = le(bytes, record + 48, 8);
-                directoryEnd = record;
-            }
+            const std::uint64_t pointed = le(bytes, locator + 8, 8);
+            const std::uint64_t before = locator - zipformat::kZip64EndRecordSize; // data written in front
+            for (const std::uint64_t record : {pointed, before})
+                if ((record == pointed || locator >= zipformat::kZip64EndRecordSize)
+                    && signatureAt(bytes, record, zipformat::kZip64EndRecordSignature))
+                    records.push_back({le(bytes, record + 32, 8), le(bytes, record + 40, 8),
+                        le(bytes, record + 48, 8), record});
         }
-        if (size <= directoryEnd) {
-            centralStart = directoryEnd - size;
-            centralEnd = directoryEnd;
-            shift = centralStart - offset;
+        records.push_back(
+            {le(bytes, *eocd + 10, 2), le(bytes, *eocd + 12, 4), le(bytes, *eocd + 16, 4), *eocd});
+        for (const EndRecord& record : records) {
+            if (record.size <= record.at)
+                addView({record.at - record.size, record.at, record.at - record.size - record.offset,
+                    record.count});
+            if (record.offset <= bytes.size() && record.size <= bytes.size() - record.offset)
+                addView({record.offset, record.offset + record.size, 0, record.count});
         }
+    }
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> directories; // the ranges views read
+    for (std::size_t v = 0; v < views.size(); ++v) {
+        const DirectoryView& view = views[v];
+        const bool primary = v == 0;
         // (The count is the file's word: reserve no more than the directory could hold.)
-        const std::uint64_t room
-            = std::min<std::uint64_t>(count, (centralEnd - centralStart) / zipformat::kCentralHeaderSize);
-        members.reserve(room);
-        std::uint64_t at = centralStart;
-        for (std::uint64_t i = 0; i < count && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
+        if (primary)
+            members.reserve(
+                std::min<std::uint64_t>(view.count, (view.end - view.start) / zipformat::kCentralHeaderSize));
+        std::uint64_t at = view.start;
+        const std::size_t before = members.size();
+        for (std::uint64_t i = 0;
+             (i < view.count || at < view.end) && signatureAt(bytes, at, zipformat::kCentralHeaderSignature);
              ++i) {
             ZipMember member;
             member.inCentral = true;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 10, 2));
             member.compressedSize = le(bytes, at + 20, 4);
-            // Read only to find the fields after it in a ZIP64 extra field.
+            // (Python's zipfile hands on no more than this many bytes of the member.)
             const std::uint64_t uncompressedSize = le(bytes, at + 24, 4);
             const std::uint64_t nameLength = le(bytes, at + 28, 2), extraLength = le(bytes, at + 30, 2),
                                 commentLength = le(bytes, at + 32, 2);
@@ -1503,7 +1869,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 if (id == zipformat::kZip64ExtraId) {
                     std::uint64_t field = e + 4;
                     if (uncompressedSize == zipformat::kZip64Marker32)
-                        field += 8;
+                        member.uncompressedSize = le(bytes, field, 8), field += 8;
                     if (member.compressedSize == zipformat::kZip64Marker32)
                         member.compressedSize = le(bytes, field, 8), field += 8;
                     if (local == zipformat::kZip64Marker32)
@@ -1511,11 +1877,29 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 }
                 e += 4 + length;
             }
-            member.localOffset = local + shift;
+            if (uncompressedSize != zipformat::kZip64Marker32)
+                member.uncompressedSize = uncompressedSize;
+            member.localOffset = local + view.shift;
+            member.primary = primary;
             member.sizeKnown = true;
             members.push_back(member);
             at = nameAt + nameLength + extraLength + commentLength;
         }
+        if (members.size() > before)
+            directories.push_back({view.start, std::max(view.end, at)});
+    }
+    if (views.size() > 1) {
+        // The same entry seen by several views is rated once.
+        std::set<std::tuple<std::uint64_t, std::string_view, std::uint64_t, std::uint16_t, std::uint16_t>>
+            seen;
+        std::vector<ZipMember> unique;
+        unique.reserve(members.size());
+        for (const ZipMember& member : members)
+            if (seen.insert(
+                        {member.localOffset, member.name, member.compressedSize, member.method, member.flags})
+                    .second)
+                unique.push_back(member);
+        members.swap(unique);
     }
     // Local headers: those the central directory names, and any it does not (gaps, a missing
     // directory): a reader that recovers entries from local headers would find them.
@@ -1526,20 +1910,24 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         if (auto name = subView(bytes, at + zipformat::kLocalHeaderSize, nameLength))
             member.localName = asText(*name);
         member.dataOffset = at + zipformat::kLocalHeaderSize + nameLength + extraLength;
+        member.localFlags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
         if (!member.inCentral) {
             member.name = member.localName;
             member.flags = static_cast<std::uint16_t>(le(bytes, at + 6, 2));
             member.method = static_cast<std::uint16_t>(le(bytes, at + 8, 2));
             member.compressedSize = le(bytes, at + 18, 4);
+            member.uncompressedSize = le(bytes, at + 22, 4);
             member.sizeKnown = !(member.flags & zipformat::kFlagDataDescriptor)
                 && member.compressedSize != zipformat::kZip64Marker32;
         }
         return true;
     };
     for (ZipMember& member : members)
-        if (!readLocal(member.localOffset, member))
+        if (!readLocal(member.localOffset, member) && member.primary)
             cannotVerify(label + ": the central directory names member '" + std::string(member.name)
                 + "' at byte " + formatThousands(member.localOffset) + ", where no local header is");
+    // Another reader's view that names no local header there is no member of that reader either.
+    std::erase_if(members, [](const ZipMember& member) { return !member.primary && !member.dataOffset; });
     // The local headers the directory names, sorted for lookup. Headers the search below finds
     // need not join them: the search only moves forward, past each header it finds.
     std::vector<std::uint64_t> centralLocalOffsets;
@@ -1555,7 +1943,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         if (member.dataOffset)
             covered.push_back(
                 {member.localOffset, member.dataOffset + std::min(member.compressedSize, bytes.size())});
-    covered.push_back({centralStart, centralEnd});
+    covered.insert(covered.end(), directories.begin(), directories.end());
     std::sort(covered.begin(), covered.end());
     std::uint64_t at = 0;
     std::size_t next = 0;
@@ -1622,9 +2010,7 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             m_verdict.notes.push_back(label + ": the member at byte " + formatThousands(member.localOffset)
                 + " is named '" + std::string(member.name) + "' in the central directory but '"
                 + std::string(member.localName) + "' in its local header; rated under both names");
-        if (member.flags & 1)
-            m_verdict.notes.push_back(label + ": member '" + std::string(member.name)
-                + "' says it is encrypted; torch's miniz ignores that flag, so it is rated as plain data");
+
         if (member.name.ends_with("data.pkl"))
             roots.insert(member.name.substr(0, member.name.size() - 8));
     }
@@ -1636,6 +2022,27 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             + " archive roots hold a data.pkl (" + list
             + "); torch reads the one under the first entry's prefix, '" + std::string(members.front().name)
             + "'; every one is rated");
+    }
+    // A torch.package archive (its .data/ records) ships Python sources: PackageImporter imports
+    // the archive's own module, running its code, when a pickle names it (or a module importing
+    // it). That is code, never inert, whatever the pickles name.
+    const bool package = std::any_of(members.begin(), members.end(), [](const ZipMember& member) {
+        return member.name.ends_with(".data/extern_modules") || member.name.ends_with(".data/version");
+    });
+    for (const ZipMember& member : members) {
+        if (!package || !member.name.ends_with(".py"))
+            continue;
+        std::string module(member.name.substr(0, member.name.size() - 3));
+        if (const auto slash = module.find('/'); slash != std::string::npos)
+            module.erase(0, slash + 1); // the archive's prefix
+        if (module.ends_with("/__init__"))
+            module.resize(module.size() - 9);
+        std::replace(module.begin(), module.end(), '/', '.');
+        addUnsafe({module + " (Python source in the archive)",
+            "torch.package ships this module's source (" + std::string(member.name)
+                + "); PackageImporter runs it when a pickle names the module or one that imports it: "
+                  "cannot verify, treat as dangerous",
+            false, label + " > " + std::string(member.name), {}});
     }
     for (const ZipMember& member : members) {
         if (member.name.ends_with("/") && member.compressedSize == 0)
@@ -1670,9 +2077,28 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             + (!member.localName.empty() && member.localName != member.name
                     ? " (local header: " + std::string(member.localName) + ")"
                     : "");
-        const bool namedPickle = member.name.ends_with(".pkl") || member.localName.ends_with(".pkl");
+        const bool namedPickle = namesPickle(member.name) || namesPickle(member.localName);
+        if (((member.flags | member.localFlags)
+                & (zipformat::kFlagEncrypted | zipformat::kFlagStrongEncryption))
+            && !raw.empty())
+            // torch's miniz refuses it; Python's zipfile decrypts it given the password, and what it
+            // would then unpickle cannot be read here. Its bytes are still rated as they stand.
+            cannotVerify(memberLabel + ": it is encrypted (general-purpose flag bits "
+                + std::to_string((member.flags | member.localFlags)
+                    & (zipformat::kFlagEncrypted | zipformat::kFlagStrongEncryption))
+                + "); a reader given the password would unpickle bytes the scanner cannot read");
+        // Python's zipfile stops at the recorded uncompressed size: where that cuts the member
+        // short, what it hands on is rated as well.
+        auto scanMember = [&](ByteView data) {
+            scanFile(data, memberLabel, depth + 1, namedPickle, false);
+            if (member.uncompressedSize < data.size())
+                scanFile(data.subspan(0, member.uncompressedSize),
+                    memberLabel + " (its first " + formatThousands(member.uncompressedSize)
+                        + " bytes, as Python's zipfile reads it)",
+                    depth + 1, namedPickle, false);
+        };
         if (member.method == zipformat::kMethodStored) {
-            scanFile(raw, memberLabel, depth + 1, namedPickle, false);
+            scanMember(raw);
         } else if (member.method == zipformat::kMethodDeflate) {
             std::string why;
             auto inflated = inflateCapped(
@@ -1683,9 +2109,16 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                         + (why.empty() ? std::string("above the scanner's limit") : why));
                 continue;
             }
+            if (!why.empty()) {
+                // torch's miniz (CRC checks off) hands on what inflated before the fault: rated too.
+                cannotVerify(memberLabel + ": its deflated bytes cannot be unpacked to their end: " + why
+                    + "; the " + formatThousands(inflated->size()) + " bytes before the fault are rated");
+                if (inflated->empty())
+                    continue;
+            }
             m_buffers.push_back(std::move(*inflated));
             const ByteBuffer& buffer = m_buffers.back();
-            scanFile(ByteView(buffer.data(), buffer.size()), memberLabel, depth + 1, namedPickle, false);
+            scanMember(ByteView(buffer.data(), buffer.size()));
         } else if (!raw.empty()) {
             cannotVerify(memberLabel + ": compression method " + std::to_string(member.method)
                 + ", which the scanner does not unpack (Python's zipfile may)");
@@ -1715,7 +2148,8 @@ bool Scanner::unpackWrapper(
             const int status = archive_read_next_header(probe, &entry);
             if (status == ARCHIVE_EOF)
                 break;
-            if (status != ARCHIVE_OK || archive_read_data_skip(probe) != ARCHIVE_OK)
+            if ((status != ARCHIVE_OK && status != ARCHIVE_WARN)
+                || archive_read_data_skip(probe) != ARCHIVE_OK)
                 clean = false;
         }
         archive_read_free(probe);
@@ -1736,7 +2170,9 @@ bool Scanner::unpackWrapper(
     }
     archive_entry* entry = nullptr;
     int status;
-    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK) {
+    // ARCHIVE_WARN: a usable entry with a flaw, such as a name that is not text in this locale (a
+    // tar member named with a pickle's bytes): Python's tarfile reads on, and so does the scan.
+    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
         const char* path = archive_entry_pathname(entry);
         const std::string name
             = (label.empty() ? std::string() : label + " > ") + wrapper + ":" + (path ? path : "data");
@@ -1764,12 +2200,89 @@ bool Scanner::unpackWrapper(
         }
         m_buffers.push_back(std::move(buffer));
         const ByteBuffer& kept = m_buffers.back();
-        scanFile(ByteView(kept.data(), kept.size()), name, depth + 1, false, true);
+        const std::string_view member = path ? path : "";
+        if (std::strcmp(wrapper, "tar") == 0 && (member == "storages" || member == "tensors")
+            && !kept.empty())
+            scanLegacyTarMember(ByteView(kept.data(), kept.size()), name, member == "storages", depth + 1);
+        else
+            scanFile(ByteView(kept.data(), kept.size()), name, depth + 1, member == "pickle", true);
     }
     if (status != ARCHIVE_EOF && status != ARCHIVE_OK)
         cannotVerify(label + ": the " + wrapper + " data cannot be read to its end: " + archiveError(reader));
     archive_read_free(reader);
     return true;
+}
+
+// An .npy file (or .npz member): numpy.load(allow_pickle=True) unpickles what follows the header
+// when the header's dtype holds Python objects. numpy reads format versions 1.0 to 3.0.
+void Scanner::scanNpy(ByteView bytes, const std::string& label, int depth)
+{
+    const int major = bytes[6];
+    if (major < 1 || major > 3)
+        return; // numpy refuses the file
+    const std::uint64_t headerStart = major == 1 ? 10 : 12;
+    const std::uint64_t headerLength = major == 1 ? le(bytes, 8, 2) : le(bytes, 8, 4);
+    if (bytes.size() < headerStart || headerLength > bytes.size() - headerStart)
+        return; // numpy: "EOF: reading array header"
+    const std::string name = (label.empty() ? std::string("the file") : label) + " (NumPy object array)";
+    const auto objects = NpyHeader(asText(bytes.subspan(headerStart, headerLength))).objects();
+    if (objects == NpyHeader::Objects::No)
+        return;
+    if (objects == NpyHeader::Objects::Unreadable)
+        cannotVerify(name
+            + ": its header is written in a form the scanner does not parse, and numpy may read "
+              "it as an object array, whose data it unpickles");
+    scanStream(
+        bytes.subspan(headerStart + headerLength), name, depth, objects == NpyHeader::Objects::Yes, false);
+}
+
+// Members 'storages' and 'tensors' of torch's 0.1.x tar format, which torch.load unpickles piece by
+// piece (torch/serialization.py, legacy_load): a count pickle; then per storage an argument pickle
+// (key, location, storage class) followed by the storage's bytes (i64 element count, then count ×
+// element size bytes), and a last storage_views pickle; or per tensor an argument pickle followed
+// by ndim (i32), 4 bytes, size and stride (ndim × i64 each) and an i64 offset. Every pickle is
+// rated where torch reads it: behind storage bytes that do not look like opcodes.
+void Scanner::scanLegacyTarMember(ByteView bytes, const std::string& label, bool storages, int depth)
+{
+    static const std::map<std::string, std::uint64_t, std::less<>> elementSizes = {{"DoubleStorage", 8},
+        {"FloatStorage", 4}, {"HalfStorage", 2}, {"LongStorage", 8}, {"IntStorage", 4}, {"ShortStorage", 2},
+        {"CharStorage", 1}, {"ByteStorage", 1}, {"BoolStorage", 1}, {"BFloat16Storage", 2},
+        {"ComplexDoubleStorage", 16}, {"ComplexFloatStorage", 8}, {"QInt8Storage", 1}, {"QUInt8Storage", 1},
+        {"QInt32Storage", 4}, {"QUInt4x2Storage", 1}, {"QUInt2x4Storage", 1}};
+    std::uint64_t at = 0;
+    for (int index = 0; at < bytes.size() && index < 1000000; ++index) {
+        const ByteView rest = bytes.subspan(at);
+        const std::string name = index == 0 ? label : label + " [pickle at byte " + formatThousands(at) + "]";
+        const OpcodeScan walk = scanOpcodes(rest, 0, true);
+        if (!walk.reachedStop) {
+            scanStream(rest, name, depth, true, false); // rated as far as it reads: cannot verify
+            return;
+        }
+        scanStream(rest.subspan(0, walk.end), name, depth, true, false);
+        at += walk.end;
+        if (index == 0)
+            continue; // the count
+        if (storages) {
+            std::uint64_t elementSize = 0;
+            for (const auto& global : walk.names)
+                if (const auto found = elementSizes.find(global.name); found != elementSizes.end())
+                    elementSize = found->second;
+            if (!elementSize || bytes.size() - at < 8)
+                return; // storage_views, the last pickle
+            const std::uint64_t count = le(bytes, at, 8);
+            at += 8;
+            if (count > (bytes.size() - at) / elementSize)
+                return;
+            at += count * elementSize;
+        } else {
+            if (bytes.size() - at < 8)
+                return;
+            const auto ndim = static_cast<std::int32_t>(static_cast<std::uint32_t>(le(bytes, at, 4)));
+            if (ndim < 0 || ndim > 64 || bytes.size() - at < 16 + 16 * static_cast<std::uint64_t>(ndim))
+                return;
+            at += 16 + 16 * static_cast<std::uint64_t>(ndim);
+        }
+    }
 }
 
 void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool mustBePickle, bool topLevel)
@@ -1800,41 +2313,37 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         wrapper = "7z";
     else if (starts({0x04, 0x22, 0x4d, 0x18}))
         wrapper = "lz4";
-    else if (bytes.size() > 262 && std::memcmp(bytes.data() + 257, "ustar", 5) == 0)
+    else if (looksLikeTar(bytes))
         wrapper = "tar";
-    // A tar's first 100 bytes are a name field a pickle can begin in, running on through the header:
-    // where a loader unpickles these bytes from byte 0 (a data.pkl, a stream torch.load reads from
-    // memory, which tries no tarfile), they are rated as a pickle too.
-    const bool pickleAtStart = mustBePickle || (topLevel && bytes[0] == pickleop::PROTO);
-    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle)
-        && !(std::strcmp(wrapper, "tar") == 0 && pickleAtStart))
+    if (wrapper && unpackWrapper(bytes, label, wrapper, depth, !topLevel && !mustBePickle)) {
+        // A tar header starts with a member's name, which may itself be a pickle that pickle.load
+        // (numpy.load with allow_pickle) runs from byte 0 of the file; where a loader must unpickle
+        // these bytes (a data.pkl, a stream torch.load reads from memory, which tries no tarfile)
+        // they are rated as that pickle, with everything that follows.
+        if (std::strcmp(wrapper, "tar") == 0)
+            scanStream(bytes, label.empty() ? std::string("the file") : label, depth, mustBePickle, topLevel);
         return;
+    }
     if (topLevel && bytes.size() >= 10) {
-        // safetensors: u64 header length, then a JSON object; no pickle anywhere.
+        // safetensors: u64 header length, then a JSON object; no pickle of its own. But the same
+        // bytes may also be a pickle torch.load (or numpy.load) reads from byte 0, or a torch zip
+        // (a file starting with a local header): a polyglot is rated as every format it passes for.
         const std::uint64_t headerLength = le(bytes, 0, 8);
         if (bytes[8] == '{' && headerLength >= 2 && headerLength <= bytes.size() - 8) {
             std::uint64_t last = 8 + headerLength - 1;
             while (last > 8 && bytes[last] == ' ')
                 --last;
-            if (bytes[last] == '}')
+            if (bytes[last] == '}') {
+                if (signatureAt(bytes, 0, zipformat::kLocalHeaderSignature))
+                    scanZip(bytes, label, depth);
+                else
+                    scanStream(bytes, label.empty() ? std::string("the file") : label, depth, false, false);
                 return;
+            }
         }
     }
     if (starts({0x93, 'N', 'U', 'M', 'P', 'Y'}) && bytes.size() >= 10) {
-        // A .npy file: an object array (descr 'O') is a pickle after the header, which
-        // numpy.load(allow_pickle=True) unpickles.
-        const int major = bytes[6];
-        const std::uint64_t headerLength = major == 1 ? le(bytes, 8, 2) : le(bytes, 8, 4);
-        const std::uint64_t dataStart = (major == 1 ? 10 : 12) + headerLength;
-        if (dataStart <= bytes.size()) {
-            const std::string_view header = asText(bytes.subspan(0, dataStart));
-            const bool objects = header.find("'O'") != std::string_view::npos
-                || header.find("'|O'") != std::string_view::npos;
-            if (objects)
-                scanStream(bytes.subspan(dataStart),
-                    (label.empty() ? std::string("the file") : label) + " (NumPy object array)", depth, true,
-                    false);
-        }
+        scanNpy(bytes, label, depth);
         return;
     }
     const bool zip = signatureAt(bytes, 0, zipformat::kLocalHeaderSignature)

@@ -46,6 +46,16 @@ struct AllowlistCandidate {
     bool offerAllowlist = true;
 };
 
+// The bytes of one rated pickle, for checks that hold them against the bytes a real reader hands
+// its unpickler (tests/tools/container_differential.py): its first `length` bytes, to its STOP or
+// to where reading stopped, whatever container or wrapper they came out of.
+struct RatedPickleBytes {
+    std::string label; // as in SafetyVerdict::pickles
+    std::uint64_t length = 0;
+    std::uint32_t crc32 = 0;
+    bool complete = false; // read to its STOP
+};
+
 struct SafetyVerdict {
     PickleSafety rating = PickleSafety::NoPickle;
     std::string headline; // one line for the top of `info`, `check` and the app's banner
@@ -53,6 +63,7 @@ struct SafetyVerdict {
     std::vector<std::string> cannotVerify; // pickles not read to their end, and why (which limit)
     std::vector<AllowlistCandidate> allowlist; // vetted inert globals some torch default list lacks
     std::vector<std::string> pickles; // every pickle rated: "archive/data.pkl (bytes 0-812)"
+    std::vector<RatedPickleBytes> pickleBytes; // the same pickles' bytes, as length and CRC-32
     std::vector<std::string> notes; // wrappers, zip tricks (duplicate names, flags, name mismatches)
     std::string addSafeGlobals113; // only vetted names; empty when torch 1.13 needs none
     std::string addSafeGlobals2; // the same for torch 2.x

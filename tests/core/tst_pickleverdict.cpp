@@ -17,7 +17,10 @@
 #include <QTemporaryFile>
 #include <QTest>
 
+#include <cstdio>
 #include <string>
+
+#include <zlib.h>
 
 using namespace ckpt::testing;
 
@@ -145,6 +148,100 @@ void compareWithReference(const QString& path, ShortcutComparison& comparison, b
         && (checkpoint.format == CheckpointFormat::TorchZip
             || checkpoint.format == CheckpointFormat::TorchLegacy))
         comparison.notReused << path;
+}
+
+// ---- issue 24, containers: bytes other readers hand to an unpickler (tests/tools/container_differential.py)
+// ----
+
+std::string le16(unsigned value)
+{
+    return {static_cast<char>(value & 0xff), static_cast<char>((value >> 8) & 0xff)};
+}
+
+std::string le32(std::uint32_t value)
+{
+    return le16(value & 0xffff) + le16(value >> 16);
+}
+
+std::string le64(std::uint64_t value)
+{
+    return le32(static_cast<std::uint32_t>(value)) + le32(static_cast<std::uint32_t>(value >> 32));
+}
+
+// A stored zip member as [name, data, general-purpose flags].
+struct StoredMember {
+    std::string name, data;
+    unsigned flags = 0;
+};
+
+std::string storedZip(const std::vector<StoredMember>& members)
+{
+    std::string out, central;
+    for (const StoredMember& member : members) {
+        const auto crc = static_cast<std::uint32_t>(crc32(
+            0, reinterpret_cast<const Bytef*>(member.data.data()), static_cast<uInt>(member.data.size())));
+        const std::string sizes = le32(crc) + le32(static_cast<std::uint32_t>(member.data.size()))
+            + le32(static_cast<std::uint32_t>(member.data.size()))
+            + le16(static_cast<unsigned>(member.name.size()));
+        central += raw("PK\x01\x02") + le16(20) + le16(20) + le16(member.flags) + le16(0) + le32(0) + sizes
+            + le16(0) + le16(0) + le16(0) + le16(0) + le32(0) + le32(static_cast<std::uint32_t>(out.size()))
+            + member.name;
+        out += raw("PK\x03\x04") + le16(20) + le16(member.flags) + le16(0) + le32(0) + sizes + le16(0)
+            + member.name + member.data;
+    }
+    const auto count = static_cast<unsigned>(members.size());
+    return out + central + raw("PK\x05\x06") + le16(0) + le16(0) + le16(count) + le16(count)
+        + le32(static_cast<std::uint32_t>(central.size())) + le32(static_cast<std::uint32_t>(out.size()))
+        + le16(0);
+}
+
+// A tar member with an old (v7) header: no "ustar" magic, only the checksum, as Python's tarfile
+// (and so torch.load, which tries tarfile first) accepts.
+std::string v7TarMember(const std::string& name, const std::string& data)
+{
+    std::string header(512, '\0');
+    header.replace(0, name.size(), name);
+    header.replace(100, 7, "0000644");
+    header.replace(108, 7, "0000000");
+    header.replace(116, 7, "0000000");
+    char size[13];
+    std::snprintf(size, sizeof size, "%011o", static_cast<unsigned>(data.size()));
+    header.replace(124, 12, std::string(size, 11) + '\0');
+    header.replace(136, 12, std::string("00000000000") + '\0');
+    header[156] = '0';
+    header.replace(148, 8, "        ");
+    unsigned sum = 0;
+    for (char c : header)
+        sum += static_cast<unsigned char>(c);
+    char checksum[8];
+    std::snprintf(checksum, sizeof checksum, "%06o", sum);
+    header.replace(148, 8, std::string(checksum, 6) + '\0' + ' ');
+    std::string padded = data;
+    padded.resize((data.size() + 511) / 512 * 512, '\0');
+    return header + padded;
+}
+
+std::string npy(const std::string& descr, const std::string& data, int version = 1)
+{
+    std::string header = "{'descr': " + descr + ", 'fortran_order': False, 'shape': (1,), }";
+    const std::size_t prefix = version == 1 ? 10 : 12;
+    header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    return raw("\x93NUMPY") + static_cast<char>(version) + '\0'
+        + (version == 1 ? le16(static_cast<unsigned>(header.size()))
+                        : le32(static_cast<std::uint32_t>(header.size())))
+        + header + data;
+}
+
+const std::string kSystemCall = raw("\x80\x02"
+                                    "cos\nsystem\nX\x01\x00\x00\x00x\x85R.");
+
+bool cannotVerifySays(const SafetyVerdict& verdict, const std::string& text)
+{
+    for (const std::string& entry : verdict.cannotVerify)
+        if (entry.find(text) != std::string::npos)
+            return true;
+    return false;
 }
 
 } // namespace
@@ -349,6 +446,219 @@ private Q_SLOTS:
         QCOMPARE(reused, std::size_t {0});
         QVERIFY2(found.isEmpty(), qPrintable(found.join(u'\n')));
         QCOMPARE(reference.rating, PickleSafety::KnownInert);
+    }
+
+    // ---- issue 24, containers (tests/tools/container_differential.py finds these; each case here
+    // is one of its disagreements, fixed) ----
+
+    void ratedPicklesExposeTheirBytes()
+    {
+        // check --json's pickle_bytes: the differential holds each real reader's bytes against them.
+        const std::string zip = storedZip({{"archive/data.pkl", kSystemCall}, {"archive/version", "3\n"}});
+        const SafetyVerdict verdict = rate(zip);
+        QCOMPARE(verdict.pickleBytes.size(), std::size_t(1));
+        QCOMPARE(verdict.pickleBytes[0].length, kSystemCall.size());
+        QCOMPARE(verdict.pickleBytes[0].crc32,
+            static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(kSystemCall.data()),
+                static_cast<uInt>(kSystemCall.size()))));
+        QVERIFY(verdict.pickleBytes[0].complete);
+    }
+
+    void npyObjectDtypeInEverySpelling()
+    {
+        // numpy.lib.format.descr_to_dtype: each of these is an object array numpy.load(allow_pickle=True)
+        // unpickles; the verdict once looked for 'O' and '|O' only.
+        for (const char* descr :
+            {"'O'", "'|O'", "'|O8'", "'object'", "\"O\"", "'\\x4f'", "u'O'", "'\\117'", "[('a', 'O')]",
+                "[('a', '<f4'), ('b', '|O')]", "[('a', 'O', (2,))]", "('O', (2,))", "[(('t', 'a'), 'O')]",
+                "'O8'", "'=O'", "[('a', [('b', 'O')])]", "'f4,O'", "'(2,)O'", "'O' ''"}) {
+            for (int version : {1, 2, 3}) {
+                const SafetyVerdict verdict = rate(npy(descr, kSystemCall, version));
+                QVERIFY2(verdict.dangerous() && names(verdict, "os.system"),
+                    qPrintable(QStringLiteral("%1 (version %2): %3")
+                                   .arg(QLatin1String(descr))
+                                   .arg(version)
+                                   .arg(QString::fromStdString(verdict.headline))));
+            }
+        }
+        // Plain numbers, and a field merely named with an O, hold no objects: nothing is unpickled.
+        for (const char* descr : {"'<f4'", "'|u1'", "[('Obs', '<f8')]", "'<U3'"})
+            QCOMPARE(rate(npy(descr, "\x01\x02\x03\x04")).rating, PickleSafety::NoPickle);
+        // A header the scanner cannot parse (a \N{...} name) is "cannot verify", never "no pickle".
+        const SafetyVerdict unreadable = rate(npy("'\\N{LATIN CAPITAL LETTER O}'", "\x01\x02\x03\x04"));
+        QVERIFY(unreadable.dangerous());
+        QVERIFY(cannotVerifySays(unreadable, "does not parse"));
+        // A version numpy does not read is nothing numpy would unpickle.
+        QCOMPARE(rate(npy("'O'", kSystemCall, 4)).rating, PickleSafety::NoPickle);
+    }
+
+    void npzMemberOfAnyName()
+    {
+        // numpy.load of an .npz opens every member that starts with the .npy magic, whatever its name.
+        const SafetyVerdict verdict = rate(storedZip({{"weights", npy("'|O'", kSystemCall)}}));
+        QVERIFY(verdict.dangerous() && names(verdict, "os.system"));
+    }
+
+    void encryptedMemberCannotBeVerified()
+    {
+        // Ciphertext where data.pkl should be: Python's zipfile decrypts it given the password and
+        // unpickles what it cannot be read here. Never "no pickle".
+        const std::string cipher = raw("\x13\x9a\x07\xfe\x55\x01\xd3\x88\x42\x10\xee\x7a\x31\x00\x9c");
+        const SafetyVerdict verdict
+            = rate(storedZip({{"archive/data.pkl", cipher, 0x1}, {"archive/version", "3\n"}}));
+        QVERIFY(verdict.dangerous());
+        QVERIFY2(cannotVerifySays(verdict, "encrypted"), verdict.headline.c_str());
+        // Flag set, bytes plain (torch's miniz refuses it, zipfile wants a password): both said.
+        const SafetyVerdict plain = rate(storedZip({{"archive/data.pkl", kSystemCall, 0x1}}));
+        QVERIFY(names(plain, "os.system") && cannotVerifySays(plain, "encrypted"));
+    }
+
+    void legacyTarWithAnOldHeader()
+    {
+        // No "ustar" magic: Python's tarfile still reads it (by its checksum), so torch.load does.
+        const std::string tar = v7TarMember("pickle", kSystemCall) + std::string(1024, '\0');
+        const SafetyVerdict verdict = rate(tar);
+        QVERIFY2(verdict.dangerous() && names(verdict, "os.system"), verdict.headline.c_str());
+    }
+
+    void legacyTarPicklesBehindStorageBytes()
+    {
+        // 'storages': count, then (key, location, FloatStorage) + i64 count + bytes, then storage_views.
+        // A storage_views pickle broken after its call is still rated where torch reads it.
+        const std::string args = raw("\x80\x02(X\x01\x00\x00\x00"
+                                     "0X\x03\x00\x00\x00"
+                                     "cpuctorch\nFloatStorage\nt.");
+        const std::string brokenCall = raw("\x80\x02"
+                                           "cos\nsystem\nX\x01\x00\x00\x00x\x85R\xff");
+        const std::string storages
+            = raw("\x80\x02K\x01.") + args + le64(2) + std::string(8, '\x80') + brokenCall;
+        const std::string tar = v7TarMember("storages", storages) + std::string(1024, '\0');
+        const SafetyVerdict verdict = rate(tar);
+        QVERIFY2(verdict.dangerous() && names(verdict, "os.system"), verdict.headline.c_str());
+        // The same member with a benign storage_views is known inert.
+        const std::string benign
+            = raw("\x80\x02K\x01.") + args + le64(2) + std::string(8, '\x80') + raw("\x80\x02]q\x00.");
+        QCOMPARE(
+            rate(v7TarMember("storages", benign) + std::string(1024, '\0')).rating, PickleSafety::KnownInert);
+    }
+
+    void safetensorsThatIsAlsoAPickle()
+    {
+        // BINBYTES whose length bytes also make a valid header length (byte 0 'B', u32 n = 40, three
+        // zero bytes), so the header is 0x42 + 256 * 40 bytes; the pickle resumes inside the JSON,
+        // hops over it with SHORT_BINSTRINGs and calls os.system from the tensor data.
+        const std::uint64_t headerLength = 0x42 + 256 * 40;
+        const std::string tail = "\"},\"t\":{\"dtype\":\"U8\",\"shape\":["
+            + std::to_string(kSystemCall.size()) + "],\"data_offsets\":[0,"
+            + std::to_string(kSystemCall.size()) + "]}}";
+        std::string header = "{\"__metadata__\":{\"a\":\"" + std::string(15, 'x'); // the pickle resumes here
+        std::uint64_t left = headerLength - header.size();
+        while (left > 130) {
+            const unsigned step = left - 0x72 >= 40 ? 0x70 : 0x40;
+            header += 'U' + std::string(1, static_cast<char>(step)) + std::string(step, 'y');
+            left -= 2 + step;
+        }
+        header += 'U' + std::string(1, static_cast<char>(left - 2)) + std::string(left - 2 - tail.size(), 'y')
+            + tail;
+        QCOMPARE(header.size(), headerLength);
+        std::string file = le64(headerLength) + header + kSystemCall;
+        file.replace(0, 5, "B" + le32(40));
+        const SafetyVerdict verdict = rate(file);
+        QVERIFY2(verdict.dangerous() && names(verdict, "os.system"), verdict.headline.c_str());
+        // A plain safetensors file still has no pickle.
+        const std::string plainHeader = "{\"t\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}";
+        QCOMPARE(rate(le64(plainHeader.size()) + plainHeader + "ab").rating, PickleSafety::NoPickle);
+    }
+
+    void globalOfARealModuleWithAJunkAttributeWhereLoadersRead()
+    {
+        // CPython's find_class imports the module before it fails on the attribute: in a pickle
+        // torch.load reads (here the second of a legacy stream) that import is code of its own.
+        const std::string magic = raw("\x80\x02\x8a\x0al\xfc\x9c"
+                                      "F\xf9 j\xa8P\x19.");
+        const SafetyVerdict verdict = rate(magic
+            + raw("\x80\x02"
+                  "cantigravity\nx\x01y\nX\xff\xff\xff\x7f"));
+        QVERIFY(verdict.dangerous());
+        bool named = false;
+        for (const UnsafeCallable& unsafe : verdict.unsafe)
+            named |= unsafe.name.starts_with("antigravity.");
+        QVERIFY2(named, verdict.headline.c_str());
+        // The same in a zip member of any name that opens as a pickle (PROTO): torch.load's
+        // pickle_file may point at it.
+        const SafetyVerdict member = rate(storedZip({{"archive/data.pkl", raw("\x80\x02}.")},
+            {"archive/extra/x",
+                raw("\x80\x02"
+                    "cantigravity\nx\x01y\nX\xff\xff\xff\x7f")}}));
+        QVERIFY2(member.dangerous(), member.headline.c_str());
+    }
+
+    void extensionCodeWhereLoadersRead()
+    {
+        // An EXT opcode in the second pickle of a legacy stream, which then breaks: CPython looks the
+        // code up in copyreg's registry before it fails. Never "no pickle".
+        const std::string magic = raw("\x80\x02\x8a\x0al\xfc\x9c"
+                                      "F\xf9 j\xa8P\x19.");
+        const SafetyVerdict verdict = rate(magic + raw("\x80\x02\x82\x07X\xff\xff\xff\x7f"));
+        QVERIFY(verdict.dangerous());
+        QVERIFY2(names(verdict, "copyreg extension code 7"), verdict.headline.c_str());
+    }
+
+    void tarWhoseFirstNameIsAPickle()
+    {
+        // pickle.load (numpy.load with allow_pickle) reads a tar from byte 0: its first member's name.
+        const std::string tar = v7TarMember("cos\nsystem\n(S'x'\ntR.", "") + std::string(1024, '\0');
+        const SafetyVerdict verdict = rate(tar);
+        QVERIFY2(verdict.dangerous() && names(verdict, "os.system"), verdict.headline.c_str());
+    }
+
+    void zipMemberAsEachReaderCutsIt()
+    {
+        // A deflated data.pkl whose stream breaks after the call: torch's miniz (CRC checks off) hands
+        // on what inflated, so that is rated, and the fault is "cannot verify".
+        z_stream stream {};
+        QCOMPARE(deflateInit2(&stream, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        std::string deflated(256, '\0');
+        stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(kSystemCall.data()));
+        stream.avail_in = static_cast<uInt>(kSystemCall.size());
+        stream.next_out = reinterpret_cast<Bytef*>(deflated.data());
+        stream.avail_out = static_cast<uInt>(deflated.size());
+        QCOMPARE(deflate(&stream, Z_SYNC_FLUSH), Z_OK); // the call's bytes, then a broken block
+        deflated.resize(deflated.size() - stream.avail_out);
+        deflateEnd(&stream);
+        deflated += raw("\xff\xff\xff\xff");
+        std::string zip = storedZip({{"archive/data.pkl", deflated}});
+        zip[8] = 8; // local header: deflated
+        zip[static_cast<std::size_t>(zip.find("PK\x01\x02")) + 10] = 8; // central entry: deflated
+        const SafetyVerdict broken = rate(zip);
+        QVERIFY2(names(broken, "os.system"), broken.headline.c_str());
+        QVERIFY(cannotVerifySays(broken, "cannot be unpacked to their end"));
+
+        // A stored data.pkl whose recorded uncompressed size is smaller: Python's zipfile hands on
+        // only that many bytes (a pickle cut short), which is rated too.
+        std::string cut = storedZip({{"archive/data.pkl", kSystemCall}});
+        const std::size_t central = cut.find("PK\x01\x02");
+        cut.replace(central + 24, 4, le32(10));
+        const SafetyVerdict shortened = rate(cut);
+        bool ratedCut = false;
+        for (const std::string& pickle : shortened.pickles)
+            ratedCut |= pickle.find("its first 10 bytes, as Python's zipfile reads it") != std::string::npos;
+        QVERIFY(ratedCut);
+        QVERIFY(shortened.dangerous() && names(shortened, "os.system"));
+    }
+
+    void zipMemberNamesAsLoadersMatchThem()
+    {
+        // A broken pickle (nothing named before it fails) in a member torch's miniz finds as
+        // data.pkl (case-insensitive) or zipfile names data.pkl (cut at the NUL): it must be one.
+        const std::string broken = raw("\x80\x02\xff");
+        for (const char* name : {"archive/DATA.PKL", "archive/data.PKL"}) {
+            const SafetyVerdict verdict = rate(storedZip({{name, broken}, {"archive/version", "3\n"}}));
+            QVERIFY2(verdict.dangerous(), name);
+        }
+        const SafetyVerdict nul
+            = rate(storedZip({{raw("archive/data.pkl\0.txt"), broken}, {"archive/version", "3\n"}}));
+        QVERIFY(nul.dangerous());
     }
 
     void corpusAgreesWithManifest()
