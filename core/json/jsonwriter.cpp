@@ -18,8 +18,8 @@ namespace {
 
 using jsondetail::utf8SequenceLength;
 
-// Where the run of bytes that a JSON string holds as they are (printable ASCII other than '"' and
-// '\\') ends, from `at`. Eight bytes at a time: names and keys are almost always plain ASCII.
+// Where the run of bytes that a JSON string holds as they are (printable ASCII other than '"',
+// '\\' and DEL) ends, from `at`. Eight bytes at a time: names and keys are almost always plain ASCII.
 std::size_t plainRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
 {
     constexpr std::uint64_t ones = 0x0101010101010101ull;
@@ -34,12 +34,12 @@ std::size_t plainRunEnd(const unsigned char* bytes, std::size_t at, std::size_t 
         std::uint64_t word;
         std::memcpy(&word, bytes + at, sizeof word);
         const std::uint64_t special = (word & highs) | ((word - 0x20 * ones) & ~word & highs)
-            | equalTo(word, '"') | equalTo(word, '\\');
+            | equalTo(word, '"') | equalTo(word, '\\') | equalTo(word, 0x7f);
         if (special)
             break;
         at += 8;
     }
-    while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x80 && bytes[at] != '"' && bytes[at] != '\\')
+    while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x7f && bytes[at] != '"' && bytes[at] != '\\')
         ++at;
     return at;
 }
@@ -93,7 +93,8 @@ template<class Append> void escapeJsonText(std::string_view text, Append&& appen
         case '\t':
             append("\\t", 2);
             break;
-        default: { // the other control characters: nothing else stops a plain run
+        default: { // the other control characters and DEL: nothing else stops a plain run. DEL is
+                   // valid raw in JSON, but a terminal filter would rewrite it, breaking the JSON.
             const char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
             append(escaped, sizeof escaped);
         }

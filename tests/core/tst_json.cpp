@@ -541,7 +541,7 @@ private Q_SLOTS:
             default:
                 if (c >= 0x80)
                     return "\\ufffd";
-                if (c < 0x20)
+                if (c < 0x20 || c == 0x7f)
                     return std::string("\\u00") + hex[c >> 4] + hex[c & 0xF];
                 return std::string(1, static_cast<char>(c));
             }
