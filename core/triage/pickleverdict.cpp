@@ -2087,11 +2087,12 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 + std::to_string((member.flags | member.localFlags)
                     & (zipformat::kFlagEncrypted | zipformat::kFlagStrongEncryption))
                 + "); a reader given the password would unpickle bytes the scanner cannot read");
-        // Python's zipfile stops at the recorded uncompressed size: where that cuts the member
-        // short, what it hands on is rated as well.
+        // Python's zipfile stops at the uncompressed size its central directory records: where that
+        // cuts the member short, what it hands on is rated as well. A member found only by walking
+        // local headers is one zipfile never reads (it opens no archive without a directory).
         auto scanMember = [&](ByteView data) {
             scanFile(data, memberLabel, depth + 1, namedPickle, false);
-            if (member.uncompressedSize < data.size())
+            if (member.inCentral && member.uncompressedSize < data.size())
                 scanFile(data.subspan(0, member.uncompressedSize),
                     memberLabel + " (its first " + formatThousands(member.uncompressedSize)
                         + " bytes, as Python's zipfile reads it)",

@@ -497,7 +497,7 @@ private Q_SLOTS:
         writer.value("bad \xff \xc0\x80 \xed\xa0\x80 \xe2\x82 end \xf0\x9f\x98");
         writer.endArray();
         QCOMPARE(writer.text(),
-            std::string("[\"\\u0000\\u0001\\u001f\x7f\","
+            std::string("[\"\\u0000\\u0001\\u001f\\u007f\","
                         "\"quote \\\" backslash \\\\ slash / newline \\n tab \\t cr \\r bs \\b ff \\f\","
                         "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\","
                         "\"bad \\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd end "

@@ -201,20 +201,26 @@ LoadSimulationBar::LoadSimulationBar(QWidget* parent)
     onLabel->setBuddy(m_targetBox);
     choices->addWidget(onLabel);
     choices->addWidget(m_targetBox);
-    auto* torchLabel = new QLabel(tr("with"), this);
+    choices->addStretch(1);
+    // The simulated release and imports on a line of their own: on one line with map_location and
+    // the target, the bar's minimum width took the room the device cards need beside the tree.
+    auto* release = new QHBoxLayout;
+    release->setContentsMargins(0, 0, 0, 0);
+    auto* torchLabel = new QLabel(tr("simulated with"), this);
     torchLabel->setBuddy(m_torchBox);
-    choices->addWidget(torchLabel);
-    choices->addWidget(m_torchBox);
+    release->addWidget(torchLabel);
+    release->addWidget(m_torchBox);
     auto* importsLabel = new QLabel(tr("after import"), this);
     importsLabel->setBuddy(m_importsBox);
-    choices->addWidget(importsLabel);
-    choices->addWidget(m_importsBox);
-    choices->addStretch(1);
+    release->addWidget(importsLabel);
+    release->addWidget(m_importsBox);
+    release->addStretch(1);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 2, 4, 2);
     layout->setSpacing(2);
     layout->addLayout(choices);
+    layout->addLayout(release);
     layout->addWidget(m_result);
 
     m_refreshTimer->setSingleShot(true);
