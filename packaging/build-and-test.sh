@@ -38,6 +38,15 @@ finish() {
     exit 1
 }
 
+# ccache, where installed (install-deps.sh installs it), keeps compiled objects between runs: a
+# second run of this script, or a fresh clone in another folder (paths are taken relative to the
+# clone, and the working directory is left out of the hash), recompiles only what changed. A bare
+# machine fills the cache on its first run.
+if command -v ccache >/dev/null 2>&1; then
+    export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+    export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+fi
+
 # The tests that compare against a modern torch run it through tests/tools/modern-python; the
 # path reaches them through CMake (tests/CMakeLists.txt), empty meaning "skip those tests". It is
 # set only when the modern root is ready, so a failed preparation fails this run once, as the

@@ -8,6 +8,8 @@ set -euo pipefail
 packages=(
     # Build
     build-essential g++ cmake ninja-build pkg-config git
+    # Compiled objects kept between test runs (packaging/build-and-test.sh)
+    ccache
     # Qt 6 (Widgets, Charts, Concurrent, Test). Qt6Gui's CMake package looks for the OpenGL headers;
     # Qt6Charts' needs Qt6OpenGLWidgets, which qt6-charts-dev does not pull in.
     qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev libgl-dev
