@@ -292,9 +292,10 @@ void MainWindow::restoreSettings()
 void MainWindow::applyDefaultLayout()
 {
     // The tree about the left 55% of the width (the cards keep three to a row), the Findings under
-    // it a quarter of the height.
+    // it a quarter of the height and the load simulation bar's second line (the simulated torch and
+    // imports), so that the bar's two outcome lines are never squeezed over each other.
     resizeDocks({m_devicesDock}, {std::max(580, width() * 2 / 5)}, Qt::Horizontal);
-    resizeDocks({m_findingsDock}, {qMax(170, height() / 4)}, Qt::Vertical);
+    resizeDocks({m_findingsDock}, {qMax(196, height() / 4 + 26)}, Qt::Vertical);
 }
 
 void MainWindow::saveSettings()
