@@ -3,6 +3,7 @@
 // window, see one tree across shards (each tensor naming its shard), drag a block onto a device
 // card through the real viewport, save a new folder and judge it with real torch; a safetensors
 // folder exports its plan instead; render the window.
+#include "core/base/textformat.h"
 #include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
 #include "ui/document/checkpointdocument.h"
@@ -11,11 +12,13 @@
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/devicepanel.h"
 
+#include <QAbstractProxyModel>
 #include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -268,6 +271,178 @@ private Q_SLOTS:
         QVERIFY2(finished.first().at(1).toString().contains(QStringLiteral("records no device")),
             qPrintable(finished.first().at(1).toString()));
         QVERIFY(QFileInfo::exists(out.filePath(QStringLiteral("plan/device_map.json"))));
+    }
+
+    // The details pane's per-file totals, against what the shards hold read on their own: the root
+    // lists every file of the set; a module spread over two files lists its split, which adds up
+    // to the module's own total.
+    void detailsPaneTotalsPerShard()
+    {
+        ckpt::MainWindow window;
+        window.setSuppressModalDialogs(true);
+        useDescribedMachine(window);
+        window.resize(1400, 900);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(dropFolderAndWait(window, sharded(QStringLiteral("bin_cuda"))));
+        const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+        QVERIFY(checkpoint.shardSet);
+        const ckpt::ShardSet& set = *checkpoint.shardSet;
+        QCOMPARE(set.shards.size(), std::size_t(3));
+
+        // The top row ("model", the root's only child), made current in the tree as a click does:
+        // one row per file, its tensors and bytes as the shard read alone has them.
+        ckpt::DetailsPane* pane = window.detailsPane();
+        QCOMPARE(checkpoint.tree[0].children.size(), std::size_t(1));
+        const std::uint32_t top = checkpoint.tree[0].children[0];
+        QVERIFY(ckpt::isTopOfSet(checkpoint, top));
+        auto* proxy = qobject_cast<QAbstractProxyModel*>(window.treeView()->model());
+        QVERIFY(proxy);
+        window.treeView()->setCurrentIndex(
+            proxy->mapFromSource(findPath(window.treeModel(), QStringLiteral("model"))));
+        QCOMPARE(pane->treeNode(), std::optional<std::uint32_t>(top));
+        QTRY_VERIFY(window.isDetailsShown());
+        const QString rootText = pane->plainText();
+        QVERIFY2(rootText.contains(QStringLiteral("Files of the set")), qPrintable(rootText));
+        const std::vector<ckpt::ShardTotal> files = ckpt::shardTotals(checkpoint, top);
+        QCOMPARE(ckpt::shardTotals(checkpoint, 0).size(), files.size());
+        QCOMPARE(files.size(), set.shards.size());
+        for (std::size_t k = 0; k < set.shards.size(); ++k) {
+            const ckpt::ShardFile& shard = set.shards[k];
+            QVERIFY(shard.checkpoint);
+            std::uint64_t bytes = 0;
+            std::set<std::string> devices;
+            for (const ckpt::StorageRecord& storage : shard.checkpoint->storages) {
+                bytes += storage.nbytes;
+                devices.insert(std::string(*storage.device));
+            }
+            QCOMPARE(files[k].shard, k);
+            QCOMPARE(files[k].tensors, std::uint64_t(shard.checkpoint->tensors.size()));
+            QCOMPARE(files[k].bytes, bytes);
+            QCOMPARE(files[k].devices, std::vector<std::string>(devices.begin(), devices.end()));
+            // The row as shown: file name, tensor count, bytes in units, devices.
+            const QString name = QString::fromStdString(shard.name);
+            QStringList shown;
+            for (const std::string& device : devices)
+                shown.append(QString::fromStdString(device));
+            const QString line = QStringLiteral("%1\n%2\n%3\n%4")
+                                     .arg(name)
+                                     .arg(shard.checkpoint->tensors.size())
+                                     .arg(QString::fromStdString(ckpt::formatBytes(bytes)),
+                                         shown.join(QStringLiteral(", ")));
+            QVERIFY2(rootText.contains(line), qPrintable(line + QStringLiteral(" in:\n") + rootText));
+        }
+
+        // model.layers.1: split over shards 1 and 2; the split adds up to the module's total.
+        const std::uint32_t q = tensorNamed(checkpoint, "model.layers.1.self_attn.q_proj.weight");
+        QVERIFY(q != UINT32_MAX);
+        std::uint32_t layer = checkpoint.tensors[q].treeNode;
+        while (layer != 0 && checkpoint.treePath(layer) != "model.layers.1")
+            layer = checkpoint.tree[layer].parent;
+        QVERIFY(layer != 0);
+        std::set<std::int32_t> storages;
+        std::uint64_t tensors = 0;
+        for (const ckpt::TensorEntry& tensor : checkpoint.tensors)
+            if (tensor.name.rfind("model.layers.1.", 0) == 0) {
+                ++tensors;
+                storages.insert(tensor.storage);
+            }
+        std::uint64_t moduleBytes = 0;
+        for (const std::int32_t storage : storages)
+            moduleBytes += checkpoint.storages[static_cast<std::size_t>(storage)].nbytes;
+        std::uint64_t ledgerBytes = 0;
+        for (const auto& [device, n] : window.document()->ledger().moduleBytes(layer))
+            ledgerBytes += n;
+        QCOMPARE(ledgerBytes, moduleBytes);
+        const std::vector<ckpt::ShardTotal> split = ckpt::shardTotals(checkpoint, layer);
+        QCOMPARE(split.size(), std::size_t(2));
+        QCOMPARE(set.shards[split[0].shard].name, std::string("pytorch_model-00001-of-00003.bin"));
+        QCOMPARE(set.shards[split[1].shard].name, std::string("pytorch_model-00002-of-00003.bin"));
+        QVERIFY(split[0].tensors > 0 && split[1].tensors > 0);
+        QCOMPARE(split[0].tensors + split[1].tensors, tensors);
+        QCOMPARE(split[0].bytes + split[1].bytes, moduleBytes);
+        window.treeView()->setCurrentIndex(
+            proxy->mapFromSource(findPath(window.treeModel(), QStringLiteral("model.layers.1"))));
+        QCOMPARE(pane->treeNode(), std::optional<std::uint32_t>(layer));
+        const QString layerText = pane->plainText();
+        QVERIFY2(layerText.contains(QStringLiteral("Split across shard files")), qPrintable(layerText));
+        for (const ckpt::ShardTotal& part : split) {
+            const QString line = QStringLiteral("%1\n%2\n%3\n")
+                                     .arg(QString::fromStdString(set.shards[part.shard].name))
+                                     .arg(part.tensors)
+                                     .arg(QString::fromStdString(ckpt::formatBytes(part.bytes)));
+            QVERIFY2(layerText.contains(line), qPrintable(line + QStringLiteral(" in:\n") + layerText));
+        }
+        QVERIFY(!layerText.contains(QStringLiteral("pytorch_model-00003-of-00003.bin")));
+
+        // A module in one file has no split; a tensor still names its shard file.
+        const std::uint32_t norm = tensorNamed(checkpoint, "model.norm.weight");
+        pane->showTreeNode(checkpoint.tree[checkpoint.tensors[norm].treeNode].parent);
+        QVERIFY(!pane->plainText().contains(QStringLiteral("Split across shard files")));
+        pane->showTreeNode(checkpoint.tensors[norm].treeNode);
+        QVERIFY(pane->plainText().contains(QStringLiteral("pytorch_model-00003-of-00003.bin")));
+
+        // Looked at: the window with the root's table, then with the module's split.
+        const QString dir = QStringLiteral(CKPT_BINARY_DIR "/test-output/ui");
+        QVERIFY(QDir().mkpath(dir));
+        window.treeView()->setCurrentIndex(
+            proxy->mapFromSource(findPath(window.treeModel(), QStringLiteral("model"))));
+        QTest::qWait(100);
+        QVERIFY(window.grab().save(dir + QStringLiteral("/sharded-totals-root.png")));
+        window.treeView()->setCurrentIndex(
+            proxy->mapFromSource(findPath(window.treeModel(), QStringLiteral("model.layers.1"))));
+        QTest::qWait(100);
+        QVERIFY(window.grab().save(dir + QStringLiteral("/sharded-totals-module.png")));
+    }
+
+    // The totals are computed on the GUI thread on each refresh: one pass over the subtree and a
+    // sort of its storages. At 100,000 tensors over 8 shards that stays in milliseconds (printed,
+    // not asserted: machines differ), and the split adds up to what the storages hold.
+    void shardTotalsOfAHundredThousandTensors()
+    {
+        constexpr std::uint32_t kTensors = 100000;
+        constexpr std::size_t kShards = 8;
+        ckpt::Checkpoint checkpoint;
+        auto set = std::make_shared<ckpt::ShardSet>();
+        set->shards.resize(kShards);
+        checkpoint.tree.resize(2); // root, "model"
+        checkpoint.tree[0].children.push_back(1);
+        checkpoint.tree[1].parent = 0;
+        checkpoint.tree[1].kind = ckpt::TreeNodeKind::Module;
+        std::uint64_t expectedBytes = 0;
+        for (std::uint32_t t = 0; t < kTensors; ++t) {
+            ckpt::StorageRecord storage;
+            storage.nbytes = std::uint64_t(4) * (t % 97 + 1);
+            storage.device = (t % 2) ? "cuda:1" : "cuda:0";
+            expectedBytes += storage.nbytes;
+            checkpoint.storages.push_back(storage);
+            set->storageShard.push_back(static_cast<std::int32_t>(t / (kTensors / kShards)));
+            ckpt::TensorEntry tensor;
+            tensor.storage = static_cast<std::int32_t>(t);
+            tensor.treeNode = static_cast<std::uint32_t>(checkpoint.tree.size());
+            checkpoint.tensors.push_back(tensor);
+            ckpt::TreeNode node;
+            node.parent = 1;
+            node.kind = ckpt::TreeNodeKind::Tensor;
+            node.tensor = static_cast<std::int32_t>(t);
+            checkpoint.tree[1].children.push_back(tensor.treeNode);
+            checkpoint.tree.push_back(node);
+        }
+        checkpoint.shardSet = set;
+        QElapsedTimer timer;
+        timer.start();
+        const std::vector<ckpt::ShardTotal> totals = ckpt::shardTotals(checkpoint, 1);
+        qInfo("shardTotals over %u tensors: %lld ms", kTensors, static_cast<long long>(timer.elapsed()));
+        QCOMPARE(totals.size(), kShards);
+        std::uint64_t tensors = 0;
+        std::uint64_t bytes = 0;
+        for (const ckpt::ShardTotal& total : totals) {
+            tensors += total.tensors;
+            bytes += total.bytes;
+            QCOMPARE(total.devices, (std::vector<std::string> {"cuda:0", "cuda:1"}));
+        }
+        QCOMPARE(tensors, std::uint64_t(kTensors));
+        QCOMPARE(bytes, expectedBytes);
     }
 
     void screenshot()

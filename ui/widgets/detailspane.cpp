@@ -16,6 +16,9 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <set>
+
 namespace ckpt {
 
 namespace {
@@ -62,7 +65,99 @@ const QString kRecordedTip = QStringLiteral("The device the tensor was on when t
 const QString kPlannedTip
     = QStringLiteral("The device the remapped copy will record, so that torch.load puts it there.");
 
+// The per-file table: file, tensors, bytes (exact bytes in the tooltip), recorded devices.
+QString shardTableHtml(
+    const Checkpoint& checkpoint, const std::vector<ShardTotal>& totals, const QString& title)
+{
+    const ShardSet& set = *checkpoint.shardSet;
+    QString out = QStringLiteral("<p style=\"margin-top:8px\"><b>%1</b></p>"
+                                 "<table cellspacing=\"0\" cellpadding=\"1\"><tr>"
+                                 "<th align=\"left\" style=\"padding-right:12px\">%2</th>"
+                                 "<th align=\"right\" style=\"padding-right:12px\">%3</th>"
+                                 "<th align=\"right\" style=\"padding-right:12px\">%4</th>"
+                                 "<th align=\"left\">%5</th></tr>")
+                      .arg(title.toHtmlEscaped(), QObject::tr("File").toHtmlEscaped(),
+                          QObject::tr("Tensors").toHtmlEscaped(), QObject::tr("Bytes").toHtmlEscaped(),
+                          QObject::tr("Recorded devices").toHtmlEscaped());
+    for (const ShardTotal& total : totals) {
+        const ShardFile& shard = set.shards[total.shard];
+        QStringList devices;
+        for (const std::string& device : total.devices)
+            devices.append(html(device));
+        QString where = devices.join(QStringLiteral(", "));
+        if (!shard.problem.empty())
+            where = QStringLiteral("<span style=\"color:#c0392b\">%1</span>").arg(html(shard.problem));
+        out += QStringLiteral("<tr><td style=\"padding-right:12px; white-space:nowrap\">%1</td>"
+                              "<td align=\"right\" style=\"padding-right:12px\">%2</td>"
+                              "<td align=\"right\" style=\"padding-right:12px; white-space:nowrap\" "
+                              "title=\"%3\">%4</td><td>%5</td></tr>")
+                   .arg(html(shard.name), QString::fromStdString(formatThousands(total.tensors)),
+                       QObject::tr("%1 bytes")
+                           .arg(QString::fromStdString(formatThousands(total.bytes)))
+                           .toHtmlEscaped(),
+                       QString::fromStdString(formatBytes(total.bytes)), where);
+    }
+    return out + QStringLiteral("</table>");
+}
+
 } // namespace
+
+bool isTopOfSet(const Checkpoint& checkpoint, std::uint32_t treeNode)
+{
+    if (treeNode == 0)
+        return true;
+    // The tree shows the root's children as its top rows: where there is one ("model"), it stands
+    // for the whole set.
+    return !checkpoint.tree.empty() && checkpoint.tree[0].children.size() == 1
+        && checkpoint.tree[0].children[0] == treeNode;
+}
+
+std::vector<ShardTotal> shardTotals(const Checkpoint& checkpoint, std::uint32_t treeNode)
+{
+    std::vector<ShardTotal> totals;
+    if (!checkpoint.shardSet || treeNode >= checkpoint.tree.size())
+        return totals;
+    const ShardSet& set = *checkpoint.shardSet;
+    const bool everyFile = isTopOfSet(checkpoint, treeNode);
+    std::vector<ShardTotal> perShard(set.shards.size());
+    for (std::size_t k = 0; k < perShard.size(); ++k)
+        perShard[k].shard = k;
+    // One pass over the subtree: tensors counted where their storage is, storages collected.
+    std::vector<std::uint32_t> storages;
+    std::vector<std::uint32_t> stack {treeNode};
+    while (!stack.empty()) {
+        const TreeNode& node = checkpoint.tree[stack.back()];
+        stack.pop_back();
+        for (const std::uint32_t child : node.children)
+            if (child < checkpoint.tree.size())
+                stack.push_back(child);
+        if (node.tensor < 0 || static_cast<std::size_t>(node.tensor) >= checkpoint.tensors.size())
+            continue;
+        const std::int32_t storage = checkpoint.tensors[static_cast<std::size_t>(node.tensor)].storage;
+        if (storage < 0 || static_cast<std::size_t>(storage) >= set.storageShard.size()
+            || set.storageShard[static_cast<std::size_t>(storage)] < 0)
+            continue;
+        ++perShard[static_cast<std::size_t>(set.storageShard[static_cast<std::size_t>(storage)])].tensors;
+        storages.push_back(static_cast<std::uint32_t>(storage));
+    }
+    // Each storage's bytes once, however many views of it the node holds.
+    std::sort(storages.begin(), storages.end());
+    storages.erase(std::unique(storages.begin(), storages.end()), storages.end());
+    std::vector<std::set<std::string>> devices(set.shards.size());
+    for (const std::uint32_t storage : storages) {
+        const auto shard = static_cast<std::size_t>(set.storageShard[storage]);
+        const StorageRecord& record = checkpoint.storages[storage];
+        perShard[shard].bytes += record.nbytes;
+        devices[shard].insert(record.device.value_or("(none)"));
+    }
+    for (std::size_t k = 0; k < perShard.size(); ++k) {
+        if (!everyFile && perShard[k].tensors == 0)
+            continue;
+        perShard[k].devices.assign(devices[k].begin(), devices[k].end());
+        totals.push_back(std::move(perShard[k]));
+    }
+    return totals;
+}
 
 DetailsPane::DetailsPane(QWidget* parent)
     : QWidget(parent)
@@ -381,6 +476,12 @@ QString DetailsPane::nodeHtml(std::uint32_t treeNode) const
     if (!perDevice.isEmpty())
         out += row(tr("Planned devices"), perDevice.join(QStringLiteral("<br>")), kPlannedTip);
     out += QStringLiteral("</table>");
+    // A sharded set: the root lists its files; a node spread over several files, its split.
+    const std::vector<ShardTotal> totals = shardTotals(checkpoint, treeNode);
+    if (isTopOfSet(checkpoint, treeNode) && !totals.empty())
+        out += shardTableHtml(checkpoint, totals, tr("Files of the set"));
+    else if (totals.size() > 1)
+        out += shardTableHtml(checkpoint, totals, tr("Split across shard files"));
     return out;
 }
 
