@@ -247,6 +247,20 @@ private Q_SLOTS:
             map.value(QStringLiteral("device_map")).toObject().contains(QStringLiteral("model.layers.0")));
         QVERIFY(map.value(QStringLiteral("max_memory")).toObject().contains(QStringLiteral("cpu")));
         QVERIFY(QFileInfo::exists(folder + QStringLiteral("/load_with_device_map.py")));
+
+        // Its files in the details pane: three rows, no device recorded in any.
+        const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+        QVERIFY(checkpoint.shardSet);
+        auto* proxy = qobject_cast<QAbstractProxyModel*>(window.treeView()->model());
+        QVERIFY(proxy);
+        const QModelIndex top = findPath(window.treeModel(), QStringLiteral("model"));
+        QVERIFY(top.isValid());
+        window.treeView()->setCurrentIndex(proxy->mapFromSource(top));
+        const QString text = window.detailsPane()->plainText();
+        QVERIFY2(text.contains(QStringLiteral("Files of the set")), qPrintable(text));
+        for (const ckpt::ShardFile& shard : checkpoint.shardSet->shards)
+            QVERIFY2(text.contains(QString::fromStdString(shard.name) + QLatin1Char('\n')), qPrintable(text));
+        QCOMPARE(text.count(QStringLiteral("none recorded")), 3);
     }
 
     void dcpFolderOpensAndExportsItsPlan()

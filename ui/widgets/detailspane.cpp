@@ -82,8 +82,8 @@ QString shardTableHtml(
     for (const ShardTotal& total : totals) {
         const ShardFile& shard = set.shards[total.shard];
         QStringList devices;
-        for (const std::string& device : total.devices)
-            devices.append(html(device));
+        for (const std::string& device : total.devices) // "(none)": safetensors and DCP record none
+            devices.append(device == "(none)" ? QObject::tr("<i>none recorded</i>") : html(device));
         QString where = devices.join(QStringLiteral(", "));
         if (!shard.problem.empty())
             where = QStringLiteral("<span style=\"color:#c0392b\">%1</span>").arg(html(shard.problem));
