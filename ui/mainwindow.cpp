@@ -137,6 +137,10 @@ MainWindow::~MainWindow()
     // The views let go of the document before it and they are destroyed.
     m_documents->fileJobs()->cancel();
     m_documents->close();
+    // The docks hide as QWidget's destructor closes the window, after this one has run: their
+    // visibility handlers (which call MainWindow's members) must not see a half-destroyed window.
+    disconnect(m_detailsDock, nullptr, this, nullptr);
+    disconnect(m_detailsDock->toggleViewAction(), nullptr, this, nullptr);
 }
 
 void MainWindow::createWidgets()
