@@ -27,13 +27,8 @@ Status writeWholeFile(const std::string& path, const std::string& text)
     auto file = AtomicOutputFile::create(path, {}, text.size());
     if (!file)
         return file.error();
-    std::size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = ::write((*file)->fd(), text.data() + done, text.size() - done);
-        if (n <= 0)
-            return makeError("cannot write " + path);
-        done += static_cast<std::size_t>(n);
-    }
+    if (Status problem = (*file)->write(text))
+        return problem;
     return (*file)->commit();
 }
 

@@ -18,6 +18,11 @@ inline std::string_view asText(ByteView bytes)
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
+inline ByteView asBytes(std::string_view text)
+{
+    return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+}
+
 // Little-endian reads that return nothing instead of reading past the end: every offset in a
 // checkpoint comes from the file itself and may be hostile.
 template<class T> std::optional<T> readLittleEndian(ByteView bytes, std::uint64_t offset)

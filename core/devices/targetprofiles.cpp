@@ -127,15 +127,8 @@ Status TargetProfiles::save() const
     auto output = AtomicOutputFile::create(m_path, {}, text.size());
     if (!output)
         return makeError("cannot save the targets: " + output.error().message);
-    std::size_t written = 0;
-    while (written < text.size()) {
-        const ssize_t n = ::write((*output)->fd(), text.data() + written, text.size() - written);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return makeError("cannot write " + m_path + ": " + std::strerror(errno));
-        written += static_cast<std::size_t>(n);
-    }
+    if (Status problem = (*output)->write(text))
+        return makeError("cannot save the targets: " + problem->message);
     if (Status committed = (*output)->commit())
         return makeError("cannot save the targets: " + committed->message);
     return std::nullopt;

@@ -275,6 +275,22 @@ Status AtomicOutputFile::linkUnnamedFile()
     return makeError("cannot find a free temporary name in " + target.folder);
 }
 
+Status AtomicOutputFile::write(ByteView bytes)
+{
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(m_fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            const int error = n < 0 ? errno : ENOSPC; // write() returning 0 for a regular file: no room
+            return makeError("cannot write " + m_targetPath + ": " + std::strerror(error));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return std::nullopt;
+}
+
 Status AtomicOutputFile::commit()
 {
     if (m_committed)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/base/bytes.h"
 #include "core/base/expected.h"
 
 #include <cstdint>
@@ -42,6 +43,10 @@ public:
     AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
     int fd() const { return m_fd; }
+    // Appends all of `bytes` at the file's current offset (a short write is resumed, EINTR retried):
+    // the one write loop every writer uses, with a message naming the target and the cause.
+    Status write(ByteView bytes);
+    Status write(std::string_view text) { return write(asBytes(text)); }
     // A path that opens the file being written, for reading it back before the commit: the
     // ".partial" file, or /proc/self/fd/<fd> for an unnamed one.
     const std::string& temporaryPath() const { return m_temporaryPath; }

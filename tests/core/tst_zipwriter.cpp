@@ -83,12 +83,12 @@ QString describe(const Status& status)
     return QString::fromStdString(status->message);
 }
 
-ByteView asBytes(const QByteArray& data)
+ByteView bytesOf(const QByteArray& data)
 {
     return {reinterpret_cast<const std::uint8_t*>(data.constData()), static_cast<std::size_t>(data.size())};
 }
 
-ByteView asBytes(std::string_view text)
+ByteView bytesOf(std::string_view text)
 {
     return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
 }
@@ -278,7 +278,7 @@ Status rebuild(const ZipArchive& archive, int inputFd, int outputFd, std::uint32
         const std::string name = rename ? rename(std::string(entry.name())) : std::string(entry.name());
         Status status;
         if (auto it = replace.find(std::string(entry.name())); it != replace.end()) {
-            status = writer.addRecord(name, asBytes(it->second));
+            status = writer.addRecord(name, bytesOf(it->second));
         } else if (entry.method == 8) {
             status = writer.addCompressedRecordFromFile(
                 name, inputFd, entry.dataOffset, entry.compressedSize, entry.uncompressedSize, entry.crc32);
@@ -454,7 +454,7 @@ private Q_SLOTS:
             },
             12345);
         for (const auto& [name, data] : records)
-            QVERIFY2(!writer.addRecord(name, asBytes(data)), name.c_str());
+            QVERIFY2(!writer.addRecord(name, bytesOf(data)), name.c_str());
         const Status copied = writer.addCompressedRecordFromFile("m/code/module.py", scriptedFd.get(),
             code->dataOffset, code->compressedSize, code->uncompressedSize, code->crc32);
         QVERIFY2(!copied, qPrintable(describe(copied)));
@@ -466,7 +466,7 @@ private Q_SLOTS:
 
         for (std::size_t i = 0; i < records.size(); ++i) {
             const WrittenRecord& record = writer.records()[i];
-            QCOMPARE(record.crc32, crc32Of(asBytes(records[i].second)));
+            QCOMPARE(record.crc32, crc32Of(bytesOf(records[i].second)));
             QCOMPARE(record.dataOffset % alignment, std::uint64_t(0));
         }
         QCOMPARE(writer.records().back().dataOffset % alignment, std::uint64_t(0));
@@ -631,14 +631,14 @@ private Q_SLOTS:
         if (full.get() < 0)
             QSKIP("no /dev/full here");
         TorchZipWriter writer(full.get());
-        const Status status = writer.addRecord("a/data.pkl", asBytes(std::string_view("abc")));
+        const Status status = writer.addRecord("a/data.pkl", bytesOf(std::string_view("abc")));
         QVERIFY(status);
         qInfo("%s", status->message.c_str());
         QVERIFY2(
             status->message.find("No space left on device") != std::string::npos, status->message.c_str());
         QCOMPARE(status->record, std::string("a/data.pkl"));
         // A half-written archive takes nothing more.
-        QVERIFY(writer.addRecord("a/version", asBytes(std::string_view("3\n"))));
+        QVERIFY(writer.addRecord("a/version", bytesOf(std::string_view("3\n"))));
         QVERIFY(writer.finish());
     }
 
@@ -666,14 +666,14 @@ private Q_SLOTS:
         QTemporaryDir dir;
         FileDescriptor out(openOutput(dir.filePath(QStringLiteral("out.zip"))));
         TorchZipWriter badAlignment(out.get(), 0);
-        QVERIFY(badAlignment.addRecord("a/b", asBytes(std::string_view("x"))));
+        QVERIFY(badAlignment.addRecord("a/b", bytesOf(std::string_view("x"))));
         TorchZipWriter tooLarge(out.get(), 65505);
-        QVERIFY(tooLarge.addRecord("a/b", asBytes(std::string_view("x"))));
+        QVERIFY(tooLarge.addRecord("a/b", bytesOf(std::string_view("x"))));
         TorchZipWriter writer(out.get());
-        QVERIFY(writer.addRecord("", asBytes(std::string_view("x"))));
-        QVERIFY(writer.addRecord(std::string(70000, 'n'), asBytes(std::string_view("x"))));
+        QVERIFY(writer.addRecord("", bytesOf(std::string_view("x"))));
+        QVERIFY(writer.addRecord(std::string(70000, 'n'), bytesOf(std::string_view("x"))));
         QVERIFY(!writer.finish());
-        QVERIFY(writer.addRecord("a/late", asBytes(std::string_view("x"))));
+        QVERIFY(writer.addRecord("a/late", bytesOf(std::string_view("x"))));
         QVERIFY(writer.finish());
 
         // An archive with no records is still a valid, ZIP64-framed zip.
@@ -715,7 +715,7 @@ private Q_SLOTS:
             TorchZipWriter writer(out.get());
             const Status status = fromFile
                 ? writer.addRecordFromFile("a/data/0", in.get(), 0, payload.size(), 7)
-                : writer.addRecord("a/data/0", asBytes(payload));
+                : writer.addRecord("a/data/0", bytesOf(payload));
             return status ? status->message : std::string("no error");
         });
         qInfo("%s", qPrintable(message));
@@ -754,7 +754,7 @@ private Q_SLOTS:
             QVERIFY(seen[0] < seen[1]);
             QCOMPARE(seen[1], std::uint64_t(64 + (128ull << 20)));
             QVERIFY(writer.bytesWritten() < size);
-            QVERIFY(writer.addRecord("c/version", asBytes(std::string_view("3\n"))));
+            QVERIFY(writer.addRecord("c/version", bytesOf(std::string_view("3\n"))));
             QVERIFY(writer.finish());
         }
     }
@@ -821,12 +821,12 @@ private Q_SLOTS:
             return true;
         });
         const QByteArray pickle("\x80\x02K\x01.", 5);
-        QVERIFY(!writer.addRecord("big/data.pkl", asBytes(pickle)));
+        QVERIFY(!writer.addRecord("big/data.pkl", bytesOf(pickle)));
         const Status bigStatus
             = writer.addRecordFromFile("big/data/0", in.get(), 0, bigSize, crcOfZeros(bigSize));
         QVERIFY2(!bigStatus, qPrintable(describe(bigStatus)));
         const qint64 copyMs = timer.elapsed();
-        QVERIFY(!writer.addRecord("big/data/1", asBytes(std::string_view("twelve bytes"))));
+        QVERIFY(!writer.addRecord("big/data/1", bytesOf(std::string_view("twelve bytes"))));
         QVERIFY(!writer.addRecord("big/empty", {}));
         QVERIFY(!writer.addRecordFromFile("big/version", in.get(), 0, 0, std::nullopt));
         QVERIFY(!writer.finish());
