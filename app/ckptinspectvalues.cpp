@@ -46,10 +46,10 @@ int compareValues(const char* fileA, const char* fileB)
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
     for (std::uint32_t x, y; std::cin >> x >> y;)
         pairs.emplace_back(x, y);
-    ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
-    writer.beginObject();
-    writer.key("pairs").beginArray();
+    std::cout << "{\"pairs\":[";
+    const char* separator = "\n";
     for (const auto& [x, y] : pairs) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
         writer.beginObject();
         writer.member("a", x);
         writer.member("b", y);
@@ -63,10 +63,10 @@ int compareValues(const char* fileA, const char* fileB)
             writer.member("max_rel", result->maxRelative);
         }
         writer.endObject();
+        std::cout << separator << writer.text();
+        separator = ",\n";
     }
-    writer.endArray();
-    writer.endObject();
-    std::cout << writer.takeText() << "\n";
+    std::cout << "\n]}\n";
     return 0;
 }
 
@@ -135,10 +135,14 @@ int main(int argc, char** argv)
     const auto opened = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(file));
     const ckpt::Checkpoint& checkpoint = *opened;
     const std::vector<ckpt::LocatedTensor> located = ckpt::locateTensors(opened);
-    ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
-    writer.beginObject();
-    writer.member("file", std::string(file));
-    writer.key("tensors").beginArray();
+    // One array element a line, as core/tasks/valueshelper.h reads the answer (the whole is one
+    // JSON document all the same), written as each tensor is done.
+    {
+        ckpt::JsonWriter name(ckpt::JsonStyle::Compact);
+        name.value(std::string(file));
+        std::cout << "{\"file\":" << name.text() << ",\"tensors\":[";
+    }
+    const char* separator = "\n";
     // --progress: "progress DONE TOTAL" lines on stderr, in bytes of tensor data, for a caller
     // that shows a progress bar (the app's Scan values); about a hundred per scan.
     std::uint64_t totalBytes = 0, doneBytes = 0, reportedBytes = 0;
@@ -176,12 +180,15 @@ int main(int argc, char** argv)
             storageCrcDone[std::size_t(tensor.storage)] = true;
             crcs.push_back({whole->record(), *whole->dataOffset, whole->nbytes, *statistics->bytesCrc});
         }
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
         writer.beginObject();
         writer.member("index", static_cast<std::uint64_t>(t));
         writer.member("name", tensor.name);
         if (!statistics) {
             writer.member("error", statistics.error().message);
             writer.endObject();
+            std::cout << separator << writer.text();
+            separator = ",\n";
             continue;
         }
         writer.member("domain", std::string(ckpt::valueDomainName(statistics->domain)));
@@ -205,22 +212,27 @@ int main(int argc, char** argv)
         writer.endArray();
         writer.endObject();
         writer.endObject();
+        std::cout << separator << writer.text();
+        separator = ",\n";
     }
-    writer.endArray();
+    std::cout << "\n]";
     if (crc) {
-        writer.key("crcs").beginArray();
+        std::cout << ",\"crcs\":[";
+        separator = "\n";
         for (const RecordCrc& record : crcs) {
+            ckpt::JsonWriter writer(ckpt::JsonStyle::Compact);
             writer.beginObject();
             writer.member("record", record.record);
             writer.member("offset", record.offset);
             writer.member("length", record.length);
             writer.member("crc", std::uint64_t(record.crc));
             writer.endObject();
+            std::cout << separator << writer.text();
+            separator = ",\n";
         }
-        writer.endArray();
+        std::cout << "\n]";
     }
-    writer.endObject();
+    std::cout << "}\n";
     reportProgress(true);
-    std::cout << writer.takeText() << "\n";
     return 0;
 }

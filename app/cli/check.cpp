@@ -6,15 +6,15 @@
 #include "terminal.h"
 
 #include "core/devices/deviceinventory.h"
-#include "core/io/process.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/read/checkpointreader.h"
 #include "core/report/safetyreport.h"
 #include "core/report/triagereport.h"
+#include "core/report/valuescanreport.h"
+#include "core/tasks/valuescan.h"
 #include "core/triage/triage.h"
 
-#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -27,71 +27,6 @@ struct CheckArguments {
     bool json = false;
     ckpt::TriageOptions options;
 };
-
-// Runs ckpt-inspect-values (built next to this program when libtorch is available) and returns
-// its JSON, or why there is none. --crc: it also lists the CRC of every storage record it read
-// whole, computed in the same pass as the values (see recordCrcsOf).
-ckpt::Expected<ckpt::JsonValue> computeValues(const std::string& file)
-{
-    const auto program = ckpt::programBesideThisOne("ckpt-inspect-values");
-    if (!program)
-        return ckpt::makeError("value statistics need ckpt-inspect-values, built only where libtorch is "
-                               "installed (it is missing beside this program)");
-    ckpt::ProcessRequest request;
-    request.program = *program;
-    request.arguments = {"--crc", file};
-    const auto run = ckpt::runProcess(request);
-    if (!run)
-        return run.error();
-    if (!run->succeeded())
-        return ckpt::makeError("ckpt-inspect-values failed on " + file);
-    ckpt::JsonParseLimits limits;
-    limits.maxBytes = std::size_t(1) << 31;
-    return ckpt::parseJson(run->output, limits);
-}
-
-// The record CRCs the value helper computed while it read the values: the integrity check takes
-// them instead of reading those records a second time (a value scan reads every byte anyway).
-std::vector<ckpt::KnownRecordCrc> recordCrcsOf(const ckpt::JsonValue& values)
-{
-    std::vector<ckpt::KnownRecordCrc> crcs;
-    const ckpt::JsonValue* listed = values.find("crcs");
-    if (!listed)
-        return crcs;
-    for (const ckpt::JsonValue& record : listed->items()) {
-        const auto offset = record.member("offset").toUInt64();
-        const auto length = record.member("length").toUInt64();
-        const auto crc = record.member("crc").toUInt64();
-        if (!offset || !length || !crc || *crc > 0xFFFFFFFFu)
-            continue;
-        crcs.push_back({record.member("record").toString(), *offset, *length, std::uint32_t(*crc)});
-    }
-    return crcs;
-}
-
-// NaN and infinities found by the value scan, as findings.
-void addValueFindings(const ckpt::JsonValue& values, ckpt::TriageReport& report)
-{
-    for (const ckpt::JsonValue& tensor : values.member("tensors").items()) {
-        const std::uint64_t nan = tensor.member("nan").toUInt64().value_or(0);
-        const std::uint64_t posinf = tensor.member("posinf").toUInt64().value_or(0);
-        const std::uint64_t neginf = tensor.member("neginf").toUInt64().value_or(0);
-        if (nan + posinf + neginf == 0)
-            continue;
-        ckpt::Finding finding(ckpt::Severity::Warning, "values-nonfinite",
-            "tensor '" + tensor.member("name").toString() + "' holds " + std::to_string(nan) + " NaN, "
-                + std::to_string(posinf) + " +Inf and " + std::to_string(neginf) + " -Inf of its "
-                + std::to_string(tensor.member("count").toUInt64().value_or(0)) + " values");
-        finding.tensors.push_back(static_cast<std::uint32_t>(tensor.member("index").toUInt64().value_or(0)));
-        finding.explanation
-            = "A model with NaN or infinite weights produces NaN outputs: training diverged before this "
-              "checkpoint was saved, or the values were damaged afterwards.";
-        finding.fix = "Go back to an earlier checkpoint, or lower the learning rate and check the loss "
-                      "scaling; a CRC "
-                      "mismatch finding would mean the file itself was damaged.";
-        report.findings.push_back(std::move(finding));
-    }
-}
 
 int runCheck(CheckArguments& arguments)
 {
@@ -127,22 +62,20 @@ int runCheck(CheckArguments& arguments)
     options.imports = *imports;
 
     const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file));
-    // Values before triage: the helper's record CRCs spare the integrity check a read of every
-    // byte. Their findings still come after triage's, as before.
-    std::optional<ckpt::JsonValue> values;
-    std::string valuesProblem;
+    // Values before triage (core/tasks/valuescan, as the app's Scan Values): the helper's record
+    // CRCs spare the integrity check a read of every byte. Their findings still come after
+    // triage's, as before.
+    std::optional<ckpt::ValueScanOutcome> values;
     if (options.values && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
-        auto computed = computeValues(arguments.file);
-        if (computed) {
-            values = *computed;
-            options.knownRecordCrcs = recordCrcsOf(*values);
-        } else {
-            valuesProblem = computed.error().message;
-        }
+        ckpt::ValueScanRequest request;
+        request.path = arguments.file;
+        request.recordCrcs = true;
+        values = ckpt::scanValues(request);
+        options.knownRecordCrcs = values->recordCrcs;
     }
     ckpt::TriageReport& report = keptUntilExit(ckpt::triage(checkpoint, options));
     if (values)
-        addValueFindings(*values, report);
+        report.findings.insert(report.findings.end(), values->findings.begin(), values->findings.end());
     const bool unreadable = checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint
         || (!checkpoint.file && !checkpoint.shardSet); // several files have no single map
     const int exitCode = report.safety.dangerous() ? 4 : unreadable ? 3 : report.exitCode();
@@ -158,9 +91,7 @@ int runCheck(CheckArguments& arguments)
         writer.member("exit_code", exitCode);
         ckpt::writeTriageJsonMembers(writer, checkpoint, report);
         if (values)
-            writer.member("values", values->member("tensors"));
-        else if (options.values)
-            writer.member("values_error", valuesProblem);
+            ckpt::writeValueScanJsonMembers(writer, *values);
         writer.endObject();
         writer.flush();
         std::cout << "\n";
@@ -169,36 +100,8 @@ int runCheck(CheckArguments& arguments)
 
     std::cout << shown(arguments.file) << ": " << shown(format) << "\n" << ckpt::safetyText(report.safety);
     ckpt::writeTriageText(std::cout, checkpoint, report, options);
-    if (values) {
-        std::size_t computed = 0, nonFinite = 0;
-        for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
-            computed += tensor.find("error") ? 0 : 1;
-            nonFinite += tensor.member("nan").toUInt64().value_or(0)
-                    + tensor.member("posinf").toUInt64().value_or(0)
-                    + tensor.member("neginf").toUInt64().value_or(0)
-                ? 1
-                : 0;
-        }
-        std::cout << "\nValues: " << computed << " tensors scanned, " << nonFinite
-                  << " hold NaN or infinities\n";
-        for (const ckpt::JsonValue& tensor : values->member("tensors").items()) {
-            if (tensor.find("error")) {
-                std::cout << "  " << shown(tensor.member("name").toString()) << ": "
-                          << shown(tensor.member("error").toString()) << "\n";
-                continue;
-            }
-            std::cout << "  " << std::left << std::setw(40) << shown(tensor.member("name").toString())
-                      << std::right << " min " << tensor.member("min").toDouble() << "  max "
-                      << tensor.member("max").toDouble() << "  mean " << tensor.member("mean").toDouble()
-                      << "  std " << tensor.member("std").toDouble()
-                      << (tensor.member("nan").toUInt64().value_or(0)
-                                 ? "  NaN " + std::to_string(*tensor.member("nan").toUInt64())
-                                 : "")
-                      << "\n";
-        }
-    } else if (options.values) {
-        std::cout << "\nValues: " << shown(valuesProblem) << "\n";
-    }
+    if (values)
+        ckpt::writeValueScanText(std::cout, *values);
     return exitCode;
 }
 

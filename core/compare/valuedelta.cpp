@@ -39,10 +39,15 @@ std::string valueHelperPairs(const CheckpointDiff& diff, const std::vector<std::
 ValueDeltas readValueDeltas(
     const JsonValue& answer, const std::vector<std::size_t>& changes, std::size_t changedCount)
 {
+    return readValueDeltas(answer.member("pairs").items(), changes, changedCount);
+}
+
+ValueDeltas readValueDeltas(
+    const std::vector<JsonValue>& items, const std::vector<std::size_t>& changes, std::size_t changedCount)
+{
     ValueDeltas deltas;
     deltas.measured.resize(changedCount);
     deltas.errors.resize(changedCount);
-    const auto& items = answer.member("pairs").items();
     for (std::size_t k = 0; k < changes.size() && k < items.size(); ++k) {
         if (changes[k] >= changedCount)
             continue;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // How far the values of changed float tensors moved: measured by `ckpt-inspect-values --diff A B`
-// (libtorch, in its own process), which reads "INDEX_A INDEX_B" lines and answers with JSON. The
-// CLI's `diff` and the app's Compare With ask it the same way through these.
+// (libtorch, in its own process), which reads "INDEX_A INDEX_B" lines and answers with JSON. What
+// to ask and how to read each answer; the comparison task (core/tasks/comparison.h) asks, for the
+// CLI's `diff` and the app's Compare With alike.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -35,7 +36,11 @@ std::vector<std::size_t> changesToMeasure(const CheckpointDiff& diff);
 // its number in its own checkpoint.
 std::string valueHelperPairs(const CheckpointDiff& diff, const std::vector<std::size_t>& changes);
 
-// The helper's answer {"pairs": [...]} (in the order of `changes`) spread over diff.changed.
+// The helper's answers, one per pair asked (in the order of `changes`), spread over diff.changed.
+// core/tasks/valueshelper.h reads them from the helper's output.
+ValueDeltas readValueDeltas(
+    const std::vector<JsonValue>& answers, const std::vector<std::size_t>& changes, std::size_t changedCount);
+// The same from a whole answer {"pairs": [...]}.
 ValueDeltas readValueDeltas(
     const JsonValue& answer, const std::vector<std::size_t>& changes, std::size_t changedCount);
 

@@ -151,6 +151,8 @@ Expected<ProcessOutcome> runProcess(const ProcessRequest& request)
             }
             if (fd == output.readEnd) {
                 outcome.output.append(buffer, static_cast<std::size_t>(n));
+                outcome.outputTooLarge
+                    = request.maxOutputBytes && outcome.output.size() > *request.maxOutputBytes;
                 continue;
             }
             outcome.errors.append(buffer, static_cast<std::size_t>(n));
@@ -164,17 +166,19 @@ Expected<ProcessOutcome> runProcess(const ProcessRequest& request)
         const bool timedOut
             = request.timeout && std::chrono::steady_clock::now() - started > *request.timeout;
         const bool cancelled = !timedOut && request.keepGoing && !request.keepGoing();
-        if (timedOut || cancelled) {
+        if (timedOut || cancelled || outcome.outputTooLarge) {
             ::kill(child, SIGKILL);
             outcome.timedOut = timedOut;
             outcome.cancelled = cancelled;
             break;
         }
     }
-    if (request.onErrorLine && !errorLine.empty() && !outcome.cancelled && !outcome.timedOut)
+    if (request.onErrorLine && !errorLine.empty() && !outcome.cancelled && !outcome.timedOut
+        && !outcome.outputTooLarge)
         request.onErrorLine(errorLine);
     while (!reaped && ::waitpid(child, &status, 0) < 0 && errno == EINTR) { }
-    outcome.exitedNormally = WIFEXITED(status) && !outcome.cancelled && !outcome.timedOut;
+    outcome.exitedNormally
+        = WIFEXITED(status) && !outcome.cancelled && !outcome.timedOut && !outcome.outputTooLarge;
     outcome.exitCode = outcome.exitedNormally ? WEXITSTATUS(status) : -1;
     return outcome;
 }

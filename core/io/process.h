@@ -5,6 +5,7 @@
 #include "core/base/expected.h"
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct ProcessRequest {
     std::function<void(std::string_view line)> onErrorLine;
     bool captureErrors = false;
     std::optional<std::chrono::milliseconds> timeout; // killed after this long (`timedOut`)
+    // Killed once its standard output grows past this many bytes (`outputTooLarge`): a caller that
+    // keeps the whole output says how much it is prepared to hold.
+    std::optional<std::size_t> maxOutputBytes;
 };
 
 struct ProcessOutcome {
@@ -34,6 +38,7 @@ struct ProcessOutcome {
     int exitCode = -1; // when exitedNormally
     bool cancelled = false;
     bool timedOut = false;
+    bool outputTooLarge = false; // killed past ProcessRequest::maxOutputBytes
     bool succeeded() const { return exitedNormally && exitCode == 0; }
 };
 

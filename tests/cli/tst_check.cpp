@@ -193,6 +193,69 @@ private Q_SLOTS:
             if (tensor.member("name").toString() == "ok")
                 QCOMPARE(tensor.member("mean").toDouble(), 1.0);
         }
+        // The list the app's Values Scan shows (tests/ui/tst_valuescan.cpp): the same tensors.
+        const auto& listed = report.member("values_nonfinite").items();
+        QCOMPARE(listed.size(), std::size_t(1));
+        QCOMPARE(listed[0].member("name").toString(), std::string("bad"));
+        QCOMPARE(listed[0].member("nan").toUInt64(), std::optional<std::uint64_t>(1));
+        QCOMPARE(listed[0].member("posinf").toUInt64(), std::optional<std::uint64_t>(1));
+        QCOMPARE(listed[0].member("neginf").toUInt64(), std::optional<std::uint64_t>(0));
+        const CommandResult text = runInspect({QStringLiteral("check"), QStringLiteral("--values"), file});
+        QVERIFY2(text.out.contains(
+                     "\nHolding NaN or infinity (most first):\n  bad: 1 NaN, 1 +Inf, 0 -Inf of 3 values\n"),
+            qPrintable(describe(text)));
+    }
+
+    // One rule finds the helper in both faces (core/tasks/valueshelper.h): $CKPT_VALUES_HELPER
+    // first, else ckpt-inspect-values beside the program. A stand-in named by the variable
+    // (tests/tools/fake-values-helper.py) answers with more than 64 MiB of statistics, about 83,000
+    // tensors the size of a large model's: the app once refused that much and the CLI took it; both
+    // read up to the one limit now (tests/ui/tst_valuescan.cpp runs the same through the app). Its
+    // tensor holding NaN and +Inf is a finding and a row of "values_nonfinite", in the app's words.
+    void valuesHelperNamedByTheVariable()
+    {
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("CKPT_VALUES_HELPER"),
+            QStringLiteral(CKPT_SOURCE_DIR "/tests/tools/fake-values-helper.py"));
+        environment.insert(QStringLiteral("FAKE_VALUES_BYTES"), QStringLiteral("70000000")); // > 64 MiB
+        const QString file = fixturesDir() + QStringLiteral("/torch-2/state_dict.pt");
+        const auto result = runProgram(QStringLiteral(CKPT_INSPECT_BINARY),
+            {QStringLiteral("check"), QStringLiteral("--values"), QStringLiteral("--json"), file}, 300'000,
+            environment);
+        QCOMPARE(result.exitCode, 1);
+        JsonParseLimits limits; // the report lists every tensor's statistics: well past 64 MiB
+        limits.maxBytes = std::size_t(1) << 30;
+        const auto parsed
+            = parseJson(std::string_view(result.out.constData(), std::size_t(result.out.size())), limits);
+        QVERIFY2(parsed, parsed ? "" : parsed.error().message.c_str());
+        const JsonValue& report = *parsed;
+        QVERIFY2(!report.find("values_error"), report.member("values_error").toString().c_str());
+        QVERIFY(report.member("values").items().size() > 80'000);
+        std::vector<const JsonValue*> nonFinite;
+        for (const JsonValue& finding : report.member("findings").items())
+            if (finding.member("code").toString() == "values-nonfinite")
+                nonFinite.push_back(&finding);
+        QCOMPARE(nonFinite.size(), std::size_t(1));
+        QCOMPARE(nonFinite[0]->member("message").toString(),
+            std::string("tensor 'bad' holds 2 NaN, 1 +Inf and 0 -Inf of its 10 values"));
+        QCOMPARE(nonFinite[0]->member("tensors").size(), std::size_t(1));
+        const auto& listed = report.member("values_nonfinite").items();
+        QCOMPARE(listed.size(), std::size_t(1));
+        QCOMPARE(listed[0].member("name").toString(), std::string("bad"));
+        QCOMPARE(listed[0].member("nan").toUInt64(), std::optional<std::uint64_t>(2));
+        QCOMPARE(listed[0].member("posinf").toUInt64(), std::optional<std::uint64_t>(1));
+        QCOMPARE(listed[0].member("count").toUInt64(), std::optional<std::uint64_t>(10));
+
+        // A variable that names no program is said, never passed over for another helper.
+        environment.insert(
+            QStringLiteral("CKPT_VALUES_HELPER"), QStringLiteral("/nonexistent/ckpt-inspect-values"));
+        const auto missing = runProgram(QStringLiteral(CKPT_INSPECT_BINARY),
+            {QStringLiteral("check"), QStringLiteral("--values"), QStringLiteral("--json"), file}, 120'000,
+            environment);
+        QCOMPARE(missing.exitCode, 0);
+        QCOMPARE(parse(missing.out).member("values_error").toString(),
+            std::string("value statistics need ckpt-inspect-values (CKPT_VALUES_HELPER names "
+                        "/nonexistent/ckpt-inspect-values, which is not an executable file)"));
     }
 
     // The value helper loads libtorch only for a tensor the native kernels lack: a file of

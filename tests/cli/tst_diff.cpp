@@ -87,6 +87,41 @@ private Q_SLOTS:
             QSKIP("ckpt-inspect-values (libtorch) is not built: maxima not checked");
     }
 
+    // diff finds the helper by the rule the app's Compare With follows (core/tasks/valueshelper.h):
+    // $CKPT_VALUES_HELPER first. A stand-in (tests/tools/fake-values-helper.py) measures every pair
+    // as max_abs 0.5; when it fails, its exit status and its words are said, as the app says them
+    // (tests/ui/tst_comparisondock.cpp).
+    void valuesHelperNamedByTheVariable()
+    {
+        const QString steps = m_dir.filePath(QStringLiteral("steps"));
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("CKPT_VALUES_HELPER"),
+            QStringLiteral(CKPT_SOURCE_DIR "/tests/tools/fake-values-helper.py"));
+        const QStringList arguments = {QStringLiteral("diff"), steps + u"/step0.pt"_qs,
+            steps + u"/step1.pt"_qs, QStringLiteral("--json")};
+        const auto measured
+            = runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
+        QCOMPARE(measured.exitCode, 1);
+        const JsonValue diff = parse(measured.out);
+        QVERIFY2(!diff.find("values_error"), qPrintable(describe(measured)));
+        std::size_t count = 0;
+        for (const JsonValue& change : diff.member("changed").items()) {
+            if (!change.find("max_abs"))
+                continue;
+            ++count;
+            QCOMPARE(change.member("max_abs").toDouble(), 0.5);
+            QCOMPARE(change.member("max_rel").toDouble(), 0.25);
+            QCOMPARE(change.member("differing").toUInt64(), std::optional<std::uint64_t>(1));
+        }
+        QVERIFY2(count > 0, qPrintable(describe(measured)));
+
+        environment.insert(QStringLiteral("FAKE_VALUES_FAIL"), QStringLiteral("boom: no such tensor"));
+        const auto failed = runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
+        QCOMPARE(failed.exitCode, 1);
+        QCOMPARE(parse(failed.out).member("values_error").toString(),
+            std::string("ckpt-inspect-values failed (exit status 3: boom: no such tensor)"));
+    }
+
     void renamesAndDtypeChangesAreNamed()
     {
         const QString steps = m_dir.filePath(QStringLiteral("steps"));

@@ -28,6 +28,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -128,7 +129,7 @@ private Q_SLOTS:
             m_truth[QString::fromStdString(member.key)] = entry;
         }
         QVERIFY(m_truth.size() > 4);
-        m_haveHelper = !HelperProcessValues::programForThisProcess().isEmpty();
+        m_haveHelper = bool(findValuesHelper());
 #ifdef CKPT_HAVE_TORCHBRIDGE
         QVERIFY2(m_haveHelper, "the build has libtorch, so the values helper must be found");
 #endif
@@ -146,7 +147,7 @@ private Q_SLOTS:
         JobProgress progress;
         auto a = std::make_shared<const Checkpoint>(readCheckpoint(steps("step0.pt").toStdString()));
         auto comparison = std::make_shared<const Comparison>(
-            compareWithFile(a, steps("step1.pt"), HelperProcessValues::programForThisProcess(), progress));
+            compareWithFile(a, steps("step1.pt"), findValuesHelper(), progress));
         QVERIFY(comparison->error.isEmpty() && !comparison->cancelled);
         model.setComparison(comparison);
         QVERIFY(model.rowCount() > 0);
@@ -157,7 +158,7 @@ private Q_SLOTS:
         QCOMPARE(filter.rowCount(), 0);
         filter.setKinds(kEveryChange);
         auto edited = std::make_shared<const Comparison>(
-            compareWithFile(a, steps("step0_edited.pt"), QString(), progress));
+            compareWithFile(a, steps("step0_edited.pt"), ValuesHelper(), progress));
         model.setComparison(edited);
         QCOMPARE(model.rowCount(), 2); // one rename, one cast
         model.clear();
@@ -170,7 +171,7 @@ private Q_SLOTS:
         JobProgress progress;
         progress.cancelled = true;
         auto a = std::make_shared<const Checkpoint>(readCheckpoint(steps("step0.pt").toStdString()));
-        const Comparison comparison = compareWithFile(a, steps("step1.pt"), QString(), progress);
+        const Comparison comparison = compareWithFile(a, steps("step1.pt"), ValuesHelper(), progress);
         QVERIFY(comparison.cancelled);
         QVERIFY(comparison.diff.changed.empty());
     }
@@ -261,6 +262,39 @@ private Q_SLOTS:
         QDir().mkpath(dir);
         QTest::qWait(100);
         QVERIFY(window->grab().save(dir + QStringLiteral("/comparison.png")));
+    }
+
+    // Compare With finds the helper by the rule `ckpt-inspect diff` follows ($CKPT_VALUES_HELPER
+    // first) and says its failure in the same words (tests/cli/tst_diff.cpp): a stand-in
+    // (tests/tools/fake-values-helper.py) that fails, then one that measures every pair as 0.5.
+    void helperFailureIsSaidAsTheCliSaysIt()
+    {
+        const QByteArray saved = qgetenv("CKPT_VALUES_HELPER");
+        const auto restore = qScopeGuard([&] {
+            qputenv("CKPT_VALUES_HELPER", saved);
+            qunsetenv("FAKE_VALUES_FAIL");
+        });
+        qputenv("CKPT_VALUES_HELPER", CKPT_SOURCE_DIR "/tests/tools/fake-values-helper.py");
+        qputenv("FAKE_VALUES_FAIL", "boom: no such tensor");
+        auto window = makeWindow();
+        QVERIFY(testing::openAndWait(*window, steps("step0.pt")));
+        QVERIFY(compareAndWait(*window, steps("step1.pt")));
+        auto* dock = window->findChild<ComparisonDock*>();
+        auto* note = dock->findChild<QLabel*>(QStringLiteral("comparisonNote"));
+        QVERIFY(note->isVisibleTo(dock));
+        QCOMPARE(note->text(), u"ckpt-inspect-values failed (exit status 3: boom: no such tensor)"_qs);
+
+        qunsetenv("FAKE_VALUES_FAIL");
+        QVERIFY(compareAndWait(*window, steps("step1.pt")));
+        QVERIFY(!note->isVisibleTo(dock));
+        const std::shared_ptr<const Comparison> comparison = dock->model()->comparison();
+        std::size_t measured = 0;
+        for (const std::optional<ValueDelta>& delta : comparison->deltas)
+            if (delta) {
+                ++measured;
+                QCOMPARE(delta->maxAbsolute, 0.5);
+            }
+        QVERIFY(measured > 0);
     }
 
     void renamesAndCastsAreNamed()

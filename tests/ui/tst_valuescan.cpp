@@ -19,11 +19,15 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+
+#include <algorithm>
 
 using namespace ckpt;
 
@@ -134,6 +138,21 @@ private Q_SLOTS:
         QCOMPARE(listed, expectedNames);
         QCOMPARE(listed,
             QStringList({QStringLiteral("half.d"), QStringLiteral("layer.a"), QStringLiteral("layer.b")}));
+        // And a finding for each, as `ckpt-inspect check --values` gives it (tests/cli/tst_check.cpp).
+        QCOMPARE(panel->findings().size(), model->tensors().size());
+        for (const ScannedTensor& tensor : model->tensors()) {
+            const QJsonArray counts = m_expected.value(tensor.name).toArray();
+            const std::string message = "tensor '" + tensor.name.toStdString() + "' holds "
+                + std::to_string(counts[0].toInteger()) + " NaN, " + std::to_string(counts[1].toInteger())
+                + " +Inf and " + std::to_string(counts[2].toInteger()) + " -Inf of its "
+                + std::to_string(counts[3].toInteger()) + " values";
+            QVERIFY2(std::any_of(panel->findings().begin(), panel->findings().end(),
+                         [&](const Finding& finding) {
+                             return finding.code == "values-nonfinite" && finding.message == message
+                                 && finding.tensors.size() == 1;
+                         }),
+                message.c_str());
+        }
 
         // Most first (layer.b: 6), then by a click on a header, fewest first.
         QTableView* table = panel->table();
@@ -164,6 +183,10 @@ private Q_SLOTS:
             = window.findChild<QTreeView*>(QStringLiteral("tensorTree"))->currentIndex();
         QVERIFY(current.isValid());
         QCOMPARE(current.data(TensorTreeModel::PathRole).toString(), QStringLiteral("layer.a"));
+        QVERIFY2(panel->findingText().startsWith(
+                     u"tensor 'layer.a' holds 3 NaN, 1 +Inf and 0 -Inf of its 1000 values\n"_qs),
+            qPrintable(panel->findingText()));
+        QVERIFY(panel->findChild<QLabel*>(QStringLiteral("valueScanFinding"))->isVisible());
 
         // For a person to look at: CKPT_GRAB_DIR=DIR writes the window as it is now.
         if (const QString grabDir = qEnvironmentVariable("CKPT_GRAB_DIR"); !grabDir.isEmpty()) {
@@ -172,6 +195,52 @@ private Q_SLOTS:
                 + QString::fromLatin1(QTest::currentDataTag()).replace(QLatin1Char(' '), QLatin1Char('-'))
                 + QStringLiteral(".png")));
         }
+    }
+
+    // One rule finds the helper and one limit bounds its answer, in both faces: a stand-in named by
+    // $CKPT_VALUES_HELPER (tests/tools/fake-values-helper.py) answers with more than 64 MiB of
+    // statistics (about 83,000 tensors the size of a large model's), which the app once refused
+    // while `check --values` took it (tests/cli/tst_check.cpp runs the same through the CLI). The
+    // tensor it says holds NaN and +Inf is listed and is a finding, in the CLI's words.
+    void scanReadsWhatTheCliReads()
+    {
+        const QByteArray saved = qgetenv("CKPT_VALUES_HELPER");
+        const auto restore = qScopeGuard([&] {
+            qputenv("CKPT_VALUES_HELPER", saved);
+            qunsetenv("FAKE_VALUES_BYTES");
+        });
+        qputenv("CKPT_VALUES_HELPER", CKPT_SOURCE_DIR "/tests/tools/fake-values-helper.py");
+        qputenv("FAKE_VALUES_BYTES", "70000000"); // > 64 MiB
+        {
+            MainWindow window;
+            window.setSuppressModalDialogs(true);
+            window.show();
+            QVERIFY(testing::openAndWait(window, m_dir.filePath(QStringLiteral("values.pt"))));
+            ValueScanPanel* panel = window.valueScanPanel();
+            QVERIFY(panel->hasValuesSource());
+            QSignalSpy finished(panel, &ValueScanPanel::scanFinished);
+            window.findChild<QAction*>(QStringLiteral("actionScanValues"))->trigger();
+            QVERIFY(finished.wait(120000));
+            QVERIFY2(panel->model()->tensors().size() == 1, qPrintable(panel->statusText()));
+            const ScannedTensor& bad = panel->model()->tensors()[0];
+            QCOMPARE(bad.name, QStringLiteral("bad"));
+            QCOMPARE(bad.values.nanCount, std::uint64_t(2));
+            QCOMPARE(bad.values.positiveInfinityCount, std::uint64_t(1));
+            QCOMPARE(bad.values.count, std::uint64_t(10));
+            QVERIFY2(panel->statusText().contains(u"tensors scanned, 1 holds NaN or infinities"_qs),
+                qPrintable(panel->statusText()));
+            QCOMPARE(panel->findings().size(), std::size_t(1));
+            QCOMPARE(panel->findings()[0].code, std::string("values-nonfinite"));
+            QCOMPARE(panel->findings()[0].message,
+                std::string("tensor 'bad' holds 2 NaN, 1 +Inf and 0 -Inf of its 10 values"));
+        }
+
+        // A variable that names no program is said, as the CLI says it, never passed over.
+        qputenv("CKPT_VALUES_HELPER", "/nonexistent/ckpt-inspect-values");
+        MainWindow window;
+        QVERIFY(!window.valueScanPanel()->hasValuesSource());
+        QCOMPARE(window.valueScanPanel()->statusText(),
+            u"Scanning values needs ckpt-inspect-values (CKPT_VALUES_HELPER names /nonexistent/ckpt-inspect-values, which is not an executable file)."_qs);
     }
 
     void cancelStopsTheScan()

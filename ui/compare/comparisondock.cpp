@@ -10,7 +10,6 @@
 #include "ui/document/documentcontroller.h"
 #include "ui/jobs/jobprogressdialog.h"
 #include "ui/jobs/jobtracker.h"
-#include "ui/values/tensorvalues.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -187,7 +186,7 @@ void ComparisonDock::compareWith(const QString& path)
     const QString name = QFileInfo(path).fileName();
     m_summary->setText(tr("Comparing with %1…").arg(name));
     std::shared_ptr<const Checkpoint> checkpoint = document->sharedCheckpoint();
-    const QString helper = HelperProcessValues::programForThisProcess();
+    const ValuesHelper helper = findValuesHelper(); // the rule both faces follow (core/tasks)
     m_jobs->start(
         [checkpoint, path, helper](JobProgress& progress) {
             return std::make_shared<const Comparison>(compareWithFile(checkpoint, path, helper, progress));

@@ -3,6 +3,7 @@
 
 #include "core/compare/checkpointdiff.h"
 #include "core/compare/valuedelta.h"
+#include "core/tasks/valueshelper.h"
 
 #include <QString>
 
@@ -31,12 +32,13 @@ struct Comparison {
     bool cancelled = false;
 };
 
-// Runs on a worker thread: reads `pathB` (a file, an index, a folder of shards, a DCP folder),
-// hashes both sides (core/compare, every storage in parallel straight from the file maps) with
-// progress and cancel through `progress`, then, for float tensors whose bytes changed, asks
-// `valuesHelper` (`ckpt-inspect-values --diff A B`) for the largest differences; without a helper
-// the comparison is complete but for those numbers (valuesProblem says so).
+// Runs on a worker thread: the comparison task of `ckpt-inspect diff` (core/tasks/comparison.h)
+// with `a` as already open: reads `pathB` (a file, an index, a folder of shards, a DCP folder),
+// hashes both sides with progress and cancel through `progress`, then, for float tensors whose
+// bytes changed, asks `valuesHelper` (`ckpt-inspect-values --diff A B`; findValuesHelper() gives
+// the one both faces use) for the largest differences; without a helper the comparison is complete
+// but for those numbers (valuesProblem says why).
 Comparison compareWithFile(std::shared_ptr<const Checkpoint> a, const QString& pathB,
-    const QString& valuesHelper, JobProgress& progress);
+    const ValuesHelper& valuesHelper, JobProgress& progress);
 
 } // namespace ckpt

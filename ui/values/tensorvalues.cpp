@@ -1,157 +1,88 @@
 // SPDX-License-Identifier: MIT
 #include "ui/values/tensorvalues.h"
 
-#include "core/io/process.h"
-#include "core/json/json.h"
-
-#include <QCoreApplication>
-#include <QDir>
-#include <QFileInfo>
+#include "core/report/valuescanreport.h"
+#include "core/tasks/valuescan.h"
 
 namespace ckpt {
 
-HelperProcessValues::HelperProcessValues(QString program)
-    : m_program(std::move(program))
+HelperProcessValues::HelperProcessValues(ValuesHelper helper)
+    : m_helper(std::move(helper))
 { }
-
-QString HelperProcessValues::programForThisProcess()
-{
-    QString program = qEnvironmentVariable("CKPT_VALUES_HELPER");
-    if (program.isEmpty())
-        program
-            = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ckpt-inspect-values"));
-    const QFileInfo info(program);
-    if (!info.isFile() || !info.isExecutable())
-        return {};
-    return info.absoluteFilePath();
-}
 
 std::shared_ptr<TensorValuesSource> HelperProcessValues::findForThisProgram()
 {
-    const QString program = programForThisProcess();
-    if (program.isEmpty())
+    ValuesHelper helper = findValuesHelper();
+    if (!helper)
         return nullptr;
-    return std::make_shared<HelperProcessValues>(program);
+    return std::make_shared<HelperProcessValues>(std::move(helper));
 }
 
-namespace {
-
-// One entry of the helper's "tensors" array.
-Expected<TensorValues> valuesFromJson(const JsonValue& entry)
+TensorValues tensorValuesFrom(const TensorValueStatistics& statistics)
 {
-    if (const JsonValue* error = entry.find("error"))
-        return makeError(error->toString());
-    const auto count = [&](std::string_view key) { return entry.member(key).toUInt64().value_or(0); };
     TensorValues values;
-    values.domain = QString::fromStdString(entry.member("domain").toString());
-    values.count = count("count");
-    values.nanCount = count("nan");
-    values.positiveInfinityCount = count("posinf");
-    values.negativeInfinityCount = count("neginf");
-    values.zeroCount = count("zeros");
-    values.finiteCount = count("finite");
-    values.min = entry.member("min").toDouble();
-    values.max = entry.member("max").toDouble();
-    values.mean = entry.member("mean").toDouble();
-    values.std = entry.member("std").toDouble();
-    values.copied = entry.member("copied").toBool();
-    const JsonValue& histogram = entry.member("histogram");
-    values.histogramLow = histogram.member("low").toDouble();
-    values.histogramHigh = histogram.member("high").toDouble();
-    for (const JsonValue& bin : histogram.member("counts").items())
-        values.histogramCounts.push_back(bin.toUInt64().value_or(0));
+    values.domain = QString::fromStdString(statistics.domain);
+    values.count = statistics.count;
+    values.nanCount = statistics.nanCount;
+    values.positiveInfinityCount = statistics.positiveInfinityCount;
+    values.negativeInfinityCount = statistics.negativeInfinityCount;
+    values.zeroCount = statistics.zeroCount;
+    values.finiteCount = statistics.finiteCount;
+    values.min = statistics.min;
+    values.max = statistics.max;
+    values.mean = statistics.mean;
+    values.std = statistics.std;
+    values.copied = statistics.copied;
+    values.histogramLow = statistics.histogramLow;
+    values.histogramHigh = statistics.histogramHigh;
+    values.histogramCounts = statistics.histogramCounts;
     return values;
 }
-
-// Runs the helper to its end (core/io/process, as the CLI runs it), or kills it when `keepGoing`
-// turns false (then "cancelled"). Every line it writes on stderr goes to `onErrorLine` as it comes;
-// stdout is returned.
-Expected<std::string> runHelper(const QString& program, const QStringList& arguments,
-    const std::function<bool()>& keepGoing, const std::function<void(std::string_view)>& onErrorLine = {})
-{
-    ProcessRequest request;
-    request.program = program.toStdString();
-    for (const QString& argument : arguments)
-        request.arguments.push_back(argument.toStdString());
-    request.keepGoing = keepGoing;
-    request.onErrorLine = onErrorLine;
-    request.captureErrors = true;
-    auto run = runProcess(request);
-    if (!run)
-        return run.error();
-    if (run->cancelled)
-        return makeError("cancelled");
-    if (!run->succeeded())
-        return makeError(
-            "ckpt-inspect-values failed: " + QByteArray::fromStdString(run->errors).trimmed().toStdString());
-    return std::move(run->output);
-}
-
-} // namespace
 
 Expected<TensorValues> HelperProcessValues::compute(
     const std::string& checkpointPath, std::uint32_t tensor, const std::function<bool()>& keepGoing) const
 {
-    const auto output = runHelper(m_program,
-        {QStringLiteral("--tensor=%1").arg(tensor), QString::fromStdString(checkpointPath)}, keepGoing);
-    if (!output)
-        return output.error();
-    const auto json = parseJson(*output);
-    if (!json)
-        return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
-    const JsonValue* found = nullptr;
-    for (const JsonValue& entry : json->member("tensors").items())
-        if (entry.member("index").toUInt64() == tensor)
-            found = &entry;
-    if (!found)
-        return makeError("no values: the tensor has no storage of its own");
-    return valuesFromJson(*found);
+    ValueScanRequest request;
+    request.path = checkpointPath;
+    request.onlyTensor = tensor;
+    request.helper = m_helper;
+    request.progress = [&keepGoing](std::uint64_t, std::uint64_t) { return !keepGoing || keepGoing(); };
+    const ValueScanOutcome outcome = scanValues(request);
+    if (outcome.cancelled)
+        return makeError("cancelled");
+    if (!outcome.problem.empty())
+        return makeError(outcome.problem);
+    for (const TensorValueStatistics& entry : outcome.tensors)
+        if (entry.index == tensor)
+            return entry.computed() ? Expected<TensorValues>(tensorValuesFrom(entry))
+                                    : makeError(entry.error);
+    return makeError("no values: the tensor has no storage of its own");
 }
 
 Expected<ValueScanResult> HelperProcessValues::scan(const std::string& checkpointPath,
     const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress) const
 {
-    // Asked between progress lines too, so that Cancel takes effect while the helper is still
-    // loading libtorch or reading one large tensor.
-    bool keepGoing = true;
-    std::uint64_t done = 0, total = 0;
-    const auto ask = [&] {
-        keepGoing = keepGoing && (!progress || progress(done, total));
-        return keepGoing;
-    };
-    const auto output
-        = runHelper(m_program, {QStringLiteral("--progress"), QString::fromStdString(checkpointPath)}, ask,
-            [&](std::string_view line) {
-                // "progress DONE TOTAL"
-                const QList<QByteArray> parts = QByteArray(line.data(), qsizetype(line.size())).split(' ');
-                if (parts.size() == 3 && parts[0] == "progress") {
-                    done = parts[1].toULongLong();
-                    total = parts[2].toULongLong();
-                    ask();
-                }
-            });
+    ValueScanRequest request;
+    request.path = checkpointPath;
+    request.helper = m_helper;
+    request.progress = progress;
+    request.keepEveryTensor = false; // the panel lists those holding NaN or ±Inf only
+    const ValueScanOutcome outcome = scanValues(request);
     ValueScanResult result;
-    if (!output) {
-        if (!keepGoing) {
-            result.cancelled = true;
-            return result;
-        }
-        return output.error();
+    if (outcome.cancelled) {
+        result.cancelled = true;
+        return result;
     }
-    const auto json = parseJson(*output);
-    if (!json)
-        return makeError("ckpt-inspect-values wrote no JSON: " + json.error().message);
-    for (const JsonValue& entry : json->member("tensors").items()) {
-        ++result.tensorsScanned;
-        const auto values = valuesFromJson(entry);
-        if (!values) {
-            ++result.tensorsWithoutValues;
-            continue;
-        }
-        if (values->nonFiniteCount() == 0)
-            continue;
-        result.nonFinite.push_back({static_cast<std::uint32_t>(entry.member("index").toUInt64().value_or(0)),
-            QString::fromStdString(entry.member("name").toString()), *values});
+    if (!outcome.problem.empty())
+        return makeError(outcome.problem);
+    result.tensorsScanned = outcome.tensorsScanned;
+    result.tensorsWithoutValues = outcome.tensorsWithoutValues;
+    result.countsText = QString::fromStdString(valueScanCountsText(outcome));
+    result.findings = outcome.findings;
+    for (std::size_t t : outcome.nonFinite) {
+        const TensorValueStatistics& entry = outcome.tensors[t];
+        result.nonFinite.push_back(
+            {entry.index, QString::fromStdString(entry.name), tensorValuesFrom(entry)});
     }
     return result;
 }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include "core/base/expected.h"
+#include "core/base/finding.h"
+#include "core/tasks/valueshelper.h"
 
 #include <QString>
 
@@ -34,11 +36,15 @@ struct ScannedTensor {
     TensorValues values;
 };
 
-// What "Scan values" found: the tensors holding NaN or ±Inf, with their statistics and histograms.
+// What "Scan values" found (core/tasks/valuescan.h's outcome, as the app shows it): the tensors
+// holding NaN or ±Inf, most first, with their statistics and histograms, and a "values-nonfinite"
+// finding for each, exactly as `ckpt-inspect check --values` reports them.
 struct ValueScanResult {
     std::vector<ScannedTensor> nonFinite;
+    std::vector<Finding> findings; // one per tensor of nonFinite, in its order
     std::size_t tensorsScanned = 0;
     std::size_t tensorsWithoutValues = 0; // the helper could not compute them (dtype, missing bytes)
+    QString countsText; // "5 tensors scanned, 2 hold NaN or infinities" (core/report, as the CLI says it)
     bool cancelled = false;
 };
 
@@ -59,24 +65,26 @@ public:
 };
 
 // Asks the ckpt-inspect-values program (the same helper `ckpt-inspect check --values` runs) for
-// one tensor at a time, as a child process.
+// one tensor at a time, or for every tensor, as a child process: core/tasks/valuescan.h's task,
+// which owns the helper's protocol.
 class HelperProcessValues final : public TensorValuesSource {
 public:
-    explicit HelperProcessValues(QString program);
+    explicit HelperProcessValues(ValuesHelper helper);
     Expected<TensorValues> compute(const std::string& checkpointPath, std::uint32_t tensor,
         const std::function<bool()>& keepGoing) const override;
     Expected<ValueScanResult> scan(const std::string& checkpointPath,
         const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress) const override;
 
-    // The helper for this process: $CKPT_VALUES_HELPER if set, else ckpt-inspect-values next to
-    // the running program. Null when there is none (a build without libtorch): no Values section.
+    // The helper for this process by the rule both faces follow (core/tasks/valueshelper.h:
+    // $CKPT_VALUES_HELPER if set, else ckpt-inspect-values beside the running program). Null when
+    // there is none (a build without libtorch): no Values section; findValuesHelper() says why.
     static std::shared_ptr<TensorValuesSource> findForThisProgram();
-    // The helper's path by the same rule, empty when there is none (the comparison view runs its
-    // --diff mode itself).
-    static QString programForThisProcess();
 
 private:
-    QString m_program;
+    ValuesHelper m_helper;
 };
+
+// The statistics of one tensor as the panes show them.
+TensorValues tensorValuesFrom(const TensorValueStatistics& statistics);
 
 } // namespace ckpt

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/valuescanpanel.h"
 
+#include "core/tasks/valueshelper.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/nonfinitetablemodel.h"
 #include "ui/values/tensorvalues.h"
+#include "ui/widgets/displaytext.h"
 #include "ui/widgets/valueschartwidget.h"
 
 #include <QFileInfo>
@@ -32,6 +34,7 @@ ValueScanPanel::ValueScanPanel(QWidget* parent)
     , m_model(new NonFiniteTableModel(this))
     , m_sorted(new QSortFilterProxyModel(this))
     , m_table(new QTableView(this))
+    , m_finding(new QLabel(this))
     , m_chartTitle(new QLabel(this))
     , m_chart(new ValuesChartWidget(this))
 {
@@ -66,6 +69,11 @@ ValueScanPanel::ValueScanPanel(QWidget* parent)
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         &ValueScanPanel::showSelected);
 
+    m_finding->setObjectName(QStringLiteral("valueScanFinding"));
+    m_finding->setWordWrap(true);
+    m_finding->setTextFormat(Qt::PlainText); // names come from the file
+    m_finding->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_finding->hide();
     m_chartTitle->setObjectName(QStringLiteral("valueScanChartTitle"));
     m_chartTitle->setWordWrap(true);
     m_chart->setMinimumHeight(90);
@@ -91,6 +99,7 @@ ValueScanPanel::ValueScanPanel(QWidget* parent)
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
     layout->addWidget(splitter, 1);
+    layout->addWidget(m_finding);
 
     m_progressTimer->setInterval(100);
     connect(m_progressTimer, &QTimer::timeout, this, &ValueScanPanel::updateProgress);
@@ -114,12 +123,14 @@ void ValueScanPanel::setDocument(CheckpointDocument* document)
     m_jobs->reset();
     m_document = document;
     m_model->setTensors({});
+    m_findings.clear();
+    m_finding->hide();
     m_chart->clear();
     m_chartTitle->clear();
     m_rescan->setEnabled(m_document && m_source);
     if (!m_source)
-        m_status->setText(tr("Scanning values needs the ckpt-inspect-values helper, built where libtorch is "
-                             "installed."));
+        m_status->setText(tr("Scanning values needs %1.")
+                              .arg(QString::fromStdString(findValuesHelper().problem))); // as the CLI says it
     else if (!m_document)
         m_status->setText(tr("Open a checkpoint to scan its values for NaN and infinity."));
     else
@@ -141,6 +152,8 @@ void ValueScanPanel::startScan()
     if (!m_document || !m_source)
         return;
     m_model->setTensors({});
+    m_findings.clear();
+    m_finding->hide();
     m_chart->clear();
     m_chartTitle->clear();
     const QString name = QFileInfo(m_document->filePath()).fileName();
@@ -165,16 +178,13 @@ void ValueScanPanel::startScan()
             } else if ((*result)->cancelled) {
                 m_status->setText(tr("Scan cancelled."));
             } else {
+                // The counts as `check --values` says them (core/report).
                 const ValueScanResult& scan = **result;
-                QString text = scan.nonFinite.empty()
-                    ? tr("%n tensor(s) scanned: every value is finite.", nullptr, int(scan.tensorsScanned))
-                    : tr("%n tensor(s) scanned; ", nullptr, int(scan.tensorsScanned))
-                        + tr("%n hold(s) NaN or infinity (click one for its histogram).", nullptr,
-                            int(scan.nonFinite.size()));
-                if (scan.tensorsWithoutValues)
-                    text += QLatin1Char(' ')
-                        + tr("%n could not be read.", nullptr, int(scan.tensorsWithoutValues));
+                QString text = scan.countsText + QLatin1Char('.');
+                if (!scan.nonFinite.empty())
+                    text += QLatin1Char(' ') + tr("Click one for its histogram and its finding.");
                 m_status->setText(text);
+                m_findings = scan.findings;
                 m_model->setTensors(scan.nonFinite);
                 if (m_sorted->rowCount() > 0)
                     m_table->selectRow(0);
@@ -205,8 +215,11 @@ void ValueScanPanel::showSelected()
     if (!tensor) {
         m_chart->clear();
         m_chartTitle->clear();
+        m_finding->hide();
         return;
     }
+    m_finding->setText(findingText());
+    m_finding->setVisible(!m_finding->text().isEmpty());
     const TensorValues& values = tensor->values;
     m_chartTitle->setText(tr("<b>%1</b>: %2 NaN, %3 +Inf, %4 −Inf; histogram of its %5 finite values")
                               .arg(tensor->name.toHtmlEscaped())
@@ -216,6 +229,17 @@ void ValueScanPanel::showSelected()
                               .arg(values.finiteCount));
     m_chart->setHistogram(values.histogramLow, values.histogramHigh, values.histogramCounts);
     Q_EMIT tensorActivated(tensor->tensor);
+}
+
+QString ValueScanPanel::findingText() const
+{
+    const ScannedTensor* tensor = m_model->tensorAt(m_sorted->mapToSource(m_table->currentIndex()));
+    if (!tensor)
+        return {};
+    for (const Finding& finding : m_findings)
+        if (finding.tensors == std::vector<std::uint32_t> {tensor->tensor})
+            return displayText(finding.message + "\n" + finding.explanation + "\nFix: " + finding.fix);
+    return {};
 }
 
 } // namespace ckpt

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/base/finding.h"
+
 #include <QPointer>
 #include <QWidget>
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 class QLabel;
 class QProgressBar;
@@ -44,6 +47,10 @@ public:
     NonFiniteTableModel* model() const { return m_model; }
     ValuesChartWidget* chart() const { return m_chart; }
     QString statusText() const;
+    // The scan's findings ("values-nonfinite", one per listed tensor, as `check --values` gives
+    // them); the current row's is shown under the list.
+    const std::vector<Finding>& findings() const { return m_findings; }
+    QString findingText() const;
 
 Q_SIGNALS:
     void tensorActivated(std::uint32_t tensor);
@@ -64,6 +71,8 @@ private:
     NonFiniteTableModel* m_model = nullptr;
     QSortFilterProxyModel* m_sorted = nullptr;
     QTableView* m_table = nullptr;
+    QLabel* m_finding = nullptr;
+    std::vector<Finding> m_findings;
     QLabel* m_chartTitle = nullptr;
     ValuesChartWidget* m_chart = nullptr;
 };
