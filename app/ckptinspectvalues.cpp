@@ -7,6 +7,9 @@
 // itself is loaded only when a tensor needs it (torchbridge/libtorchkernels.h): a checkpoint of
 // contiguous float tensors is scanned by the native kernels alone.
 //
+// The protocol (how callers find this program, the one limit on its answer, one JSON array element
+// a line) is owned by core/tasks/valueshelper.h, which every caller goes through.
+//
 // --crc (from `check --values`): the CRC-32 of every storage a tensor covers whole is computed in
 // the same read as its statistics and listed under "crcs" (record, offset, length, crc), so check
 // compares those records' CRCs without reading their bytes a second time.
