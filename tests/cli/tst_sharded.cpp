@@ -37,6 +37,36 @@ struct PythonResult {
     QByteArray err;
 };
 
+// A copy of the fixture folder `name` under `work`, with a device_map.json of the person's own in
+// it (an export must never write over it), so a test may try to write into it.
+QString copyOfFixture(const QTemporaryDir& work, const QString& name)
+{
+    const QString folder = work.filePath(name);
+    if (!QDir().mkpath(folder))
+        return {};
+    const QDir source(sharded(name));
+    for (const QString& file : source.entryList(QDir::Files | QDir::Hidden))
+        if (!QFile::copy(source.filePath(file), folder + u'/' + file))
+            return {};
+    QFile own(folder + QStringLiteral("/device_map.json"));
+    if (!own.open(QIODevice::WriteOnly) || own.write("{\"device_map\": \"the person's own\"}\n") <= 0)
+        return {};
+    return folder;
+}
+
+// Every file of `folder`, name -> bytes.
+std::map<QString, QByteArray> folderBytes(const QString& folder)
+{
+    std::map<QString, QByteArray> files;
+    const QDir dir(folder);
+    for (const QString& name :
+        dir.entryList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
+        QFile file(dir.filePath(name));
+        files[name] = file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArrayLiteral("(a folder)");
+    }
+    return files;
+}
+
 PythonResult runModernPython(const QStringList& arguments)
 {
     QProcess python;
@@ -439,6 +469,41 @@ private Q_SLOTS:
             sharded(QStringLiteral("safetensors")), out + QStringLiteral("/device_map.json")});
         QVERIFY2(loaded.exitCode == 0, loaded.err.right(3000).constData());
         QVERIFY2(loaded.out.contains("['cpu']"), loaded.out.constData());
+    }
+
+    // The plan of a folder that records no device is exported into a new folder, never into the
+    // input folder or a folder inside it (issue 25: the CLI refused only the input folder itself,
+    // the app neither), and the input is left byte for byte as it was.
+    void exportNeverWritesIntoTheInput_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("inside");
+        for (const char* fixture : {"safetensors", "dcp"}) {
+            QTest::addRow("%s, the input folder", fixture) << QString::fromLatin1(fixture) << QString();
+            QTest::addRow("%s, a folder inside it", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("plan");
+            QTest::addRow("%s, its path through ..", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("../") + QString::fromLatin1(fixture);
+        }
+    }
+    void exportNeverWritesIntoTheInput()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(QString, inside);
+        QTemporaryDir work;
+        const QString input = copyOfFixture(work, fixture);
+        QVERIFY(!input.isEmpty());
+        const std::map<QString, QByteArray> before = folderBytes(input);
+        const QString out = inside.isEmpty() ? input : input + u'/' + inside;
+        for (const QStringList& command : {QStringList {QStringLiteral("remap"), input, QStringLiteral("-o"),
+                                               out, QStringLiteral("--map"), QStringLiteral("*=cpu")},
+                 QStringList {QStringLiteral("plan"), input, QStringLiteral("--target"),
+                     QStringLiteral("cpu=64GiB"), QStringLiteral("--save"), out}}) {
+            const CommandResult result = runInspect(command);
+            QVERIFY2(result.exitCode == 2, qPrintable(describe(result)));
+            QVERIFY2(result.err.contains("input folder"), qPrintable(describe(result)));
+            QVERIFY(folderBytes(input) == before);
+        }
     }
 
     // The reference: accelerate's infer_auto_device_map for the same model and the same max_memory,
