@@ -143,8 +143,9 @@ SaveCopyWording DocumentController::saveCopyWording(const Checkpoint& checkpoint
 {
     SaveCopyWording wording;
     wording.override = tr("“I trust this file: remap anyway”").toStdString();
+    // As `ckpt-inspect convert DIR` for a folder, `extract FILE` for a file.
     wording.weightsAlone = checkpoint.shardSet
-        ? tr("open each shard file and use File > Export Weights… (tensors only, no pickle)").toStdString()
+        ? tr("File > Export Weights… of the folder (tensors only, no pickle)").toStdString()
         : tr("File > Export Weights… (tensors only: it loads with torch.load(weights_only=True))")
               .toStdString();
     return wording;
