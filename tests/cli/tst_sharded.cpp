@@ -41,7 +41,7 @@ struct PythonResult {
 // it (an export must never write over it), so a test may try to write into it.
 QString copyOfFixture(const QTemporaryDir& work, const QString& name)
 {
-    const QString folder = work.filePath(name);
+    QString folder = work.filePath(name);
     if (!QDir().mkpath(folder))
         return {};
     const QDir source(sharded(name));

@@ -105,7 +105,7 @@ void useDescribedMachine(ckpt::MainWindow& window)
 // it (an export must never write over it).
 QString copyOfFixture(const QTemporaryDir& work, const QString& name)
 {
-    const QString folder = work.filePath(name);
+    QString folder = work.filePath(name);
     if (!QDir().mkpath(folder))
         return {};
     const QDir source(sharded(name));
