@@ -4,6 +4,7 @@
 // read_metadata and from_pretrained): `info`, `check`, `remap` and `plan --save` on folders,
 // indexes and single shards, judged by the real readers.
 #include "fixturecomparison.h"
+#include "tests/common/foldercopy.h"
 
 #include <QDir>
 #include <QFile>
@@ -36,36 +37,6 @@ struct PythonResult {
     QByteArray out;
     QByteArray err;
 };
-
-// A copy of the fixture folder `name` under `work`, with a device_map.json of the person's own in
-// it (an export must never write over it), so a test may try to write into it.
-QString copyOfFixture(const QTemporaryDir& work, const QString& name)
-{
-    QString folder = work.filePath(name);
-    if (!QDir().mkpath(folder))
-        return {};
-    const QDir source(sharded(name));
-    for (const QString& file : source.entryList(QDir::Files | QDir::Hidden))
-        if (!QFile::copy(source.filePath(file), folder + u'/' + file))
-            return {};
-    QFile own(folder + QStringLiteral("/device_map.json"));
-    if (!own.open(QIODevice::WriteOnly) || own.write("{\"device_map\": \"the person's own\"}\n") <= 0)
-        return {};
-    return folder;
-}
-
-// Every file of `folder`, name -> bytes.
-std::map<QString, QByteArray> folderBytes(const QString& folder)
-{
-    std::map<QString, QByteArray> files;
-    const QDir dir(folder);
-    for (const QString& name :
-        dir.entryList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
-        QFile file(dir.filePath(name));
-        files[name] = file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArrayLiteral("(a folder)");
-    }
-    return files;
-}
 
 PythonResult runModernPython(const QStringList& arguments)
 {
@@ -491,9 +462,9 @@ private Q_SLOTS:
         QFETCH(QString, fixture);
         QFETCH(QString, inside);
         QTemporaryDir work;
-        const QString input = copyOfFixture(work, fixture);
+        const QString input = ckpt::testing::copyFolderWithOwnDeviceMap(sharded(fixture), work, fixture);
         QVERIFY(!input.isEmpty());
-        const std::map<QString, QByteArray> before = folderBytes(input);
+        const std::map<QString, QByteArray> before = ckpt::testing::folderBytes(input);
         const QString out = inside.isEmpty() ? input : input + u'/' + inside;
         for (const QStringList& command : {QStringList {QStringLiteral("remap"), input, QStringLiteral("-o"),
                                                out, QStringLiteral("--map"), QStringLiteral("*=cpu")},
@@ -502,7 +473,7 @@ private Q_SLOTS:
             const CommandResult result = runInspect(command);
             QVERIFY2(result.exitCode == 2, qPrintable(describe(result)));
             QVERIFY2(result.err.contains("input folder"), qPrintable(describe(result)));
-            QVERIFY(folderBytes(input) == before);
+            QVERIFY(ckpt::testing::folderBytes(input) == before);
         }
     }
 

@@ -7,6 +7,7 @@
 #include "core/devices/deviceinventory.h"
 #include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
+#include "tests/common/foldercopy.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/mainwindow.h"
 #include "ui/models/tensortreemodel.h"
@@ -99,36 +100,6 @@ void useDescribedMachine(ckpt::MainWindow& window)
     auto machine = ckpt::parseMachineSpec("cuda:0=16GiB,cuda:1=16GiB,cpu=32GiB", "lab box (2 GPUs)");
     QVERIFY(machine);
     window.setTarget(std::move(machine.value()), QString());
-}
-
-// A copy of the fixture folder `name` under `work`, with a device_map.json of the person's own in
-// it (an export must never write over it).
-QString copyOfFixture(const QTemporaryDir& work, const QString& name)
-{
-    QString folder = work.filePath(name);
-    if (!QDir().mkpath(folder))
-        return {};
-    const QDir source(sharded(name));
-    for (const QString& file : source.entryList(QDir::Files | QDir::Hidden))
-        if (!QFile::copy(source.filePath(file), folder + u'/' + file))
-            return {};
-    QFile own(folder + QStringLiteral("/device_map.json"));
-    if (!own.open(QIODevice::WriteOnly) || own.write("{\"device_map\": \"the person's own\"}\n") <= 0)
-        return {};
-    return folder;
-}
-
-// Every file of `folder`, name -> bytes.
-std::map<QString, QByteArray> folderBytes(const QString& folder)
-{
-    std::map<QString, QByteArray> files;
-    const QDir dir(folder);
-    for (const QString& name :
-        dir.entryList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
-        QFile file(dir.filePath(name));
-        files[name] = file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArrayLiteral("(a folder)");
-    }
-    return files;
 }
 
 QByteArray fileBytes(const QString& path)
@@ -319,9 +290,9 @@ private Q_SLOTS:
         QFETCH(QString, fixture);
         QFETCH(QString, inside);
         QTemporaryDir work;
-        const QString input = copyOfFixture(work, fixture);
+        const QString input = ckpt::testing::copyFolderWithOwnDeviceMap(sharded(fixture), work, fixture);
         QVERIFY(!input.isEmpty());
-        const std::map<QString, QByteArray> before = folderBytes(input);
+        const std::map<QString, QByteArray> before = ckpt::testing::folderBytes(input);
         ckpt::MainWindow window;
         window.setSuppressModalDialogs(true);
         useDescribedMachine(window);
@@ -334,7 +305,7 @@ private Q_SLOTS:
         const QString message = finished.first().at(1).toString();
         QVERIFY2(!finished.first().at(0).toBool(), qPrintable(message));
         QVERIFY2(message.contains(QStringLiteral("input folder")), qPrintable(message));
-        QVERIFY(folderBytes(input) == before);
+        QVERIFY(ckpt::testing::folderBytes(input) == before);
     }
 
     // The two faces export the same plan as the same two files, byte for byte: the balanced
