@@ -455,6 +455,12 @@ private Q_SLOTS:
                 << QString::fromLatin1(fixture) << QStringLiteral("plan");
             QTest::addRow("%s, its path through ..", fixture)
                 << QString::fromLatin1(fixture) << QStringLiteral("../") + QString::fromLatin1(fixture);
+            // Outside the input by name only: a link to the input folder, and a new folder whose
+            // device_map.json is a link to the input's own.
+            QTest::addRow("%s, a link to the input folder", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("@link");
+            QTest::addRow("%s, a link to one of its files", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("@linked-file");
         }
     }
     void exportNeverWritesIntoTheInput()
@@ -465,7 +471,16 @@ private Q_SLOTS:
         const QString input = ckpt::testing::copyFolderWithOwnDeviceMap(sharded(fixture), work, fixture);
         QVERIFY(!input.isEmpty());
         const std::map<QString, QByteArray> before = ckpt::testing::folderBytes(input);
-        const QString out = inside.isEmpty() ? input : input + u'/' + inside;
+        QString out = inside.isEmpty() ? input : input + u'/' + inside;
+        if (inside == QStringLiteral("@link")) {
+            out = work.filePath(QStringLiteral("link"));
+            QVERIFY(QFile::link(input, out));
+        } else if (inside == QStringLiteral("@linked-file")) {
+            out = work.filePath(QStringLiteral("new"));
+            QVERIFY(QDir().mkpath(out));
+            QVERIFY(QFile::link(
+                input + QStringLiteral("/device_map.json"), out + QStringLiteral("/device_map.json")));
+        }
         for (const QStringList& command : {QStringList {QStringLiteral("remap"), input, QStringLiteral("-o"),
                                                out, QStringLiteral("--map"), QStringLiteral("*=cpu")},
                  QStringList {QStringLiteral("plan"), input, QStringLiteral("--target"),
