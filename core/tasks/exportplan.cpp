@@ -9,6 +9,7 @@
 #include "core/plan/placementplan.h"
 #include "core/write/shardedwriter.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -48,15 +49,20 @@ std::string loaderScript(const Checkpoint& input, const DeviceMapExport& exporte
             c = ' ';
     const std::string& folder = input.shardSet->folder;
     std::string python = "# Written by Checkpoint Inspector (ckpt-inspect). " + why + "\n";
-    if (input.shardSet->layout == ShardLayout::Distributed)
+    std::string dicts = exported.python(folder);
+    if (input.shardSet->layout == ShardLayout::Distributed) {
+        // from_pretrained cannot read a DCP folder: the script gives the two dicts and says how to
+        // place the state_dict (it once ended in a from_pretrained call that named no import).
+        dicts.erase(std::min(dicts.size(), dicts.rfind("model = AutoModelForCausalLM")));
         python
             += "# DCP loads into a state_dict whose tensors are already placed: build the model, move each\n"
                "# module to the device below, then torch.distributed.checkpoint.load(model.state_dict(), "
                "checkpoint_id="
             + pythonStringLiteral(folder) + ").\n";
-    else
+    } else {
         python += "from transformers import AutoModelForCausalLM\n";
-    return python + exported.python(folder);
+    }
+    return python + dicts;
 }
 
 } // namespace

@@ -427,6 +427,16 @@ private Q_SLOTS:
         QCOMPARE(dcpResult.exitCode, 0);
         QVERIFY(dcpResult.out.contains("records no device"));
         QVERIFY(QFileInfo::exists(work.filePath(QStringLiteral("dcp/device_map.json"))));
+        // DCP's loader script runs as it is (from_pretrained cannot read DCP): the two dicts.
+        QProcess script;
+        script.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"),
+                QStringLiteral("import sys; g = {}; exec(open(sys.argv[1]).read(), g); "
+                               "print(sorted(set(g['device_map'].values())), list(g['max_memory']))"),
+                work.filePath(QStringLiteral("dcp/load_with_device_map.py"))});
+        QVERIFY(script.waitForFinished(60000));
+        QVERIFY2(script.exitCode() == 0 && script.readAllStandardOutput().startsWith("['cpu'] ['cpu']"),
+            script.readAllStandardError().constData());
 
         if (QStringLiteral(CKPT_MODERN_PYTHON).isEmpty())
             QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
