@@ -13,7 +13,6 @@
 #include "ui/dialogs/dangeroussave.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
-#include "ui/document/foldersave.h"
 #include "ui/guidedtour.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/tensorfilterproxymodel.h"

@@ -4,6 +4,7 @@
 // MainWindow that is tables and answers, apart from its layout and wiring (mainwindow.cpp).
 #include "core/base/pythonliteral.h"
 #include "core/plan/devicemap.h"
+#include "core/tasks/exportplan.h"
 #include "ui/actiontable.h"
 #include "ui/appsettings.h"
 #include "ui/compare/comparisondock.h"
@@ -12,7 +13,6 @@
 #include "ui/dialogs/filedialogs.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
-#include "ui/document/foldersave.h"
 #include "ui/guidedtour.h"
 #include "ui/jobs/jobprogressdialog.h"
 #include "ui/jobs/jobtracker.h"
@@ -356,19 +356,8 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
         Q_EMIT saveFinished(false, message);
         return;
     }
-    // Safetensors and DCP shards record no device: the plan is exported, and the window says why.
-    if (folderSaveExportsOnly(current->checkpoint())) {
-        auto exported
-            = exportFolderPlan(current->checkpoint(), current->plan(), current->target(), path.toStdString());
-        const QString message = QString::fromStdString(exported ? *exported : exported.error().message);
-        if (exported)
-            showInformation(tr("Plan Exported, Nothing Rewritten"), message);
-        else
-            showError(tr("Plan Not Exported"), message);
-        Q_EMIT saveFinished(bool(exported), message);
-        return;
-    }
-    // As `ckpt-inspect remap` does (exit 4): no remapped copy of a file that may run code.
+    // As `ckpt-inspect remap` does (exit 4): no remapped copy of a file that may run code. (A folder
+    // that records no device gets its plan exported by the same save task.)
     if (m_dangerousSave->refuse(current->checkpoint(), path))
         return;
     m_documents->saveRemappedCopy(path);
@@ -392,14 +381,16 @@ void MainWindow::showSaveResult(bool ok, const QString& message, const QString& 
 {
     std::function<void()> then = std::move(m_afterSave);
     m_afterSave = {};
+    // Safetensors and DCP folders record no device: the save task exported the plan instead.
+    const bool planOnly = document() && whyExportOnly(document()->checkpoint());
     if (!ok) {
-        showError(tr("Remapped Copy Not Saved"), message);
+        showError(planOnly ? tr("Plan Not Exported") : tr("Remapped Copy Not Saved"), message);
         Q_EMIT saveFinished(false, message);
         return;
     }
     showTransientMessage(tr("Saved %1: %2").arg(QFileInfo(outputPath).fileName(), message));
-    showInformation(
-        tr("Remapped Copy Saved"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(outputPath), message));
+    showInformation(planOnly ? tr("Plan Exported, Nothing Rewritten") : tr("Remapped Copy Saved"),
+        tr("%1\n\n%2").arg(QDir::toNativeSeparators(outputPath), message));
     Q_EMIT saveFinished(true, message);
     if (then)
         then();

@@ -3,7 +3,6 @@
 // memory per device; saved as a remapped copy or exported for Python.
 #include "command.h"
 #include "savecopywording.h"
-#include "shardedcommands.h"
 #include "terminal.h"
 
 #include "core/devices/deviceinventory.h"
@@ -14,6 +13,7 @@
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/exportplanreport.h"
 #include "core/report/planreport.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
@@ -77,11 +77,14 @@ int runPlan(PlanArguments& arguments)
         request.input = &checkpoint;
         request.plan = &plan;
         request.outputPath = arguments.save;
+        request.machine = &*machine;
         const ckpt::SaveCopyOutcome outcome = ckpt::saveRemappedCopy(request);
-        if (outcome.status == ckpt::SaveCopyStatus::ExportOnly) {
-            if (const int status = ckpt::cli::saveShardedPlan(
-                    checkpoint, plan, *machine, arguments.save, false, true, std::cerr, std::cerr))
-                return status;
+        if (outcome.exported) { // safetensors / DCP: the plan exported instead, or refused
+            if (!outcome.exported->ok()) {
+                std::cerr << "ckpt-inspect plan: " << ckpt::exportPlanText(*outcome.exported);
+                return outcome.exitCode();
+            }
+            ckpt::writeExportPlanText(std::cerr, *outcome.exported);
         } else if (!outcome.written()) {
             std::cerr << "ckpt-inspect plan: "
                       << ckpt::saveCopyRefusalText(outcome,

@@ -4,7 +4,6 @@
 #include "command.h"
 #include "planoptions.h"
 #include "savecopywording.h"
-#include "shardedcommands.h"
 #include "terminal.h"
 
 #include "core/devices/deviceinventory.h"
@@ -12,6 +11,7 @@
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/exportplanreport.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
 #include "core/write/remapwriter.h"
@@ -66,11 +66,24 @@ int runRemap(const RemapArguments& arguments)
     request.allowDangerous = arguments.allowDangerous;
     request.verify = arguments.verify;
     request.renames = arguments.renames;
+    std::optional<ckpt::MachineInventory> machine; // an exported plan's max_memory: this machine's
+    if (ckpt::whyExportOnly(checkpoint))
+        request.machine = &machine.emplace(ckpt::detectThisMachine());
     const ckpt::SaveCopyOutcome outcome = ckpt::saveRemappedCopy(request);
 
-    if (outcome.status == ckpt::SaveCopyStatus::ExportOnly) // safetensors / DCP: the plan exported
-        return ckpt::cli::saveShardedPlan(checkpoint, plan, ckpt::detectThisMachine(), arguments.output,
-            arguments.json, arguments.verify, std::cout, std::cerr);
+    if (outcome.exported) { // safetensors / DCP: the plan exported instead, or refused
+        const ckpt::ExportPlanOutcome& exported = *outcome.exported;
+        if (!exported.ok()) {
+            std::cerr << "ckpt-inspect remap: " << ckpt::exportPlanText(exported);
+        } else if (arguments.json) {
+            ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+            ckpt::writeExportPlanJson(writer, exported);
+            std::cout << writer.takeText() << "\n";
+        } else {
+            ckpt::writeExportPlanText(std::cout, exported);
+        }
+        return outcome.exitCode();
+    }
     if (!outcome.written()) {
         std::cerr << "ckpt-inspect remap: "
                   << ckpt::saveCopyRefusalText(

@@ -108,8 +108,9 @@ int SaveCopyOutcome::exitCode() const
         return 0;
     case SaveCopyStatus::RefusedDangerous:
         return 4;
-    case SaveCopyStatus::CannotRemap:
     case SaveCopyStatus::ExportOnly:
+        return exported ? exported->exitCode() : 2;
+    case SaveCopyStatus::CannotRemap:
     case SaveCopyStatus::Failed:
         return 2;
     }
@@ -269,6 +270,8 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
     SaveCopyAssessment assessment = assessSaveCopy(input);
     if (auto refused = judge(input, assessment, request.allowDangerous, !request.renames.empty())) {
         refused->outputPath = request.outputPath;
+        if (refused->status == SaveCopyStatus::ExportOnly) // safetensors, DCP: the plan instead
+            refused->exported = exportPlan({&input, request.plan, request.machine, request.outputPath});
         return std::move(*refused);
     }
     SaveCopyOutcome outcome;

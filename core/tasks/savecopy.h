@@ -12,6 +12,7 @@
 // it takes its name, and must rate exactly as dangerous as the input: the same unsafe callables,
 // the same calls. The task never prints and never asks.
 #include "core/base/finding.h"
+#include "core/tasks/exportplan.h"
 #include "core/triage/pickleverdict.h"
 #include "core/write/remapwriter.h"
 #include "core/write/shardedwriter.h"
@@ -23,12 +24,15 @@
 namespace ckpt {
 
 struct Checkpoint;
+struct MachineInventory;
 class PlacementPlan;
 
 struct SaveCopyRequest {
     const Checkpoint* input = nullptr; // a file, or a folder of shards (Checkpoint::shardSet)
     const PlacementPlan* plan = nullptr;
     std::string outputPath; // a file, or a new folder for shards
+    // Where the plan is exported instead (safetensors, DCP): max_memory's capacities; may be null.
+    const MachineInventory* machine = nullptr;
     // The explicit override: the person trusts this file, so a remapped copy of a file rated
     // dangerous (or that cannot be verified) is written, exactly as dangerous.
     bool allowDangerous = false;
@@ -57,7 +61,7 @@ enum class SaveCopyStatus {
     Written, // the remapped copy (file or folder) is under outputPath
     RefusedDangerous, // rated dangerous or cannot verify, and no override: nothing written (exit 4)
     CannotRemap, // this input cannot be remapped (cannotRemap says why): nothing written (exit 2)
-    ExportOnly, // safetensors / DCP folder: export the plan instead (exportOnly says why); nothing written
+    ExportOnly, // safetensors / DCP folder: the plan is exported instead (exportOnly says why, exported what)
     Failed, // writing, verifying or rating the copy failed: nothing under outputPath (exit 2)
 };
 const char* saveCopyStatusName(SaveCopyStatus status); // "written", "refused-dangerous", ...
@@ -70,6 +74,8 @@ struct SaveCopyOutcome {
     std::string why; // refused, cannot remap, export only, failed: the reason in one sentence
     std::optional<RemapResult> file; // written: a single file
     std::optional<ShardedRemapResult> folder; // written: a folder of .bin shards
+    // ExportOnly: the plan exported into outputPath (core/tasks/exportplan.h), or refused there.
+    std::optional<ExportPlanOutcome> exported;
     // A dangerous input written under the override: the copy's own verdict, taken from the written
     // bytes before the rename, rated exactly as the input's.
     std::optional<SafetyVerdict> copySafety;
@@ -77,7 +83,7 @@ struct SaveCopyOutcome {
 
     bool written() const { return status == SaveCopyStatus::Written; }
     bool carriesDanger() const { return written() && assessment.inputSafety.dangerous(); }
-    // ckpt-inspect's exit status: 0 written, 4 refused as dangerous, 2 anything else.
+    // ckpt-inspect's exit status: 0 written or the plan exported, 4 refused as dangerous, 2 anything else.
     int exitCode() const;
 };
 
@@ -88,7 +94,8 @@ std::optional<SaveCopyOutcome> refuseSaveCopy(
     const Checkpoint& input, bool allowDangerous, bool renaming = false);
 
 // Runs the save. Refuses (nothing written) unless the input can be remapped and is not rated
-// dangerous, or the override is given; ExportOnly folders are left to the exporter of the plan.
+// dangerous, or the override is given; for an ExportOnly folder exports the plan (exportPlan)
+// into outputPath instead.
 SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request);
 
 // How two verdicts differ in what loading would run: the rating, the unsafe callables (names), the

@@ -4,6 +4,7 @@
 // read_metadata and from_pretrained): `info`, `check`, `remap` and `plan --save` on folders,
 // indexes and single shards, judged by the real readers.
 #include "fixturecomparison.h"
+#include "tests/common/foldercopy.h"
 
 #include <QDir>
 #include <QFile>
@@ -426,6 +427,16 @@ private Q_SLOTS:
         QCOMPARE(dcpResult.exitCode, 0);
         QVERIFY(dcpResult.out.contains("records no device"));
         QVERIFY(QFileInfo::exists(work.filePath(QStringLiteral("dcp/device_map.json"))));
+        // DCP's loader script runs as it is (from_pretrained cannot read DCP): the two dicts.
+        QProcess script;
+        script.start(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {QStringLiteral("-c"),
+                QStringLiteral("import sys; g = {}; exec(open(sys.argv[1]).read(), g); "
+                               "print(sorted(set(g['device_map'].values())), list(g['max_memory']))"),
+                work.filePath(QStringLiteral("dcp/load_with_device_map.py"))});
+        QVERIFY(script.waitForFinished(60000));
+        QVERIFY2(script.exitCode() == 0 && script.readAllStandardOutput().startsWith("['cpu'] ['cpu']"),
+            script.readAllStandardError().constData());
 
         if (QStringLiteral(CKPT_MODERN_PYTHON).isEmpty())
             QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty)");
@@ -439,6 +450,56 @@ private Q_SLOTS:
             sharded(QStringLiteral("safetensors")), out + QStringLiteral("/device_map.json")});
         QVERIFY2(loaded.exitCode == 0, loaded.err.right(3000).constData());
         QVERIFY2(loaded.out.contains("['cpu']"), loaded.out.constData());
+    }
+
+    // The plan of a folder that records no device is exported into a new folder, never into the
+    // input folder or a folder inside it (issue 25: the CLI refused only the input folder itself,
+    // the app neither), and the input is left byte for byte as it was.
+    void exportNeverWritesIntoTheInput_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("inside");
+        for (const char* fixture : {"safetensors", "dcp"}) {
+            QTest::addRow("%s, the input folder", fixture) << QString::fromLatin1(fixture) << QString();
+            QTest::addRow("%s, a folder inside it", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("plan");
+            QTest::addRow("%s, its path through ..", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("../") + QString::fromLatin1(fixture);
+            // Outside the input by name only: a link to the input folder, and a new folder whose
+            // device_map.json is a link to the input's own.
+            QTest::addRow("%s, a link to the input folder", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("@link");
+            QTest::addRow("%s, a link to one of its files", fixture)
+                << QString::fromLatin1(fixture) << QStringLiteral("@linked-file");
+        }
+    }
+    void exportNeverWritesIntoTheInput()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(QString, inside);
+        QTemporaryDir work;
+        const QString input = ckpt::testing::copyFolderWithOwnDeviceMap(sharded(fixture), work, fixture);
+        QVERIFY(!input.isEmpty());
+        const std::map<QString, QByteArray> before = ckpt::testing::folderBytes(input);
+        QString out = inside.isEmpty() ? input : input + u'/' + inside;
+        if (inside == QStringLiteral("@link")) {
+            out = work.filePath(QStringLiteral("link"));
+            QVERIFY(QFile::link(input, out));
+        } else if (inside == QStringLiteral("@linked-file")) {
+            out = work.filePath(QStringLiteral("new"));
+            QVERIFY(QDir().mkpath(out));
+            QVERIFY(QFile::link(
+                input + QStringLiteral("/device_map.json"), out + QStringLiteral("/device_map.json")));
+        }
+        for (const QStringList& command : {QStringList {QStringLiteral("remap"), input, QStringLiteral("-o"),
+                                               out, QStringLiteral("--map"), QStringLiteral("*=cpu")},
+                 QStringList {QStringLiteral("plan"), input, QStringLiteral("--target"),
+                     QStringLiteral("cpu=64GiB"), QStringLiteral("--save"), out}}) {
+            const CommandResult result = runInspect(command);
+            QVERIFY2(result.exitCode == 2, qPrintable(describe(result)));
+            QVERIFY2(result.err.contains("input folder"), qPrintable(describe(result)));
+            QVERIFY(ckpt::testing::folderBytes(input) == before);
+        }
     }
 
     // The reference: accelerate's infer_auto_device_map for the same model and the same max_memory,

@@ -25,6 +25,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextDocument>
 
 #include <algorithm>
 
@@ -172,6 +173,49 @@ private Q_SLOTS:
         QVERIFY(judge.waitForFinished(300000));
         const QByteArray said = judge.readAllStandardOutput() + judge.readAllStandardError();
         QVERIFY2(judge.exitCode() == 0 && said.startsWith("ok "), said.constData());
+    }
+
+    // The two faces refuse a dangerous folder of .bin shards alike (issue 25): the dialog says,
+    // line for line, what `ckpt-inspect remap DIR` prints, but for how each face names the two ways
+    // out (the override, and the weights alone), and offers the override the command line offers.
+    void bothFacesRefuseADangerousFolderAlike()
+    {
+        const QString input = m_work.filePath(QStringLiteral("shards"));
+        const QString folder = m_work.filePath(QStringLiteral("shards-alike"));
+        QProcess cli;
+        cli.start(QStringLiteral(CKPT_INSPECT_BINARY),
+            {QStringLiteral("remap"), input, QStringLiteral("-o"), folder, QStringLiteral("--map"),
+                QStringLiteral("cuda:1=cpu")});
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 4);
+        const QString said = QString::fromUtf8(cli.readAllStandardError());
+
+        MainWindow window;
+        QMessageBox* box = askToSave(window, folder, input);
+        QVERIFY(box && box->isVisible());
+        QVERIFY(box->findChild<QPushButton*>(QStringLiteral("remapAnywayButton")));
+        QTextDocument shown;
+        shown.setHtml(box->informativeText());
+        const QString dialog = shown.toPlainText();
+        const QStringList lines = said.trimmed().split(QLatin1Char('\n'));
+        QVERIFY2(
+            lines.size() >= 4 && lines.first().startsWith(QStringLiteral("ckpt-inspect remap: refusing")),
+            qPrintable(said));
+        for (qsizetype i = 1; i < lines.size(); ++i) {
+            QString line = lines[i].startsWith(QStringLiteral("  - ")) ? lines[i].mid(4) : lines[i];
+            // How each face names the ways out: the rest of every line is the same.
+            line.replace(
+                QStringLiteral("--allow-dangerous"), QStringLiteral("“I trust this file: remap anyway”"));
+            const qsizetype convert = line.indexOf(QStringLiteral("`ckpt-inspect convert"));
+            if (convert >= 0)
+                line = line.left(convert)
+                    + QStringLiteral("File > Export Weights… of the folder (tensors only, no pickle)");
+            QVERIFY2(dialog.contains(line),
+                qPrintable(QStringLiteral("the dialog does not say\n  ") + line
+                    + QStringLiteral("\nit says\n") + dialog));
+        }
+        QTest::mouseClick(box->findChild<QPushButton*>(QStringLiteral("refuseButton")), Qt::LeftButton);
+        QVERIFY(!QFileInfo::exists(folder));
     }
 
     // A folder of .bin shards whose second shard holds the user's tensor subclass: the dialog

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/dialogs/dangeroussave.h"
 
-#include "core/base/escaping.h"
 #include "core/model/checkpoint.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
@@ -43,38 +42,24 @@ bool DangerousSaveGuard::refuse(const Checkpoint& checkpoint, const QString& out
     const std::optional<std::string>& cannotRemap = refusal->assessment.cannotRemap;
     const QString name = QFileInfo(fromStd(refusal->input)).fileName();
     const QString headline = tr("Refusing to write a copy of %1: %2").arg(name, fromStd(verdict.headline));
-    // What the faces say is one text (core/report), the ways out named as this window offers them:
-    // the answer carries it; the dialog lays the same facts out for reading.
+    // What the faces say is one text (core/report), the ways out named as this window offers them
+    // (`ckpt-inspect remap` prints the same lines): the answer carries it, and the dialog lays it
+    // out, its first line as the headline and the ways out as a list.
     const QString report
         = fromStd(saveCopyRefusalText(*refusal, DocumentController::saveCopyWording(checkpoint))).trimmed();
-    QStringList runs;
-    for (const UnsafeCallable& callable : verdict.unsafe) {
-        if (runs.size() == 6) {
-            runs.append(tr("and %1 more").arg(verdict.unsafe.size() - 6));
-            break;
-        }
-        runs.append(
-            fromStd(printableText(callable.call.empty() ? callable.name : callable.call)).toHtmlEscaped());
+    QString details;
+    bool inList = false;
+    const QStringList lines = report.split(QLatin1Char('\n'));
+    for (qsizetype i = 1; i < lines.size(); ++i) {
+        const bool item = lines[i].startsWith(QStringLiteral("  - "));
+        if (item != inList)
+            details += item ? QStringLiteral("<ul>") : QStringLiteral("</ul>");
+        inList = item;
+        const QString text = (item ? lines[i].mid(4) : lines[i]).toHtmlEscaped();
+        details += item ? QStringLiteral("<li>%1</li>").arg(text) : QStringLiteral("<p>%1</p>").arg(text);
     }
-    for (const std::string& reason : verdict.cannotVerify)
-        if (runs.size() < 8)
-            runs.append(tr("cannot verify: %1").arg(fromStd(printableText(reason)).toHtmlEscaped()));
-    QString details = tr("<p>Loading it with <code>torch.load(weights_only=False)</code> would run:</p>"
-                         "<ul><li>%1</li></ul>")
-                          .arg(runs.join(QStringLiteral("</li><li>")));
-    const QString weights = tr("<b>File &gt; Export Weights…</b> writes the weights alone, without its code "
-                               "(a state_dict that loads with <code>weights_only=True</code>).");
-    if (cannotRemap)
-        details += tr("<p>It cannot be remapped in any case: %1.</p><p>%2</p>")
-                       .arg(fromStd(printableText(*cannotRemap)).toHtmlEscaped(), weights);
-    else
-        details
-            += tr("<p>A remapped copy runs exactly the same code: a remap changes device tags only, and "
-                  "adds and removes no code. Two ways out:</p>"
-                  "<ul><li><b>I trust this file: remap anyway</b> writes the remapped copy. It is exactly "
-                  "as dangerous as this file, and is rated again before it is given its name.</li>"
-                  "<li>%1</li></ul>")
-                   .arg(weights);
+    if (inList)
+        details += QStringLiteral("</ul>");
 
     if (m_dialog)
         m_dialog->deleteLater();

@@ -2,6 +2,7 @@
 #include "ui/document/documentcontroller.h"
 
 #include "core/read/checkpointreader.h"
+#include "core/report/exportplanreport.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
 #include "core/triage/pickleverdict.h"
@@ -142,8 +143,9 @@ SaveCopyWording DocumentController::saveCopyWording(const Checkpoint& checkpoint
 {
     SaveCopyWording wording;
     wording.override = tr("“I trust this file: remap anyway”").toStdString();
+    // As `ckpt-inspect convert DIR` for a folder, `extract FILE` for a file.
     wording.weightsAlone = checkpoint.shardSet
-        ? tr("open each shard file and use File > Export Weights… (tensors only, no pickle)").toStdString()
+        ? tr("File > Export Weights… of the folder (tensors only, no pickle)").toStdString()
         : tr("File > Export Weights… (tensors only: it loads with torch.load(weights_only=True))")
               .toStdString();
     return wording;
@@ -157,12 +159,15 @@ void DocumentController::saveRemappedCopy(const QString& path, bool allowDangero
     const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
     const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
     const int undoIndex = m_document->undoStack()->index();
+    // A folder that records no device gets its plan exported instead, for the document's target.
+    const auto machine = std::make_shared<const MachineInventory>(m_document->target());
     m_fileJobs->start(
-        [checkpoint, plan, out = path.toStdString(), allowDangerous](JobProgress& progress) {
+        [checkpoint, plan, machine, out = path.toStdString(), allowDangerous](JobProgress& progress) {
             SaveCopyRequest request;
             request.input = checkpoint.get();
             request.plan = plan.get();
             request.outputPath = out;
+            request.machine = machine.get();
             request.allowDangerous = allowDangerous;
             request.progress = [&progress](std::uint64_t done, std::uint64_t total) {
                 return progress.report(done, total);
@@ -170,15 +175,22 @@ void DocumentController::saveRemappedCopy(const QString& path, bool allowDangero
             return std::make_shared<const SaveCopyOutcome>(ckpt::saveRemappedCopy(request));
         },
         [this, undoIndex, checkpoint](const std::shared_ptr<const SaveCopyOutcome>& outcome) {
-            if (!outcome->written()) {
-                Q_EMIT saveFinished(false,
-                    fromStd(saveCopyRefusalText(*outcome, saveCopyWording(*checkpoint))).trimmed(),
-                    QString());
+            const bool saved = outcome->written() || (outcome->exported && outcome->exported->ok());
+            if (!saved) {
+                const std::string text = outcome->exported
+                    ? exportPlanText(*outcome->exported)
+                    : saveCopyRefusalText(*outcome, saveCopyWording(*checkpoint));
+                Q_EMIT saveFinished(false, fromStd(text).trimmed(), QString());
                 return;
             }
             // Clean only if nothing changed while writing: the copy has the plan as it was then.
             if (m_document && m_document->undoStack()->index() == undoIndex)
                 m_document->undoStack()->setClean();
+            if (outcome->exported) {
+                Q_EMIT saveFinished(true, fromStd(exportPlanText(*outcome->exported)).trimmed(),
+                    fromStd(outcome->outputPath));
+                return;
+            }
             const std::string written
                 = outcome->folder ? outcome->folder->outputFolder : outcome->file->outputPath;
             Q_EMIT saveFinished(true, fromStd(saveCopySummary(*outcome)), fromStd(written));
