@@ -184,7 +184,8 @@ fi
 # more in every test that would need it. -D as well as the environment: the cache keeps the first
 # value it saw.
 export CKPT_MODERN_PYTHON=""
-if ((have_modern)) && [[ -x tests/tools/modern-python ]]; then
+# (A preparation that already failed, as it has in a CKPT_CI_SERIAL run, leaves it empty at once.)
+if ((have_modern)) && [[ -x tests/tools/modern-python && $(cat "$state/modern-torch.rc" 2>/dev/null || echo 0) == 0 ]]; then
     export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
 fi
 step configure cmake --preset ci "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" || finish
