@@ -88,9 +88,12 @@ step() {
 
 # bg_step NAME NICENESS COMMAND...: starts a step in the background (its output to
 # $state/NAME.log); wait_step NAME prints that output and records the result like step does.
+# With bg_after=OTHER set, the step starts once the background step OTHER has ended.
+bg_after=""
 bg_step() {
-    local name=$1 niceness=$2
+    local name=$1 niceness=$2 after=$bg_after
     shift 2
+    bg_after=""
     if ((serial)); then
         step "$name" nice -n "$niceness" "$@"
         echo "$?" >"$state/$name.waited"
@@ -98,7 +101,13 @@ bg_step() {
     fi
     echo
     echo "==> $name: started in the background (nice $niceness): $*"
-    run_recorded "$name" nice -n "$niceness" "$@" >"$state/$name.log" 2>&1 &
+    [[ -n $after && -n ${bg_pids[$after]:-} ]] && echo "    (once $after has ended)"
+    (
+        if [[ -n $after && -n ${bg_pids[$after]:-} ]]; then
+            while [[ ! -f $state/$after.rc ]]; do sleep 2; done
+        fi
+        run_recorded "$name" nice -n "$niceness" "$@"
+    ) >"$state/$name.log" 2>&1 &
     bg_pids[$name]=$!
 }
 
@@ -131,7 +140,11 @@ finish() {
     echo
     echo "step                 start      wall       CPU  result"
     local total_cpu=0 cpu status
+    # In the order the steps started.
     for name in "${step_names[@]}"; do
+        echo "$(cat "$state/$name.start") $name"
+    done | sort -n -s -k1,1 >"$state/order"
+    while read -r _ name; do
         cpu=$(cat "$state/$name.cpu" 2>/dev/null || echo 0)
         status=$(cat "$state/$name.rc" 2>/dev/null || echo 1)
         total_cpu=$((total_cpu + cpu))
@@ -139,7 +152,7 @@ finish() {
             $(($(cat "$state/$name.start") / 60)) $(($(cat "$state/$name.start") % 60)) \
             $(($(step_wall "$name") / 60)) $(($(step_wall "$name") % 60)) \
             $((cpu / 60)) $((cpu % 60)) "$( ((status == 0)) && echo ok || echo FAILED)"
-    done
+    done <"$state/order"
     local wall=$(($(date +%s) - run_started))
     printf '%-18s %8s %6d:%02d %6d:%02d  (min:s; CPU is user+sys of each step, %d cores)\n' total "" \
         $((wall / 60)) $((wall % 60)) $((total_cpu / 60)) $((total_cpu % 60)) "$jobs"
@@ -203,11 +216,13 @@ bg_step clang-tidy 19 packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}"
 # The asan and fuzz trees compile from now on, while the roots are finished and the ci tests run
 # (a test suite waits on Python, torch and the disk much of the time), below the tests' priority
 # and above clang-tidy's. The asan tree: the suites with AddressSanitizer and UBSan (no libtorch:
-# its prebuilt libraries are not instrumented). The fuzz build preset builds the harnesses only.
+# its prebuilt libraries are not instrumented). The fuzz build preset builds the harnesses only;
+# it starts when the asan build has ended (two compilers less at a time: memory), and is needed
+# only by the fuzz smoke at the end.
 step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" &&
     bg_step asan-build 5 cmake --build --preset asan -j"$jobs"
 step fuzz-configure cmake --preset fuzz &&
-    bg_step fuzz-build 10 cmake --build --preset fuzz -j"$jobs"
+    bg_after=asan-build bg_step fuzz-build 10 cmake --build --preset fuzz -j"$jobs"
 
 modern_failed=0
 if ((have_modern)); then
