@@ -7,28 +7,155 @@
 # packaging/install-deps.sh first.
 #
 # Every step runs even when an earlier independent one failed (a format slip does not hide a test
-# failure); the last line says which steps failed, and the exit status is non-zero if any did.
+# failure); the last lines are a table of the steps (start, wall and CPU time of each) and say
+# which failed; the exit status is non-zero if any did.
+#
+# On a bare 2-core machine the run is bound by CPU, with two long waits on the network (the two
+# Debian roots). So the work is overlapped rather than queued: the roots are prepared in the
+# background from the start while the ci tree compiles; clang-tidy, the asan tree and the fuzz
+# harnesses are built in the background while the ci tests run, at lower priority (the tests come
+# first, then the asan build that the asan tests wait for, clang-tidy last: nothing waits for it
+# but the end); the fuzz smoke runs beside the asan tests. A background step's output is printed
+# when it is waited for. CKPT_CI_SERIAL=1 runs every step in the foreground, one after the other
+# (same steps, same order of results; for reading a failure without interleaving).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
+jobs=$(nproc)
+serial=${CKPT_CI_SERIAL:-0}
 
+# Per-step bookkeeping: name, status, start (seconds after the run began), wall and CPU seconds.
+state=$root/build/ci-steps
+rm -rf "$state"
+mkdir -p "$state" || exit 1
+run_started=$(date +%s)
 failed=()
+step_names=()
+declare -A bg_pids=()
+
+# CPU seconds (user+sys) of the children a (sub)shell has waited for, from bash's `times` (written
+# to a file: in a pipeline or $(...) it would run in a fresh process, which has no children).
+children_cpu() {
+    times >"$1.times"
+    tail -n 1 "$1.times" | awk '{
+        t = 0
+        for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }
+        printf "%.0f\n", t }' >"$1"
+    rm -f "$1.times"
+}
+
+# Runs one step in a subshell, output to stdout, and writes its exit status, start, end and CPU
+# time to $state/NAME.*. Used for foreground and background steps alike.
+run_recorded() {
+    local name=$1
+    shift
+    echo "$(($(date +%s) - run_started))" >"$state/$name.start"
+    (
+        "$@" </dev/null
+        status=$?
+        children_cpu "$state/$name.cpu"
+        exit "$status"
+    )
+    local status=$?
+    echo "$status" >"$state/$name.rc"
+    echo "$(($(date +%s) - run_started))" >"$state/$name.end"
+    return "$status"
+}
+
+record_result() {
+    local name=$1 status=$2
+    step_names+=("$name")
+    if ((status == 0)); then
+        echo "==> $name: ok ($(step_wall "$name") s)"
+        return 0
+    fi
+    echo "==> $name: FAILED ($(step_wall "$name") s)" >&2
+    failed+=("$name")
+    return 1
+}
+
+step_wall() { echo $(($(cat "$state/$1.end" 2>/dev/null || echo 0) - $(cat "$state/$1.start" 2>/dev/null || echo 0))); }
+
 step() {
     local name=$1
     shift
     echo
     echo "==> $name: $*"
-    if "$@" </dev/null; then
-        echo "==> $name: ok"
+    run_recorded "$name" "$@"
+    record_result "$name" $?
+}
+
+# bg_step NAME NICENESS COMMAND...: starts a step in the background (its output to
+# $state/NAME.log); wait_step NAME prints that output and records the result like step does.
+# With bg_after=OTHER set, the step starts once the background step OTHER has ended.
+bg_after=""
+bg_step() {
+    local name=$1 niceness=$2 after=$bg_after
+    shift 2
+    bg_after=""
+    if ((serial)); then
+        step "$name" nice -n "$niceness" "$@"
+        echo "$?" >"$state/$name.waited"
         return 0
     fi
-    echo "==> $name: FAILED" >&2
-    failed+=("$name")
-    return 1
+    echo
+    echo "==> $name: started in the background (nice $niceness): $*"
+    [[ -n $after && -n ${bg_pids[$after]:-} ]] && echo "    (once $after has ended)"
+    (
+        if [[ -n $after && -n ${bg_pids[$after]:-} ]]; then
+            while [[ ! -f $state/$after.rc ]]; do sleep 2; done
+        fi
+        run_recorded "$name" nice -n "$niceness" "$@"
+    ) >"$state/$name.log" 2>&1 &
+    bg_pids[$name]=$!
+}
+
+wait_step() {
+    local name=$1 status
+    if [[ -f $state/$name.waited ]]; then
+        return "$(cat "$state/$name.waited")"
+    fi
+    [[ -n ${bg_pids[$name]:-} ]] || return 1
+    wait "${bg_pids[$name]}"
+    status=$?
+    unset "bg_pids[$name]"
+    echo
+    echo "==> $name: (background) $(grep -c '' "$state/$name.log") lines of output:"
+    if [[ ${2:-} == tail && $status -eq 0 ]]; then
+        tail -n 1 "$state/$name.log"
+    else
+        cat "$state/$name.log"
+    fi
+    record_result "$name" "$status"
 }
 
 finish() {
+    local name
+    # A background step still running (the roots, when the build failed early) is waited for,
+    # so that nothing outlives the run and a root being prepared is completed for the next one.
+    for name in "${!bg_pids[@]}"; do
+        wait_step "$name"
+    done
+    echo
+    echo "step                 start      wall       CPU  result"
+    local total_cpu=0 cpu status
+    # In the order the steps started.
+    for name in "${step_names[@]}"; do
+        echo "$(cat "$state/$name.start") $name"
+    done | sort -n -s -k1,1 >"$state/order"
+    while read -r _ name; do
+        cpu=$(cat "$state/$name.cpu" 2>/dev/null || echo 0)
+        status=$(cat "$state/$name.rc" 2>/dev/null || echo 1)
+        total_cpu=$((total_cpu + cpu))
+        printf '%-18s %5d:%02d %6d:%02d %6d:%02d  %s\n' "$name" \
+            $(($(cat "$state/$name.start") / 60)) $(($(cat "$state/$name.start") % 60)) \
+            $(($(step_wall "$name") / 60)) $(($(step_wall "$name") % 60)) \
+            $((cpu / 60)) $((cpu % 60)) "$( ((status == 0)) && echo ok || echo FAILED)"
+    done <"$state/order"
+    local wall=$(($(date +%s) - run_started))
+    printf '%-18s %8s %6d:%02d %6d:%02d  (min:s; CPU is user+sys of each step, %d cores)\n' total "" \
+        $((wall / 60)) $((wall % 60)) $((total_cpu / 60)) $((total_cpu % 60)) "$jobs"
     echo
     if ((${#failed[@]} == 0)); then
         echo "build-and-test: PASSED (configure, build, format, tests, clang-tidy, asan, fuzz tidy and smoke)"
@@ -47,70 +174,96 @@ if command -v ccache >/dev/null 2>&1; then
     export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 fi
 
-# The tests that compare against a modern torch run it through tests/tools/modern-python; the
-# path reaches them through CMake (tests/CMakeLists.txt), empty meaning "skip those tests". It is
-# set only when the modern root is ready, so a failed preparation fails this run once, as the
-# modern-torch step, instead of once more in every test that would need it.
-export CKPT_MODERN_PYTHON=""
+# The two cached Debian roots (network and dpkg bound, minutes each the first time, a moment
+# after) are prepared in the background while the ci tree is configured and compiled. The modern
+# torch root (packaging/modern-torch.sh) runs the tests that compare against torch 2.x through
+# tests/tools/modern-python; the bookworm root is where ctest package.install installs the .deb
+# (without it that test skips).
+have_modern=0
 if [[ -f packaging/modern-torch.sh ]]; then
-    if step modern-torch bash packaging/modern-torch.sh && [[ -x tests/tools/modern-python ]]; then
-        export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
-    fi
+    have_modern=1
+    bg_step modern-torch 0 bash packaging/modern-torch.sh
 else
     echo "note: packaging/modern-torch.sh is not there yet; the tests that need a modern torch will skip"
 fi
-echo "CKPT_MODERN_PYTHON=${CKPT_MODERN_PYTHON:-(none)}"
-
-# The clean Debian 12 root into which ctest package.install installs the .deb (cached between runs
-# like the modern-torch root; about 3 minutes the first time, a moment after). Without it that
-# test skips.
 if [[ -f packaging/bookworm-root.sh ]]; then
-    step bookworm-root bash packaging/bookworm-root.sh
+    bg_step bookworm-root 0 bash packaging/bookworm-root.sh
 fi
 
-# -D as well as the environment: the cache keeps the first value it saw, and an existing build/ci
-# must follow a modern interpreter that appeared (or went away) since.
+# The modern interpreter's path reaches the tests through CMake (tests/CMakeLists.txt), empty
+# meaning "skip those tests". The ci tree is configured with it before the root is ready; if the
+# root's preparation fails, the tree is configured again without it (the tests that need it then
+# skip), so a failed preparation fails this run once, as the modern-torch step, instead of once
+# more in every test that would need it. -D as well as the environment: the cache keeps the first
+# value it saw.
+export CKPT_MODERN_PYTHON=""
+# (A preparation that already failed, as it has in a CKPT_CI_SERIAL run, leaves it empty at once.)
+if ((have_modern)) && [[ -x tests/tools/modern-python && $(cat "$state/modern-torch.rc" 2>/dev/null || echo 0) == 0 ]]; then
+    export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
+fi
 step configure cmake --preset ci "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" || finish
-step build cmake --build --preset ci -j"$(nproc)" || finish
+step build cmake --build --preset ci -j"$jobs" || finish
 step format packaging/check-format.sh
 
-# clang-tidy (.clang-tidy, every warning an error) with the ci build's compile_commands.json. It
-# needs only the configured and built tree, so it runs in the background while the tests run and
-# is waited for after them. Its output goes to build/ci/clang-tidy.log and is shown when it fails.
-# Every folder of C++ the ci build compiles (fuzz/'s libFuzzer entry point, fuzzmain.cpp, is built
-# by the fuzz preset only and so is not in build/ci's compile_commands.json: the fuzz steps below
-# tidy fuzz/ again with the fuzz build's).
+# clang-tidy (.clang-tidy, every warning an error) with the ci build's compile_commands.json: every
+# folder of C++ the ci build compiles, each file once. It needs only the configured and built
+# tree, so it starts now, at the lowest priority: it takes whatever CPU the tests and the asan
+# build leave, and is waited for at the end. fuzz/fuzzmain.cpp, the one file only the fuzz preset
+# compiles, is tidied with the fuzz build's compile_commands.json below.
 tidy_folders=(core ui app torchbridge tests bench fuzz)
-tidy_log=$root/build/ci/clang-tidy.log
-packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}" >"$tidy_log" 2>&1 </dev/null &
-tidy_pid=$!
+bg_step clang-tidy 19 packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}"
+
+# The asan and fuzz trees compile from now on, while the roots are finished and the ci tests run
+# (a test suite waits on Python, torch and the disk much of the time), below the tests' priority
+# and above clang-tidy's. The asan tree: the suites with AddressSanitizer and UBSan (no libtorch:
+# its prebuilt libraries are not instrumented). The fuzz build preset builds the harnesses only;
+# it starts when the asan build has ended (two compilers less at a time: memory), and is needed
+# only by the fuzz smoke at the end.
+step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" &&
+    bg_step asan-build 5 cmake --build --preset asan -j"$jobs"
+step fuzz-configure cmake --preset fuzz &&
+    bg_after=asan-build bg_step fuzz-build 10 cmake --build --preset fuzz -j"$jobs"
+
+modern_failed=0
+if ((have_modern)); then
+    wait_step modern-torch
+    if [[ $(cat "$state/modern-torch.rc") != 0 && -n $CKPT_MODERN_PYTHON ]]; then
+        modern_failed=1
+        export CKPT_MODERN_PYTHON=""
+        echo "CKPT_MODERN_PYTHON=(none): the tests that need a modern torch will skip"
+        step reconfigure cmake --preset ci "-DCKPT_MODERN_PYTHON=" || finish
+        step rebuild cmake --build --preset ci -j"$jobs" || finish
+    fi
+fi
+echo "CKPT_MODERN_PYTHON=${CKPT_MODERN_PYTHON:-(none)}"
+[[ -n ${bg_pids[bookworm-root]:-} ]] && wait_step bookworm-root
 
 step tests env QT_QPA_PLATFORM=offscreen ctest --preset ci --output-on-failure -j2
 
-tidy() {
-    local status=0
-    wait "$tidy_pid" || status=$?
-    tail -n 1 "$tidy_log"
-    ((status == 0)) || cat "$tidy_log"
-    return "$status"
-}
-step clang-tidy tidy
+# Every fuzz harness for a few seconds from seeds made of the fixtures, beside the asan tests (it
+# runs one harness at a time); a crash fails the step and leaves its input under
+# build/fuzz/artifacts/ (fuzz/README.md: make it a regression test).
+[[ -n ${bg_pids[fuzz-build]:-} || -f $state/fuzz-build.waited ]] && wait_step fuzz-build &&
+    bg_step fuzz-smoke 0 fuzz/smoke.sh 12
 
-# The same suites with AddressSanitizer and UBSan (no libtorch: its prebuilt libraries are not
-# instrumented). Leak checking stays on, Qt tests included: with the offscreen platform Qt frees
-# what it allocates, so a reported leak is ours (a parentless widget, say). UB stops the test.
-# Qt Test's 5-minute limit per test function is too short for the truncation sweeps at -O0 with
-# ASan on 2 busy cores (tst_ziparchive's corpusTruncation took 307 s); ctest's 900 s still applies.
+# The same suites with AddressSanitizer and UBSan. Leak checking stays on, Qt tests included: with
+# the offscreen platform Qt frees what it allocates, so a reported leak is ours (a parentless
+# widget, say). UB stops the test. Qt Test's 5-minute limit per test function is too short for the
+# truncation sweeps at -O1 with ASan on 2 busy cores (tst_ziparchive's corpusTruncation took
+# 307 s); ctest's 900 s still applies.
 asan_env=(env QT_QPA_PLATFORM=offscreen "ASAN_OPTIONS=detect_leaks=1"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" QTEST_FUNCTION_TIMEOUT=900000)
-step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" &&
-    step asan-build cmake --build --preset asan -j"$(nproc)" &&
+if [[ -n ${bg_pids[asan-build]:-} || -f $state/asan-build.waited ]] && wait_step asan-build; then
+    # The asan tree was configured before the modern root failed: it follows, as the ci tree did.
+    if ((modern_failed)); then
+        step asan-reconfigure cmake --preset asan "-DCKPT_MODERN_PYTHON=" &&
+            step asan-rebuild cmake --build --preset asan -j"$jobs"
+    fi &&
     step asan-tests "${asan_env[@]}" ctest --preset asan --output-on-failure -j2
+fi
 
-# Every fuzz harness for a few seconds from seeds made of the fixtures; a crash fails the step and
-# leaves its input under build/fuzz/artifacts/ (fuzz/README.md: make it a regression test).
-step fuzz-configure cmake --preset fuzz &&
-    step fuzz-build cmake --build --preset fuzz -j"$(nproc)" &&
-    step fuzz-tidy packaging/run-clang-tidy.sh build/fuzz fuzz &&
-    step fuzz-smoke fuzz/smoke.sh 12
+[[ -n ${bg_pids[fuzz-smoke]:-} || -f $state/fuzz-smoke.waited ]] && wait_step fuzz-smoke
+[[ $(cat "$state/fuzz-configure.rc" 2>/dev/null) == 0 ]] &&
+    step fuzz-tidy packaging/run-clang-tidy.sh build/fuzz fuzz/fuzzmain.cpp
+wait_step clang-tidy tail
 finish
