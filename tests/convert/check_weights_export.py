@@ -7,8 +7,8 @@ usage: check_weights_export.py SOURCE_DIR EXPORTED.pt
 EXPORTED.pt must load with torch.load(weights_only=True) (map_location="cpu": a folder of cuda
 shards keeps its devices) and hold a flat state_dict. SOURCE_DIR is read by the library that wrote
 it: .bin shards with torch.load(weights_only=True) of every shard its index lists, safetensors
-shards by their header and bytes (the format is a JSON header and raw little-endian bytes; read
-here directly so that torch 1.13, which has no safetensors package, can judge too), a DCP folder
+shards with safetensors.torch.load_file (by their header and bytes where this torch has no
+safetensors package, as torch 1.13: a JSON header and raw little-endian bytes), a DCP folder
 with torch's dcp_to_torch_save (torch 2 only). Both must hold the same names with equal dtype,
 shape and bytes. Prints 'ok ...' or the differences and exits 1.
 """
@@ -44,7 +44,15 @@ def read_safetensors(path):
     return tensors
 
 
+try:  # the library that wrote the shards, where this torch has it
+    from safetensors.torch import load_file as read_safetensors_file
+except ImportError:
+    read_safetensors_file = read_safetensors
+
+
 def read_source(folder):
+    """The tensors of SOURCE_DIR by the library that wrote it, and its kind ("bin", "safetensors",
+    "dcp"); check_folder_conversion.py judges `convert DIR -o OUT.safetensors` with it too."""
     if os.path.exists(os.path.join(folder, ".metadata")):
         from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
         with tempfile.TemporaryDirectory() as scratch:
@@ -69,7 +77,7 @@ def read_source(folder):
             tensors = {}
             for name in files:
                 path = os.path.join(folder, name)
-                tensors.update(read_safetensors(path) if kind == "safetensors"
+                tensors.update(read_safetensors_file(path) if kind == "safetensors"
                                else torch.load(path, map_location="cpu", weights_only=True))
             return tensors, kind
     raise SystemExit("no index or .metadata in %s" % folder)
