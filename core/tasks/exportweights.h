@@ -9,8 +9,6 @@
 // and why, and the dangerous callables the safety verdict names among what is left behind (a hostile
 // file may hide a pickle where the state_dict reader does not look). Nothing of the input is
 // executed; the task never prints and never asks.
-#include "core/base/expected.h"
-#include "core/base/finding.h"
 #include "core/write/extractwriter.h"
 #include "core/write/safetensorswriter.h"
 
@@ -91,7 +89,6 @@ struct ExportWeightsOutcome {
     // The safety verdict's callables (every pickle of the file or of each shard): never imported,
     // not in the output, named in inputs.front().globalsNotCarried too.
     std::vector<std::string> unsafeCallables;
-    std::vector<Finding> findings;
 
     bool written() const { return status == ExportWeightsStatus::Written; }
     std::uint64_t tensorsWritten() const;
