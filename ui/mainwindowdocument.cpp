@@ -55,7 +55,10 @@ void MainWindow::followDocuments()
             if (!ok) {
                 showError(tr("Weights Not Exported"), message);
             } else {
-                showTransientMessage(tr("Exported %1: %2").arg(QFileInfo(path).fileName(), message));
+                // The summary line in the status bar; the box shows every line, what was not carried too.
+                showTransientMessage(
+                    tr("Exported %1: %2")
+                        .arg(QFileInfo(path).fileName(), message.section(QLatin1Char('\n'), 0, 0)));
                 showInformation(
                     tr("Weights Exported"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
             }

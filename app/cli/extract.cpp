@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: MIT
-// ckpt-inspect extract: a plain state_dict out of any readable checkpoint, without running it.
+// ckpt-inspect extract: a plain state_dict out of any readable checkpoint, without running it; the
+// export task (core/tasks/exportweights.h) decides and writes, as for `convert` and the app.
 #include "command.h"
 #include "extractoptions.h"
 #include "planoptions.h"
 
-#include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
-#include "core/report/extractreport.h"
-#include "core/write/extractwriter.h"
+#include "core/tasks/exportweights.h"
 
-#include <iostream>
 #include <memory>
 
 namespace cli {
@@ -27,38 +25,19 @@ struct ExtractArguments {
 
 int runExtract(const ExtractArguments& arguments)
 {
-    const std::string& file = arguments.file;
-    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(file);
-    if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
-        std::cerr << "ckpt-inspect extract: " << file << ": " << checkpoint.container.description << "\n";
+    ckpt::ExportWeightsRequest request;
+    request.input = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(arguments.file));
+    request.outputPath = arguments.output;
+    request.format = ckpt::WeightsFormat::TorchStateDict;
+    request.kind = ckpt::WeightsExportKind::Extract;
+    request.options = arguments.options;
+    if (auto refused = ckpt::refuseExportWeights(request))
+        return printExportWeights("extract", *refused, arguments.json);
+    ckpt::PlacementPlan plan(*request.input);
+    if (!arguments.planOptions.apply(*request.input, plan, "extract"))
         return 2;
-    }
-    // A folder of shards, an index or a DCP folder reads as one checkpoint (as `info` shows it), but
-    // an extract is one torch.save file copied storage by storage from one input file.
-    if (checkpoint.shardSet) {
-        std::cerr << "ckpt-inspect extract: " << file << " is " << checkpoint.container.description
-                  << "; extract writes one file from one file: extract each shard, or write safetensors "
-                     "of the whole set with `ckpt-inspect convert "
-                  << file << " -o OUT.safetensors`\n";
-        return 2;
-    }
-    ckpt::PlacementPlan plan(checkpoint);
-    if (!arguments.planOptions.apply(checkpoint, plan, "extract"))
-        return 2;
-    auto result = ckpt::writeExtractedStateDict(checkpoint, plan, arguments.output, arguments.options);
-    if (!result) {
-        std::cerr << "ckpt-inspect extract: " << result.error().message << "\n";
-        return 2;
-    }
-    addUnsafeNotCarried(checkpoint, result->globalsNotCarried);
-    if (arguments.json) {
-        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        ckpt::writeExtractJson(writer, file, checkpoint, *result);
-        std::cout << writer.takeText() << "\n";
-    } else {
-        ckpt::writeExtractText(std::cout, *result);
-    }
-    return 0;
+    request.plan = &plan;
+    return printExportWeights("extract", ckpt::exportWeights(request), arguments.json);
 }
 
 } // namespace

@@ -1,31 +1,19 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// What extract and convert share on the command line: the --select and --root options, and the
-// dangerous callables named among the globals not carried.
+// What extract and convert share on the command line: the --select and --root options, and how a
+// parsed command runs the export task (core/tasks/exportweights.h) and prints its outcome.
+#include "core/json/json.h"
 #include "core/model/checkpoint.h"
-#include "core/triage/pickleverdict.h"
-#include "core/triage/triage.h"
+#include "core/report/extractreport.h"
+#include "core/tasks/exportweights.h"
 #include "core/write/extractwriter.h"
 
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
+#include <iostream>
 #include <string>
 
 namespace cli {
-
-// The writers list the globals of the pickle they read. A hostile file may hide a pickle where
-// that reader does not look (before the zip, in a second archive root, a duplicate member, a
-// storage record): the safety verdict, which scans every pickle in the file, names its callables,
-// and they are not carried either. Adds those `globals` lacks.
-inline void addUnsafeNotCarried(const ckpt::Checkpoint& checkpoint, std::vector<std::string>& globals)
-{
-    const ckpt::SafetyVerdict safety
-        = checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) : ckpt::ratePickleSafety(checkpoint);
-    for (const ckpt::UnsafeCallable& callable : safety.unsafe)
-        if (std::find(globals.begin(), globals.end(), callable.name) == globals.end())
-            globals.push_back(callable.name);
-}
 
 // What extract and convert keep: --select PREFIX... and --root PATH.
 inline void addSelectionOptions(CLI::App& command, ckpt::ExtractOptions& options)
@@ -34,6 +22,25 @@ inline void addSelectionOptions(CLI::App& command, ckpt::ExtractOptions& options
         ->type_name("PREFIX");
     command.add_option("--root", options.root, "the object in the file that holds the state_dict")
         ->type_name("PATH");
+}
+
+// Prints the outcome as `command` says it (text or --json on stdout, a refusal on stderr) and
+// returns the exit status.
+inline int printExportWeights(
+    const std::string& command, const ckpt::ExportWeightsOutcome& outcome, bool json)
+{
+    if (!outcome.written()) {
+        std::cerr << "ckpt-inspect " << command << ": " << outcome.why << "\n";
+        return outcome.exitCode();
+    }
+    if (json) {
+        ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
+        ckpt::writeExportWeightsJson(writer, outcome);
+        std::cout << writer.takeText() << "\n";
+    } else {
+        ckpt::writeExportWeightsText(std::cout, outcome);
+    }
+    return outcome.exitCode();
 }
 
 } // namespace cli

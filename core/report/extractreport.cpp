@@ -3,9 +3,11 @@
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
+#include "core/tasks/exportweights.h"
 #include "core/write/extractwriter.h"
 
 #include <ostream>
+#include <sstream>
 
 namespace ckpt {
 
@@ -83,6 +85,105 @@ void writeExtractJson(
     writer.member("bytes_written", result.bytesWritten);
     writer.member("verified", result.verified);
     writer.member("summary", result.summary());
+    writer.endObject();
+}
+
+namespace {
+
+ExtractResult droppedOf(const ExportedInput& input)
+{
+    ExtractResult dropped;
+    dropped.droppedTensors = input.droppedTensors;
+    dropped.droppedObjects = input.droppedObjects;
+    dropped.globalsNotCarried = input.globalsNotCarried;
+    return dropped;
+}
+
+} // namespace
+
+void writeExportWeightsText(std::ostream& out, const ExportWeightsOutcome& outcome)
+{
+    if (outcome.stateDict && !outcome.fromFolder) {
+        writeExtractText(out, *outcome.stateDict);
+        return;
+    }
+    out << outcome.outputPath << ": " << outcome.summary() << "\n";
+    if (outcome.safetensors && !outcome.safetensors->sharedWrittenAsCopies.empty()) {
+        out << (outcome.stateDict
+                ? "  tensors that shared a storage are written as separate copies:\n"
+                : "  safetensors cannot express shared storage; written as separate copies (load_state_dict "
+                  "and from_pretrained tie them again where the model ties them):\n");
+        for (std::size_t i = 0; i < outcome.safetensors->sharedWrittenAsCopies.size() && i < 12; ++i)
+            out << "    " << outcome.safetensors->sharedWrittenAsCopies[i] << "\n";
+    }
+    for (const ExportedInput& input : outcome.inputs) {
+        const bool nothingLeft
+            = input.droppedTensors.empty() && input.droppedObjects.empty() && input.globalsNotCarried.empty();
+        if (nothingLeft)
+            continue;
+        if (outcome.inputs.size() > 1)
+            out << "  " << input.file << ":\n";
+        writeDroppedText(out, droppedOf(input));
+    }
+}
+
+std::string exportWeightsText(const ExportWeightsOutcome& outcome)
+{
+    std::ostringstream text;
+    writeExportWeightsText(text, outcome);
+    return text.str();
+}
+
+void writeExportWeightsJson(JsonWriter& writer, const ExportWeightsOutcome& outcome)
+{
+    if (outcome.stateDict && !outcome.fromFolder) {
+        writeExtractJson(writer, outcome.input, *outcome.stateDictSource, *outcome.stateDict);
+        return;
+    }
+    writer.beginObject();
+    writer.member("input", outcome.input);
+    writer.member("output", outcome.outputPath);
+    if (outcome.stateDict) {
+        writer.key("tensors").beginArray();
+        for (const ExtractedTensor& tensor : outcome.stateDict->tensors) {
+            writer.beginObject();
+            writer.member("name", tensor.name);
+            writer.member("storage", tensor.outputKey);
+            writer.member("device", tensor.device);
+            writer.endObject();
+        }
+        writer.endArray();
+    } else if (outcome.safetensors) {
+        writer.key("shards").beginArray();
+        for (const SafetensorsShard& shard : outcome.safetensors->shards) {
+            writer.beginObject();
+            writer.member("path", shard.path);
+            writer.member("tensor_bytes", shard.tensorBytes);
+            writer.member("tensors", shard.names);
+            writer.endObject();
+        }
+        writer.endArray();
+        writer.memberOrNull("index", outcome.safetensors->indexPath);
+    }
+    if (outcome.safetensors) {
+        writer.member("shared_written_as_copies", outcome.safetensors->sharedWrittenAsCopies);
+        writer.member("views_made_contiguous", outcome.safetensors->viewsMadeContiguous);
+    }
+    writer.key("inputs").beginArray();
+    for (const ExportedInput& input : outcome.inputs) {
+        writer.beginObject();
+        writer.member("file", input.file);
+        writer.member("root", input.root);
+        writeDroppedJson(writer, droppedOf(input));
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.member("tensors_written", outcome.tensorsWritten());
+    writer.member("bytes_written",
+        outcome.stateDict ? outcome.stateDict->bytesWritten : outcome.safetensors->bytesWritten);
+    writer.member(
+        "verified", outcome.stateDict ? outcome.stateDict->verified : outcome.safetensors->verified);
+    writer.member("summary", outcome.summary());
     writer.endObject();
 }
 

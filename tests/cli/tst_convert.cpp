@@ -17,6 +17,7 @@ namespace {
 const QString kChecker = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_safetensors.py");
 const QString kTransformers = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_transformers.py");
 const QString kFolderChecker = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_folder_conversion.py");
+const QString kWeightsChecker = QStringLiteral(CKPT_SOURCE_DIR "/tests/convert/check_weights_export.py");
 
 QString sharded(const QString& name)
 {
@@ -168,11 +169,11 @@ private Q_SLOTS:
         QCOMPARE(result.exitCode, 2);
         QVERIFY2(result.err.contains("pytorch_model-00002-of-00003.bin"), result.err.constData());
         QVERIFY(!QFileInfo::exists(output));
-        // Back to torch is for one safetensors file, not a folder.
-        const CommandResult folderToTorch
-            = runInspect({QStringLiteral("convert"), sharded(QStringLiteral("safetensors")),
-                QStringLiteral("-o"), m_dir.filePath(QStringLiteral("folder.pt"))});
-        QCOMPARE(folderToTorch.exitCode, 64);
+        const QString torchOutput = m_dir.filePath(QStringLiteral("broken.pt"));
+        const CommandResult toTorch = runInspect({QStringLiteral("convert"),
+            sharded(QStringLiteral("broken_missing_shard")), QStringLiteral("-o"), torchOutput});
+        QCOMPARE(toTorch.exitCode, 2);
+        QVERIFY(!QFileInfo::exists(torchOutput));
         // extract writes one file from one file, and says what to do with a folder.
         const CommandResult extracted
             = runInspect({QStringLiteral("extract"), sharded(QStringLiteral("bin_cpu")), QStringLiteral("-o"),
@@ -180,6 +181,48 @@ private Q_SLOTS:
         QCOMPARE(extracted.exitCode, 2);
         QVERIFY2(extracted.err.contains("convert"), extracted.err.constData());
         QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("folder-extract.pt"))));
+    }
+
+    // A folder exports one plain state_dict too (the app's File > Export Weights… runs the same
+    // task: tests/ui/tst_exportweights.cpp), which real torch loads with weights_only=True, tensors
+    // equal to the folder's as the library that wrote it reads them.
+    void folderExportsAStateDictTorchLoads_data()
+    {
+        QTest::addColumn<QString>("folder");
+        for (const char* name : {"bin_cpu", "bin_cuda", "safetensors", "dcp"})
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+    void folderExportsAStateDictTorchLoads()
+    {
+        QFETCH(QString, folder);
+        const QString output = m_dir.filePath(folder + u"-weights.pt"_qs);
+        const CommandResult converted
+            = runInspect({QStringLiteral("convert"), sharded(folder), QStringLiteral("-o"), output});
+        QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
+        QVERIFY2(converted.out.contains("verified"), converted.out.constData());
+        if (folder == u"dcp"_qs) // its pickled entries are named, never unpickled
+            QVERIFY2(converted.out.contains("step: a pickled value"), converted.out.constData());
+        const QString python = folder == u"dcp"_qs ? m_modern : QStringLiteral(CKPT_LEGACY_PYTHON);
+        const CommandResult checked = runProgram(python, {kWeightsChecker, sharded(folder), output});
+        QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
+    }
+
+    // What a dangerous file leaves behind is named with the safety verdict's callables, in the
+    // line the app shows too (tests/ui/tst_exportweights.cpp), whichever format is written.
+    void dangerousFileNamesWhatItLeavesBehind()
+    {
+        for (const QString& name : {u"hostile.pt"_qs, u"hostile.safetensors"_qs}) {
+            const QString input = QStringLiteral(CKPT_SOURCE_DIR "/tests/data/hostile/os_system.pt");
+            // os_system.pt is no safetensors file: to a torch file is `extract`'s (the same task).
+            const QString command = name.endsWith(u".pt"_qs) ? u"extract"_qs : u"convert"_qs;
+            const CommandResult result
+                = runInspect({command, input, QStringLiteral("-o"), m_dir.filePath(name)});
+            QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
+            QVERIFY2(
+                result.out.contains("  classes and functions named by the input, never imported and not in "
+                                    "the output: posix.system\n"),
+                result.out.constData());
+        }
     }
 
     void refusesDtypesSafetensorsCannotName()

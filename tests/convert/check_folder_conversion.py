@@ -15,41 +15,12 @@ __metadata__ {"format": "pt"}. Prints 'ok ...' or the differences and exits 1.
 import json
 import os
 import sys
-import tempfile
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-
-def read_source(folder):
-    if os.path.exists(os.path.join(folder, ".metadata")):
-        from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
-        with tempfile.TemporaryDirectory() as scratch:
-            path = os.path.join(scratch, "whole.pt")
-            dcp_to_torch_save(folder, path)
-            state = torch.load(path, weights_only=False)
-        flat = {}
-
-        def walk(prefix, value):
-            if isinstance(value, dict):
-                for key, inner in value.items():
-                    walk(prefix + str(key) + ".", inner)
-            elif torch.is_tensor(value):
-                flat[prefix[:-1]] = value
-        walk("", state)
-        return flat, "dcp"
-    for index_name, kind in (("model.safetensors.index.json", "safetensors"), ("pytorch_model.bin.index.json", "bin")):
-        index = os.path.join(folder, index_name)
-        if os.path.exists(index):
-            files = sorted(set(json.load(open(index))["weight_map"].values()))
-            tensors = {}
-            for name in files:
-                path = os.path.join(folder, name)
-                part = load_file(path) if kind == "safetensors" else torch.load(path, map_location="cpu", weights_only=True)
-                tensors.update(part)
-            return tensors, kind
-    raise SystemExit("no index or .metadata in %s" % folder)
+from check_weights_export import read_source  # the one reading of a source folder
 
 
 def read_converted(path, problems):

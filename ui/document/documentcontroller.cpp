@@ -3,12 +3,12 @@
 
 #include "core/read/checkpointreader.h"
 #include "core/report/exportplanreport.h"
+#include "core/report/extractreport.h"
 #include "core/report/savecopyreport.h"
+#include "core/tasks/exportweights.h"
 #include "core/tasks/savecopy.h"
 #include "core/triage/pickleverdict.h"
 #include "core/triage/triage.h"
-#include "core/write/extractwriter.h"
-#include "core/write/safetensorswriter.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/tensortreemodel.h"
@@ -201,43 +201,25 @@ void DocumentController::exportWeights(const QString& path)
 {
     if (!m_document)
         return;
+    // The export task (core/tasks/exportweights.h), as `ckpt-inspect convert` and `extract` run it:
+    // a file or a folder, to a state_dict or safetensors as the path names it.
     const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
     const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
     m_fileJobs->start(
-        [checkpoint, plan, out = path.toStdString()](JobProgress& job) -> Expected<std::string> {
-            const auto progress
+        [checkpoint, plan, out = path.toStdString()](JobProgress& job) {
+            ExportWeightsRequest request;
+            request.input = checkpoint;
+            request.plan = plan.get();
+            request.outputPath = out;
+            request.format = weightsFormatFor(out);
+            request.options.progress
                 = [&job](std::uint64_t done, std::uint64_t total) { return job.report(done, total); };
-            if (out.ends_with(".safetensors")) {
-                auto selection = selectStateDict(*checkpoint, {});
-                if (!selection)
-                    return selection.error();
-                std::vector<SafetensorsSource> sources;
-                for (const SelectedTensor& tensor : selection->tensors)
-                    sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
-                SafetensorsOptions options;
-                options.progress = progress;
-                auto written = writeSafetensors(sources, out, options);
-                if (!written)
-                    return written.error();
-                return written->summary();
-            }
-            ExtractOptions options;
-            options.progress = progress;
-            auto written = writeExtractedStateDict(*checkpoint, *plan, out, options);
-            if (!written)
-                return written.error();
-            std::string summary = written->summary();
-            if (!written->globalsNotCarried.empty())
-                summary += "; classes left behind:";
-            for (const std::string& name : written->globalsNotCarried)
-                summary += " " + name;
-            return summary;
+            return std::make_shared<const ExportWeightsOutcome>(ckpt::exportWeights(request));
         },
-        [this, path](const Expected<std::string>& result) {
-            if (!result)
-                Q_EMIT exportFinished(false, fromStd(result.error().message), path);
-            else
-                Q_EMIT exportFinished(true, fromStd(*result), path);
+        [this, path](const std::shared_ptr<const ExportWeightsOutcome>& outcome) {
+            // The lines `ckpt-inspect convert` prints, what was not carried among them.
+            Q_EMIT exportFinished(outcome->written(),
+                fromStd(outcome->written() ? exportWeightsText(*outcome) : outcome->why).trimmed(), path);
         });
 }
 

@@ -47,8 +47,10 @@ public:
     void saveRemappedCopy(const QString& path, bool allowDangerous = false);
     // How the app names the two ways out of the refusal of a dangerous file.
     static SaveCopyWording saveCopyWording(const Checkpoint& checkpoint);
-    // Writes the open document's tensors as a plain state_dict (.pt, storages on the plan's
-    // devices) or as safetensors (.safetensors); exportFinished().
+    // Writes the open document's tensors (a file or a folder) as a plain state_dict (.pt, storages
+    // on the plan's devices) or as safetensors (.safetensors) through the export task
+    // (core/tasks/exportweights.h), as `ckpt-inspect convert` does; exportFinished() with the lines
+    // the CLI prints (what was not carried among them) or why nothing was written.
     void exportWeights(const QString& path);
     // Triage of the open document against its target, off the GUI thread; triageFinished().
     void startTriage();

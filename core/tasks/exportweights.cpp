@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+#include "core/tasks/exportweights.h"
+
+#include "core/model/checkpoint.h"
+#include "core/model/shardset.h"
+#include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
+#include "core/read/tensorlocator.h"
+#include "core/triage/pickleverdict.h"
+#include "core/triage/triage.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <unistd.h>
+#include <unordered_map>
+#include <utility>
+
+namespace ckpt {
+
+namespace {
+
+// The tensors to write and where each comes from: its source (a checkpoint that maps its bytes and
+// its index there) and, for a folder, its index in the merged checkpoint (for the plan's device).
+struct Gathered {
+    std::vector<SafetensorsSource> sources;
+    std::vector<std::uint32_t> mergedTensor; // parallel to sources
+    std::vector<ExportedInput> inputs;
+    std::vector<LocatedTensor> located; // DCP: keeps the chunk archives the sources point into
+};
+
+bool underPrefix(const std::string& name, const std::string& prefix)
+{
+    return prefix.empty() || name == prefix || (name.starts_with(prefix) && name[prefix.size()] == '.');
+}
+
+ExportedInput leftBehind(std::string file, StateDictSelection& selection)
+{
+    return {std::move(file), selection.root, std::move(selection.droppedTensors),
+        std::move(selection.droppedObjects), std::move(selection.globalsNotCarried)};
+}
+
+// A DCP folder: every tensor entry, read from its chunk's torch.save archive inside the .distcp
+// file; entries that hold pickled values (BytesStorageMetadata) are not tensors and are dropped
+// unread. --root and --select apply to the fully qualified names as they do to a state_dict's.
+Status gatherDcp(
+    const std::shared_ptr<const Checkpoint>& checkpoint, const ExtractOptions& options, Gathered& out)
+{
+    out.located = locateTensors(checkpoint);
+    ExportedInput input;
+    input.file = checkpoint->shardSet->indexPath;
+    const std::string root = options.root.value_or("");
+    input.root = root;
+    auto relative
+        = [&](const std::string& name) { return root.empty() ? name : name.substr(root.size() + 1); };
+    auto selected = [&](const std::string& name) {
+        if (!underPrefix(name, root) || name == root)
+            return false;
+        if (options.select.empty())
+            return true;
+        return std::any_of(options.select.begin(), options.select.end(),
+            [&](const std::string& prefix) { return underPrefix(relative(name), prefix); });
+    };
+    for (const DcpEntry& entry : checkpoint->shardSet->dcp->entries)
+        if (entry.isBytes)
+            input.droppedObjects.push_back(
+                {entry.fqn, "a pickled value (BytesStorageMetadata), not a tensor; not unpickled"});
+    bool any = false;
+    for (std::uint32_t t = 0; t < checkpoint->tensors.size(); ++t) {
+        const std::string& name = checkpoint->tensors[t].name;
+        if (!selected(name)) {
+            input.droppedTensors.push_back({name, "not selected"});
+            continue;
+        }
+        const LocatedTensor& located = out.located[t];
+        if (!located.checkpoint)
+            return makeError("tensor '" + name + "': " + located.problem);
+        out.sources.push_back({located.checkpoint.get(), located.tensor, relative(name)});
+        out.mergedTensor.push_back(t);
+        any = true;
+    }
+    if (!any)
+        return makeError("no tensor to write: nothing in the DCP folder matches the selection");
+    out.inputs.push_back(std::move(input));
+    return {};
+}
+
+// A folder of shards (or an index, or one shard an index lists): each shard's state_dict, in the
+// index's order; a shard that is missing or unreadable stops the export before anything is
+// written, as exporting the rest would lose weights without saying so.
+Status gatherShards(const Checkpoint& checkpoint, const ExtractOptions& options, Gathered& out)
+{
+    for (const ShardFile& shard : checkpoint.shardSet->shards) {
+        if (!shard.problem.empty() || !shard.checkpoint)
+            return makeError(shard.name + " is not a usable shard: "
+                + (shard.problem.empty() ? std::string("could not be read") : shard.problem));
+        auto selection = selectStateDict(*shard.checkpoint, options);
+        if (!selection)
+            return makeError(shard.name + ": " + selection.error().message);
+        for (const SelectedTensor& tensor : selection->tensors) {
+            out.sources.push_back({shard.checkpoint.get(), tensor.tensor, tensor.name});
+            out.mergedTensor.push_back(shard.firstTensor + tensor.tensor);
+        }
+        out.inputs.push_back(leftBehind(shard.path, *selection));
+    }
+    return {};
+}
+
+Status gather(
+    const std::shared_ptr<const Checkpoint>& checkpoint, const ExtractOptions& options, Gathered& out)
+{
+    if (checkpoint->shardSet && checkpoint->shardSet->dcp)
+        return gatherDcp(checkpoint, options, out);
+    if (checkpoint->shardSet)
+        return gatherShards(*checkpoint, options, out);
+    auto selection = selectStateDict(*checkpoint, options);
+    if (!selection)
+        return selection.error();
+    for (const SelectedTensor& tensor : selection->tensors) {
+        out.sources.push_back({checkpoint.get(), tensor.tensor, tensor.name});
+        out.mergedTensor.push_back(tensor.tensor);
+    }
+    out.inputs.push_back(leftBehind(checkpoint->path, *selection));
+    return {};
+}
+
+ExportWeightsOutcome stopped(const ExportWeightsRequest& request, ExportWeightsStatus status, std::string why)
+{
+    ExportWeightsOutcome outcome;
+    outcome.status = status;
+    outcome.input = request.input ? request.input->path : std::string();
+    outcome.outputPath = request.outputPath;
+    outcome.format = request.format;
+    outcome.why = std::move(why);
+    return outcome;
+}
+
+// The safety verdict's callables, added to the first input's globals where that list lacks them.
+void nameUnsafeCallables(const Checkpoint& checkpoint, ExportWeightsOutcome& outcome)
+{
+    const SafetyVerdict safety
+        = checkpoint.shardSet ? rateShardSafety(checkpoint) : ratePickleSafety(checkpoint);
+    for (const UnsafeCallable& callable : safety.unsafe)
+        outcome.unsafeCallables.push_back(callable.name);
+    if (outcome.inputs.empty())
+        return;
+    std::vector<std::string>& globals = outcome.inputs.front().globalsNotCarried;
+    for (const std::string& name : outcome.unsafeCallables)
+        if (std::find(globals.begin(), globals.end(), name) == globals.end())
+            globals.push_back(name);
+    if (outcome.stateDict && !outcome.fromFolder)
+        outcome.stateDict->globalsNotCarried = globals;
+}
+
+// A folder to one torch file: its tensors are gathered into one safetensors file beside the output
+// (the writers copy storages from one input file), which is then written as the state_dict with the
+// devices the folder's plan gives each tensor, and removed.
+Status folderToTorch(const ExportWeightsRequest& request, Gathered& gathered, ExportWeightsOutcome& outcome)
+{
+    const Checkpoint& input = *request.input;
+    const std::string gatheredPath
+        = request.outputPath + ".gathering-" + std::to_string(::getpid()) + ".safetensors";
+    struct RemoveAtEnd {
+        std::string path;
+        ~RemoveAtEnd()
+        {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
+    } removeAtEnd {gatheredPath};
+    SafetensorsOptions gatherOptions;
+    gatherOptions.progress = request.options.progress;
+    gatherOptions.verifyAfterWriting = request.options.verifyAfterWriting;
+    auto written = writeSafetensors(gathered.sources, gatheredPath, gatherOptions);
+    if (!written)
+        return written.error();
+    outcome.safetensors = std::move(*written);
+    auto source = std::make_shared<const Checkpoint>(readCheckpoint(gatheredPath));
+    if (source->hasErrors())
+        return makeError("the gathered tensors of " + input.path + " do not read back cleanly");
+    // Each tensor keeps the device the folder's plan gives it (its recorded one without a plan);
+    // none recorded: the default device.
+    const PlacementPlan recorded(input);
+    const PlacementPlan& folderPlan = request.plan ? *request.plan : recorded;
+    std::unordered_map<std::string, std::optional<std::string>> deviceByName;
+    for (std::size_t k = 0; k < gathered.sources.size(); ++k)
+        deviceByName.emplace(
+            gathered.sources[k].name, folderPlan.plannedDeviceOfTensor(gathered.mergedTensor[k]));
+    PlacementPlan plan(*source);
+    std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
+    for (std::uint32_t t = 0; t < source->tensors.size(); ++t) {
+        const auto it = deviceByName.find(source->tensors[t].name);
+        const std::int32_t unit = plan.unitOfTensor(t);
+        if (it != deviceByName.end() && it->second && unit >= 0)
+            devices.emplace_back(static_cast<std::uint32_t>(unit), it->second);
+    }
+    plan.restore(devices);
+    ExtractOptions options = request.options;
+    options.root = "";
+    options.select.clear();
+    auto stateDict = writeExtractedStateDict(*source, plan, request.outputPath, options);
+    if (!stateDict)
+        return stateDict.error();
+    outcome.stateDict = std::move(*stateDict);
+    outcome.stateDictSource = std::move(source);
+    return {};
+}
+
+} // namespace
+
+WeightsFormat weightsFormatFor(const std::string& outputPath, std::uint64_t maxShardBytes)
+{
+    return outputPath.ends_with(".safetensors") || maxShardBytes != 0 ? WeightsFormat::Safetensors
+                                                                      : WeightsFormat::TorchStateDict;
+}
+
+std::uint64_t ExportWeightsOutcome::tensorsWritten() const
+{
+    if (stateDict)
+        return stateDict->tensors.size();
+    return safetensors ? safetensors->tensorsWritten : 0;
+}
+
+std::string ExportWeightsOutcome::summary() const
+{
+    if (stateDict)
+        return stateDict->summary();
+    return safetensors ? safetensors->summary() : why;
+}
+
+int ExportWeightsOutcome::exitCode() const
+{
+    switch (status) {
+    case ExportWeightsStatus::Written:
+        return 0;
+    case ExportWeightsStatus::Usage:
+        return 64;
+    case ExportWeightsStatus::Failed:
+        break;
+    }
+    return 2;
+}
+
+std::optional<ExportWeightsOutcome> refuseExportWeights(const ExportWeightsRequest& request)
+{
+    if (!request.input)
+        return stopped(request, ExportWeightsStatus::Failed, "no checkpoint to export");
+    const Checkpoint& input = *request.input;
+    const std::string& path = input.path;
+    if (input.format == CheckpointFormat::NotACheckpoint)
+        return stopped(request, ExportWeightsStatus::Failed, path + ": " + input.container.description);
+    const bool toTorch = request.format == WeightsFormat::TorchStateDict;
+    switch (request.kind) {
+    case WeightsExportKind::Extract:
+        // A folder reads as one checkpoint (as `info` shows it), but an extract is one torch.save
+        // file from one input file; convert takes the whole set.
+        if (input.shardSet)
+            return stopped(request, ExportWeightsStatus::Failed,
+                path + " is " + input.container.description
+                    + "; extract writes one file from one file: extract each shard, or write the whole set "
+                      "with `ckpt-inspect convert "
+                    + path + " -o OUT.pt` (or OUT.safetensors)");
+        break;
+    case WeightsExportKind::Convert:
+        if (toTorch && !input.shardSet && input.format != CheckpointFormat::Safetensors)
+            return stopped(request, ExportWeightsStatus::Usage,
+                path
+                    + " is not a safetensors file; to write a torch file from a torch checkpoint use "
+                      "extract, "
+                      "to write safetensors name OUT.safetensors or give --max-shard-size");
+        break;
+    case WeightsExportKind::Export:
+        break;
+    }
+    if (!toTorch && request.devicesGiven)
+        return stopped(request, ExportWeightsStatus::Usage,
+            "safetensors records no device; --device, --map, --tensor and --module apply only when writing a "
+            "torch file");
+    return std::nullopt;
+}
+
+ExportWeightsOutcome exportWeights(const ExportWeightsRequest& request)
+{
+    if (auto refused = refuseExportWeights(request))
+        return std::move(*refused);
+    const std::shared_ptr<const Checkpoint>& checkpoint = request.input;
+    ExportWeightsOutcome outcome = stopped(request, ExportWeightsStatus::Failed, {});
+    outcome.fromFolder = checkpoint->shardSet != nullptr;
+    const bool toTorch = request.format == WeightsFormat::TorchStateDict;
+
+    if (toTorch && !outcome.fromFolder) {
+        // One file: the state_dict straight from its storages, shared ones shared.
+        if (checkpoint->format == CheckpointFormat::Safetensors && checkpoint->hasErrors()) {
+            for (const Finding& finding : checkpoint->findings)
+                if (finding.severity == Severity::Error) {
+                    outcome.why = checkpoint->path + ": " + finding.message;
+                    return outcome;
+                }
+        }
+        const PlacementPlan recorded(*checkpoint);
+        ExtractOptions options = request.options;
+        if (checkpoint->format == CheckpointFormat::Safetensors)
+            options.root = "";
+        auto written = writeExtractedStateDict(
+            *checkpoint, request.plan ? *request.plan : recorded, request.outputPath, options);
+        if (!written) {
+            outcome.why = written.error().message;
+            return outcome;
+        }
+        outcome.inputs.push_back({checkpoint->path, written->root, written->droppedTensors,
+            written->droppedObjects, written->globalsNotCarried});
+        outcome.stateDict = std::move(*written);
+        outcome.stateDictSource = checkpoint;
+    } else {
+        Gathered gathered;
+        if (Status status = gather(checkpoint, request.options, gathered)) {
+            outcome.why = checkpoint->path + ": " + status->message;
+            return outcome;
+        }
+        outcome.inputs = std::move(gathered.inputs);
+        if (toTorch) {
+            if (Status status = folderToTorch(request, gathered, outcome)) {
+                outcome.why = status->message;
+                return outcome;
+            }
+        } else {
+            SafetensorsOptions options;
+            options.maxShardBytes = request.maxShardBytes;
+            options.progress = request.options.progress;
+            options.verifyAfterWriting = request.options.verifyAfterWriting;
+            auto written = writeSafetensors(gathered.sources, request.outputPath, options);
+            if (!written) {
+                outcome.why = written.error().message;
+                return outcome;
+            }
+            outcome.safetensors = std::move(*written);
+        }
+    }
+    nameUnsafeCallables(*checkpoint, outcome);
+    outcome.status = ExportWeightsStatus::Written;
+    return outcome;
+}
+
+} // namespace ckpt
