@@ -17,7 +17,7 @@ inline ckpt::SaveCopyWording saveCopyWordingFor(
     ckpt::SaveCopyWording wording;
     wording.override = override;
     wording.weightsAlone = checkpoint.shardSet ? "`ckpt-inspect convert " + shown(file)
-            + " -o weights.safetensors` (tensors only, no pickle), or `ckpt-inspect extract` on each shard"
+            + " -o weights.safetensors` or `-o weights.pt` (tensors only, no code)"
                                                : "`ckpt-inspect extract " + shown(file)
             + " -o weights.pt` (tensors only: it loads with torch.load(weights_only=True))";
     return wording;
