@@ -3,7 +3,7 @@
 // What extract and convert share on the command line: the --select and --root options, and the
 // dangerous callables named among the globals not carried.
 #include "core/model/checkpoint.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "core/triage/triage.h"
 #include "core/write/extractwriter.h"
 

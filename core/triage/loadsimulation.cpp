@@ -16,11 +16,6 @@
 
 namespace ckpt {
 
-const char* torchGenerationName(TorchGeneration generation)
-{
-    return generation == TorchGeneration::Torch113 ? "torch 1.13" : "torch 2.6+";
-}
-
 namespace {
 
 std::string trim(std::string_view text)

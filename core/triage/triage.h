@@ -5,7 +5,8 @@
 #include "core/base/finding.h"
 #include "core/base/internedstring.h"
 #include "core/devices/machineinventory.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
+#include "core/safety/torchgeneration.h"
 
 #include <cstdint>
 #include <map>
@@ -28,30 +29,6 @@ struct MapLocation {
     static Expected<MapLocation> parse(const std::string& text);
     std::string python() const; // as it would be written in torch.load(..., map_location=...)
 };
-
-// The torch versions whose behaviour the simulation knows: 1.13 (weights_only off by default, a
-// small allowlist) and 2.6 and later (weights_only on by default, torch-format.md §6).
-enum class TorchGeneration { Torch113, Torch26Plus };
-const char* torchGenerationName(TorchGeneration generation); // "torch 1.13", "torch 2.6+"
-
-// What the process that calls torch.load has imported beyond `import torch`: torch 2.x's
-// weights_only list grows as torch's own modules are imported (`import torch.distributed.tensor`
-// allows DTensor; torchallowlists.inc, read from real torch, says which import adds what).
-// `import torch` itself is always assumed: torch.load needs it.
-struct TorchImports {
-    std::vector<std::string> modules; // sorted, each one of growingTorchImports()
-    // "torch" (the default), "torch,torch.distributed.tensor", "all" (every import that grows the
-    // list); an error names the imports that do.
-    static Expected<TorchImports> parse(const std::string& text);
-    std::string text() const; // "torch" or "torch,torch.distributed.tensor": what parse reads back
-    bool operator==(const TorchImports&) const = default;
-};
-// The imports that grow torch 2.x's list (from real torch), for the CLI's help and the app's chooser.
-const std::vector<std::string>& growingTorchImports();
-// The torch a simulation stands for, for headlines: "torch 2.6+, lists of 2.14.1+debian, after
-// import torch, torch.distributed.tensor" or "torch 1.13, lists of 1.13.0a0" (the torch the
-// lists were read from).
-std::string simulatedTorchName(TorchGeneration generation, const TorchImports& imports);
 
 // What torch.load would do with one storage. One per storage and per simulation, and a handful of
 // distinct outcomes among a million storages: the texts are interned (as two std::strings they were

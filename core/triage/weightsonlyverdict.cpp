@@ -11,7 +11,7 @@
 #include "core/model/checkpoint.h"
 #include "core/pickle/opcodes.h"
 #include "core/pickle/picklesummary.h"
-#include "core/triage/picklecatalog.h"
+#include "core/safety/picklecatalog.h"
 #include "core/triage/torchmessages.h"
 #include "core/triage/triage.h"
 

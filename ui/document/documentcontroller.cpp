@@ -4,7 +4,7 @@
 #include "core/read/checkpointreader.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "core/triage/triage.h"
 #include "core/write/extractwriter.h"
 #include "core/write/safetensorswriter.h"
