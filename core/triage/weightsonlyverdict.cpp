@@ -7,13 +7,14 @@
 // checks (BUILD on a non-allowlisted type, ...) can only fire after an allowed GLOBAL produced such
 // an object, which the default allowlists never do, so they are not modelled.
 
+#include "core/triage/weightsonlyverdict.h"
+
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/pickle/opcodes.h"
 #include "core/pickle/picklesummary.h"
 #include "core/safety/picklecatalog.h"
 #include "core/triage/torchmessages.h"
-#include "core/triage/triage.h"
 
 #include <algorithm>
 #include <array>
