@@ -11,6 +11,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/pickle/opcodes.h"
 #include "core/pickle/picklesummary.h"
 #include "core/safety/picklecatalog.h"
@@ -235,9 +236,7 @@ WeightsOnlyVerdict judgeWeightsOnly(
     WeightsOnlyVerdict verdict;
     verdict.generation = generation;
     verdict.imports = imports;
-    if (checkpoint.format != CheckpointFormat::TorchZip && checkpoint.format != CheckpointFormat::TorchLegacy
-        && checkpoint.format != CheckpointFormat::TorchScript
-        && checkpoint.format != CheckpointFormat::TorchTar) {
+    if (!formatCapabilities(checkpoint.format).weightsOnlyJudged) {
         verdict.rating = SafetyRating::NotApplicable;
         return verdict;
     }
