@@ -6,7 +6,7 @@
 
 // The zip format's numbers (PKWARE's APPNOTE.TXT), declared once for the reader (ziparchive.cpp),
 // the writer (zipwriter.cpp), the sniffer and the safety verdict's own walk over raw members
-// (triage/pickleverdict.cpp), so that none of them can disagree with another on a signature or a
+// (safety/pickleverdict.cpp), so that none of them can disagree with another on a signature or a
 // header size.
 namespace ckpt::zipformat {
 

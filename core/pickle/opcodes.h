@@ -6,7 +6,7 @@
 // The pickle opcodes, declared once for every part of the project that reads or writes pickle
 // bytes: the symbolic machine (picklemachine.cpp), the emitter that writes pickles back
 // (pickleemitter.cpp) and the verdicts that walk raw pickle bytes as a loader would
-// (triage/pickleverdict.cpp, triage/weightsonlyverdict.cpp).
+// (safety/pickleverdict.cpp, triage/weightsonlyverdict.cpp).
 namespace ckpt::pickleop {
 
 // Opcode bytes, named as in CPython's pickletools. An unscoped enum in its own namespace: the

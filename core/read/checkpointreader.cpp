@@ -3,9 +3,12 @@
 
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
+#include "core/read/legacyreader.h"
 #include "core/read/picklesection.h"
 #include "core/read/safetensorsreader.h"
 #include "core/read/shardedreader.h"
+#include "core/read/tarreader.h"
+#include "core/read/torchzipreader.h"
 
 namespace ckpt {
 

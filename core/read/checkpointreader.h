@@ -19,10 +19,9 @@ struct ReadOptions {
 Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options = {});
 Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOptions& options = {});
 
-// Per-format readers, called by readCheckpoint once the container is known. Each fills the
-// checkpoint's storages, tensors, tree and findings.
-void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options);
-void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options);
-void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options);
+// Each format has a reader of its own, which readCheckpoint calls once the container is known
+// (torchzipreader.h, legacyreader.h, tarreader.h, safetensorsreader.h; folders: shardedreader.h,
+// dcpreader.h); what each format can be read, remapped, converted and extracted to is one row of
+// core/model/formatcapabilities.h.
 
 } // namespace ckpt

@@ -2,6 +2,8 @@
 // torch.distributed.checkpoint folders (torch-format.md §7.1): `.metadata` is a plain pickle of
 // Metadata. It runs through the symbolic pickle machine (nothing is imported or called) and the
 // inert graph is walked by the dataclasses' field names.
+#include "core/read/dcpreader.h"
+
 #include "core/io/mappedfile.h"
 #include "core/model/dtype.h"
 #include "core/read/shardedreader.h"

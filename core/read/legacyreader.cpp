@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Reads the legacy stream format (torch-format.md §4.1, §4.2): magic number, protocol version,
 // sys_info, the main pickle, the sorted key list, then each storage as int64 count + raw bytes.
+#include "core/read/legacyreader.h"
+
 #include "core/base/checkedarithmetic.h"
 #include "core/io/mappedfile.h"
 #include "core/model/dtype.h"

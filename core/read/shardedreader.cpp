@@ -5,6 +5,7 @@
 #include "core/base/textformat.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
+#include "core/read/dcpreader.h"
 
 #include <algorithm>
 #include <atomic>

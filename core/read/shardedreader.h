@@ -29,7 +29,4 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path);
 // NotACheckpoint with the reason.
 Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& options = {});
 
-// A DCP folder: reads .metadata with the symbolic pickle machine (never executed).
-Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOptions& options = {});
-
 } // namespace ckpt

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Reads the PyTorch 0.1.x tar layout (torch-format.md §4.3): members sys_info, pickle, tensors,
 // storages inside a POSIX tar.
+#include "core/read/tarreader.h"
+
 #include "core/base/checkedarithmetic.h"
 #include "core/io/mappedfile.h"
 #include "core/model/dtype.h"

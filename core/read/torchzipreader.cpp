@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Reads torch.save's zip format and TorchScript archives (torch-format.md §1, §2, §5).
+#include "core/read/torchzipreader.h"
+
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/format/zipformat.h"

@@ -3,7 +3,7 @@
 
 #include "core/base/escaping.h"
 #include "core/json/json.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 
 namespace ckpt {
 

@@ -6,7 +6,7 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorlocator.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "core/triage/triage.h"
 
 #include <algorithm>

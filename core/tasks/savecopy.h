@@ -12,8 +12,8 @@
 // it takes its name, and must rate exactly as dangerous as the input: the same unsafe callables,
 // the same calls. The task never prints and never asks.
 #include "core/base/finding.h"
+#include "core/safety/pickleverdict.h"
 #include "core/tasks/exportplan.h"
-#include "core/triage/pickleverdict.h"
 #include "core/write/remapwriter.h"
 #include "core/write/shardedwriter.h"
 

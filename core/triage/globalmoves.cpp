@@ -2,8 +2,9 @@
 // Globals that moved between library versions: a pickle names a class where the version that
 // wrote it kept it, and an environment with another version cannot import it. The copy written
 // by `remap --rename-global` names it where the reader's version keeps it.
+#include "core/triage/globalmoves.h"
+
 #include "core/model/checkpoint.h"
-#include "core/triage/triage.h"
 
 #include <map>
 #include <set>

@@ -5,6 +5,7 @@
 #include "core/triage/importrequirements.h"
 
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 
 #include <algorithm>
 #include <array>
@@ -315,8 +316,7 @@ std::vector<ImportRequirement> importRequirements(
     std::vector<ImportRequirement> requirements;
     // torch.jit.load resolves __torch__ classes itself and imports no Python code; safetensors has
     // no pickle.
-    if (checkpoint.format != CheckpointFormat::TorchZip && checkpoint.format != CheckpointFormat::TorchLegacy
-        && checkpoint.format != CheckpointFormat::TorchTar)
+    if (!formatCapabilities(checkpoint.format).unpicklerImportsClasses)
         return requirements;
     for (const PickleSection& section : checkpoint.pickles) {
         for (const GlobalReference& global : section.run.globals) {

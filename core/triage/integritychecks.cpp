@@ -2,13 +2,14 @@
 // Integrity (CRC of every record, sizes, truncation and what can be salvaged, files that are not
 // checkpoints) and placement smells (mixed devices in one module, optimizer state away from its
 // parameters, TorchScript code that names a device), as findings with an explanation and a fix.
+#include "core/triage/integritychecks.h"
+
 #include "core/base/checkedarithmetic.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
-#include "core/triage/triage.h"
 
 #include <fcntl.h>
 #include <unistd.h>

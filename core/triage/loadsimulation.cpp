@@ -3,23 +3,20 @@
 // messages torch prints (torch-format.md §3). The texts were checked against torch 1.13 and 2.14
 // on a CPU-only machine (tests/core/tst_loadsimulation.cpp runs both).
 
+#include "core/triage/loadsimulation.h"
+
 #include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
 #include "core/triage/importrequirements.h"
 #include "core/triage/plannedload.h"
 #include "core/triage/torchmessages.h"
-#include "core/triage/triage.h"
+#include "core/triage/weightsonlyverdict.h"
 
 #include <algorithm>
 #include <cctype>
 #include <deque>
 
 namespace ckpt {
-
-const char* torchGenerationName(TorchGeneration generation)
-{
-    return generation == TorchGeneration::Torch113 ? "torch 1.13" : "torch 2.6+";
-}
 
 namespace {
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/triage/triage.h"
+#include "core/triage/loadsimulation.h"
+#include "core/triage/weightsonlyverdict.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Checks across the files of one checkpoint (torch-format.md §7): each finding names the shard
 // and the tensors, and says what to do.
+#include "core/triage/shardchecks.h"
+
 #include "core/base/textformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
-#include "core/triage/triage.h"
+#include "core/triage/integritychecks.h"
 
 #include <algorithm>
 #include <map>
@@ -398,57 +400,6 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
 }
 
 } // namespace
-
-SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
-{
-    SafetyVerdict combined;
-    combined.headline = "no pickle: nothing in these files would be unpickled";
-    auto merge = [&](const std::string& name, SafetyVerdict verdict) {
-        for (UnsafeCallable& callable : verdict.unsafe) {
-            callable.where = name + ": " + callable.where;
-            combined.unsafe.push_back(std::move(callable));
-        }
-        for (const std::string& problem : verdict.cannotVerify)
-            combined.cannotVerify.push_back(name + ": " + problem);
-        for (AllowlistCandidate& candidate : verdict.allowlist)
-            if (std::none_of(combined.allowlist.begin(), combined.allowlist.end(),
-                    [&](const AllowlistCandidate& known) { return known.name == candidate.name; }))
-                combined.allowlist.push_back(std::move(candidate));
-        for (const std::string& pickle : verdict.pickles)
-            combined.pickles.push_back(name + ": " + pickle);
-        for (const std::string& note : verdict.notes)
-            combined.notes.push_back(name + ": " + note);
-        if (static_cast<int>(verdict.rating) > static_cast<int>(combined.rating)) {
-            combined.rating = verdict.rating;
-            combined.headline = name + ": " + verdict.headline;
-            combined.addSafeGlobals113 = verdict.addSafeGlobals113;
-            combined.addSafeGlobals2 = verdict.addSafeGlobals2;
-        }
-    };
-    const ShardSet& set = *checkpoint.shardSet;
-    if (set.layout == ShardLayout::Distributed) {
-        if (auto file = MappedFile::open(set.indexPath)) {
-            SafetyVerdict metadata = ratePickleSafety((*file)->bytes());
-            // DCP reads .metadata with pickle.load, never torch.load: torch's weights_only list has
-            // no say there, and a pickle of vetted inert classes only (DCP's dataclasses, paths)
-            // cannot run code. No add_safe_globals call would help anyone load it.
-            if (metadata.rating == PickleSafety::NeedsAllowlist) {
-                metadata.rating = PickleSafety::KnownInert;
-                metadata.headline = "known inert: every global is a vetted inert class (DCP's metadata "
-                                    "dataclasses; DCP reads it with pickle.load, not torch.load); loading it "
-                                    "cannot run code";
-                metadata.addSafeGlobals113.clear();
-                metadata.addSafeGlobals2.clear();
-            }
-            merge(".metadata", std::move(metadata));
-        }
-        return combined;
-    }
-    for (const ShardFile& shard : set.shards)
-        if (shard.checkpoint && shard.checkpoint->file)
-            merge(shard.name, ratePickleSafety(*shard.checkpoint)); // reuses the shard reader's runs
-    return combined;
-}
 
 std::vector<Finding> checkShards(const Checkpoint& checkpoint)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/triage/torchmessages.h"
 
-#include "core/triage/picklecatalog.h"
+#include "core/safety/picklecatalog.h"
 
 #include <algorithm>
 #include <array>

@@ -6,6 +6,7 @@
 #include "core/base/textformat.h"
 #include "core/devices/detectmachine.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/triage/importrequirements.h"
 #include "core/triage/plannedload.h"
@@ -396,9 +397,7 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
         report.weightsOnly.rating = SafetyRating::NeedsAllowlist;
     // DCP is not loaded by torch.load at all (torch.distributed.checkpoint.load fills a state_dict).
     // Nor are safetensors shards: from_pretrained opens each with safetensors, on the device it is told.
-    const bool loadedByTorchLoad = checkpoint.format != CheckpointFormat::NotACheckpoint
-        && checkpoint.format != CheckpointFormat::Distributed
-        && !(checkpoint.shardSet && checkpoint.format == CheckpointFormat::Safetensors);
+    const bool loadedByTorchLoad = formatCapabilities(checkpoint).torchLoadSimulated;
     if (loadedByTorchLoad) {
         const MachineInventory machine = options.target ? *options.target : detectThisMachine();
         for (const TorchGeneration generation : {TorchGeneration::Torch113, TorchGeneration::Torch26Plus})

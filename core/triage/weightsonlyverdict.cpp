@@ -7,13 +7,15 @@
 // checks (BUILD on a non-allowlisted type, ...) can only fire after an allowed GLOBAL produced such
 // an object, which the default allowlists never do, so they are not modelled.
 
+#include "core/triage/weightsonlyverdict.h"
+
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/pickle/opcodes.h"
 #include "core/pickle/picklesummary.h"
-#include "core/triage/picklecatalog.h"
+#include "core/safety/picklecatalog.h"
 #include "core/triage/torchmessages.h"
-#include "core/triage/triage.h"
 
 #include <algorithm>
 #include <array>
@@ -234,9 +236,7 @@ WeightsOnlyVerdict judgeWeightsOnly(
     WeightsOnlyVerdict verdict;
     verdict.generation = generation;
     verdict.imports = imports;
-    if (checkpoint.format != CheckpointFormat::TorchZip && checkpoint.format != CheckpointFormat::TorchLegacy
-        && checkpoint.format != CheckpointFormat::TorchScript
-        && checkpoint.format != CheckpointFormat::TorchTar) {
+    if (!formatCapabilities(checkpoint.format).weightsOnlyJudged) {
         verdict.rating = SafetyRating::NotApplicable;
         return verdict;
     }

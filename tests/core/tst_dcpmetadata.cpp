@@ -7,8 +7,8 @@
 // them).
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
-#include "core/triage/picklecatalog.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/picklecatalog.h"
+#include "core/safety/pickleverdict.h"
 #include "core/triage/triage.h"
 #include "tests/common/testfiles.h"
 

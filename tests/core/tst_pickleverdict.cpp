@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The safety verdict (core/triage/pickleverdict): regressions of issue 9 on bytes built opcode by
+// The safety verdict (core/safety/pickleverdict): regressions of issue 9 on bytes built opcode by
 // opcode (never unpickled), no false alarms on the fixtures torch's own weights_only=True accepts
 // (real torch 1.13 and the modern torch, file by file), and the corpus rated against what its
 // MANIFEST says torch did (corpus files are never unpickled here).
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "tests/common/testfiles.h"
 #include "torchprobe.h"
 

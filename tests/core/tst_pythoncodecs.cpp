@@ -3,7 +3,7 @@
 // and error handler below is encoded by Python's _codecs.encode in a child process (strings only:
 // nothing is unpickled), and the verdict's encoder must give the same bytes, raise where Python
 // raises, and know every name Python resolves to a codec it reproduces.
-#include "core/triage/pythoncodecs.h"
+#include "core/safety/pythoncodecs.h"
 
 #include <QProcess>
 #include <QTest>

@@ -9,7 +9,7 @@
 #include "core/report/diffreport.h"
 #include "core/report/machinereport.h"
 #include "core/report/safetyreport.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 
 #include <QTest>
 

@@ -5,7 +5,9 @@
 The allowed edges are not written here: they are the table "Which room may include which" in
 docs/architecture.md, so the document a newcomer reads and the rule the suite enforces cannot drift
 apart. A room is a folder of core/ (core/pickle), or one of the top-level libraries and programs
-(ui, torchbridge, app, tests, bench, fuzz). Besides the table, three rules hold everywhere:
+(ui, torchbridge, app, tests, bench, fuzz). The table itself must be acyclic (no room may reach
+itself through the rooms it includes: core/safety may not include core/triage, which includes it).
+Besides the table, three rules hold everywhere:
   - core/ includes no Qt header and no libtorch header (it is shared by the CLI and the GUI);
   - only torchbridge/ includes libtorch headers (torch/, ATen/, c10/);
   - a room's own headers may always be included from inside it.
@@ -49,6 +51,25 @@ def read_table(root):
     return table
 
 
+def table_cycles(table):
+    """Every room that the table lets reach itself again (core/safety -> core/triage -> core/safety):
+    an arrow back up would make the direction meaningless, so the table itself must stay acyclic."""
+    cycles = []
+    for start in sorted(table):
+        stack, seen = [(start, [start])], set()
+        while stack:
+            room, path = stack.pop()
+            for target in sorted(table.get(room, ())):
+                if target == start:
+                    cycles.append(' -> '.join(path + [target]))
+                    stack.clear()
+                    break
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, path + [target]))
+    return cycles
+
+
 def room_of(relative_path):
     parts = relative_path.split('/')
     if parts[0] == 'core' and len(parts) >= 3:
@@ -70,7 +91,8 @@ def room_of_include(target):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', '..'))
     table = read_table(root)
-    violations = []
+    violations = [f'docs/architecture.md: the table lets a room include itself again: {cycle}'
+                  for cycle in table_cycles(table)]
     for top in ('core',) + TOP_LEVEL_ROOMS:
         for directory, subdirs, files in os.walk(os.path.join(root, top)):
             subdirs[:] = [d for d in subdirs if d not in ('build', '.git')]

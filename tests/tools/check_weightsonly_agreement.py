@@ -245,7 +245,7 @@ def fixture_files():
 def states_for(torch):
     """(label, --assume-imports text, modules imported before torch.load)."""
     growing = ""
-    with open(os.path.join(SOURCE, "core/triage/torchallowlists.inc")) as f:
+    with open(os.path.join(SOURCE, "core/safety/torchallowlists.inc")) as f:
         match = re.search(r"kGrowingImports \{([^}]*)\}", f.read())
         growing = [m.strip().strip('"') for m in match.group(1).split(",") if m.strip()]
     states = [("after import torch (= a fresh process)", "torch", [])]

@@ -7,7 +7,7 @@
 #include "core/pickle/bufferedframes.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 
 #include <cstdio>
 #include <fstream>

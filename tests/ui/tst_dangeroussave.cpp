@@ -8,7 +8,7 @@
 // without map_location. The dialog is rendered to test-output/ui/dangerous-save-dialog.png.
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "tests/common/uitesthelpers.h"
 #include "ui/dialogs/dangeroussave.h"
 #include "ui/document/checkpointdocument.h"

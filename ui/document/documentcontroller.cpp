@@ -7,7 +7,7 @@
 #include "core/report/savecopyreport.h"
 #include "core/tasks/exportweights.h"
 #include "core/tasks/savecopy.h"
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "core/triage/triage.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 #include "ui/widgets/onelinebanner.h"
 
 namespace ckpt {

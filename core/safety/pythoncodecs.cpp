@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Python's text encoders for the verdict's nested hand-offs (pythoncodecs.h). The lookup and the
 // results were checked against CPython 3.11 and 3.14, whose alias tables agree for these codecs.
-#include "core/triage/pythoncodecs.h"
+#include "core/safety/pythoncodecs.h"
 
 #include "core/base/textformat.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The vetted catalog of inert globals and the reasons known gadgets are dangerous. See
 // picklecatalog.h for why the verdict is an allowlist.
-#include "core/triage/picklecatalog.h"
+#include "core/safety/picklecatalog.h"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 // torch's weights_only lists, generated from real torch (namespace ckpt::generated).
-#include "core/triage/torchallowlists.inc"
+#include "core/safety/torchallowlists.inc"
 
 namespace ckpt {
 
@@ -407,6 +407,11 @@ std::optional<std::string> vettedBaseOf(std::string_view path)
         if (subclass == path)
             return std::string(base);
     return std::nullopt;
+}
+
+const char* torchGenerationName(TorchGeneration generation)
+{
+    return generation == TorchGeneration::Torch113 ? "torch 1.13" : "torch 2.6+";
 }
 
 Expected<TorchImports> TorchImports::parse(const std::string& text)

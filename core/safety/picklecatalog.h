@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/triage/triage.h"
+#include "core/safety/torchgeneration.h"
 
 #include <optional>
 #include <string>

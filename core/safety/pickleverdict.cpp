@@ -15,7 +15,7 @@
 // its depth limit, budget and findings; splitting it would put the class in a header for this file
 // alone. Torch's messages and the value summaries it shares with the weights_only verdict live apart
 // (torchmessages.h, core/pickle/picklesummary.h).
-#include "core/triage/pickleverdict.h"
+#include "core/safety/pickleverdict.h"
 
 #include "core/base/textformat.h"
 #include "core/format/crc32.h"
@@ -27,8 +27,8 @@
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
 #include "core/pickle/picklesummary.h"
-#include "core/triage/picklecatalog.h"
-#include "core/triage/pythoncodecs.h"
+#include "core/safety/picklecatalog.h"
+#include "core/safety/pythoncodecs.h"
 
 #include <algorithm>
 #include <array>

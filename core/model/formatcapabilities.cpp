@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// The format capability table (formatcapabilities.h).
+#include "core/model/formatcapabilities.h"
+
+#include <array>
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::string_view kSafetensorsNoDevice
+    = "safetensors records no device: the device is chosen when it is loaded (safetensors' device "
+      "argument, from_pretrained's device_map)";
+constexpr std::string_view kDcpNoDevice
+    = "a torch.distributed.checkpoint folder records no device: DCP saves CPU copies and loads into a "
+      "state_dict whose tensors are already placed";
+
+FormatCapabilities row(CheckpointFormat format, std::string_view title, std::string_view sections)
+{
+    FormatCapabilities capabilities;
+    capabilities.format = format;
+    capabilities.name = checkpointFormatName(format);
+    capabilities.title = title;
+    capabilities.sections = sections;
+    return capabilities;
+}
+
+FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> format, std::string_view title,
+    std::string_view sections)
+{
+    FormatCapabilities capabilities;
+    capabilities.layout = layout;
+    capabilities.format = format;
+    capabilities.name = shardLayoutName(layout);
+    capabilities.title = title;
+    capabilities.sections = sections;
+    return capabilities;
+}
+
+std::array<FormatCapabilities, 9> makeTable()
+{
+    std::array<FormatCapabilities, 9> table;
+    auto& zip = table[0]
+        = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
+    zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
+    zip.weightsOnlyJudged = zip.unpicklerImportsClasses = true;
+    zip.copyWithPlan = CopyWithPlan::Rewritten;
+    zip.extractable = zip.exportsWeights = true;
+
+    auto& legacy = table[1] = row(CheckpointFormat::TorchLegacy,
+        "torch.save legacy stream (_use_new_zipfile_serialization=False, before 1.6)", "§4.1, §4.2");
+    legacy.readable = legacy.recordsDevices = legacy.pickled = legacy.torchLoadSimulated = true;
+    legacy.weightsOnlyJudged = legacy.unpicklerImportsClasses = true;
+    legacy.copyWithPlan = CopyWithPlan::ConvertedToZip;
+    legacy.extractable = legacy.exportsWeights = true;
+
+    auto& tar = table[2] = row(CheckpointFormat::TorchTar, "PyTorch 0.1.x tar", "§4.3");
+    tar.readable = tar.recordsDevices = tar.pickled = tar.torchLoadSimulated = true;
+    tar.weightsOnlyJudged = tar.unpicklerImportsClasses = true;
+    tar.copyWithPlan = CopyWithPlan::ConvertedToZip;
+    tar.extractable = tar.exportsWeights = true;
+    tar.caveat = "a tar file that keeps its tensors in a 'tensors' member is read, but not written";
+
+    auto& script = table[3]
+        = row(CheckpointFormat::TorchScript, "TorchScript archive (torch.jit.save)", "§5");
+    script.readable = script.recordsDevices = script.pickled = script.torchLoadSimulated = true;
+    script.weightsOnlyJudged = true; // torch 2.6+'s weights_only refuses it; jit imports no Python code
+    script.copyWithPlan = CopyWithPlan::Rewritten;
+    script.extractable = script.exportsWeights = true;
+
+    auto& safetensors = table[4] = row(CheckpointFormat::Safetensors, "safetensors file", "§8");
+    safetensors.readable = true;
+    safetensors.torchLoadSimulated = true; // torch 2.x routes a .safetensors path to safetensors
+    safetensors.extractable = safetensors.exportsWeights = safetensors.convertsToTorch = true;
+    safetensors.noDeviceReason = kSafetensorsNoDevice;
+
+    auto& bin = table[5] = row(ShardLayout::HuggingFaceBin, CheckpointFormat::TorchZip,
+        "Hugging Face .bin shards (pytorch_model.bin.index.json)", "§7.2");
+    bin.readable = bin.recordsDevices = bin.pickled = bin.torchLoadSimulated = true;
+    bin.weightsOnlyJudged = bin.unpicklerImportsClasses = true;
+    bin.copyWithPlan = CopyWithPlan::Rewritten; // a folder of remapped .bin shards and its index
+    bin.exportsWeights = true;
+
+    auto& safetensorsSet = table[6] = row(ShardLayout::HuggingFaceSafetensors, CheckpointFormat::Safetensors,
+        "Hugging Face safetensors shards (model.safetensors.index.json)", "§7.2, §8");
+    safetensorsSet.readable = true;
+    safetensorsSet.copyWithPlan = CopyWithPlan::PlanExported;
+    safetensorsSet.exportsWeights = true;
+    safetensorsSet.noDeviceReason = kSafetensorsNoDevice;
+
+    auto& dcp = table[7] = row(ShardLayout::Distributed, CheckpointFormat::Distributed,
+        "torch.distributed.checkpoint folder (.metadata and .distcp files)", "§7.1");
+    dcp.readable = true;
+    dcp.pickled = true; // .metadata, read with pickle.load, never torch.load
+    dcp.copyWithPlan = CopyWithPlan::PlanExported;
+    dcp.exportsWeights = true;
+    dcp.noDeviceReason = kDcpNoDevice;
+
+    table[8]
+        = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
+    return table;
+}
+
+const std::array<FormatCapabilities, 9>& table()
+{
+    static const std::array<FormatCapabilities, 9> rows = makeTable();
+    return rows;
+}
+
+} // namespace
+
+const char* copyWithPlanName(CopyWithPlan copy)
+{
+    switch (copy) {
+    case CopyWithPlan::None:
+        return "none";
+    case CopyWithPlan::Rewritten:
+        return "rewritten";
+    case CopyWithPlan::ConvertedToZip:
+        return "converted-to-zip";
+    case CopyWithPlan::PlanExported:
+        return "plan-exported";
+    }
+    return "none";
+}
+
+std::span<const FormatCapabilities> formatCapabilityTable()
+{
+    return table();
+}
+
+const FormatCapabilities& formatCapabilities(CheckpointFormat format)
+{
+    for (const FormatCapabilities& capabilities : table())
+        if (!capabilities.layout && capabilities.format == format)
+            return capabilities;
+    for (const FormatCapabilities& capabilities : table()) // a format only a folder has (DCP)
+        if (capabilities.format == format)
+            return capabilities;
+    return table().back();
+}
+
+const FormatCapabilities& formatCapabilities(ShardLayout layout)
+{
+    for (const FormatCapabilities& capabilities : table())
+        if (capabilities.layout == layout)
+            return capabilities;
+    return table().back();
+}
+
+const FormatCapabilities& formatCapabilities(const Checkpoint& checkpoint)
+{
+    if (checkpoint.format == CheckpointFormat::NotACheckpoint)
+        return formatCapabilities(CheckpointFormat::NotACheckpoint);
+    if (checkpoint.shardSet)
+        return formatCapabilities(checkpoint.shardSet->layout);
+    return formatCapabilities(checkpoint.format);
+}
+
+} // namespace ckpt
