@@ -11,6 +11,7 @@
 #include "core/pickle/pickleemitter.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/write/readbackverifier.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -544,6 +545,8 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
 
     // 6. Read the copy back before it takes the target's name.
     if (options.verifyAfterWriting) {
+        if (const ReadBackFaultForTesting* fault = readBackFaultForTesting(); fault && fault->file)
+            fault->file(output->get()->fd());
         if (::fsync(output->get()->fd()) != 0)
             return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
         const Checkpoint written = readCheckpoint(output->get()->temporaryPath());

@@ -13,6 +13,7 @@
 #include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/write/readbackverifier.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -509,6 +510,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     // on the disk, the other on the cores, and the read-back sees the same bytes either way (the
     // page cache the flush writes out). The copy takes the target's name only when both succeeded.
     auto verify = [&]() -> Status {
+        if (const ReadBackFaultForTesting* fault = readBackFaultForTesting(); fault && fault->file)
+            fault->file(output->get()->fd());
         const Checkpoint written = readCheckpoint(output->get()->temporaryPath());
         if (written.hasErrors()) {
             for (const Finding& finding : written.findings)

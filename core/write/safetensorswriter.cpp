@@ -8,6 +8,7 @@
 #include "core/model/dtype.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorbytes.h"
+#include "core/write/readbackverifier.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -249,6 +250,8 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             return *status;
 
         if (options.verifyAfterWriting) {
+            if (const ReadBackFaultForTesting* fault = readBackFaultForTesting(); fault && fault->file)
+                fault->file(output->get()->fd());
             if (::fsync(output->get()->fd()) != 0)
                 return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
             const Checkpoint back = readCheckpoint(output->get()->temporaryPath());
