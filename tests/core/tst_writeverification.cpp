@@ -159,6 +159,29 @@ private Q_SLOTS:
         QVERIFY(nothingBut(out.path(), {}));
     }
 
+    // A changed data byte (the file's last: the end of the last tensor's data).
+    void safetensorsCatchesAChangedByte()
+    {
+        const Checkpoint checkpoint = readCheckpoint(m_meant.toStdString());
+        QTemporaryDir out;
+        const std::string target = out.filePath(QStringLiteral("out.safetensors")).toStdString();
+        const ScopedReadBackFault fault({[](int fd) {
+                                             const off_t last = ::lseek(fd, 0, SEEK_END) - 1;
+                                             char byte = 0;
+                                             QVERIFY(::pread(fd, &byte, 1, last) == 1);
+                                             byte = static_cast<char>(byte ^ 0x01);
+                                             QVERIFY(::pwrite(fd, &byte, 1, last) == 1);
+                                         },
+            {}});
+        const auto result = writeSafetensors({{&checkpoint, 0, "w"}, {&checkpoint, 1, "m"}}, target);
+        QVERIFY2(!result.hasValue(), "a safetensors file with a changed byte was accepted");
+        const QString message = QString::fromStdString(result.error().message);
+        QVERIFY2(message.contains(QStringLiteral("the bytes of storage '"))
+                && message.contains(QStringLiteral("differ")),
+            qPrintable(message));
+        QVERIFY(nothingBut(out.path(), {}));
+    }
+
     // What the safetensors writer meant is a contiguous tensor at offset 0 of its own storage;
     // its check used to compare dtypes, shapes and bytes only. A writer that meant a strided view
     // (or an offset) and wrote a contiguous one must be refused.
@@ -221,6 +244,72 @@ private Q_SLOTS:
         const QString message = QString::fromStdString(result.error().message);
         QVERIFY2(message.contains(QStringLiteral(".bin")), qPrintable(message));
         QVERIFY(nothingBut(out.path(), {}));
+    }
+
+    // The rest of what the verifier checks, each through a writer that meant something else than it
+    // wrote: a storage shared otherwise, a device, a global the pickle should not name, a record
+    // length, a dtype. Each is refused with the tensor or storage named.
+    void everyPartOfTheIntentIsChecked_data()
+    {
+        QTest::addColumn<int>("part");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("storage sharing")
+            << 0 << QStringLiteral("tensor 'w' reads back with storage '0' instead of '7'");
+        QTest::newRow("tensor device")
+            << 1 << QStringLiteral("tensor 'm' reads back with device 'cpu' instead of 'cuda:0'");
+        QTest::newRow("storage device")
+            << 2 << QStringLiteral("storage '0' reads back on 'cpu' instead of 'cuda:1'");
+        QTest::newRow("global") << 3 << QStringLiteral("names the global torch._utils._rebuild_tensor_v2");
+        QTest::newRow("record length") << 4 << QStringLiteral("storage '0' holds 64 bytes instead of 60");
+        QTest::newRow("dtype") << 5
+                               << QStringLiteral("tensor 'w' reads back with dtype float32 instead of int32");
+        QTest::newRow("bytes") << 6
+                               << QStringLiteral(
+                                      "the bytes of storage '0' differ from what was meant (CRC mismatch)");
+    }
+
+    void everyPartOfTheIntentIsChecked()
+    {
+        QFETCH(int, part);
+        QFETCH(QString, expected);
+        const Checkpoint checkpoint = readCheckpoint(m_meant.toStdString());
+        PlacementPlan plan(checkpoint);
+        for (const bool extract : {false, true}) {
+            QTemporaryDir out;
+            const std::string target = out.filePath(QStringLiteral("out.pt")).toStdString();
+            const ScopedReadBackFault fault(
+                {{}, [part](IntendedOutput& intended) {
+                     for (IntendedTensor& tensor : intended.tensors) {
+                         if (part == 0 && tensor.name == "w")
+                             tensor.storageKey = "7";
+                         if (part == 1 && tensor.name == "m")
+                             tensor.device = "cuda:0";
+                         if (part == 5 && tensor.name == "w")
+                             tensor.dtype = "int32";
+                     }
+                     if (part == 2)
+                         intended.storages.at(0).device = "cuda:1";
+                     if (part == 3)
+                         intended.allowedGlobals->erase({"torch._utils", "_rebuild_tensor_v2"});
+                     if (part == 4)
+                         intended.storages.at(0).length = 60;
+                     if (part == 6)
+                         *intended.storages.at(0).crc ^= 1;
+                 }});
+            QString message;
+            if (extract) {
+                const auto written = writeExtractedStateDict(checkpoint, plan, target);
+                if (!written.hasValue())
+                    message = QString::fromStdString(written.error().message);
+            } else {
+                const auto written = writeRemappedCopy(checkpoint, plan, target);
+                if (!written.hasValue())
+                    message = QString::fromStdString(written.error().message);
+            }
+            QVERIFY2(!message.isEmpty(), qPrintable(QStringLiteral("accepted: ") + expected));
+            QVERIFY2(message.contains(expected), qPrintable(message));
+            QVERIFY(nothingBut(out.path(), {}));
+        }
     }
 
     // Without a fault every writer still writes and verifies.
