@@ -554,18 +554,18 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             const TensorEntry& tensor = checkpoint.tensors[extracted.tensor];
             IntendedTensor want;
             want.name = extracted.name;
-            want.dtype = tensor.dtype.str();
-            want.shape.assign(tensor.shape.begin(), tensor.shape.end());
-            want.stride = std::vector<std::int64_t>(tensor.stride->begin(), tensor.stride->end());
+            want.dtype = tensor.dtype;
+            want.shape = tensor.shape;
+            want.stride = tensor.stride;
             want.storageOffset = tensor.storageOffset;
             want.storageKey = extracted.outputKey;
-            want.device = extracted.device;
+            want.device = InternedString(extracted.device);
             intended.tensors.push_back(std::move(want));
         }
         for (std::size_t s = 0; s < storages.size(); ++s) {
             IntendedStorage want;
             want.key = storages[s].outputKey;
-            want.device = storages[s].device;
+            want.device = InternedString(storages[s].device);
             want.length = checkpoint.storages[storages[s].input].nbytes;
             want.crc = writtenCrcs[s];
             intended.storages.push_back(std::move(want));

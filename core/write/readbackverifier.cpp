@@ -28,7 +28,7 @@ std::unique_ptr<ReadBackFaultForTesting>& faultInForce()
 // At most this many mismatches are named in the message (the rest are counted).
 constexpr std::size_t kMismatchesShown = 4;
 
-std::string dimensionsText(const std::vector<std::int64_t>& values)
+std::string dimensionsText(const Dimensions& values)
 {
     std::string text = "(";
     for (std::size_t i = 0; i < values.size(); ++i)
@@ -36,14 +36,9 @@ std::string dimensionsText(const std::vector<std::int64_t>& values)
     return text + (values.size() == 1 ? ",)" : ")");
 }
 
-std::string optionalText(const std::optional<std::string>& text)
+std::string optionalText(const std::optional<InternedString>& text)
 {
-    return text ? "'" + printableText(*text) + "'" : std::string("none recorded");
-}
-
-std::optional<std::string> deviceOf(const std::optional<InternedString>& device)
-{
-    return device ? std::optional<std::string>(device->str()) : std::nullopt;
+    return text ? "'" + printableText(text->str()) + "'" : std::string("none recorded");
 }
 
 class Mismatches {
@@ -70,7 +65,7 @@ private:
     std::size_t m_count = 0;
 };
 
-std::string tensorLabel(const std::string& name, std::size_t index)
+std::string tensorLabel(std::string_view name, std::size_t index)
 {
     return name.empty() ? "tensor #" + std::to_string(index) + " (unnamed)"
                         : "tensor '" + printableText(name) + "'";
@@ -83,30 +78,31 @@ void compareTensor(const Checkpoint& written, const TensorEntry& got, const Inte
     if (got.name != want.name)
         differences.push_back("the name '" + printableText(got.name) + "'");
     if (got.dtype != want.dtype)
-        differences.push_back("dtype " + got.dtype.str() + " instead of " + want.dtype);
-    const std::vector<std::int64_t> shape(got.shape.begin(), got.shape.end());
-    if (shape != want.shape)
-        differences.push_back("shape " + dimensionsText(shape) + " instead of " + dimensionsText(want.shape));
-    const std::optional<std::vector<std::int64_t>> stride = got.stride
-        ? std::optional<std::vector<std::int64_t>>(
-            std::vector<std::int64_t>(got.stride->begin(), got.stride->end()))
-        : std::nullopt;
-    if (stride != want.stride)
-        differences.push_back("stride " + (stride ? dimensionsText(*stride) : std::string("none"))
+        differences.push_back("dtype " + got.dtype.str() + " instead of " + want.dtype.str());
+    if (!std::equal(got.shape.begin(), got.shape.end(), want.shape.begin(), want.shape.end()))
+        differences.push_back(
+            "shape " + dimensionsText(got.shape) + " instead of " + dimensionsText(want.shape));
+    const bool sameStride = got.stride.has_value() == want.stride.has_value()
+        && (!got.stride
+            || std::equal(got.stride->begin(), got.stride->end(), want.stride->begin(), want.stride->end()));
+    if (!sameStride)
+        differences.push_back("stride " + (got.stride ? dimensionsText(*got.stride) : std::string("none"))
             + " instead of " + (want.stride ? dimensionsText(*want.stride) : std::string("none")));
     if (got.storageOffset != want.storageOffset)
         differences.push_back("storage offset "
             + (got.storageOffset ? std::to_string(*got.storageOffset) : std::string("none")) + " instead of "
             + (want.storageOffset ? std::to_string(*want.storageOffset) : std::string("none")));
-    const std::string storageKey
-        = got.storage >= 0 ? written.storages[static_cast<std::size_t>(got.storage)].key : std::string();
+    const std::string_view storageKey = got.storage >= 0
+        ? std::string_view(written.storages[static_cast<std::size_t>(got.storage)].key)
+        : std::string_view();
     if (storageKey != want.storageKey)
         differences.push_back("storage "
-            + (storageKey.empty() ? "(none)" : "'" + printableText(storageKey) + "'") + " instead of "
-            + (want.storageKey.empty() ? "(none)" : "'" + printableText(want.storageKey) + "'"));
-    if (want.deviceChecked && deviceOf(got.device) != want.device)
+            + (storageKey.empty() ? std::string("(none)") : "'" + printableText(storageKey) + "'")
+            + " instead of "
+            + (want.storageKey.empty() ? std::string("(none)") : "'" + printableText(want.storageKey) + "'"));
+    if (want.deviceChecked && got.device != want.device)
         differences.push_back(
-            "device " + optionalText(deviceOf(got.device)) + " instead of " + optionalText(want.device));
+            "device " + optionalText(got.device) + " instead of " + optionalText(want.device));
     if (differences.empty())
         return;
     std::string text = tensorLabel(want.name, index) + " reads back with ";
@@ -151,8 +147,8 @@ Status compareStorages(const AtomicOutputFile& output, const Checkpoint& written
             continue;
         }
         const StorageRecord& got = written.storages[*index];
-        if (want.deviceChecked && deviceOf(got.device) != want.device)
-            mismatches.add(label + " reads back on " + optionalText(deviceOf(got.device)) + " instead of "
+        if (want.deviceChecked && got.device != want.device)
+            mismatches.add(label + " reads back on " + optionalText(got.device) + " instead of "
                 + optionalText(want.device));
         if (want.length && got.availableBytes != want.length) {
             mismatches.add(label + " holds " + std::to_string(got.availableBytes.value_or(0))
@@ -255,9 +251,9 @@ const ReadBackFaultForTesting* readBackFaultForTesting()
     return faultInForce().get();
 }
 
-std::vector<std::int64_t> contiguousStrides(const std::vector<std::int64_t>& shape)
+Dimensions contiguousStrides(const Dimensions& shape)
 {
-    std::vector<std::int64_t> stride(shape.size(), 1);
+    Dimensions stride(std::vector<std::int64_t>(shape.size(), 1));
     for (std::size_t d = shape.size(); d-- > 1;)
         stride[d - 1] = stride[d] * std::max<std::int64_t>(shape[d], 1);
     return stride;

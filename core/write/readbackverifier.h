@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,23 +19,25 @@ namespace ckpt {
 class AtomicOutputFile;
 
 // What a writer meant one tensor of its output to be, as the project's reader must read it back.
+// Kept small (a million tensors make a million of these): the texts are views of the writer's own
+// strings, which outlive the verification, and dimensions are stored inline.
 struct IntendedTensor {
-    std::string name;
-    std::string dtype;
-    std::vector<std::int64_t> shape;
-    std::optional<std::vector<std::int64_t>> stride; // none: a layout without strides (sparse, nested)
+    std::string_view name;
+    InternedString dtype;
+    Dimensions shape;
+    OptionalDimensions stride; // none: a layout without strides (sparse, nested)
     std::optional<std::int64_t> storageOffset;
     // The output storage it views ("" for none): tensors meant to share a storage name the same key.
-    std::string storageKey;
+    std::string_view storageKey;
     // The device the output records for it (none where the format records none).
-    std::optional<std::string> device;
+    std::optional<InternedString> device;
     bool deviceChecked = true; // false: the writer leaves the device where the reader finds it
 };
 
 // What a writer meant one storage of its output to hold.
 struct IntendedStorage {
-    std::string key;
-    std::optional<std::string> device; // recorded in the output (none where the format records none)
+    std::string_view key; // a view of the writer's own string, as IntendedTensor's
+    std::optional<InternedString> device; // recorded in the output (none where the format records none)
     bool deviceChecked = true;
     // The length of its record in the output, when the writer knows it.
     std::optional<std::uint64_t> length;
@@ -66,7 +69,7 @@ struct IntendedOutput {
 Status verifyWrittenFile(const AtomicOutputFile& output, IntendedOutput intended);
 
 // The C-order strides torch gives a contiguous tensor of `shape`.
-std::vector<std::int64_t> contiguousStrides(const std::vector<std::int64_t>& shape);
+Dimensions contiguousStrides(const Dimensions& shape);
 
 // Test hooks: a fault put into the written file (through its descriptor) or into what the writer
 // meant, just before verifyWrittenFile checks, as a writer bug would. Tests only; one at a time.

@@ -518,18 +518,18 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             const TensorEntry& tensor = checkpoint.tensors[t];
             IntendedTensor want;
             want.name = tensor.name;
-            want.dtype = tensor.dtype.str();
-            want.shape.assign(tensor.shape.begin(), tensor.shape.end());
-            if (tensor.stride)
-                want.stride = std::vector<std::int64_t>(tensor.stride->begin(), tensor.stride->end());
+            want.dtype = tensor.dtype;
+            want.shape = tensor.shape;
+            want.stride = tensor.stride;
             want.storageOffset = tensor.storageOffset;
             if (tensor.storage >= 0)
                 want.storageKey = result.storages[static_cast<std::size_t>(tensor.storage)].outputKey;
             // A tensor outside the plan's units (a sparse or nested tensor: its parts are units of
             // their own) reads back on the device of its parts, checked there.
-            if (plan.unitOfTensor(t) >= 0)
-                want.device = plan.plannedDeviceOfTensor(t);
-            else
+            if (plan.unitOfTensor(t) >= 0) {
+                if (const std::optional<std::string> planned = plan.plannedDeviceOfTensor(t))
+                    want.device = InternedString(*planned);
+            } else
                 want.deviceChecked = false;
             intended.tensors.push_back(std::move(want));
         }
@@ -539,7 +539,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         for (const RemappedStorage& moved : result.storages) {
             IntendedStorage want;
             want.key = moved.outputKey;
-            want.device = moved.planned;
+            if (moved.planned)
+                want.device = InternedString(*moved.planned);
             if (const auto found = crcByKey.find(moved.outputKey); found != crcByKey.end()) {
                 want.length = found->second->length;
                 // An input written with torch's CRC computation switched off records 0.

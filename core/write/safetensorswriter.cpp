@@ -248,8 +248,8 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             for (const Planned* p : inShard) {
                 IntendedTensor tensor;
                 tensor.name = p->source->name;
-                tensor.dtype = p->tensor->dtype.str();
-                tensor.shape.assign(p->tensor->shape.begin(), p->tensor->shape.end());
+                tensor.dtype = p->tensor->dtype;
+                tensor.shape = p->tensor->shape;
                 tensor.stride = contiguousStrides(tensor.shape);
                 tensor.storageOffset = 0;
                 tensor.storageKey = p->source->name;
