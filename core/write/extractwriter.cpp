@@ -11,6 +11,7 @@
 #include "core/pickle/pickleemitter.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/write/readbackverifier.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -542,40 +543,40 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         }
     }
 
-    // 6. Read the copy back before it takes the target's name.
+    // 6. Read the copy back before it takes the target's name: every tensor as selected (name,
+    // dtype, shape, stride, offset, shared storage) on its planned device, every storage's bytes
+    // as copied, and no global but the few a state_dict names.
     if (options.verifyAfterWriting) {
-        if (::fsync(output->get()->fd()) != 0)
-            return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
-        const Checkpoint written = readCheckpoint(output->get()->temporaryPath());
-        for (const Finding& finding : written.findings)
-            if (finding.severity == Severity::Error)
-                return makeError("the written state_dict does not read back cleanly: " + finding.message);
-        if (written.tensors.size() != result.tensors.size())
-            return makeError("the written state_dict has " + std::to_string(written.tensors.size())
-                + " tensors instead of " + std::to_string(result.tensors.size()));
-        for (std::size_t t = 0; t < written.tensors.size(); ++t) {
-            const TensorEntry& got = written.tensors[t];
-            const TensorEntry& want = checkpoint.tensors[result.tensors[t].tensor];
-            if (got.name != result.tensors[t].name || got.dtype != want.dtype || got.shape != want.shape
-                || got.stride != want.stride || got.storageOffset != want.storageOffset
-                || got.device != std::optional<std::string>(result.tensors[t].device))
-                return makeError(
-                    "tensor '" + result.tensors[t].name + "' reads back differently from the output");
+        IntendedOutput intended;
+        intended.what = "the written state_dict";
+        intended.format = CheckpointFormat::TorchZip;
+        for (const ExtractedTensor& extracted : result.tensors) {
+            const TensorEntry& tensor = checkpoint.tensors[extracted.tensor];
+            IntendedTensor want;
+            want.name = extracted.name;
+            want.dtype = tensor.dtype;
+            want.shape = tensor.shape;
+            want.stride = tensor.stride;
+            want.storageOffset = tensor.storageOffset;
+            want.storageKey = extracted.outputKey;
+            want.device = InternedString(extracted.device);
+            intended.tensors.push_back(std::move(want));
         }
         for (std::size_t s = 0; s < storages.size(); ++s) {
-            const std::optional<std::uint32_t> index = written.storageIndex(storages[s].outputKey);
-            if (!index)
-                return makeError("the output lacks storage " + storages[s].outputKey);
-            const StorageRecord& storage = written.storages[*index];
-            if (!storage.dataOffset)
-                return makeError("the output lacks the bytes of storage " + storages[s].outputKey);
-            const auto crc = crc32OfFileRange(output->get()->fd(), *storage.dataOffset,
-                std::min(storage.nbytes, storage.availableBytes.value_or(0)));
-            if (!crc)
-                return crc.error();
-            if (*crc != writtenCrcs[s])
-                return makeError("the bytes of storage " + storages[s].outputKey + " differ in the output");
+            IntendedStorage want;
+            want.key = storages[s].outputKey;
+            want.device = InternedString(storages[s].device);
+            want.length = checkpoint.storages[storages[s].input].nbytes;
+            want.crc = writtenCrcs[s];
+            intended.storages.push_back(std::move(want));
         }
+        std::set<std::pair<std::string, std::string>> allowed;
+        for (NodeId id = 0; id < graph.size(); ++id)
+            if (graph.kind(id) == NodeKind::Global)
+                allowed.emplace(graph.module(id), graph.name(id));
+        intended.allowedGlobals = std::move(allowed);
+        if (Status problem = verifyWrittenFile(**output, std::move(intended)))
+            return *problem;
         result.verified = true;
     }
     if (Status commitStatus = output->get()->commit())

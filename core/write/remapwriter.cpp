@@ -13,6 +13,7 @@
 #include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/write/readbackverifier.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,7 +23,6 @@
 #include <fcntl.h>
 #include <map>
 #include <set>
-#include <thread>
 #include <unistd.h>
 
 namespace ckpt {
@@ -121,6 +121,7 @@ namespace {
 struct CrcCheck {
     std::string key;
     std::uint32_t crc;
+    std::uint64_t length; // of its record
 };
 
 } // namespace
@@ -465,7 +466,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             if (status)
                 return *status;
             if (const StorageRecord* storage = storageOf(entry->name()))
-                expectedCrcs.push_back({storage->key, entry->crc32});
+                expectedCrcs.push_back({storage->key, entry->crc32, entry->uncompressedSize});
         }
         if (Status status = writer.finish())
             return *status;
@@ -489,7 +490,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             status = writer.addRecordFromFile(prefix + "data/" + result.storages[s].outputKey, input.fd(),
                 *storage.dataOffset, storage.nbytes, std::nullopt);
             if (!status) {
-                expectedCrcs.push_back({result.storages[s].outputKey, writer.records().back().crc32});
+                expectedCrcs.push_back(
+                    {result.storages[s].outputKey, writer.records().back().crc32, storage.nbytes});
                 ++result.recordsCopied;
             }
         }
@@ -503,90 +505,59 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         result.bytesWritten = writer.bytesWritten();
     }
 
-    // 3. Verify the written file before it takes the target's name: every storage on its planned
-    // device, every storage's bytes unchanged.
-    // The flush to disk runs on its own thread while the copy is read back and checked: one waits
-    // on the disk, the other on the cores, and the read-back sees the same bytes either way (the
-    // page cache the flush writes out). The copy takes the target's name only when both succeeded.
-    auto verify = [&]() -> Status {
-        const Checkpoint written = readCheckpoint(output->get()->temporaryPath());
-        if (written.hasErrors()) {
-            for (const Finding& finding : written.findings)
-                if (finding.severity == Severity::Error)
-                    return makeError("the written copy does not read back cleanly: " + finding.message);
-        }
-        for (const RemappedStorage& moved : result.storages) {
-            const std::optional<std::uint32_t> index = written.storageIndex(moved.outputKey);
-            if (!index)
-                return makeError("the written copy lacks storage " + moved.outputKey);
-            const StorageRecord& storage = written.storages[*index];
-            if (storage.device != moved.planned)
-                return makeError("the written copy records storage " + moved.outputKey + " on "
-                    + storage.device.value_or("(none)") + " instead of " + moved.planned.value_or("(none)"));
-        }
-        std::vector<FileRange> ranges;
-        ranges.reserve(expectedCrcs.size());
-        for (const CrcCheck& check : expectedCrcs) {
-            const std::optional<std::uint32_t> index = written.storageIndex(check.key);
-            if (!index)
-                return makeError("the written copy lacks storage " + check.key);
-            const StorageRecord& storage = written.storages[*index];
-            if (!storage.dataOffset)
-                return makeError("the written copy lacks the bytes of storage " + check.key);
-            // The whole record, as it was copied: a record longer than its storage needs keeps its
-            // extra bytes too (torch ignores them; they were rated with the rest), and its recorded
-            // CRC covers them all.
-            ranges.push_back({*storage.dataOffset, storage.availableBytes.value_or(0)});
-        }
-        // Read back through the file descriptor, not the map: memory stays flat however large the
-        // checkpoint is. Every storage at once, on every core.
-        const auto crcs = crc32OfFileRanges(output->get()->fd(), ranges);
-        if (!crcs)
-            return crcs.error();
-        for (std::size_t i = 0; i < expectedCrcs.size(); ++i)
-            // An input written with torch's CRC computation switched off records 0.
-            if ((*crcs)[i] != expectedCrcs[i].crc && expectedCrcs[i].crc != 0)
-                return makeError("the bytes of storage " + expectedCrcs[i].key
-                    + " differ in the written copy (CRC mismatch)");
-        for (NodeId id = 0; id < written.graph.size(); ++id)
-            if (written.graph.kind(id) == NodeKind::Global
-                && renamedFrom.count(written.graph.qualifiedName(id)) && !options.renameGlobals.empty()) {
-                const std::string old = written.graph.qualifiedName(id);
-                bool alsoNew = false;
-                for (const std::string& renamed : result.globalsRenamed)
-                    alsoNew = alsoNew || renamed.find("-> " + old) != std::string::npos;
-                if (!alsoNew)
-                    return makeError("the written copy still names " + old);
-            }
-        if (written.tensors.size() != checkpoint.tensors.size())
-            return makeError("the written copy has " + std::to_string(written.tensors.size())
-                + " tensors instead of " + std::to_string(checkpoint.tensors.size()));
-        for (std::uint32_t t = 0; t < written.tensors.size(); ++t) {
-            if (written.tensors[t].name != checkpoint.tensors[t].name
-                || written.tensors[t].dtype != checkpoint.tensors[t].dtype
-                || written.tensors[t].shape != checkpoint.tensors[t].shape)
-                return makeError("tensor '" + checkpoint.tensors[t].name
-                    + "' reads back differently from the written copy");
-            if (plan.unitOfTensor(t) >= 0 && written.tensors[t].device != plan.plannedDeviceOfTensor(t))
-                return makeError("tensor '" + checkpoint.tensors[t].name + "' reads back on "
-                    + written.tensors[t].device.value_or("(none)") + " instead of its planned device");
-        }
-        return std::nullopt;
-    };
+    // 3. Read the written file back before it takes the target's name: every tensor as in the
+    // input (name, dtype, shape, stride, offset, storage) on its planned device, every storage on
+    // its planned device with its bytes unchanged (the input's CRC), no global the copy should not
+    // name (a renamed one never again).
     if (options.verifyAfterWriting) {
-        int flushError = 0;
-        Status problem;
-        {
-            const int fd = output->get()->fd();
-            const std::jthread flusher([fd, &flushError] {
-                if (::fsync(fd) != 0)
-                    flushError = errno;
-            });
-            problem = verify();
-        } // joins the flush
-        if (flushError != 0)
-            return makeError(std::string("cannot flush the output: ") + std::strerror(flushError));
-        if (problem)
+        IntendedOutput intended;
+        intended.what = "the written copy";
+        intended.format = legacy ? CheckpointFormat::TorchZip : checkpoint.format;
+        intended.tensors.reserve(checkpoint.tensors.size());
+        for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+            const TensorEntry& tensor = checkpoint.tensors[t];
+            IntendedTensor want;
+            want.name = tensor.name;
+            want.dtype = tensor.dtype;
+            want.shape = tensor.shape;
+            want.stride = tensor.stride;
+            want.storageOffset = tensor.storageOffset;
+            if (tensor.storage >= 0)
+                want.storageKey = result.storages[static_cast<std::size_t>(tensor.storage)].outputKey;
+            // A tensor outside the plan's units (a sparse or nested tensor: its parts are units of
+            // their own) reads back on the device of its parts, checked there.
+            if (plan.unitOfTensor(t) >= 0) {
+                if (const std::optional<std::string> planned = plan.plannedDeviceOfTensor(t))
+                    want.device = InternedString(*planned);
+            } else
+                want.deviceChecked = false;
+            intended.tensors.push_back(std::move(want));
+        }
+        std::map<std::string, const CrcCheck*> crcByKey;
+        for (const CrcCheck& check : expectedCrcs)
+            crcByKey[check.key] = &check;
+        for (const RemappedStorage& moved : result.storages) {
+            IntendedStorage want;
+            want.key = moved.outputKey;
+            if (moved.planned)
+                want.device = InternedString(*moved.planned);
+            if (const auto found = crcByKey.find(moved.outputKey); found != crcByKey.end()) {
+                want.length = found->second->length;
+                // An input written with torch's CRC computation switched off records 0.
+                if (found->second->crc != 0)
+                    want.crc = found->second->crc;
+            }
+            intended.storages.push_back(std::move(want));
+        }
+        std::set<std::pair<std::string, std::string>> allowed = renamedTo;
+        for (const PickleSection& section : checkpoint.pickles)
+            for (const GlobalReference& global : section.run.globals)
+                if (!renamedFrom.count(global.module + "." + global.name))
+                    allowed.emplace(global.module, global.name);
+        if (torchDeviceWritten)
+            allowed.emplace("torch", "device");
+        intended.allowedGlobals = std::move(allowed);
+        if (Status problem = verifyWrittenFile(**output, std::move(intended)))
             return *problem;
         result.verified = true;
     }

@@ -8,6 +8,7 @@
 #include "core/model/dtype.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorbytes.h"
+#include "core/write/readbackverifier.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -38,20 +39,6 @@ struct Planned {
 Status forEachChunk(const Planned& planned, const std::function<Status(ByteView)>& sink)
 {
     return forEachTensorByteChunk(*planned.source->checkpoint, *planned.tensor, sink);
-}
-
-Status writeAll(int fd, ByteView bytes)
-{
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return makeError(std::string("cannot write the output: ") + std::strerror(errno));
-        done += static_cast<std::size_t>(n);
-    }
-    return std::nullopt;
 }
 
 std::string shardName(std::size_t index, std::size_t count)
@@ -229,15 +216,14 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
         std::uint8_t length[8];
         for (int i = 0; i < 8; ++i)
             length[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(text.size()) >> (8 * i));
-        Status status = writeAll(output->get()->fd(), ByteView(length, 8));
+        Status status = output->get()->write(ByteView(length, 8));
         if (!status)
-            status = writeAll(output->get()->fd(),
-                ByteView(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+            status = output->get()->write(std::string_view(text));
         for (const Planned* p : inShard) {
             if (status)
                 break;
             status = forEachChunk(*p, [&](ByteView chunk) -> Status {
-                if (Status problem = writeAll(output->get()->fd(), chunk))
+                if (Status problem = output->get()->write(chunk))
                     return problem;
                 done += chunk.size();
                 if (options.progress && !options.progress(done, totalBytes))
@@ -248,37 +234,35 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
         if (status)
             return *status;
 
+        // Read the file back before it takes its name: every tensor a contiguous view at offset 0
+        // of its own storage, with its dtype and shape, no device recorded, and its bytes those of
+        // the input's view, byte for byte.
         if (options.verifyAfterWriting) {
-            if (::fsync(output->get()->fd()) != 0)
-                return makeError(std::string("cannot flush the output: ") + std::strerror(errno));
-            const Checkpoint back = readCheckpoint(output->get()->temporaryPath());
-            if (back.format != CheckpointFormat::Safetensors || back.hasErrors())
-                return makeError("the written safetensors file does not read back cleanly");
-            if (back.tensors.size() != inShard.size())
-                return makeError("the written safetensors file holds " + std::to_string(back.tensors.size())
-                    + " tensors instead of " + std::to_string(inShard.size()));
-            const ByteView bytes = back.file->bytes();
+            IntendedOutput intended;
+            intended.what = folder
+                ? "the written shard " + written.path.substr(written.path.find_last_of('/') + 1)
+                : std::string("the written safetensors file");
+            intended.format = CheckpointFormat::Safetensors;
+            intended.matchTensorsByName = true;
+            intended.allowedGlobals.emplace(); // no pickle at all
             for (const Planned* p : inShard) {
-                const std::optional<std::uint32_t> index = back.storageIndex(p->source->name);
-                if (!index)
-                    return makeError("the written file lacks tensor '" + p->source->name + "'");
-                const StorageRecord& storage = back.storages[*index];
-                const TensorEntry& tensor = back.tensors[storage.tensors.at(0)];
-                if (tensor.dtype != p->tensor->dtype || tensor.shape != p->tensor->shape
-                    || !storage.dataOffset)
-                    return makeError("tensor '" + p->source->name + "' reads back differently");
-                std::uint64_t position = *storage.dataOffset;
-                Status compared = forEachChunk(*p, [&](ByteView chunk) -> Status {
-                    const auto there = subView(bytes, position, chunk.size());
-                    if (!there || std::memcmp(there->data(), chunk.data(), chunk.size()) != 0)
-                        return makeError(
-                            "the bytes of tensor '" + p->source->name + "' differ in the written file");
-                    position += chunk.size();
-                    return std::nullopt;
-                });
-                if (compared)
-                    return *compared;
+                IntendedTensor tensor;
+                tensor.name = p->source->name;
+                tensor.dtype = p->tensor->dtype;
+                tensor.shape = p->tensor->shape;
+                tensor.stride = contiguousStrides(tensor.shape);
+                tensor.storageOffset = 0;
+                tensor.storageKey = p->source->name;
+                intended.tensors.push_back(std::move(tensor));
+                IntendedStorage storage;
+                storage.key = p->source->name;
+                storage.length = p->nbytes;
+                storage.bytes
+                    = [p](const std::function<Status(ByteView)>& sink) { return forEachChunk(*p, sink); };
+                intended.storages.push_back(std::move(storage));
             }
+            if (Status problem = verifyWrittenFile(**output, std::move(intended)))
+                return *problem;
         }
         if (Status commit = output->get()->commit())
             return *commit;
@@ -306,8 +290,7 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
         auto output = AtomicOutputFile::create(result.indexPath, inputPath, text.size());
         if (!output)
             return output.error();
-        if (Status status = writeAll(output->get()->fd(),
-                ByteView(reinterpret_cast<const std::uint8_t*>(text.data()), text.size())))
+        if (Status status = output->get()->write(std::string_view(text)))
             return *status;
         if (Status commit = output->get()->commit())
             return *commit;

@@ -361,6 +361,66 @@ private Q_SLOTS:
         QVERIFY(folderContents(dir.path()).isEmpty());
     }
 
+    // AtomicOutputFile::write, the one write loop: everything given is appended, in order.
+    void writeAppendsEverything()
+    {
+        QTemporaryDir dir;
+        const QString target = dir.filePath(QStringLiteral("written.bin"));
+        auto created = AtomicOutputFile::create(target.toStdString(), {}, 8 << 20);
+        QVERIFY(created);
+        std::vector<std::uint8_t> large(5 << 20);
+        for (std::size_t i = 0; i < large.size(); ++i)
+            large[i] = static_cast<std::uint8_t>(i * 131 + i / 4096);
+        QVERIFY(!(*created)->write(std::string_view("head:")));
+        QVERIFY(!(*created)->write(ByteView(large.data(), large.size())));
+        QVERIFY(!(*created)->write(ByteView()));
+        QVERIFY(!(*created)->write(std::string_view(":tail")));
+        QVERIFY(!(*created)->commit());
+        const QByteArray bytes = readAll(target);
+        QCOMPARE(bytes.size(), qsizetype(5 + large.size() + 5));
+        QVERIFY(bytes.startsWith("head:") && bytes.endsWith(":tail"));
+        QVERIFY(std::memcmp(bytes.constData() + 5, large.data(), large.size()) == 0);
+    }
+
+    // A write the system refuses names the target and the cause: a full device (the file's
+    // descriptor pointed at /dev/full) and a closed descriptor.
+    void writeFailureNamesTheTarget()
+    {
+        QTemporaryDir dir;
+        const std::string target = dir.filePath(QStringLiteral("full.pt")).toStdString();
+        auto created = AtomicOutputFile::create(target, {}, 4096);
+        QVERIFY(created);
+        const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+        QVERIFY(full >= 0);
+        QVERIFY(::dup2(full, (*created)->fd()) == (*created)->fd());
+        ::close(full);
+        const Status refused = (*created)->write(std::string_view("some bytes"));
+        QVERIFY(refused);
+        QVERIFY2(QString::fromStdString(refused->message).contains(QString::fromStdString(target)),
+            refused->message.c_str());
+        QVERIFY2(QString::fromStdString(refused->message).contains(QString::fromUtf8(std::strerror(ENOSPC))),
+            refused->message.c_str());
+
+        const std::string closedTarget = dir.filePath(QStringLiteral("closed.pt")).toStdString();
+        auto closed = AtomicOutputFile::create(closedTarget, {}, 4096);
+        QVERIFY(closed);
+        const int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC); // a descriptor that cannot write
+        QVERIFY(devNull >= 0);
+        QVERIFY(::dup2(devNull, (*closed)->fd()) == (*closed)->fd());
+        ::close(devNull);
+        const Status notWritten = (*closed)->write(std::string_view("some bytes"));
+        QVERIFY(notWritten);
+        QVERIFY2(QString::fromStdString(notWritten->message).contains(QString::fromStdString(closedTarget)),
+            notWritten->message.c_str());
+        QVERIFY2(
+            QString::fromStdString(notWritten->message).contains(QString::fromUtf8(std::strerror(EBADF))),
+            notWritten->message.c_str());
+        created->reset();
+        closed->reset();
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(target)));
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(closedTarget)));
+    }
+
     void writtenArchiveCommits()
     {
         // The whole path the remap writer takes: writer on the temporary file, finish, commit.
