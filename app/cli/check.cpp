@@ -78,7 +78,7 @@ void addValueFindings(const ckpt::JsonValue& values, ckpt::TriageReport& report)
         const std::uint64_t neginf = tensor.member("neginf").toUInt64().value_or(0);
         if (nan + posinf + neginf == 0)
             continue;
-        ckpt::Finding finding(ckpt::Severity::Warning, "values-nonfinite",
+        ckpt::Finding finding(ckpt::Severity::Warning, ckpt::FindingCode::ValuesNonfinite,
             "tensor '" + tensor.member("name").toString() + "' holds " + std::to_string(nan) + " NaN, "
                 + std::to_string(posinf) + " +Inf and " + std::to_string(neginf) + " -Inf of its "
                 + std::to_string(tensor.member("count").toUInt64().value_or(0)) + " values");
