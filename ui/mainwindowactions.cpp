@@ -5,7 +5,7 @@
 #include "core/base/pythonliteral.h"
 #include "core/plan/devicemap.h"
 #include "ui/actiontable.h"
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 #include "ui/compare/comparisondock.h"
 #include "ui/deviceshortcuts.h"
 #include "ui/dialogs/dangeroussave.h"

@@ -2,8 +2,8 @@
 #include "ui/widgets/findingspanel.h"
 
 #include "core/model/checkpoint.h"
+#include "ui/base/displaytext.h"
 #include "ui/models/findingsmodel.h"
-#include "ui/widgets/displaytext.h"
 #include "ui/widgets/loadsimulationbar.h"
 
 #include <QHeaderView>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/tensortreepanel.h"
 
+#include "ui/base/devicecolors.h"
+#include "ui/base/displaytext.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
-#include "ui/widgets/devicecolors.h"
-#include "ui/widgets/displaytext.h"
 #include "ui/widgets/loadsimulationbar.h"
 #include "ui/widgets/onelinebanner.h"
 #include "ui/widgets/safetybanner.h"
