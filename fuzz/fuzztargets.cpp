@@ -43,17 +43,18 @@ std::shared_ptr<const MappedFile> inMemoryFile(ByteView input)
 void collectMessages(const std::vector<Finding>& findings, std::vector<std::string>& messages)
 {
     for (const Finding& finding : findings)
-        messages.push_back(finding.code + ": " + finding.message);
+        messages.push_back(std::string(finding.codeId()) + ": " + finding.message);
 }
 
 void checkFindings(
     const std::vector<Finding>& findings, std::string_view where, std::vector<std::string>& problems)
 {
     for (const Finding& finding : findings) {
-        if (finding.code.empty())
+        if (finding.codeId().empty())
             problems.push_back(std::string(where) + ": a finding without a code: " + finding.message);
         if (finding.message.empty())
-            problems.push_back(std::string(where) + ": finding " + finding.code + " has no message");
+            problems.push_back(
+                std::string(where) + ": finding " + std::string(finding.codeId()) + " has no message");
     }
 }
 

@@ -5,7 +5,7 @@
 #include "core/triage/triage.h"
 #include "ui/deviceshortcuts.h"
 #include "ui/document/checkpointdocument.h"
-#include "ui/mainwindow.h"
+#include "ui/document/documentcontroller.h"
 #include "ui/planactions.h"
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/findingspanel.h"
@@ -18,6 +18,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QListWidget>
+#include <QMainWindow>
 #include <QPushButton>
 #include <QTextBrowser>
 #include <QTextDocument>
@@ -26,6 +27,7 @@
 #include <QVBoxLayout>
 
 #include <optional>
+#include <utility>
 
 namespace ckpt {
 
@@ -63,9 +65,9 @@ QStringList sharingNames(const Checkpoint& checkpoint, std::uint32_t tensor)
 
 } // namespace
 
-GuidedTour::GuidedTour(MainWindow* window)
-    : QObject(window)
-    , m_window(window)
+GuidedTour::GuidedTour(Parts parts, QObject* parent)
+    : QObject(parent)
+    , m_parts(std::move(parts))
 {
     m_steps = new QListWidget;
     m_steps->setObjectName(QStringLiteral("tourSteps"));
@@ -91,11 +93,11 @@ GuidedTour::GuidedTour(MainWindow* window)
     layout->addWidget(m_text, 3);
     layout->addLayout(buttons);
 
-    m_dock = new QDockWidget(tr("Guided Tour"), window);
+    m_dock = new QDockWidget(tr("Guided Tour"), m_parts.window);
     m_dock->setObjectName(QStringLiteral("tourDock"));
     m_dock->setWidget(panel);
     m_dock->hide();
-    window->addDockWidget(Qt::LeftDockWidgetArea, m_dock); // beside the tree, the cards stay whole
+    m_parts.window->addDockWidget(Qt::LeftDockWidgetArea, m_dock); // beside the tree, the cards stay whole
 
     defineSteps();
     m_outcomes.resize(m_definitions.size());
@@ -111,7 +113,7 @@ GuidedTour::GuidedTour(MainWindow* window)
         m_steps->setCurrentRow(next);
         runStep(next);
     });
-    connect(window->deviceShortcuts(), &DeviceShortcuts::moved, this,
+    connect(m_parts.shortcuts, &DeviceShortcuts::moved, this,
         [this](const QString& text) { m_lastMoveText = text; });
 }
 
@@ -125,9 +127,9 @@ void GuidedTour::defineSteps()
                "device; the cards and the chart say how much lands where. The tour plans for a lab box "
                "with two GPUs, and never writes over a file."),
             [this] {
-                const Checkpoint& checkpoint = m_window->document()->checkpoint();
+                const Checkpoint& checkpoint = m_parts.documents->document()->checkpoint();
                 return tr("Opened %1: %2 tensors in %3 storages, %4, recorded on %5.")
-                    .arg(QFileInfo(m_window->document()->filePath()).fileName())
+                    .arg(QFileInfo(m_parts.documents->document()->filePath()).fileName())
                     .arg(checkpoint.tensors.size())
                     .arg(checkpoint.storages.size())
                     .arg(fromStd(formatBytes(checkpoint.totalStorageBytes())))
@@ -142,13 +144,13 @@ void GuidedTour::defineSteps()
             tr("Select the embedding, then Edit › Select Tensors Sharing Storage. A device belongs to a "
                "storage, the block of bytes tensors view: tied weights are two names for one storage."),
             [this] {
-                const Checkpoint& checkpoint = m_window->document()->checkpoint();
+                const Checkpoint& checkpoint = m_parts.documents->document()->checkpoint();
                 const auto embed = tensorNamed(checkpoint, kEmbedding);
                 if (!embed)
                     return tr("The demo has no %1.").arg(fromStd(kEmbedding));
-                m_window->treePanel()->selectTensor(*embed);
-                const std::size_t selected = m_window->treePanel()->selectTensorsSharingStorage();
-                m_window->detailsPane()->showTreeNode(checkpoint.tensors[*embed].treeNode);
+                m_parts.tree->selectTensor(*embed);
+                const std::size_t selected = m_parts.tree->selectTensorsSharingStorage();
+                m_parts.details->showTreeNode(checkpoint.tensors[*embed].treeNode);
                 return tr("%1 and %2 view one storage: %n tensor(s) selected. Whatever moves one moves "
                           "the other.",
                     nullptr, int(selected))
@@ -158,14 +160,14 @@ void GuidedTour::defineSteps()
             tr("Only the embedding is selected and moved to cuda:1 (Ctrl+2, as a drop on the cuda:1 "
                "card would). Its twin goes along, and the status bar says so."),
             [this] {
-                CheckpointDocument* document = m_window->document();
+                CheckpointDocument* document = m_parts.documents->document();
                 const auto embed = tensorNamed(document->checkpoint(), kEmbedding);
                 if (!embed)
                     return tr("The demo has no %1.").arg(fromStd(kEmbedding));
-                m_window->treeView()->clearSelection();
-                m_window->treePanel()->selectTensor(*embed);
+                m_parts.tree->view()->clearSelection();
+                m_parts.tree->selectTensor(*embed);
                 m_lastMoveText.clear();
-                m_window->deviceShortcuts()->moveSelectionTo(QStringLiteral("cuda:1"));
+                m_parts.shortcuts->moveSelectionTo(QStringLiteral("cuda:1"));
                 QStringList planned;
                 planned.append(tr("%1 → %2").arg(
                     fromStd(kEmbedding), fromStd(document->plannedDeviceOfTensor(*embed).value_or("?"))));
@@ -180,10 +182,10 @@ void GuidedTour::defineSteps()
             tr("The target becomes a laptop with no GPU. torch.load restores every storage onto the "
                "device it records, so the file as it is cannot load there: this is torch's own error."),
             [this] {
-                m_window->planActions()->chooseTarget(tr(kLaptop));
-                LoadSimulationBar* bar = m_window->findingsPanel()->simulationBar();
+                m_parts.plan->chooseTarget(tr(kLaptop));
+                LoadSimulationBar* bar = m_parts.simulation;
                 bar->refresh();
-                const CheckpointDocument* document = m_window->document();
+                const CheckpointDocument* document = m_parts.documents->document();
                 const LoadSimulation simulation = simulateLoad(
                     document->checkpoint(), document->target(), MapLocation {}, TorchGeneration::Torch26Plus);
                 return simulation.loads
@@ -195,9 +197,8 @@ void GuidedTour::defineSteps()
             tr("Plan › Everything to CPU plans every storage onto the CPU. The Findings dock now "
                "answers for the copy this plan writes."),
             [this] {
-                if (auto* action = m_window->findChild<QAction*>(QStringLiteral("actionEverythingToCpu")))
-                    action->trigger();
-                LoadSimulationBar* bar = m_window->findingsPanel()->simulationBar();
+                m_parts.plan->everythingToCpuAction()->trigger();
+                LoadSimulationBar* bar = m_parts.simulation;
                 bar->refresh();
                 const QStringList lines = bar->resultText().split(QLatin1Char('\n'));
                 QString after;
@@ -210,9 +211,9 @@ void GuidedTour::defineSteps()
             tr("No copy is needed when you control the torch.load call: map_location='cpu' does what "
                "this plan does, as the file is loaded. The Findings dock's map_location box is set to it."),
             [this] {
-                LoadSimulationBar* bar = m_window->findingsPanel()->simulationBar();
+                LoadSimulationBar* bar = m_parts.simulation;
                 bar->setMapLocationText(QStringLiteral("'cpu'"));
-                const CheckpointDocument* document = m_window->document();
+                const CheckpointDocument* document = m_parts.documents->document();
                 const LoadSimulation simulation = simulateLoad(document->checkpoint(), document->target(),
                     bar->mapLocation(), TorchGeneration::Torch26Plus);
                 return tr("torch.load(path, map_location='cpu') on %1: %2. As Python for this plan:\n%3")
@@ -293,40 +294,43 @@ void GuidedTour::finishStep(int index, const QString& outcome)
 
 void GuidedTour::whenDemoOpen(const std::function<void()>& then)
 {
-    const QString demo = m_window->demoCheckpointPath();
-    if (m_window->document() && QFileInfo(m_window->document()->filePath()) == QFileInfo(demo)) {
+    const QString demo = m_parts.demoPath ? m_parts.demoPath() : QString();
+    if (m_parts.documents->document()
+        && QFileInfo(m_parts.documents->document()->filePath()) == QFileInfo(demo)) {
         then();
         return;
     }
-    auto connections = std::make_shared<std::vector<QMetaObject::Connection>>();
-    const auto done = [connections] {
-        for (const auto& connection : *connections)
-            QObject::disconnect(connection);
-    };
-    connections->push_back(connect(m_window, &MainWindow::checkpointOpened, this, [done, then] {
-        done();
-        then();
-    }));
-    connections->push_back(
-        connect(m_window, &MainWindow::openFailed, this, [this, done](const QString& message) {
-            done();
-            finishStep(m_running, tr("The demo could not be opened: %1").arg(message));
-        }));
     if (demo.isEmpty() || !QFileInfo::exists(demo)) {
-        done();
         finishStep(m_running, tr("The demo checkpoint is not installed (looked for %1).").arg(demo));
         return;
     }
-    m_window->openFile(demo);
+    m_whenOpen = then;
+    Q_EMIT openRequested(demo);
+}
+
+void GuidedTour::demoOpened()
+{
+    if (!m_whenOpen)
+        return; // an open the tour did not ask for
+    const std::function<void()> then = std::exchange(m_whenOpen, nullptr);
+    then();
+}
+
+void GuidedTour::demoNotOpened(const QString& message)
+{
+    if (!m_whenOpen)
+        return;
+    m_whenOpen = nullptr;
+    finishStep(m_running, tr("The demo could not be opened: %1").arg(message));
 }
 
 void GuidedTour::resetDemo()
 {
-    CheckpointDocument* document = m_window->document();
-    m_window->planActions()->chooseTarget(tr(kTourTarget));
-    m_window->findingsPanel()->simulationBar()->setMapLocationText(QStringLiteral("None"));
+    CheckpointDocument* document = m_parts.documents->document();
+    m_parts.plan->chooseTarget(tr(kTourTarget));
+    m_parts.simulation->setMapLocationText(QStringLiteral("None"));
     document->undoStack()->setIndex(0);
-    m_window->treeView()->clearSelection();
+    m_parts.tree->view()->clearSelection();
 }
 
 QString GuidedTour::saveCopy()
@@ -339,20 +343,22 @@ QString GuidedTour::saveCopy()
             return tr("No temporary folder to save into.");
         }
     }
-    const QString path = m_outputFolder->filePath(QStringLiteral("demo-on-cpu-%1.pt").arg(++m_copies));
-    auto connection = std::make_shared<QMetaObject::Connection>();
-    *connection = connect(
-        m_window, &MainWindow::saveFinished, this, [this, connection, path](bool ok, const QString& message) {
-            disconnect(*connection);
-            if (ok)
-                m_lastSavedCopy = path;
-            finishStep(stepCount() - 1,
-                ok ? tr("Wrote %1 (the tour's temporary folder; your files are untouched): %2")
-                         .arg(QDir::toNativeSeparators(path), message)
-                   : tr("Not saved: %1").arg(message));
-        });
-    m_window->saveRemappedCopyTo(path);
+    m_savingTo = m_outputFolder->filePath(QStringLiteral("demo-on-cpu-%1.pt").arg(++m_copies));
+    Q_EMIT saveRequested(m_savingTo);
     return {};
+}
+
+void GuidedTour::saveFinished(bool ok, const QString& message)
+{
+    if (m_savingTo.isEmpty())
+        return; // a save the tour did not ask for
+    const QString path = std::exchange(m_savingTo, QString());
+    if (ok)
+        m_lastSavedCopy = path;
+    finishStep(stepCount() - 1,
+        ok ? tr("Wrote %1 (the tour's temporary folder; your files are untouched): %2")
+                 .arg(QDir::toNativeSeparators(path), message)
+           : tr("Not saved: %1").arg(message));
 }
 
 } // namespace ckpt

@@ -7,7 +7,7 @@
 #include "ui/mainwindow.h"
 
 #include "ui/actiontable.h"
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 #include "ui/compare/comparisondock.h"
 #include "ui/deviceshortcuts.h"
 #include "ui/dialogs/dangeroussave.h"
@@ -125,7 +125,14 @@ MainWindow::MainWindow(QWidget* parent)
     setCentralWidget(m_startPage);
     m_toolBar = new MainToolBar(this, m_planActions->targetMenu());
     addToolBar(Qt::TopToolBarArea, m_toolBar);
-    m_tour = new GuidedTour(this);
+    m_tour = new GuidedTour({this, m_documents, m_treePanel, m_detailsPane, m_deviceShortcuts, m_planActions,
+                                m_findingsPanel->simulationBar(), [this] { return m_demoCheckpointPath; }},
+        this);
+    connect(m_tour, &GuidedTour::openRequested, this, &MainWindow::openFile);
+    connect(this, &MainWindow::checkpointOpened, m_tour, &GuidedTour::demoOpened);
+    connect(this, &MainWindow::openFailed, m_tour, &GuidedTour::demoNotOpened);
+    connect(m_tour, &GuidedTour::saveRequested, this, &MainWindow::saveRemappedCopyTo);
+    connect(this, &MainWindow::saveFinished, m_tour, &GuidedTour::saveFinished);
     restoreSettings();
     updateStatusSummary();
     updateActions();
@@ -375,7 +382,7 @@ SafetyBanner* MainWindow::safetyBanner() const
 
 TensorTreeModel* MainWindow::treeModel() const
 {
-    return m_documents->treeModel();
+    return m_treeModel.get();
 }
 
 bool MainWindow::isBusy() const

@@ -176,6 +176,7 @@ private:
 
     std::unique_ptr<AppSettings> m_settings;
     DocumentController* m_documents = nullptr;
+    std::unique_ptr<TensorTreeModel> m_treeModel; // over the open document, built beside it in the open job
     PlanActions* m_planActions = nullptr;
     QString m_currentFile;
     QString m_demoCheckpointPath;

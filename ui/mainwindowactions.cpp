@@ -6,7 +6,7 @@
 #include "core/plan/devicemap.h"
 #include "core/tasks/exportplan.h"
 #include "ui/actiontable.h"
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 #include "ui/compare/comparisondock.h"
 #include "ui/deviceshortcuts.h"
 #include "ui/dialogs/dangeroussave.h"

@@ -5,12 +5,13 @@
 // The controller owns the document and runs the jobs; this file only decides what the window shows.
 #include "ui/mainwindow.h"
 
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 #include "ui/dialogs/filedialogs.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
 #include "ui/jobs/jobprogressdialog.h"
 #include "ui/jobs/jobtracker.h"
+#include "ui/models/tensortreemodel.h"
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/devicepanel.h"
 #include "ui/widgets/findingspanel.h"
@@ -42,6 +43,10 @@ QString MainWindow::emptyStateText()
 
 void MainWindow::followDocuments()
 {
+    // The tree model is the window's: the open job builds it beside the document, off the GUI thread.
+    m_documents->setBuildBeside([](CheckpointDocument* document) -> std::unique_ptr<QObject> {
+        return std::make_unique<TensorTreeModel>(document);
+    });
     connect(m_documents, &DocumentController::documentChanged, this, &MainWindow::attachDocument);
     connect(m_documents, &DocumentController::opened, this, &MainWindow::showOpenedFile);
     connect(m_documents, &DocumentController::openFailed, this, &MainWindow::showOpenFailure);
@@ -164,8 +169,17 @@ void MainWindow::showOpenedFile(const QString& path, const QStringList& problems
 
 void MainWindow::attachDocument(CheckpointDocument* current, CheckpointDocument* previous)
 {
-    // The views move to the new document (or to none) while the old one still exists.
-    m_treePanel->setDocument(current, m_documents->treeModel());
+    // The views move to the new document (or to none) while the old one still exists; so does the
+    // tree model, built beside the new document in the open job (or now), the old one going last.
+    std::unique_ptr<TensorTreeModel> previousModel = std::move(m_treeModel);
+    if (current) {
+        std::unique_ptr<QObject> built = m_documents->takeBuiltBeside();
+        if (qobject_cast<TensorTreeModel*>(built.get()))
+            m_treeModel.reset(static_cast<TensorTreeModel*>(built.release()));
+        else
+            m_treeModel = std::make_unique<TensorTreeModel>(current);
+    }
+    m_treePanel->setDocument(current, m_treeModel.get());
     m_devicePanel->setDocument(current);
     m_memoryChart->setDocument(current);
     m_detailsPane->setDocument(current);

@@ -4,7 +4,7 @@
 #include "core/plan/autoplacement.h"
 #include "core/plan/devicemap.h"
 #include "ui/actiontable.h"
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 #include "ui/dialogs/mapeverydialog.h"
 #include "ui/dialogs/targetdialog.h"
 #include "ui/document/checkpointdocument.h"

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/base/findingcodes.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,17 +17,17 @@ enum class Severity { Info, Warning, Error };
 // at the first problem: they record a Finding and go on with whatever can still be read.
 struct Finding {
     Finding() = default;
-    Finding(Severity severity, std::string code, std::string message, std::string record = {},
+    Finding(Severity severity, FindingCode code, std::string message, std::string record = {},
         std::optional<std::uint64_t> offset = std::nullopt)
         : severity(severity)
-        , code(std::move(code))
+        , code(code)
         , message(std::move(message))
         , record(std::move(record))
         , offset(offset)
     { }
 
     Severity severity = Severity::Warning;
-    std::string code; // stable identifier, e.g. "record-size-mismatch"
+    FindingCode code = FindingCode::NotACheckpoint; // its row in core/base/findingcodes.inc
     std::string message; // full sentence for people
     std::string record; // zip record or member concerned, if any
     std::optional<std::uint64_t> offset; // byte offset in the file, if known
@@ -34,6 +36,9 @@ struct Finding {
     std::vector<std::uint32_t> tensors; // indices into Checkpoint::tensors
     std::string explanation;
     std::string fix;
+
+    // The code's stable string, as --json and the reports write it: "record-size-mismatch".
+    std::string_view codeId() const { return findingCodeId(code); }
 };
 
 inline const char* severityName(Severity severity)

@@ -185,7 +185,7 @@ public:
             if (start < m_size)
                 recoverFromLocalHeaders(start);
             else if (entries.empty() && !end)
-                addFinding(Severity::Error, "zip-not-found",
+                addFinding(Severity::Error, FindingCode::ZipNotFound,
                     "no zip records found: the file has neither an end-of-central-directory record nor a "
                     "local file header (\"PK\\3\\4\"); it is not a zip archive",
                     {}, std::nullopt);
@@ -209,7 +209,7 @@ public:
         for (const DuplicateName& duplicate : duplicates) {
             const ZipEntry& first = entries[duplicate.first];
             const ZipEntry& second = entries[duplicate.second];
-            addFinding(Severity::Warning, "duplicate-record-name",
+            addFinding(Severity::Warning, FindingCode::DuplicateRecordName,
                 "the name " + displayName(first.name()) + " appears " + std::to_string(duplicate.count)
                     + " times (local headers at bytes " + formatThousands(first.localHeaderOffset) + " and "
                     + formatThousands(second.localHeaderOffset)
@@ -231,7 +231,7 @@ public:
         }
         archiveStart = firstHeader.value_or(m_offsetBias);
         if (archiveStart > 0)
-            addFinding(Severity::Info, "zip-after-other-data",
+            addFinding(Severity::Info, FindingCode::ZipAfterOtherData,
                 "the zip archive starts at byte " + formatThousands(archiveStart) + ": "
                     + byteCount(archiveStart)
                     + " of other data come before it. torch.load accepts only zips that start at byte 0",
@@ -255,7 +255,7 @@ private:
         return value && *value == signature;
     }
 
-    void addFinding(Severity severity, const std::string& code, std::string message, std::string record,
+    void addFinding(Severity severity, FindingCode code, std::string message, std::string record,
         std::optional<std::uint64_t> offset)
     {
         const std::size_t count = ++m_findingCounts[code];
@@ -263,8 +263,8 @@ private:
             return;
         if (count == kMaxFindingsPerCode + 1) {
             findings.push_back({severity, code,
-                "more problems of this kind (" + code + ") follow; only the first "
-                    + std::to_string(kMaxFindingsPerCode) + " are listed",
+                "more problems of this kind (" + std::string(findingCodeId(code))
+                    + ") follow; only the first " + std::to_string(kMaxFindingsPerCode) + " are listed",
                 {}, std::nullopt});
             return;
         }
@@ -298,7 +298,7 @@ private:
         const auto endOffset = findEndRecordOffset();
         if (!endOffset) {
             m_endRecordMissing = true;
-            addFinding(Severity::Error, "zip-end-record-missing",
+            addFinding(Severity::Error, FindingCode::ZipEndRecordMissing,
                 "there is no end-of-central-directory record in the last "
                     + byteCount(std::min(m_size, kEndRecordSearch))
                     + " of the file, so the zip's table of contents is lost: the file is probably "
@@ -314,7 +314,7 @@ private:
         end.centralDirectoryOffset = *read<std::uint32_t>(*endOffset + 16);
         end.centralDirectoryEnd = *endOffset;
         if (*endOffset + kEndRecordSize + *read<std::uint16_t>(*endOffset + 20) != m_size)
-            addFinding(Severity::Warning, "zip-trailing-data",
+            addFinding(Severity::Warning, FindingCode::ZipTrailingData,
                 "the zip's end record at byte " + formatThousands(*endOffset)
                     + " does not reach the end of the file: other data follows the archive",
                 {}, *endOffset);
@@ -333,7 +333,7 @@ private:
             && signatureAt(locator - kZip64EndRecordSize, kZip64EndRecordSignature))
             zip64End = locator - kZip64EndRecordSize; // data before the archive shifted everything
         if (!zip64End || !read<std::uint64_t>(*zip64End + 48)) {
-            addFinding(Severity::Warning, "zip64-end-record-missing",
+            addFinding(Severity::Warning, FindingCode::Zip64EndRecordMissing,
                 "the ZIP64 locator at byte " + formatThousands(locator) + " points to byte "
                     + formatThousands(recorded)
                     + ", but there is no ZIP64 end record there; using the 32-bit end record, which "
@@ -372,7 +372,7 @@ private:
             }
         }
         if (!start) {
-            addFinding(Severity::Error, "central-directory-missing",
+            addFinding(Severity::Error, FindingCode::CentralDirectoryMissing,
                 "the zip's end record says its central directory is at byte "
                     + formatThousands(end.centralDirectoryOffset) + " (" + byteCount(end.centralDirectorySize)
                     + "), but there is none there: the file is damaged. The records are listed by walking "
@@ -382,7 +382,7 @@ private:
         }
         centralDirectoryFound = true;
         if (emptyArchive) {
-            addFinding(Severity::Info, "zip-empty", "the zip archive holds no records", {}, *start);
+            addFinding(Severity::Info, FindingCode::ZipEmpty, "the zip archive holds no records", {}, *start);
             return true;
         }
 
@@ -390,7 +390,7 @@ private:
         const std::uint64_t room = (m_size - std::min(m_size, *start)) / kCentralHeaderSize;
         const bool countPlausible = end.entryCount <= room && end.entryCount <= kMaxEntries;
         if (!countPlausible)
-            addFinding(Severity::Error, "zip-entry-count-implausible",
+            addFinding(Severity::Error, FindingCode::ZipEntryCountImplausible,
                 "the zip's end record claims " + formatThousands(end.entryCount) + " records, but the "
                     + byteCount(m_size - std::min(m_size, *start))
                     + " from its central directory to the end of the file can hold at most "
@@ -416,7 +416,7 @@ private:
             ++parsed;
         }
         if (parsed >= kMaxEntries && signatureAt(at, kCentralHeaderSignature))
-            addFinding(Severity::Error, "zip-too-many-records",
+            addFinding(Severity::Error, FindingCode::ZipTooManyRecords,
                 "the central directory lists more than " + formatThousands(kMaxEntries)
                     + " records; only the first " + formatThousands(kMaxEntries) + " are read",
                 {}, at);
@@ -424,13 +424,13 @@ private:
             return true;
         if (parsed > end.entryCount) {
             // Tolerated: some writers store the count modulo 65,536 when they skip ZIP64.
-            addFinding(Severity::Warning, "zip-entry-count-mismatch",
+            addFinding(Severity::Warning, FindingCode::ZipEntryCountMismatch,
                 "the zip's end record claims " + formatThousands(end.entryCount)
                     + " records, but its central directory lists " + formatThousands(parsed),
                 {}, end.endRecordOffset);
             return true;
         }
-        addFinding(Severity::Error, "central-directory-truncated",
+        addFinding(Severity::Error, FindingCode::CentralDirectoryTruncated,
             "the central directory ends after " + formatThousands(parsed) + " of "
                 + formatThousands(end.entryCount) + " records, at byte " + formatThousands(at)
                 + ": it is damaged; looking for the other records in the local headers",
@@ -448,7 +448,7 @@ private:
         const std::uint64_t total = kCentralHeaderSize + nameLength.value_or(0) + extraLength.value_or(0)
             + commentLength.value_or(0);
         if (!nameLength || !extraLength || !commentLength || !subView(m_bytes, at, total)) {
-            addFinding(Severity::Error, "central-directory-truncated",
+            addFinding(Severity::Error, FindingCode::CentralDirectoryTruncated,
                 "the central directory entry at byte " + formatThousands(at) + " runs past the end of the "
                     + byteCount(m_size) + " file: the central directory is cut off",
                 {}, at);
@@ -478,7 +478,7 @@ private:
             const auto values = readZip64Extra(extra, wantUncompressed, wantCompressed, wantOffset);
             if ((wantUncompressed && !values.uncompressedSize) || (wantCompressed && !values.compressedSize)
                 || (wantOffset && !values.localHeaderOffset)) {
-                addFinding(Severity::Error, "zip64-extra-missing",
+                addFinding(Severity::Error, FindingCode::Zip64ExtraMissing,
                     "record " + displayName(entry.name())
                         + ": its central directory entry defers its size or offset to a ZIP64 extra "
                           "field, but the field is missing or too short: the entry is damaged",
@@ -490,7 +490,7 @@ private:
             entry.localHeaderOffset = values.localHeaderOffset.value_or(entry.localHeaderOffset);
         }
         if (disk != 0 && disk != kZip64Marker16)
-            addFinding(Severity::Warning, "zip-multi-disk",
+            addFinding(Severity::Warning, FindingCode::ZipMultiDisk,
                 "record " + displayName(entry.name()) + " says it starts on disk " + std::to_string(disk)
                     + " of a split archive; only single-file archives are supported",
                 std::string(entry.name()), at);
@@ -512,7 +512,7 @@ private:
         const std::uint64_t at = entry.localHeaderOffset;
         if (at + kLocalHeaderSize > m_size || at + kLocalHeaderSize < at) {
             entry.payloadComplete = false;
-            addFinding(Severity::Error, "record-truncated",
+            addFinding(Severity::Error, FindingCode::RecordTruncated,
                 "record " + displayName(entry.name()) + " starts at byte " + formatThousands(at)
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
                 std::string(entry.name()), at);
@@ -520,7 +520,7 @@ private:
         }
         if (!signatureAt(at, kLocalHeaderSignature)) {
             entry.payloadComplete = false;
-            addFinding(Severity::Error, "local-header-missing",
+            addFinding(Severity::Error, FindingCode::LocalHeaderMissing,
                 "record " + displayName(entry.name())
                     + ": the central directory puts its local header at byte " + formatThousands(at)
                     + ", but there is none there: the file is damaged",
@@ -534,7 +534,7 @@ private:
 
         if (const auto localName = subView(m_bytes, at + kLocalHeaderSize, nameLength)) {
             if (asText(*localName) != entry.name())
-                addFinding(Severity::Error, "local-name-mismatch",
+                addFinding(Severity::Error, FindingCode::LocalNameMismatch,
                     "record " + displayName(entry.name()) + ": the central directory calls it \""
                         + displayName(entry.name()) + "\" but its local header at byte " + formatThousands(at)
                         + " says \"" + displayName(asText(*localName))
@@ -544,7 +544,7 @@ private:
         }
         const auto localMethod = *read<std::uint16_t>(at + 8);
         if (localMethod != entry.method)
-            addFinding(Severity::Warning, "local-header-mismatch",
+            addFinding(Severity::Warning, FindingCode::LocalHeaderMismatch,
                 "record " + displayName(entry.name()) + ": its local header says compression method "
                     + std::to_string(localMethod) + " but the central directory says "
                     + std::to_string(entry.method) + "; using the central directory",
@@ -553,7 +553,7 @@ private:
         const std::optional<std::uint64_t> dataEnd = checkedAdd(entry.dataOffset, entry.compressedSize);
         if (entry.dataOffset > m_size || !dataEnd || *dataEnd > m_size) {
             entry.payloadComplete = false;
-            addFinding(Severity::Error, "record-truncated",
+            addFinding(Severity::Error, FindingCode::RecordTruncated,
                 "record " + displayName(entry.name()) + " ends at byte "
                     + (dataEnd ? formatThousands(*dataEnd) : std::string("2^64 or beyond"))
                     + " but the file is only " + byteCount(m_size) + " long: the file is truncated",
@@ -564,18 +564,18 @@ private:
     void checkEntryMethod(const ZipEntry& entry)
     {
         if (entry.flags & kFlagEncrypted)
-            addFinding(Severity::Warning, "encrypted-record",
+            addFinding(Severity::Warning, FindingCode::EncryptedRecord,
                 "record " + displayName(entry.name())
                     + " is encrypted; it cannot be read (torch never writes encrypted records)",
                 std::string(entry.name()), entry.localHeaderOffset);
         if (entry.method != kMethodStored && entry.method != kMethodDeflate)
-            addFinding(Severity::Warning, "unsupported-compression",
+            addFinding(Severity::Warning, FindingCode::UnsupportedCompression,
                 "record " + displayName(entry.name()) + " uses compression method "
                     + std::to_string(entry.method) + " (" + methodName(entry.method)
                     + "); only stored and deflate records can be read, which is all torch writes",
                 std::string(entry.name()), entry.localHeaderOffset);
         if (entry.method == kMethodStored && entry.compressedSize != entry.uncompressedSize)
-            addFinding(Severity::Warning, "stored-size-mismatch",
+            addFinding(Severity::Warning, FindingCode::StoredSizeMismatch,
                 "record " + displayName(entry.name()) + " is stored uncompressed but records "
                     + byteCount(entry.compressedSize) + " in the archive and "
                     + byteCount(entry.uncompressedSize) + " of content: one of the sizes is wrong",
@@ -689,7 +689,7 @@ private:
         const std::string& what)
     {
         const std::string record = entry ? "record " + displayName(entry->name()) : "the record";
-        addFinding(Severity::Error, "zip-truncated",
+        addFinding(Severity::Error, FindingCode::ZipTruncated,
             "the file ends at byte " + formatThousands(m_size) + ", inside " + record
                 + " (local header at byte " + formatThousands(headerOffset) + "; " + what
                 + "): the file is truncated. The " + formatThousands(completeBefore) + " record"
@@ -734,7 +734,7 @@ private:
         std::size_t complete = 0;
         while (entries.size() < kMaxEntries) {
             if (at == m_size) {
-                addFinding(Severity::Error, "zip-truncated",
+                addFinding(Severity::Error, FindingCode::ZipTruncated,
                     "the file ends at byte " + formatThousands(m_size)
                         + ", right after a record: the central directory and the end records are "
                           "missing, so the file is truncated. "
@@ -753,7 +753,7 @@ private:
                 // The local records end where the central directory begins. With the end record
                 // missing, the cut lies somewhere after this point.
                 if (m_endRecordMissing)
-                    addFinding(Severity::Error, "zip-truncated",
+                    addFinding(Severity::Error, FindingCode::ZipTruncated,
                         "the file ends at byte " + formatThousands(m_size)
                             + ", after the start of the central directory "
                               "(the zip's table of contents, at byte "
@@ -767,7 +767,7 @@ private:
                 break;
             }
             if (signature != kLocalHeaderSignature) {
-                addFinding(Severity::Warning, "zip-unexpected-data",
+                addFinding(Severity::Warning, FindingCode::ZipUnexpectedData,
                     "at byte " + formatThousands(at)
                         + " there is neither a local file header nor a central directory: the archive "
                           "is damaged there, and no records after that point can be found",
@@ -866,10 +866,10 @@ private:
             at = next;
         }
         if (entries.size() >= kMaxEntries)
-            addFinding(Severity::Error, "zip-too-many-records",
+            addFinding(Severity::Error, FindingCode::ZipTooManyRecords,
                 "more than " + formatThousands(kMaxEntries) + " records; the rest are not listed", {}, at);
         if (recovered > 0)
-            addFinding(Severity::Warning, "zip-recovered-records",
+            addFinding(Severity::Warning, FindingCode::ZipRecoveredRecords,
                 formatThousands(recovered) + " record" + (recovered == 1 ? " was" : "s were")
                     + " found by walking local headers rather than through the central directory",
                 {}, start);
@@ -877,7 +877,7 @@ private:
 
     ByteView m_bytes;
     std::uint64_t m_size;
-    std::map<std::string, std::size_t> m_findingCounts;
+    std::map<FindingCode, std::size_t> m_findingCounts;
     // What the zip's own offsets count from: non-zero when data was written before the archive
     // and its offsets were not adjusted (torch.save into an open file after other bytes).
     std::uint64_t m_offsetBias = 0;
@@ -904,8 +904,8 @@ ZipArchive ZipArchive::open(std::shared_ptr<const MappedFile> file)
     ZipArchive archive;
     archive.m_file = std::move(file);
     if (!archive.m_file) {
-        archive.m_findings.push_back(
-            {Severity::Error, "zip-no-file", "no file was given to the zip reader", {}, std::nullopt});
+        archive.m_findings.push_back({Severity::Error, FindingCode::ZipNoFile,
+            "no file was given to the zip reader", {}, std::nullopt});
         return archive;
     }
     ++g_openCount;
@@ -1026,7 +1026,7 @@ std::optional<Finding> ZipArchive::verifyCrc(const ZipEntry& entry, std::uint64_
     } else {
         const auto payload = readPayload(entry, maxSize);
         if (!payload)
-            return Finding {Severity::Error, "record-unreadable", payload.error().message,
+            return Finding {Severity::Error, FindingCode::RecordUnreadable, payload.error().message,
                 std::string(entry.name()), entry.dataOffset};
         actual = crc32Of(*payload);
     }
@@ -1037,8 +1037,8 @@ std::optional<Finding> ZipArchive::verifyCrc(const ZipEntry& entry, std::uint64_
     if (entry.crc32 == 0)
         message += " (or it was saved with CRC computation turned off, "
                    "torch.serialization.set_crc32_options(False))";
-    return Finding {
-        Severity::Error, "crc-mismatch", std::move(message), std::string(entry.name()), entry.dataOffset};
+    return Finding {Severity::Error, FindingCode::CrcMismatch, std::move(message), std::string(entry.name()),
+        entry.dataOffset};
 }
 
 } // namespace ckpt

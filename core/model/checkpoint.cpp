@@ -133,10 +133,10 @@ bool Checkpoint::hasErrors() const
     return false;
 }
 
-void Checkpoint::addFinding(Severity severity, std::string code, std::string message, std::string record,
+void Checkpoint::addFinding(Severity severity, FindingCode code, std::string message, std::string record,
     std::optional<std::uint64_t> offset)
 {
-    findings.push_back({severity, std::move(code), std::move(message), std::move(record), offset});
+    findings.push_back({severity, code, std::move(message), std::move(record), offset});
 }
 
 std::string Checkpoint::treePath(std::uint32_t treeNode) const

@@ -221,7 +221,7 @@ struct Checkpoint {
     // The zip directory of `file`: the reader's (`zip`) when it kept one, else parsed now (a
     // checkpoint put together another way; without a file, an archive with no records). Never null.
     std::shared_ptr<const ZipArchive> zipArchive() const;
-    void addFinding(Severity severity, std::string code, std::string message, std::string record = {},
+    void addFinding(Severity severity, FindingCode code, std::string message, std::string record = {},
         std::optional<std::uint64_t> offset = std::nullopt);
     std::string treePath(std::uint32_t treeNode) const; // dotted path of a tree node
 

@@ -151,7 +151,7 @@ void writeCheckpointJsonMembers(JsonWriter& json, const Checkpoint& checkpoint)
     for (const Finding& finding : checkpoint.findings) {
         json.beginObject();
         json.member("severity", std::string(severityName(finding.severity)));
-        json.member("code", finding.code);
+        json.member("code", finding.codeId());
         json.member("message", finding.message);
         if (!finding.record.empty())
             json.member("record", finding.record);

@@ -336,7 +336,7 @@ bool CheckpointBuilder::walkChild(
         m_checkpoint.tree[node].summary = "(nested too deeply to show)";
         if (!m_depthFindingReported) {
             m_depthFindingReported = true;
-            m_checkpoint.addFinding(Severity::Warning, "nesting-too-deep",
+            m_checkpoint.addFinding(Severity::Warning, FindingCode::NestingTooDeep,
                 "values nest deeper than " + std::to_string(kMaxDepth) + " levels at " + fullName
                     + "; deeper values are not shown");
         }
@@ -355,7 +355,7 @@ bool CheckpointBuilder::walkChild(
             const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Placeholder, component);
             m_checkpoint.tree[node].className = m_graph.calleeName(id);
             m_checkpoint.tree[node].summary = "tensor that could not be understood";
-            m_checkpoint.addFinding(Severity::Warning, "unreadable-tensor",
+            m_checkpoint.addFinding(Severity::Warning, FindingCode::UnreadableTensor,
                 "the tensor at '" + fullName + "' is rebuilt by " + m_graph.calleeName(id)
                     + " with arguments this reader does not understand; it is shown as a placeholder");
             return false;

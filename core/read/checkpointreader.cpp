@@ -41,7 +41,7 @@ Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
         checkpoint.path = path;
         checkpoint.ensureRoot();
         checkpoint.container = {ContainerKind::Unknown, file.error().message};
-        checkpoint.addFinding(Severity::Error, "cannot-open", file.error().message);
+        checkpoint.addFinding(Severity::Error, FindingCode::CannotOpen, file.error().message);
         return checkpoint;
     }
     return readCheckpoint(*file, options);
@@ -60,7 +60,7 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     case ContainerKind::TorchZip:
     case ContainerKind::ZipWithPrefix:
         if (checkpoint.container.kind == ContainerKind::ZipWithPrefix)
-            checkpoint.addFinding(Severity::Warning, "zip-with-prefix",
+            checkpoint.addFinding(Severity::Warning, FindingCode::ZipWithPrefix,
                 "the zip archive does not start at byte 0 (" + checkpoint.container.description
                     + "); torch.load only recognises a zip whose first bytes are PK\\3\\4 and would read it "
                       "as a legacy file");
@@ -77,7 +77,7 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
         break;
     case ContainerKind::PlainPickle:
         checkpoint.format = CheckpointFormat::NotACheckpoint;
-        checkpoint.addFinding(Severity::Error, "not-a-checkpoint",
+        checkpoint.addFinding(Severity::Error, FindingCode::NotACheckpoint,
             "this is a plain Python pickle, not a PyTorch checkpoint: it has no torch framing ("
                 + checkpoint.container.description
                 + "); its structure is shown below without executing anything");
@@ -85,7 +85,7 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
         break;
     default:
         checkpoint.format = CheckpointFormat::NotACheckpoint;
-        checkpoint.addFinding(Severity::Error, "not-a-checkpoint",
+        checkpoint.addFinding(Severity::Error, FindingCode::NotACheckpoint,
             "not a PyTorch checkpoint: " + checkpoint.container.description);
         break;
     }

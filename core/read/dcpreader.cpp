@@ -129,7 +129,7 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
     auto file = MappedFile::open(input.indexPath);
     if (!file) {
         merged.format = CheckpointFormat::NotACheckpoint;
-        merged.addFinding(Severity::Error, "cannot-open", file.error().message, ".metadata");
+        merged.addFinding(Severity::Error, FindingCode::CannotOpen, file.error().message, ".metadata");
         merged.shardSet = set;
         return merged;
     }
@@ -141,7 +141,7 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
     const NodeId root = section.run.root;
     if (!section.run.complete() || className(graph, root) != "Metadata") {
         merged.format = CheckpointFormat::NotACheckpoint;
-        merged.addFinding(Severity::Error, "dcp-metadata-unreadable",
+        merged.addFinding(Severity::Error, FindingCode::DcpMetadataUnreadable,
             section.run.error
                 ? ".metadata could not be read to its end: " + *section.run.error
                 : ".metadata is a pickle, but not of torch.distributed.checkpoint's Metadata (it holds "
@@ -302,13 +302,13 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
     }
     for (const ShardFile& shard : set->shards)
         merged.fileSize += shard.fileSize;
-    merged.addFinding(Severity::Info, "dcp-records-no-device",
+    merged.addFinding(Severity::Info, FindingCode::DcpRecordsNoDevice,
         "DCP records no device: torch.distributed.checkpoint saves CPU copies of every chunk and places "
         "tensors "
         "only when they are loaded into a model's state_dict, so every tensor shows no recorded device");
     for (const ShardFile& shard : set->shards)
         if (!shard.present)
-            merged.addFinding(Severity::Error, "shard-missing",
+            merged.addFinding(Severity::Error, FindingCode::ShardMissing,
                 shard.name + " is named by .metadata but is not in " + input.folder, shard.name);
     merged.pickles.push_back(std::move(section));
     set->dcp = std::move(dcp);

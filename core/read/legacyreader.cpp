@@ -23,7 +23,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
 
     auto runAt = [&](const char* what) -> std::optional<PickleRun> {
         if (offset >= bytes.size()) {
-            checkpoint.addFinding(Severity::Error, "truncated",
+            checkpoint.addFinding(Severity::Error, FindingCode::Truncated,
                 std::string("the file ends at byte ") + formatThousands(bytes.size()) + " before the " + what
                     + ": it is truncated",
                 {}, offset);
@@ -39,13 +39,13 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         if (!run)
             return;
         if (run->error) {
-            checkpoint.addFinding(Severity::Error, "legacy-header-unreadable",
+            checkpoint.addFinding(Severity::Error, FindingCode::LegacyHeaderUnreadable,
                 std::string("the legacy header's ") + header + " cannot be read: " + *run->error, {},
                 offset + run->errorOffset);
             return;
         }
         if (std::string_view(header) == "protocol version" && checkpoint.graph.intValue(run->root) != 1001)
-            checkpoint.addFinding(Severity::Error, "legacy-protocol-version",
+            checkpoint.addFinding(Severity::Error, FindingCode::LegacyProtocolVersion,
                 "the legacy header says protocol version "
                     + std::to_string(checkpoint.graph.intValue(run->root))
                     + "; torch.load fails with \"Invalid protocol version: "
@@ -56,7 +56,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
                 for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2)
                     if (checkpoint.graph.text(body->dictItems[i]) == "little_endian"
                         && checkpoint.graph.intValue(body->dictItems[i + 1]) == 0)
-                        checkpoint.addFinding(Severity::Warning, "big-endian",
+                        checkpoint.addFinding(Severity::Warning, FindingCode::BigEndian,
                             "sys_info says the file was written on a big-endian machine; its storages are "
                             "big-endian",
                             {}, offset);
@@ -83,7 +83,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     // Not damage: the bytes are intact and load with encoding='latin1' (the load simulation says
     // what the default does).
     if (section.run.undecodableStringOffset)
-        checkpoint.addFinding(Severity::Info, "python2-string-not-utf8",
+        checkpoint.addFinding(Severity::Info, FindingCode::Python2StringNotUtf8,
             "a Python 2 string in the main pickle is not UTF-8; torch.load fails with \"UnicodeDecodeError: "
                 + section.run.undecodableStringError
                 + "\" (it decodes Python 2 strings with encoding='utf-8' unless told otherwise)",
@@ -106,7 +106,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         return;
     }
     if (keysRun->error) {
-        checkpoint.addFinding(Severity::Error, "legacy-keys-unreadable",
+        checkpoint.addFinding(Severity::Error, FindingCode::LegacyKeysUnreadable,
             "the list of storage keys cannot be read: " + *keysRun->error + "; no tensor data can be located",
             {}, offset + keysRun->errorOffset);
         builder.checkViews();
@@ -135,7 +135,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         const std::string& key = textOf(keyNode);
         const std::optional<std::uint32_t> index = checkpoint.storageIndex(key);
         if (!index) {
-            checkpoint.addFinding(Severity::Error, "legacy-key-unknown",
+            checkpoint.addFinding(Severity::Error, FindingCode::LegacyKeyUnknown,
                 "the key list names storage " + key
                     + ", which the pickle never uses, so its size is unknown and the storages after it "
                       "cannot be located",
@@ -159,7 +159,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
             : storage.numel                     ? storage.nbytes / storage.numel
                                                 : 1;
         if (*count != storage.numel) {
-            checkpoint.addFinding(Severity::Error, "record-size-mismatch",
+            checkpoint.addFinding(Severity::Error, FindingCode::RecordSizeMismatch,
                 "storage " + storage.key + " holds " + formatThousands(*count)
                     + " elements in the file but the pickle says " + formatThousands(storage.numel)
                     + "; torch.load fails with \"storage has wrong byte size: expected "
@@ -185,7 +185,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
             listed[*index] = true;
     for (const StorageRecord& storage : checkpoint.storages) {
         if (!listed[static_cast<std::size_t>(&storage - checkpoint.storages.data())])
-            checkpoint.addFinding(Severity::Error, "record-missing",
+            checkpoint.addFinding(Severity::Error, FindingCode::RecordMissing,
                 "storage " + storage.key
                     + " is used by the pickle but missing from the file's key list; torch.load cannot "
                       "restore it",
@@ -195,13 +195,13 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
         std::size_t complete = 0;
         for (const StorageRecord& storage : checkpoint.storages)
             complete += storage.bytesComplete() ? 1 : 0;
-        checkpoint.addFinding(Severity::Error, "truncated",
+        checkpoint.addFinding(Severity::Error, FindingCode::Truncated,
             "the file ends before the data of " + formatThousands(incomplete)
                 + " storage(s): it is truncated; " + formatThousands(complete) + " of "
                 + formatThousands(checkpoint.storages.size()) + " storages are complete and can be salvaged",
             {}, bytes.size());
     } else if (offset < bytes.size()) {
-        checkpoint.addFinding(Severity::Warning, "trailing-bytes",
+        checkpoint.addFinding(Severity::Warning, FindingCode::TrailingBytes,
             formatThousands(bytes.size() - offset) + " bytes follow the last storage; torch ignores them", {},
             offset);
     }

@@ -35,7 +35,7 @@ void addUnreadablePickleFinding(Checkpoint& checkpoint, const PickleRun& run, co
 {
     if (!run.error)
         return;
-    checkpoint.addFinding(Severity::Error, "pickle-unreadable",
+    checkpoint.addFinding(Severity::Error, FindingCode::PickleUnreadable,
         what + " could not be read to its end: " + *run.error
             + (run.stackAtError.empty() ? std::string()
                                         : "; what was read before that is shown as (incomplete N)"),

@@ -166,7 +166,7 @@ public:
     void read();
 
 private:
-    void report(Severity severity, const std::string& code, std::string message, std::string record = {},
+    void report(Severity severity, FindingCode code, std::string message, std::string record = {},
         std::optional<std::uint64_t> offset = std::nullopt);
     void reportSuppressed();
     void readMetadata(const JsonValue& metadata);
@@ -178,17 +178,17 @@ private:
     std::uint64_t m_fileSize = 0;
     std::uint64_t m_dataStart = 0; // 8 + N
     std::vector<DataSpan> m_spans;
-    std::unordered_map<std::string, std::size_t> m_findingCounts;
-    std::vector<std::string> m_findingOrder;
-    std::unordered_map<std::string, Severity> m_findingSeverity;
+    std::unordered_map<FindingCode, std::size_t> m_findingCounts;
+    std::vector<FindingCode> m_findingOrder;
+    std::unordered_map<FindingCode, Severity> m_findingSeverity;
     std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix; // "encoder.layers.0" -> node
     std::string m_lastPrefix;
     std::uint32_t m_lastParent = 0;
     std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
 };
 
-void SafetensorsReader::report(Severity severity, const std::string& code, std::string message,
-    std::string record, std::optional<std::uint64_t> offset)
+void SafetensorsReader::report(Severity severity, FindingCode code, std::string message, std::string record,
+    std::optional<std::uint64_t> offset)
 {
     auto [it, inserted] = m_findingCounts.emplace(code, 0);
     if (inserted) {
@@ -201,13 +201,13 @@ void SafetensorsReader::report(Severity severity, const std::string& code, std::
 
 void SafetensorsReader::reportSuppressed()
 {
-    for (const std::string& code : m_findingOrder) {
+    for (const FindingCode code : m_findingOrder) {
         const std::size_t count = m_findingCounts[code];
         if (count > kFindingsPerCode)
             m_checkpoint.addFinding(m_findingSeverity[code], code,
-                formatThousands(count - kFindingsPerCode) + " more problems of this kind (" + code
-                    + ") are not listed one by one; the first " + std::to_string(kFindingsPerCode)
-                    + " are above.");
+                formatThousands(count - kFindingsPerCode) + " more problems of this kind ("
+                    + std::string(findingCodeId(code)) + ") are not listed one by one; the first "
+                    + std::to_string(kFindingsPerCode) + " are above.");
     }
 }
 
@@ -255,8 +255,8 @@ void SafetensorsReader::read()
     m_checkpoint.format = CheckpointFormat::Safetensors;
     m_checkpoint.ensureRoot();
     if (!m_checkpoint.file) {
-        report(
-            Severity::Error, "no-file-data", "The file's bytes are not available to the safetensors reader.");
+        report(Severity::Error, FindingCode::NoFileData,
+            "The file's bytes are not available to the safetensors reader.");
         return;
     }
     const ByteView bytes = m_checkpoint.file->bytes();
@@ -264,7 +264,7 @@ void SafetensorsReader::read()
 
     const auto headerLength = readLittleEndian<std::uint64_t>(bytes, 0);
     if (!headerLength) {
-        report(Severity::Error, "header-too-small",
+        report(Severity::Error, FindingCode::HeaderTooSmall,
             "The file is " + formatThousands(m_fileSize)
                 + " bytes, fewer than the 8 bytes that hold a safetensors header length: it is empty or cut "
                   "short, and holds no tensors.",
@@ -272,7 +272,7 @@ void SafetensorsReader::read()
         return;
     }
     if (*headerLength > kMaxHeaderSize) {
-        report(Severity::Error, "header-too-large",
+        report(Severity::Error, FindingCode::HeaderTooLarge,
             "The first 8 bytes give a header length of " + formatThousands(*headerLength)
                 + " bytes, more than the 100,000,000 the safetensors library accepts: the start of the file "
                   "is damaged, or this is not a safetensors file.",
@@ -282,7 +282,7 @@ void SafetensorsReader::read()
     const std::uint64_t n = *headerLength;
     m_dataStart = 8 + n;
     if (m_dataStart > m_fileSize) {
-        report(Severity::Error, "header-truncated",
+        report(Severity::Error, FindingCode::HeaderTruncated,
             "The header length is " + formatThousands(n) + " bytes but only "
                 + formatThousands(m_fileSize - 8)
                 + " bytes follow the length field: the file is cut short inside its header (an interrupted "
@@ -299,7 +299,7 @@ void SafetensorsReader::read()
     while (contentLength > 0 && (header[contentLength - 1] == '\0' || header[contentLength - 1] == ' '))
         --contentLength;
     if (header.substr(contentLength).find('\0') != std::string_view::npos) {
-        report(Severity::Error, "header-padding-invalid",
+        report(Severity::Error, FindingCode::HeaderPaddingInvalid,
             "The header is padded with NUL bytes instead of spaces after byte "
                 + formatThousands(8 + contentLength)
                 + "; the safetensors library refuses such files. Re-save it with the safetensors library.",
@@ -313,7 +313,7 @@ void SafetensorsReader::read()
     limits.offsetBase = 8;
     const Expected<JsonValue> parsed = parseJson(header, limits);
     if (!parsed) {
-        report(Severity::Error, "header-invalid-json",
+        report(Severity::Error, FindingCode::HeaderInvalidJson,
             "The header (file bytes 8 to " + formatThousands(m_dataStart)
                 + ") cannot be read: " + parsed.error().message
                 + ". No tensor can be listed; the file is damaged or was not written by a safetensors "
@@ -323,7 +323,7 @@ void SafetensorsReader::read()
     }
     const JsonValue& root = *parsed;
     if (!root.isObject()) {
-        report(Severity::Error, "header-not-object",
+        report(Severity::Error, FindingCode::HeaderNotObject,
             std::string("The header is ") + jsonTypeName(root)
                 + ", not a JSON object mapping tensor names to their dtype, shape and data_offsets.",
             "header", 8);
@@ -331,19 +331,19 @@ void SafetensorsReader::read()
     }
     // Leading whitespace is valid JSON, but the format requires '{' first (README).
     if (header.front() != '{')
-        report(Severity::Error, "header-start-invalid",
+        report(Severity::Error, FindingCode::HeaderStartInvalid,
             "The header does not start with '{': the format requires it, and newer safetensors versions may "
             "refuse the file.",
             "header", 8);
     if (n % 8 != 0)
-        report(Severity::Info, "header-unaligned",
+        report(Severity::Info, FindingCode::HeaderUnaligned,
             "The header is " + formatThousands(n)
                 + " bytes, not a multiple of 8, so tensor data does not start 8-byte aligned. safetensors "
                   "writers since 0.3.1 pad the header; this file comes from an older or different writer. "
                   "It still loads.",
             "header", 8);
     for (const std::string& key : root.duplicateKeys())
-        report(Severity::Error, "duplicate-tensor-name",
+        report(Severity::Error, FindingCode::DuplicateTensorName,
             "The header names " + quoted(key)
                 + " more than once; the format forbids it and the safetensors library cannot say which entry "
                   "is meant. Every entry is listed here.",
@@ -369,7 +369,7 @@ void SafetensorsReader::readMetadata(const JsonValue& metadata)
 {
     const std::uint32_t dict = m_checkpoint.addTreeNode(0, TreeNodeKind::Dict, "__metadata__");
     if (!metadata.isObject()) {
-        report(Severity::Error, "metadata-invalid",
+        report(Severity::Error, FindingCode::MetadataInvalid,
             std::string("__metadata__ is ") + jsonTypeName(metadata)
                 + ", but the format requires an object of strings; the safetensors library refuses the file.",
             "__metadata__", 8);
@@ -383,7 +383,7 @@ void SafetensorsReader::readMetadata(const JsonValue& metadata)
             m_checkpoint.tree[node].summary = pythonStringSummary(entry.value.toString());
         } else {
             m_checkpoint.tree[node].summary = shorten(entry.value.toJson(), kMaxSummaryBytes);
-            report(Severity::Error, "metadata-not-string",
+            report(Severity::Error, FindingCode::MetadataNotString,
                 "__metadata__ entry " + quoted(entry.key) + " is " + jsonTypeName(entry.value)
                     + ", but metadata values must be strings; the safetensors library refuses the file.",
                 "__metadata__", 8);
@@ -395,7 +395,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
 {
     const auto tensorLabel = [&] { return "Tensor " + quoted(name); }; // only built for findings
     if (!info.isObject()) {
-        report(Severity::Error, "tensor-info-invalid",
+        report(Severity::Error, FindingCode::TensorInfoInvalid,
             tensorLabel() + ": its header entry is " + jsonTypeName(info)
                 + ", not an object with dtype, shape and data_offsets; it cannot be listed.",
             name, 8);
@@ -412,20 +412,20 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     }
     bool offsetsValid = begin && end;
     if (!offsetsValid) {
-        report(Severity::Error, "tensor-offsets-invalid",
+        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
             tensorLabel() + ": its data_offsets are "
                 + (offsetsValue ? shorten(offsetsValue->toJson(), 200) : std::string("missing"))
                 + ", not two non-negative integers [BEGIN, END]; its bytes cannot be located.",
             name, 8);
     } else if (*end < *begin) {
         offsetsValid = false;
-        report(Severity::Error, "tensor-offsets-invalid",
+        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
             tensorLabel() + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
                 + "] end before they begin; its bytes cannot be located.",
             name, 8);
     } else if (*begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
         offsetsValid = false;
-        report(Severity::Error, "tensor-offsets-invalid",
+        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
             tensorLabel() + ": its data_offsets begin at " + formatThousands(*begin)
                 + ", beyond any possible file size; its bytes cannot be located.",
             name, 8);
@@ -435,7 +435,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
 
     const JsonValue* dtypeValue = info.find("dtype");
     if (!dtypeValue || !dtypeValue->isString()) {
-        report(Severity::Error, "tensor-info-invalid",
+        report(Severity::Error, FindingCode::TensorInfoInvalid,
             tensorLabel()
                 + (dtypeValue ? std::string(": its dtype is ") + jsonTypeName(*dtypeValue) + ", not a string"
                               : std::string(" has no dtype"))
@@ -458,7 +458,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         }
     }
     if (!shapeValid) {
-        report(Severity::Error, "tensor-info-invalid",
+        report(Severity::Error, FindingCode::TensorInfoInvalid,
             tensorLabel() + ": its shape is "
                 + (shapeValue ? shorten(shapeValue->toJson(), 200) : std::string("missing"))
                 + ", not a list of non-negative integers; it cannot be listed.",
@@ -472,7 +472,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     for (const std::int64_t dim : shape)
         overflow = overflow || __builtin_mul_overflow(numel, static_cast<std::uint64_t>(dim), &numel);
     if (overflow) {
-        report(Severity::Error, "tensor-size-overflow",
+        report(Severity::Error, FindingCode::TensorSizeOverflow,
             tensorLabel() + ": its shape " + shapeText(shape)
                 + " has more elements than 64 bits can count; the header is damaged. It is listed without "
                   "its bytes.",
@@ -485,7 +485,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     const std::optional<DTypeInfo> torchDType = dtypeBySafetensorsName(dtypeName);
     std::optional<std::uint64_t> expectedBytes;
     if (!format) {
-        report(Severity::Error, "unknown-dtype",
+        report(Severity::Error, FindingCode::UnknownDtype,
             tensorLabel() + " has dtype " + quoted(dtypeName) + ", which is not a safetensors dtype (known: "
                 + knownDTypeList() + "); it is listed as " + quoted(lowercase(dtypeName))
                 + " without its bytes. A newer safetensors version may have added it.",
@@ -493,12 +493,12 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     } else if (!overflow) {
         std::uint64_t bits = 0;
         if (__builtin_mul_overflow(numel, std::uint64_t {format->bits}, &bits)) {
-            report(Severity::Error, "tensor-size-overflow",
+            report(Severity::Error, FindingCode::TensorSizeOverflow,
                 tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
                     + " are more bytes than 64 bits can count; the header is damaged.",
                 name, 8);
         } else if (bits % 8 != 0) {
-            report(Severity::Error, "tensor-size-misaligned",
+            report(Severity::Error, FindingCode::TensorSizeMisaligned,
                 tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
                     + " are " + formatThousands(bits)
                     + " bits, not a whole number of bytes; the safetensors library refuses such a tensor.",
@@ -507,14 +507,14 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             expectedBytes = bits / 8;
         }
         if (!torchDType)
-            report(Severity::Warning, "dtype-without-torch-equivalent",
+            report(Severity::Warning, FindingCode::DtypeWithoutTorchEquivalent,
                 tensorLabel() + " has dtype " + std::string(format->name)
                     + ", which has no torch dtype this inspector knows; it is listed as "
                     + quoted(lowercase(dtypeName)) + " without its bytes.",
                 name, 8);
     }
     if (offsetsValid && expectedBytes && *end - *begin != *expectedBytes)
-        report(Severity::Error, "tensor-size-mismatch",
+        report(Severity::Error, FindingCode::TensorSizeMismatch,
             tensorLabel() + ": data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
                 + "] span " + formatThousands(*end - *begin) + " bytes, but shape " + shapeText(shape)
                 + " of " + std::string(format->name) + " needs " + formatThousands(*expectedBytes)
@@ -597,7 +597,7 @@ void SafetensorsReader::checkCoverage()
     const std::string* lastName = nullptr;
     for (const DataSpan& span : m_spans) {
         if (span.begin > cursor) {
-            report(Severity::Error, "data-gap",
+            report(Severity::Error, FindingCode::DataGap,
                 "Bytes " + formatThousands(cursor) + " to " + formatThousands(span.begin)
                     + " of the data buffer (file bytes " + formatThousands(m_dataStart + cursor) + " to "
                     + formatThousands(m_dataStart + span.begin) + ") belong to no tensor, before tensor "
@@ -605,7 +605,7 @@ void SafetensorsReader::checkCoverage()
                     + ". The format allows no gaps and the safetensors library refuses the file.",
                 span.name, m_dataStart + cursor);
         } else if (span.begin < cursor) {
-            report(Severity::Error, "data-overlap",
+            report(Severity::Error, FindingCode::DataOverlap,
                 "Tensor " + quoted(span.name) + " (data_offsets [" + formatThousands(span.begin) + ", "
                     + formatThousands(span.end) + "]) overlaps tensor " + quoted(lastName ? *lastName : "")
                     + ", which ends at " + formatThousands(cursor)
@@ -630,7 +630,7 @@ void SafetensorsReader::checkCoverage()
             else if (!firstIncomplete && storage.dataOffset)
                 firstIncomplete = &storage;
         }
-        report(Severity::Error, "file-truncated",
+        report(Severity::Error, FindingCode::FileTruncated,
             "The file is " + formatThousands(m_fileSize)
                 + " bytes, but its header places tensor data up to byte " + formatThousands(dataEnd) + " ("
                 + formatThousands(dataEnd - m_fileSize)
@@ -642,7 +642,7 @@ void SafetensorsReader::checkCoverage()
                 + ". Every tensor is still listed.",
             {}, m_fileSize);
     } else if (dataEnd < m_fileSize) {
-        report(Severity::Error, "trailing-bytes",
+        report(Severity::Error, FindingCode::TrailingBytes,
             "The last " + formatThousands(m_fileSize - dataEnd) + " bytes of the file (from byte "
                 + formatThousands(dataEnd)
                 + ") belong to no tensor; the safetensors library refuses such files (\"incomplete metadata, "

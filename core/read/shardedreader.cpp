@@ -284,7 +284,7 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
         const auto index = readIndexJson(input.indexPath, problem);
         if (!index) {
             merged.container = {ContainerKind::JsonText, problem};
-            merged.addFinding(Severity::Error, "index-unreadable",
+            merged.addFinding(Severity::Error, FindingCode::IndexUnreadable,
                 fs::path(input.indexPath).filename().string() + ": " + problem, input.indexPath);
             merged.shardSet = set;
             return merged;
@@ -299,7 +299,7 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
                 names.push_back(shardName);
         }
         if (!index->find("weight_map"))
-            merged.addFinding(Severity::Error, "index-without-weight-map",
+            merged.addFinding(Severity::Error, FindingCode::IndexWithoutWeightMap,
                 fs::path(input.indexPath).filename().string()
                     + " has no \"weight_map\": it does not say which shard holds which tensor",
                 input.indexPath);
@@ -311,7 +311,7 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
             "the folder holds no checkpoint: no index (*.index.json), no shards named *-0000N-of-0000M.bin "
             "or "
             ".safetensors, no model.safetensors or pytorch_model.bin, and no DCP .metadata"};
-        merged.addFinding(Severity::Error, "not-a-checkpoint", merged.container.description);
+        merged.addFinding(Severity::Error, FindingCode::NotACheckpoint, merged.container.description);
         merged.shardSet = set;
         return merged;
     }
@@ -339,7 +339,8 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
     for (const ShardFile& shard : set->shards) {
         if (shard.problem.empty())
             continue;
-        Finding finding(Severity::Error, shard.present ? "shard-unreadable" : "shard-missing",
+        Finding finding(Severity::Error,
+            shard.present ? FindingCode::ShardUnreadable : FindingCode::ShardMissing,
             shard.present ? shard.name + " is not a usable shard: " + shard.problem
                 : shard.problem == "missing"
                 ? shard.name + " is listed by the index but is not in " + input.folder
@@ -348,7 +349,7 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
         merged.findings.push_back(std::move(finding));
     }
     if (input.indexPath.empty() && names.size() > 1)
-        merged.addFinding(Severity::Warning, "shards-without-index",
+        merged.addFinding(Severity::Warning, FindingCode::ShardsWithoutIndex,
             "the folder holds " + std::to_string(names.size())
                 + " shard files but no index (*.index.json): from_pretrained cannot load them without it");
     merged.shardSet = std::move(set);

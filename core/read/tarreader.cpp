@@ -72,7 +72,7 @@ std::map<std::string, TarMember> listMembers(ByteView bytes, Checkpoint& checkpo
             member.size = size;
             member.complete = dataOffset + size <= bytes.size();
             if (!member.complete)
-                checkpoint.addFinding(Severity::Error, "truncated",
+                checkpoint.addFinding(Severity::Error, FindingCode::Truncated,
                     "tar member " + name + " is cut off by the end of the file: the file is truncated", name,
                     dataOffset);
             members[paxPath.empty() ? name : paxPath] = member;
@@ -104,7 +104,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
     };
     for (const char* required : {"sys_info", "pickle", "storages"})
         if (!member(required))
-            checkpoint.addFinding(Severity::Error, "tar-member-missing",
+            checkpoint.addFinding(Severity::Error, FindingCode::TarMemberMissing,
                 std::string("the tar archive has no '") + required
                     + "' member, which the 0.1.x format requires");
 
@@ -120,7 +120,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
         for (std::int64_t i = 0; i < count && offset < data.size(); ++i) {
             PickleRun run = machine.run(data.subspan(offset), checkpoint.graph);
             if (!run.complete()) {
-                checkpoint.addFinding(Severity::Error, "tar-storage-unreadable",
+                checkpoint.addFinding(Severity::Error, FindingCode::TarStorageUnreadable,
                     "storage " + std::to_string(i)
                         + " of the tar 'storages' member cannot be read: " + run.error.value_or("?"),
                     "storages", storages->offset + offset);
@@ -145,7 +145,7 @@ void readTorchTar(Checkpoint& checkpoint, const ReadOptions& options)
             const std::optional<std::uint64_t> nbytes
                 = checkedMultiply<std::uint64_t>(storage.numel, elementSize);
             if (!nbytes) {
-                checkpoint.addFinding(Severity::Error, "storage-size-overflow",
+                checkpoint.addFinding(Severity::Error, FindingCode::StorageSizeOverflow,
                     "storage " + storage.key + " of the tar 'storages' member records "
                         + formatThousands(storage.numel) + " elements of " + std::to_string(elementSize)
                         + " bytes: its size in bytes overflows 64 bits, so the member is damaged or hostile",

@@ -72,7 +72,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
         if ((location && existing.device && *location != *existing.device)
             || (numel >= 0 && static_cast<std::uint64_t>(numel) != existing.numel
                 && existing.firstPersistentId != kNoNode)) {
-            m_checkpoint.addFinding(Severity::Warning, "storage-described-differently",
+            m_checkpoint.addFinding(Severity::Warning, FindingCode::StorageDescribedDifferently,
                 "storage " + key + " is described differently by two of its references ("
                     + existing.device.value_or("?") + ", " + formatThousands(existing.numel) + " elements vs "
                     + std::string(location.value_or("?")) + ", "
@@ -100,12 +100,12 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
         elementSize = info->elementSize;
     } else {
         storage.dtype = storageClass;
-        m_checkpoint.addFinding(Severity::Warning, "unknown-storage-class",
+        m_checkpoint.addFinding(Severity::Warning, FindingCode::UnknownStorageClass,
             "storage " + key + " has the storage class '" + std::string(storageClass)
                 + "', which this reader does not know; its size is counted as one byte per element");
     }
     if (numel < 0) {
-        m_checkpoint.addFinding(Severity::Error, "bad-storage-size",
+        m_checkpoint.addFinding(Severity::Error, FindingCode::BadStorageSize,
             "storage " + key + " does not record its size as an integer: the persistent id is malformed");
     }
     storage.numel = numel < 0 ? 0 : static_cast<std::uint64_t>(numel);
@@ -115,7 +115,7 @@ std::int32_t CheckpointBuilder::storageFromPersistentTuple(NodeId tuple, std::in
         // A size that wrapped would "need 0 bytes" and pass every check (issue 9); it reads as
         // the largest size instead, so nothing downstream thinks it fits.
         storage.nbytes = UINT64_MAX;
-        m_checkpoint.addFinding(Severity::Error, "storage-size-overflow",
+        m_checkpoint.addFinding(Severity::Error, FindingCode::StorageSizeOverflow,
             "storage " + key + " records " + formatThousands(storage.numel) + " elements of "
                 + std::to_string(elementSize)
                 + " bytes: its size in bytes overflows 64 bits, so the persistent id is damaged or hostile");
@@ -313,7 +313,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
             sizeNode = m_graph.tupleItem(data, 3);
             break;
         default:
-            m_checkpoint.addFinding(Severity::Warning, "unknown-sparse-layout",
+            m_checkpoint.addFinding(Severity::Warning, FindingCode::UnknownSparseLayout,
                 "a sparse tensor has the layout '" + layoutName + "', which this reader does not know");
             roles = {"indices", "values"};
             sizeNode = m_graph.tupleItem(data, 2);
@@ -461,7 +461,7 @@ void CheckpointBuilder::checkViews()
         const auto info = dtypeByName(tensor.dtype);
         const std::uint64_t elementSize = info ? info->elementSize : 1;
         if (tensor.shape.size() != tensor.stride->size()) {
-            m_checkpoint.addFinding(Severity::Error, "shape-stride-mismatch",
+            m_checkpoint.addFinding(Severity::Error, FindingCode::ShapeStrideMismatch,
                 "tensor '" + tensor.name + "' has " + std::to_string(tensor.shape.size()) + " dimensions but "
                     + std::to_string(tensor.stride->size()) + " strides",
                 storage.record());
@@ -471,7 +471,7 @@ void CheckpointBuilder::checkViews()
         for (std::size_t d = 0; d < tensor.shape.size(); ++d)
             negative = negative || tensor.shape[d] < 0 || (*tensor.stride)[d] < 0;
         if (negative) {
-            m_checkpoint.addFinding(Severity::Error, "negative-geometry",
+            m_checkpoint.addFinding(Severity::Error, FindingCode::NegativeGeometry,
                 "tensor '" + tensor.name + "' records a negative size, stride or offset", storage.record());
             continue;
         }
@@ -501,14 +501,14 @@ void CheckpointBuilder::checkViews()
         else if (elements)
             neededBytes = checkedMultiply<std::uint64_t>(*elements, elementSize);
         if (!neededBytes || *neededBytes > static_cast<std::uint64_t>(INT64_MAX)) {
-            m_checkpoint.addFinding(Severity::Error, "view-size-overflow",
+            m_checkpoint.addFinding(Severity::Error, FindingCode::ViewSizeOverflow,
                 "tensor '" + tensor.name + "' cannot be rebuilt: torch.load fails with \""
                     + storageSizeOverflowMessage(tensor.shape, *tensor.stride) + "\"",
                 storage.record());
             continue;
         }
         if (*neededBytes > storage.nbytes) {
-            m_checkpoint.addFinding(Severity::Error, "view-out-of-bounds",
+            m_checkpoint.addFinding(Severity::Error, FindingCode::ViewOutOfBounds,
                 "tensor '" + tensor.name + "' views bytes up to " + formatThousands(*neededBytes)
                     + " of storage " + storage.key + ", which holds only " + formatThousands(storage.nbytes)
                     + " bytes: torch would read past the end of the storage",

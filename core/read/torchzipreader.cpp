@@ -33,7 +33,7 @@ std::optional<PickleBytes> loadRecord(
     }
     auto payload = zip.readPayload(entry, options.maxPickleRecordBytes);
     if (!payload) {
-        checkpoint.addFinding(Severity::Error, "record-unreadable",
+        checkpoint.addFinding(Severity::Error, FindingCode::RecordUnreadable,
             "record " + std::string(entry.name()) + " cannot be read: " + payload.error().message,
             std::string(entry.name()), entry.dataOffset);
         return std::nullopt;
@@ -80,7 +80,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         const ZipEntry* record = zip.find(recordName);
         if (!record) {
             storage.availableBytes = 0;
-            checkpoint.addFinding(Severity::Error, "record-missing",
+            checkpoint.addFinding(Severity::Error, FindingCode::RecordMissing,
                 "storage " + storage.key + " is used by the pickle but the archive has no record "
                     + recordName + ": torch.load would fail with \"PytorchStreamReader failed locating file "
                     + storageDirectory + std::string(key) + ": file not found\"",
@@ -90,7 +90,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         recordUsed[static_cast<std::size_t>(record - zip.entries().data())] = true;
         if (record->method != zipformat::kMethodStored) {
             storage.availableBytes = record->uncompressedSize;
-            checkpoint.addFinding(Severity::Warning, "compressed-storage",
+            checkpoint.addFinding(Severity::Warning, FindingCode::CompressedStorage,
                 "record " + recordName
                     + " is compressed; torch.save always stores tensor data uncompressed, and "
                       "torch.load(mmap=True) would misread it",
@@ -106,7 +106,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         }
         if (storageDirectory == "traced_inputs/" && record->uncompressedSize == 0) {
             // torch.jit.save keeps traced example inputs as metadata only (shapes, no bytes).
-            checkpoint.addFinding(Severity::Info, "metadata-only-storage",
+            checkpoint.addFinding(Severity::Info, FindingCode::MetadataOnlyStorage,
                 "record " + recordName
                     + " holds no bytes: TorchScript saves traced example inputs as metadata only",
                 recordName);
@@ -114,7 +114,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
             // (UINT64_MAX: a size that overflowed, already reported as storage-size-overflow.)
             checkpoint.addFinding(
                 record->uncompressedSize < storage.nbytes ? Severity::Error : Severity::Warning,
-                "record-size-mismatch",
+                FindingCode::RecordSizeMismatch,
                 "record " + recordName + " is " + formatThousands(record->uncompressedSize)
                     + " bytes but storage " + storage.key + " (" + formatThousands(storage.numel) + " x "
                     + storage.dtype + ") needs " + formatThousands(storage.nbytes)
@@ -123,7 +123,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
                 recordName, record->localHeaderOffset);
         }
         if (!record->payloadComplete) {
-            checkpoint.addFinding(Severity::Error, "record-truncated",
+            checkpoint.addFinding(Severity::Error, FindingCode::RecordTruncated,
                 "record " + recordName + " is cut off by the end of the file: storage " + storage.key
                     + " has only " + formatThousands(storage.availableBytes.value_or(0)) + " of its "
                     + formatThousands(storage.nbytes) + " bytes",
@@ -157,7 +157,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     for (const Finding& finding : zip.findings())
         checkpoint.findings.push_back(finding);
     if (!zip.hasEntries()) {
-        checkpoint.addFinding(Severity::Error, "zip-empty",
+        checkpoint.addFinding(Severity::Error, FindingCode::ZipEmpty,
             "no records could be found in this zip archive: it is damaged or not a checkpoint");
         return;
     }
@@ -166,7 +166,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     const std::string firstName(zip.entries().front().name());
     const auto slash = firstName.find('/');
     if (slash == std::string::npos) {
-        checkpoint.addFinding(Severity::Error, "no-archive-prefix",
+        checkpoint.addFinding(Severity::Error, FindingCode::NoArchivePrefix,
             "the archive's records are not in a folder; torch.load fails with \"file in archive is not in a "
             "subdirectory: "
                 + firstName + "\"",
@@ -176,7 +176,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
         for (const ZipEntry& entry : zip.entries()) {
             if (entry.name().compare(0, slash + 1, firstName, 0, slash + 1) != 0) {
                 const std::string name(entry.name());
-                checkpoint.addFinding(Severity::Error, "mixed-archive-prefix",
+                checkpoint.addFinding(Severity::Error, FindingCode::MixedArchivePrefix,
                     "record " + name + " is not in the archive's folder " + checkpoint.archivePrefix
                         + "/; torch.load fails with \"file in archive is not in a subdirectory "
                         + checkpoint.archivePrefix + "/: " + name + "\"",
@@ -208,7 +208,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     if (!version)
         version = record("version");
     if (!version) {
-        checkpoint.addFinding(Severity::Error, "version-missing",
+        checkpoint.addFinding(Severity::Error, FindingCode::VersionMissing,
             "the archive has no version record; torch.load fails with \"Expected hasRecord(\"version\") to "
             "be true, but got false.\"");
     } else {
@@ -216,17 +216,17 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
         std::uint64_t value = 0;
         auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (ec != std::errc()) {
-            checkpoint.addFinding(Severity::Error, "version-unreadable",
+            checkpoint.addFinding(Severity::Error, FindingCode::VersionUnreadable,
                 "the version record " + std::string(version->name()) + " does not hold a number",
                 std::string(version->name()));
         } else if (value > 10) {
-            checkpoint.addFinding(Severity::Error, "version-too-new",
+            checkpoint.addFinding(Severity::Error, FindingCode::VersionTooNew,
                 "the archive says version " + std::to_string(value)
                     + "; torch.load fails with \"Attempted to read a PyTorch file with version "
                     + std::to_string(value) + ", but the maximum supported version for reading is 10.\"",
                 std::string(version->name()));
         } else if (value < 1) {
-            checkpoint.addFinding(Severity::Error, "version-too-old",
+            checkpoint.addFinding(Severity::Error, FindingCode::VersionTooOld,
                 "the archive says version 0; torch.load fails with \"Attempted to read a PyTorch file with "
                 "version 0, but the minimum supported version for reading is 1.\"",
                 std::string(version->name()));
@@ -235,18 +235,18 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     if (const ZipEntry* byteorder = record("byteorder")) {
         const std::string text = recordText(zip, *byteorder);
         if (text == "big")
-            checkpoint.addFinding(Severity::Info, "big-endian",
+            checkpoint.addFinding(Severity::Info, FindingCode::BigEndian,
                 "the tensors were written big-endian; torch byte-swaps them on a little-endian machine",
                 std::string(byteorder->name()));
         else if (text != "little")
-            checkpoint.addFinding(Severity::Error, "byteorder-unknown",
+            checkpoint.addFinding(Severity::Error, FindingCode::ByteorderUnknown,
                 "the byteorder record says '" + text.substr(0, 20)
                     + "'; torch.load fails with \"Unknown endianness type: " + text.substr(0, 20) + "\"",
                 std::string(byteorder->name()));
     }
 
     if (!dataPickle) {
-        checkpoint.addFinding(Severity::Error, "data-pkl-missing",
+        checkpoint.addFinding(Severity::Error, FindingCode::DataPklMissing,
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
             "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
     } else {
@@ -282,7 +282,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
         const bool isStorageRecord = local.starts_with("data/")
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
         if (isStorageRecord && !isUsed(entry))
-            checkpoint.addFinding(Severity::Warning, "record-unreferenced",
+            checkpoint.addFinding(Severity::Warning, FindingCode::RecordUnreferenced,
                 "record " + std::string(name) + " (" + formatThousands(entry.uncompressedSize)
                     + " bytes) is not used by any tensor in the pickle",
                 std::string(name), entry.localHeaderOffset);

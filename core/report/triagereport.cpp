@@ -86,7 +86,7 @@ void writeFindingJson(JsonWriter& writer, const Checkpoint& checkpoint, const Fi
 {
     writer.beginObject();
     writer.member("severity", severityName(finding.severity));
-    writer.member("code", finding.code);
+    writer.member("code", finding.codeId());
     writer.member("message", finding.message);
     writer.member("explanation", finding.explanation);
     writer.member("fix", finding.fix);
@@ -133,7 +133,7 @@ void writeTriageText(
         for (const Finding& finding : report.findings) {
             if (finding.severity != severity)
                 continue;
-            out << "  [" << finding.code << "] " << printableText(finding.message) << "\n";
+            out << "  [" << finding.codeId() << "] " << printableText(finding.message) << "\n";
             if (!finding.explanation.empty())
                 out << "      why: " << printableText(finding.explanation) << "\n";
             if (!finding.fix.empty())

@@ -322,7 +322,7 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
     outcome.status = SaveCopyStatus::Written;
     if (dangerous) {
         outcome.copySafety = copies.merged(bool(input.shardSet));
-        outcome.findings.emplace_back(Severity::Warning, "copy-as-dangerous",
+        outcome.findings.emplace_back(Severity::Warning, FindingCode::CopyAsDangerous,
             "the copy is exactly as dangerous as the input: a remap adds no code and removes none, so "
             "loading the copy with weights_only=False runs what loading the input runs");
     }

@@ -64,7 +64,7 @@ std::vector<Finding> checkKnownGlobalMoves(const Checkpoint& checkpoint)
         std::string names;
         for (const std::string& name : globals)
             names += (names.empty() ? "" : ", ") + name;
-        Finding finding(Severity::Info, "global-moved",
+        Finding finding(Severity::Info, FindingCode::GlobalMoved,
             std::string("the file names ") + names + ", which another version keeps under " + move->to);
         finding.explanation = std::string(move->why)
             + (move->error[0] ? std::string("; loading it there fails with ") + move->error : std::string());

@@ -62,19 +62,27 @@ std::string fileName(const Checkpoint& checkpoint)
     return checkpoint.path.empty() ? std::string("FILE") : checkpoint.path;
 }
 
-bool isTruncationCode(std::string_view code)
+bool isTruncationCode(FindingCode code)
 {
-    return code == "zip-truncated" || code == "record-truncated" || code == "truncated"
-        || code == "file-truncated" || code == "central-directory-missing"
-        || code == "central-directory-truncated" || code == "zip-end-record-missing";
+    switch (code) {
+    case FindingCode::ZipTruncated:
+    case FindingCode::RecordTruncated:
+    case FindingCode::Truncated:
+    case FindingCode::FileTruncated:
+    case FindingCode::CentralDirectoryMissing:
+    case FindingCode::CentralDirectoryTruncated:
+    case FindingCode::ZipEndRecordMissing:
+        return true;
+    default:
+        return false;
+    }
 }
 
-// Explanation and fix for a finding the reader made, by its code (and, for files that are not
-// checkpoints, by what the sniffer recognised).
+// Explanation and fix for a finding the reader made: its code's row where that has a fix (and, for
+// files that are not checkpoints, by what the sniffer recognised).
 void explainReaderFinding(const Checkpoint& checkpoint, Finding& finding)
 {
-    const std::string& code = finding.code;
-    if (code == "not-a-checkpoint") {
+    if (finding.code == FindingCode::NotACheckpoint) {
         switch (checkpoint.container.kind) {
         case ContainerKind::GitLfsPointer:
             finding.explanation = "this is a Git LFS pointer, a small text file that stands in for the "
@@ -115,52 +123,10 @@ void explainReaderFinding(const Checkpoint& checkpoint, Finding& finding)
             finding.fix = "check that this is the file you meant to open";
             break;
         }
-    } else if (code == "cannot-open") {
-        finding.explanation = "the file could not be opened for reading";
-        finding.fix = "check the path and the permissions";
-    } else if (code == "python2-string-not-utf8") {
-        finding.explanation = "the file was written by Python 2, whose strings are bytes; torch.load "
-                              "decodes them as UTF-8 by default, and this one was written in another "
-                              "encoding (usually Latin-1)";
-        finding.fix = "pass encoding='latin1' to torch.load (every byte then decodes, and UTF-8 text "
-                      "becomes mojibake only in that string), or encoding='bytes' to keep the strings "
-                      "as bytes";
-    } else if (isTruncationCode(code)) {
-        finding.explanation = "the file ends before all of its bytes were written: an interrupted "
-                              "download, copy or save, or a full disk";
-        finding.fix = "re-download or copy the file again and compare its size with the original";
-    } else if (code == "record-size-mismatch" || code == "bad-storage-size") {
-        finding.explanation = "the bytes stored for a storage do not match the size its tensors need; "
-                              "torch does not check this and reads garbage or fails later";
-        finding.fix = "re-save the checkpoint from the original model, or re-download it";
-    } else if (code == "view-out-of-bounds" || code == "shape-stride-mismatch"
-        || code == "negative-geometry") {
-        finding.explanation = "a tensor views bytes outside its storage; torch.load fails or the tensor "
-                              "reads memory that is not its own";
-        finding.fix = "re-save the checkpoint from the original model";
-    } else if (code == "record-missing" || code == "tar-member-missing") {
-        finding.explanation = "the pickle names a storage whose bytes are not in the file";
-        finding.fix = "re-download the file; if it was assembled by hand, add the missing record";
-    } else if (code == "record-unreferenced") {
-        finding.explanation = "the archive holds a record nothing refers to; torch ignores it";
-        finding.fix = "nothing needs doing; a re-save drops it";
-    } else if (code == "big-endian" || code == "byteorder-unknown") {
-        finding.explanation = "the tensor bytes were written on a big-endian machine; torch byte-swaps "
-                              "them on load, but tools that read the bytes directly must swap them too";
-        finding.fix = "nothing needs doing for torch.load; to store little-endian bytes, load and "
-                      "save again on a little-endian machine";
-    } else if (code == "duplicate-record-name" || code == "duplicate-tensor-name") {
-        finding.explanation = "the same name occurs twice; readers disagree on which one wins";
-        finding.fix = "re-save the checkpoint so that every name occurs once";
-    } else if (code == "zip-with-prefix") {
-        finding.explanation = "other bytes come before the zip archive";
-        finding.fix = "cut the bytes before the first PK\\3\\4 header, or re-save with torch.save";
-    } else if (code == "compressed-storage") {
-        finding.explanation = "a storage record is compressed, which torch.save never does";
-        finding.fix = "re-save with torch.save (or `ckpt-inspect remap`, which writes stored records)";
-    } else if (code == "pickle-unreadable") {
-        finding.explanation = "the pickle could not be read to its end; torch.load fails at the same place";
-        finding.fix = "re-download the file, or re-save it from the original";
+    } else if (const FindingCodeInfo& row = findingCodeInfo(finding.code); !row.fix.empty()) {
+        // The code's own explanation and fix, from the table (core/base/findingcodes.inc).
+        finding.explanation = row.explanation;
+        finding.fix = row.fix;
     } else if (finding.severity != Severity::Info) {
         finding.explanation = "the reader found this while reading the file";
         finding.fix = "re-save the checkpoint from the original, or re-download it";
@@ -264,7 +230,7 @@ void checkCrcs(const Checkpoint& checkpoint, const StoragesByRecord& storagesByR
             && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
             const auto crc = crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
             if (!crc)
-                mismatch = Finding {Severity::Error, "record-unreadable", crc.error().message,
+                mismatch = Finding {Severity::Error, FindingCode::RecordUnreadable, crc.error().message,
                     std::string(name), entry.dataOffset};
             else if (*crc != entry.crc32)
                 mismatch = zip.verifyCrc(entry, entry.uncompressedSize); // its message, same verdict
@@ -276,7 +242,7 @@ void checkCrcs(const Checkpoint& checkpoint, const StoragesByRecord& storagesByR
             continue;
         Finding finding = std::move(*mismatch);
         finding.tensors = storagesByRecord.tensorsOf(name);
-        if (finding.code == "crc-mismatch") {
+        if (finding.code == FindingCode::CrcMismatch) {
             if (!finding.tensors.empty())
                 finding.message += "; tensors that use it: " + tensorList(checkpoint, finding.tensors);
             finding.explanation = "the bytes of this record changed after torch wrote it (a bad disk, a "
@@ -301,7 +267,7 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
     for (const Finding& finding : checkpoint.findings) {
         if (isTruncationCode(finding.code))
             truncated = true;
-        if (finding.code == "metadata-only-storage")
+        if (finding.code == FindingCode::MetadataOnlyStorage)
             metadataOnlyRecords.insert(finding.record);
     }
     std::vector<std::uint32_t> complete, lost;
@@ -335,7 +301,7 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
             text += " (tensors " + tensorList(checkpoint, tensors) + ")";
         return text;
     };
-    Finding finding {Severity::Error, "truncated-salvage", {}};
+    Finding finding {Severity::Error, FindingCode::TruncatedSalvage, {}};
     std::vector<std::uint32_t> lostTensors;
     std::string message = "the file is cut off: " + formatThousands(complete.size()) + " of "
         + formatThousands(checkpoint.storages.size()) + " storages (" + formatBytes(completeBytes) + " of "
@@ -395,7 +361,7 @@ void checkMixedDevices(const Checkpoint& checkpoint, std::vector<Finding>& findi
                 majority = it;
         const std::string path = node == 0 ? std::string("the root") : checkpoint.treePath(node);
         std::string counts;
-        Finding finding {Severity::Warning, "mixed-devices-in-module", {}};
+        Finding finding {Severity::Warning, FindingCode::MixedDevicesInModule, {}};
         std::vector<std::uint32_t> strays;
         for (const auto& [device, tensors] : byDevice) {
             if (!counts.empty())
@@ -507,7 +473,7 @@ void checkOptimizerPlacement(const Checkpoint& checkpoint, std::vector<Finding>&
         }
         if (!shapesAgree || away.empty())
             continue;
-        Finding finding {Severity::Warning, "optimizer-state-device", {}};
+        Finding finding {Severity::Warning, FindingCode::OptimizerStateDevice, {}};
         std::map<std::pair<std::string, std::string>, std::size_t> pairs;
         for (const auto& [stateTensor, parameter] : away) {
             finding.tensors.push_back(stateTensor);
@@ -575,7 +541,7 @@ void checkCodeDevices(const Checkpoint& checkpoint, std::vector<Finding>& findin
                 shown.remove_prefix(1);
             if (shown.size() > 160)
                 shown = shown.substr(0, 160);
-            Finding finding {Severity::Warning, "device-in-code",
+            Finding finding {Severity::Warning, FindingCode::DeviceInCode,
                 "a remap will not fix code that names a device: " + std::string(name) + " line "
                     + std::to_string(lineNumber) + ": " + std::string(shown),
                 std::string(name), entry.dataOffset};

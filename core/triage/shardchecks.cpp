@@ -28,10 +28,10 @@ std::string listNames(const std::vector<std::string>& names, std::size_t most = 
     return out;
 }
 
-Finding makeFinding(Severity severity, std::string code, std::string message, std::string shard,
+Finding makeFinding(Severity severity, FindingCode code, std::string message, std::string shard,
     std::string explanation, std::string fix)
 {
-    Finding finding(severity, std::move(code), std::move(message), std::move(shard));
+    Finding finding(severity, code, std::move(message), std::move(shard));
     finding.explanation = std::move(explanation);
     finding.fix = std::move(fix);
     return finding;
@@ -55,7 +55,8 @@ void checkEachShard(const Checkpoint& checkpoint, std::vector<Finding>& findings
         // carries; the rest are the checks that need the shard's own file.
         for (std::size_t i = shard.checkpoint->findings.size(); i < own.size(); ++i) {
             Finding finding = std::move(own[i]);
-            if (finding.code.starts_with("truncated") || finding.code == "file-truncated")
+            if (finding.code == FindingCode::Truncated || finding.code == FindingCode::TruncatedSalvage
+                || finding.code == FindingCode::FileTruncated)
                 continue; // the merged checkpoint's truncation check covers it, across shards
             finding.message = shard.name + ": " + finding.message;
             finding.record = finding.record.empty() ? shard.name : shard.name + "/" + finding.record;
@@ -87,7 +88,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
         if (!shard.problem.empty()) {
             const auto& lost = promised[shard.name];
             Finding finding = makeFinding(Severity::Error,
-                shard.problem != "missing" ? "shard-unreadable" : "shard-missing",
+                shard.problem != "missing" ? FindingCode::ShardUnreadable : FindingCode::ShardMissing,
                 shard.name
                     + (shard.problem != "missing" ? " is not a usable shard (" + shard.problem + ")"
                                                   : std::string(" is missing"))
@@ -116,7 +117,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
                         incomplete.push_back(checkpoint.tensors[t].name);
                         tensors.push_back(t);
                     }
-            Finding finding = makeFinding(Severity::Error, "shard-damaged",
+            Finding finding = makeFinding(Severity::Error, FindingCode::ShardDamaged,
                 shard.name + " is damaged (" + formatBytes(shard.fileSize) + " on disk): "
                     + (incomplete.empty() ? std::string("its records are unreadable")
                                           : std::to_string(incomplete.size())
@@ -150,7 +151,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
                 inNamedShard = true;
         if (!inNamedShard) {
             const ShardFile* holder = shardOfTensor(found->second.front());
-            Finding finding = makeFinding(Severity::Error, "index-tensor-elsewhere",
+            Finding finding = makeFinding(Severity::Error, FindingCode::IndexTensorElsewhere,
                 name + ": the index places it in " + shardName + " but it is in "
                     + (holder ? holder->name : "?"),
                 shardName,
@@ -163,7 +164,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
         }
     }
     if (!absent.empty()) {
-        Finding finding = makeFinding(Severity::Error, "index-tensor-absent",
+        Finding finding = makeFinding(Severity::Error, FindingCode::IndexTensorAbsent,
             std::to_string(absent.size())
                 + " tensor(s) named by the index are in no shard: " + listNames(absent),
             absentShard,
@@ -183,7 +184,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
             if (const ShardFile* shard = shardOfTensor(t))
                 shards.insert(shard->name);
         if (shards.size() > 1) {
-            Finding finding = makeFinding(Severity::Warning, "tensor-in-two-shards",
+            Finding finding = makeFinding(Severity::Warning, FindingCode::TensorInTwoShards,
                 name + " is in " + std::to_string(shards.size())
                     + " shards: " + listNames(std::vector<std::string>(shards.begin(), shards.end())),
                 *shards.begin(), "whichever shard is loaded last wins; the copies may differ",
@@ -200,7 +201,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
     }
     for (auto& [shardName, names] : unlisted) {
         std::sort(names.begin(), names.end());
-        Finding finding = makeFinding(Severity::Warning, "shard-tensor-unlisted",
+        Finding finding = makeFinding(Severity::Warning, FindingCode::ShardTensorUnlisted,
             shardName + " holds " + std::to_string(names.size())
                 + " tensor(s) the index does not list: " + listNames(names),
             shardName,
@@ -219,7 +220,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
             tensorBytes += tensor.nbytes();
         const std::uint64_t storageBytes = checkpoint.totalStorageBytes();
         if (*set.indexTotalSize != tensorBytes && *set.indexTotalSize != storageBytes)
-            findings.push_back(makeFinding(Severity::Warning, "index-total-size-mismatch",
+            findings.push_back(makeFinding(Severity::Warning, FindingCode::IndexTotalSizeMismatch,
                 "the index's metadata.total_size is " + formatThousands(*set.indexTotalSize)
                     + " bytes but the shards hold " + formatThousands(tensorBytes) + " bytes of tensors ("
                     + formatThousands(storageBytes) + " of storages)",
@@ -252,7 +253,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
         const std::string common = dominant(dtypeTotal);
         for (const auto& [shardName, bytes] : dtypeBytesByShard)
             if (!bytes.empty() && dominant(bytes) != common)
-                findings.push_back(makeFinding(Severity::Warning, "shard-dtype-differs",
+                findings.push_back(makeFinding(Severity::Warning, FindingCode::ShardDtypeDiffers,
                     shardName + " is mostly " + dominant(bytes) + " while the other shards are mostly "
                         + common,
                     shardName,
@@ -267,7 +268,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
             for (const auto& [device, count] : bytes)
                 perShard += " " + device;
         }
-        findings.push_back(makeFinding(Severity::Info, "shard-devices-differ",
+        findings.push_back(makeFinding(Severity::Info, FindingCode::ShardDevicesDiffer,
             "the shards record different devices (" + perShard + ")", std::string(),
             "the model was saved from several devices (a device_map); a plain torch.load of each shard "
             "restores every "
@@ -314,7 +315,7 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
             : -1;
         for (const DcpChunk& chunk : entry.chunks) {
             if (!chunk.located) {
-                Finding finding = makeFinding(Severity::Error, "dcp-chunk-unlocated",
+                Finding finding = makeFinding(Severity::Error, FindingCode::DcpChunkUnlocated,
                     entry.fqn
                         + ": a chunk has no storage_data entry in .metadata, so its bytes cannot be found",
                     ".metadata", "DCP's load fails with a KeyError for this tensor",
@@ -366,7 +367,7 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
             problem = "the chunks cover " + formatThousands(covered) + " of "
                 + formatThousands(volume(entry.size)) + " elements (a gap)";
         if (!problem.empty()) {
-            Finding finding = makeFinding(Severity::Error, "dcp-chunks-do-not-tile",
+            Finding finding = makeFinding(Severity::Error, FindingCode::DcpChunksDoNotTile,
                 entry.fqn + ": " + problem, ".metadata",
                 "DCP loads a tensor by copying each chunk into place; overlaps or gaps leave it wrong or "
                 "incomplete",
@@ -378,7 +379,7 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
     }
     for (auto& [fileName, names] : missingByFile) {
         const bool exists = files.count(fileName) != 0;
-        Finding finding = makeFinding(Severity::Error, "dcp-chunk-missing",
+        Finding finding = makeFinding(Severity::Error, FindingCode::DcpChunkMissing,
             fileName
                 + (exists ? " is too short (" + formatBytes(files[fileName]->size()) + ")" : " is missing")
                 + ": " + std::to_string(names.size()) + " chunk(s) lack their bytes: " + listNames(names),
@@ -390,7 +391,7 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
         findings.push_back(std::move(finding));
     }
     if (!notTorchSave.empty())
-        findings.push_back(makeFinding(Severity::Warning, "dcp-chunk-not-torch-save",
+        findings.push_back(makeFinding(Severity::Warning, FindingCode::DcpChunkNotTorchSave,
             std::to_string(notTorchSave.size())
                 + " chunk(s) do not start with a torch.save archive: " + listNames(notTorchSave),
             std::string(),

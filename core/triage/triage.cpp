@@ -111,7 +111,7 @@ void addImportFindings(const Checkpoint& checkpoint, const TriageOptions& option
     }
     if (needed.empty())
         return;
-    Finding finding {missing ? Severity::Warning : Severity::Info, "imports-required",
+    Finding finding {missing ? Severity::Warning : Severity::Info, FindingCode::ImportsRequired,
         "torch.load(weights_only=False) imports Python code to unpickle this file: " + needed};
     finding.explanation = "the file pickles objects by class (a whole model, a config object), and the "
                           "unpickler imports each class's module; where a module is missing, torch.load "
@@ -151,7 +151,8 @@ void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
         for (const LoadSimulation& simulation : report.loadSimulations)
             if (simulation.error == error && !simulation.errorType.empty())
                 errorType = simulation.errorType;
-        Finding finding {Severity::Error, "load-fails", errorType.empty() ? error : errorType + ": " + error};
+        Finding finding {
+            Severity::Error, FindingCode::LoadFails, errorType.empty() ? error : errorType + ": " + error};
         std::string names;
         for (const std::string& generation : generations)
             names += (names.empty() ? "" : " and ") + generation;
@@ -224,7 +225,7 @@ void addSafetyFinding(TriageReport& report)
     Finding finding;
     switch (safety.rating) {
     case PickleSafety::DangerousOrUnknown: {
-        finding = Finding {Severity::Error, "unsafe-pickle", safety.headline};
+        finding = Finding {Severity::Error, FindingCode::UnsafePickle, safety.headline};
         std::string details;
         for (const UnsafeCallable& callable : safety.unsafe)
             details += (details.empty() ? "" : "; ") + callable.name + " (" + callable.reason + "; in "
@@ -242,14 +243,14 @@ void addSafetyFinding(TriageReport& report)
         break;
     }
     case PickleSafety::NeedsAllowlist:
-        finding = Finding {Severity::Warning, "needs-allowlisting", safety.headline};
+        finding = Finding {Severity::Warning, FindingCode::NeedsAllowlisting, safety.headline};
         finding.explanation = "every global is a vetted inert class, but torch.load(weights_only=True) "
                               "refuses the ones its default allowlist lacks";
         if (!safety.addSafeGlobals2.empty())
             finding.fix = "call this before torch.load (torch 2.x):\n" + safety.addSafeGlobals2;
         break;
     case PickleSafety::KnownInert:
-        finding = Finding {Severity::Info, "known-inert", safety.headline};
+        finding = Finding {Severity::Info, FindingCode::KnownInert, safety.headline};
         if (!safety.addSafeGlobals113.empty())
             finding.fix = "torch 1.13 needs:\n" + safety.addSafeGlobals113;
         break;
@@ -271,7 +272,7 @@ void addWeightsOnlyFinding(TriageReport& report)
     case SafetyRating::NotApplicable:
         return;
     case SafetyRating::Dangerous: {
-        finding = Finding {Severity::Error, "weights-only-dangerous", {}};
+        finding = Finding {Severity::Error, FindingCode::WeightsOnlyDangerous, {}};
         std::string chains;
         for (const std::string& chain : verdict.dangerousCallChains)
             chains += (chains.empty() ? "" : "; ") + chain;
@@ -287,7 +288,7 @@ void addWeightsOnlyFinding(TriageReport& report)
         break;
     }
     case SafetyRating::NeedsAllowlist: {
-        finding = Finding {Severity::Warning, "weights-only-needs-allowlist", {}};
+        finding = Finding {Severity::Warning, FindingCode::WeightsOnlyNeedsAllowlist, {}};
         const std::string needed = weightsOnlyGlobals(verdict, GlobalVerdict::NeedsAllowlist);
         const std::string unknown = weightsOnlyGlobals(verdict, GlobalVerdict::Unknown);
         finding.message = "torch.load(weights_only=True) (" + generation
@@ -304,7 +305,7 @@ void addWeightsOnlyFinding(TriageReport& report)
         break;
     }
     case SafetyRating::LoadsWithWeightsOnly:
-        finding = Finding {Severity::Info, "weights-only-loads",
+        finding = Finding {Severity::Info, FindingCode::WeightsOnlyLoads,
             "torch.load(weights_only=True) accepts it (" + generation
                 + "): it references only allowed globals"};
         finding.explanation = "loading it cannot run code";
@@ -349,8 +350,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     if (checkpoint.shardSet) {
         // The cross-shard checks say again, with the tensors concerned and a fix, what the reader
         // noted about missing and unreadable shards.
-        std::erase_if(report.findings,
-            [](const Finding& f) { return f.code == "shard-missing" || f.code == "shard-unreadable"; });
+        std::erase_if(report.findings, [](const Finding& f) {
+            return f.code == FindingCode::ShardMissing || f.code == FindingCode::ShardUnreadable;
+        });
         std::vector<Finding> shardFindings = checkShards(checkpoint);
         report.findings.insert(report.findings.end(), std::make_move_iterator(shardFindings.begin()),
             std::make_move_iterator(shardFindings.end()));

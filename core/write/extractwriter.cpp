@@ -498,7 +498,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         return makeError("cannot open " + checkpoint.path + " for reading: " + std::strerror(errno));
     bool bigEndian = false;
     for (const Finding& finding : checkpoint.findings)
-        bigEndian = bigEndian || finding.code == "big-endian";
+        bigEndian = bigEndian || finding.code == FindingCode::BigEndian;
     const std::string prefix = archiveNameFor(outputPath) + "/";
     const std::string byteorder = bigEndian ? "big" : "little";
     const std::string version = "3\n";

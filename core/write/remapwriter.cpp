@@ -477,7 +477,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         TorchZipWriter writer(output->get()->fd(), 64, options.progress, checkpoint.fileSize);
         bool bigEndian = false;
         for (const Finding& finding : checkpoint.findings)
-            bigEndian = bigEndian || finding.code == "big-endian";
+            bigEndian = bigEndian || finding.code == FindingCode::BigEndian;
         const std::string byteorder = bigEndian ? "big" : "little";
         const std::string version = "3\n";
         Status status = writer.addRecord(prefix + "data.pkl", rewrittenPickles.at(0));

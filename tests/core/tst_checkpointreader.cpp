@@ -171,8 +171,8 @@ private Q_SLOTS:
             = readBytes(full.left(static_cast<qsizetype>(*last.dataOffset + last.nbytes / 2)), "cut");
         bool found = false;
         for (const Finding& finding : cut.findings)
-            found = found || finding.code == "record-truncated" || finding.code == "zip-truncated"
-                || finding.code == "truncated";
+            found = found || finding.code == FindingCode::RecordTruncated
+                || finding.code == FindingCode::ZipTruncated || finding.code == FindingCode::Truncated;
         QVERIFY(found);
     }
 };

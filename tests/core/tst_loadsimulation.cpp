@@ -133,7 +133,7 @@ void TestLoadSimulation::gpuTargetGetsGpuRemap()
     const TriageReport report = triage(checkpoint, options);
     bool found = false;
     for (const Finding& finding : report.findings) {
-        if (finding.code != "load-fails")
+        if (finding.code != FindingCode::LoadFails)
             continue;
         found = true;
         QVERIFY2(

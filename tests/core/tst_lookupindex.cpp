@@ -38,7 +38,7 @@ Checkpoint withStorages(const std::vector<std::string>& keys)
     return checkpoint;
 }
 
-std::vector<std::string> findingRecords(const Checkpoint& checkpoint, const std::string& code)
+std::vector<std::string> findingRecords(const Checkpoint& checkpoint, FindingCode code)
 {
     std::vector<std::string> records;
     for (const Finding& finding : checkpoint.findings)
@@ -221,10 +221,10 @@ private Q_SLOTS:
         }
         const Checkpoint checkpoint = readCheckpoint(path.toStdString());
         QCOMPARE(checkpoint.storages.size(), std::size_t {11});
-        std::vector<std::string> duplicates = findingRecords(checkpoint, "duplicate-record-name");
+        std::vector<std::string> duplicates = findingRecords(checkpoint, FindingCode::DuplicateRecordName);
         std::sort(duplicates.begin(), duplicates.end());
         QCOMPARE(duplicates, (std::vector<std::string> {"devices_cuda0/data/3", "devices_cuda0/data/99"}));
-        QCOMPARE(findingRecords(checkpoint, "record-unreferenced"),
+        QCOMPARE(findingRecords(checkpoint, FindingCode::RecordUnreferenced),
             (std::vector<std::string> {"devices_cuda0/data/99", "devices_cuda0/data/99"}));
         const std::optional<std::uint32_t> three = checkpoint.storageIndex("3");
         QVERIFY(three);

@@ -64,7 +64,7 @@ QStringList codesOf(const Checkpoint& checkpoint)
 {
     QSet<QString> codes;
     for (const Finding& finding : checkpoint.findings)
-        codes.insert(QString::fromStdString(finding.code));
+        codes.insert(QString::fromStdString(std::string(finding.codeId())));
     QStringList sorted(codes.begin(), codes.end());
     sorted.sort();
     return sorted;
@@ -76,7 +76,8 @@ QString findingsText(const Checkpoint& checkpoint)
     for (const Finding& finding : checkpoint.findings)
         text += QStringLiteral("\n  [%1] %2: %3")
                     .arg(QString::fromLatin1(severityName(finding.severity)),
-                        QString::fromStdString(finding.code), QString::fromStdString(finding.message));
+                        QString::fromStdString(std::string(finding.codeId())),
+                        QString::fromStdString(finding.message));
     return text;
 }
 

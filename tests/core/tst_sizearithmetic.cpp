@@ -24,7 +24,7 @@ Checkpoint malformed(const char* name)
     return readCheckpoint(std::string(CKPT_SOURCE_DIR "/tests/data/malformed/") + name);
 }
 
-const Finding* findingFor(const Checkpoint& checkpoint, const std::string& code, const std::string& text)
+const Finding* findingFor(const Checkpoint& checkpoint, FindingCode code, const std::string& text)
 {
     for (const Finding& finding : checkpoint.findings)
         if (finding.code == code && finding.message.find(text) != std::string::npos)
@@ -87,15 +87,15 @@ private Q_SLOTS:
         const Checkpoint checkpoint = malformed("stride_overflow.pt");
         const char* names[] = {"'wide'", "'tall'"};
         for (int i = 0; i < 2; ++i) {
-            const Finding* finding = findingFor(checkpoint, "view-size-overflow", names[i]);
+            const Finding* finding = findingFor(checkpoint, FindingCode::ViewSizeOverflow, names[i]);
             QVERIFY2(finding, names[i]);
             QCOMPARE(finding->severity, Severity::Error);
             QVERIFY2(QString::fromStdString(finding->message).contains(u'"' + truth[i] + u'"'),
                 finding->message.c_str());
         }
         // The well-formed view beside them is fine.
-        QVERIFY(!findingFor(checkpoint, "view-size-overflow", "'fine'"));
-        QVERIFY(!findingFor(checkpoint, "view-out-of-bounds", "'fine'"));
+        QVERIFY(!findingFor(checkpoint, FindingCode::ViewSizeOverflow, "'fine'"));
+        QVERIFY(!findingFor(checkpoint, FindingCode::ViewOutOfBounds, "'fine'"));
         QCOMPARE(storageSizeOverflowMessage({2, 3}, {1ll << 62, 1}),
             std::string("Storage size calculation overflowed with sizes=[2, 3] and "
                         "strides=[4611686018427387904, 1]"));
@@ -109,7 +109,8 @@ private Q_SLOTS:
         QCOMPARE(storage.numel, std::uint64_t(1) << 62);
         QCOMPARE(storage.nbytes, UINT64_MAX); // saturated, not 2^64 mod 2^64 = 0
         QVERIFY(!storage.bytesComplete());
-        const Finding* finding = findingFor(checkpoint, "storage-size-overflow", "4,611,686,018,427,387,904");
+        const Finding* finding
+            = findingFor(checkpoint, FindingCode::StorageSizeOverflow, "4,611,686,018,427,387,904");
         QVERIFY(finding);
         QCOMPARE(finding->severity, Severity::Error);
         for (const Finding& other : checkpoint.findings)

@@ -112,10 +112,10 @@ QStringList contradictions(const TriageReport& report)
         found << QStringLiteral("weights-only rating dangerous, safety rating %1")
                      .arg(QString::fromLatin1(pickleSafetyName(report.safety.rating)));
     for (const Finding& finding : report.findings)
-        if ((finding.code == "weights-only-dangerous" || finding.code == "unsafe-pickle")
+        if ((finding.code == FindingCode::WeightsOnlyDangerous || finding.code == FindingCode::UnsafePickle)
             && !report.safety.dangerous())
             found << QStringLiteral("finding %1 under a safety rating of %2")
-                         .arg(QString::fromStdString(finding.code),
+                         .arg(QString::fromStdString(std::string(finding.codeId())),
                              QString::fromLatin1(pickleSafetyName(report.safety.rating)));
     if ((report.exitCode() == 4) != report.safety.dangerous())
         found << QStringLiteral("exit code %1 for a file rated %2")

@@ -110,7 +110,7 @@ ZipArchive openBytes(const QByteArray& bytes, const std::string& name = "in memo
     return ZipArchive::open(MappedFile::fromBuffer(bufferOf(bytes), name));
 }
 
-const Finding* findingWithCode(const ZipArchive& archive, const std::string& code)
+const Finding* findingWithCode(const ZipArchive& archive, FindingCode code)
 {
     for (const auto& finding : archive.findings()) {
         if (finding.code == code)
@@ -124,7 +124,8 @@ QString describeFindings(const ZipArchive& archive)
     QString text;
     for (const auto& finding : archive.findings())
         text += QStringLiteral("\n  [%1] %2: %3")
-                    .arg(QLatin1String(severityName(finding.severity)), QString::fromStdString(finding.code),
+                    .arg(QLatin1String(severityName(finding.severity)),
+                        QString::fromStdString(std::string(finding.codeId())),
                         QString::fromStdString(finding.message));
     return text;
 }
@@ -215,8 +216,8 @@ QString checkTruncation(const QByteArray& whole, std::uint64_t cut, const std::v
         return where + QStringLiteral("more than one incomplete record");
 
     // The finding says where the file ends, and names the record that is cut once its name is in.
-    const Finding* truncated = findingWithCode(archive, "zip-truncated");
-    const Finding* notZip = findingWithCode(archive, "zip-not-found");
+    const Finding* truncated = findingWithCode(archive, FindingCode::ZipTruncated);
+    const Finding* notZip = findingWithCode(archive, FindingCode::ZipNotFound);
     if (!truncated && !notZip)
         return where + QStringLiteral("no zip-truncated finding") + describeFindings(archive);
     if (truncated) {
@@ -315,9 +316,10 @@ private Q_SLOTS:
 
         for (const auto& finding : archive.findings())
             QVERIFY2(finding.severity != Severity::Error, finding.message.c_str());
-        QCOMPARE(findingWithCode(archive, "zip-after-other-data") != nullptr, sample.archiveStart > 0);
         QCOMPARE(
-            findingWithCode(archive, "duplicate-record-name") != nullptr, !sample.duplicateNames.isEmpty());
+            findingWithCode(archive, FindingCode::ZipAfterOtherData) != nullptr, sample.archiveStart > 0);
+        QCOMPARE(findingWithCode(archive, FindingCode::DuplicateRecordName) != nullptr,
+            !sample.duplicateNames.isEmpty());
         for (const QString& name : sample.duplicateNames) {
             // The first record of that name is the one find() returns.
             const auto first = std::find_if(sample.entries.begin(), sample.entries.end(),
@@ -442,7 +444,7 @@ private Q_SLOTS:
         const ExpectedEntry& third = sample.entries.at(2);
         const std::uint64_t cut = third.dataOffset + 3;
         const ZipArchive archive = openBytes(sample.bytes.first(static_cast<qsizetype>(cut)));
-        const Finding* finding = findingWithCode(archive, "zip-truncated");
+        const Finding* finding = findingWithCode(archive, FindingCode::ZipTruncated);
         QVERIFY(finding);
         QCOMPARE(finding->severity, Severity::Error);
         QCOMPARE(finding->record, third.name);
@@ -454,7 +456,7 @@ private Q_SLOTS:
         QVERIFY2(message.contains(QLatin1String("truncated")), qPrintable(message));
         QVERIFY2(
             message.contains(QLatin1String("The 2 records before it are complete")), qPrintable(message));
-        QVERIFY(findingWithCode(archive, "zip-end-record-missing"));
+        QVERIFY(findingWithCode(archive, FindingCode::ZipEndRecordMissing));
         QCOMPARE(archive.entries().size(), std::size_t {3});
         QVERIFY(!archive.entries().back().payloadComplete);
         QCOMPARE(std::string(archive.entries().back().name()), third.name);
@@ -494,8 +496,8 @@ private Q_SLOTS:
             bytes[end + 1] = 'X';
         }
         const ZipArchive archive = openBytes(bytes);
-        QVERIFY(
-            findingWithCode(archive, damageOffset ? "central-directory-missing" : "zip-end-record-missing"));
+        QVERIFY(findingWithCode(
+            archive, damageOffset ? FindingCode::CentralDirectoryMissing : FindingCode::ZipEndRecordMissing));
         QCOMPARE(archive.entries().size(), sample.entries.size());
         for (std::size_t i = 0; i < sample.entries.size(); ++i) {
             const ZipEntry& got = archive.entries()[i];
@@ -515,7 +517,7 @@ private Q_SLOTS:
             QVERIFY(!archive.verifyCrc(got, kMaxRecord));
         }
         if (damageOffset)
-            QVERIFY(!findingWithCode(archive, "zip-truncated"));
+            QVERIFY(!findingWithCode(archive, FindingCode::ZipTruncated));
     }
 
     void crc32KnownValue()
@@ -604,7 +606,7 @@ private Q_SLOTS:
         QVERIFY(entry);
         const auto finding = archive.verifyCrc(*entry, kMaxRecord);
         QVERIFY(finding.has_value());
-        QCOMPARE(finding->code, std::string("crc-mismatch"));
+        QVERIFY(finding->code == FindingCode::CrcMismatch);
         QCOMPARE(finding->record, tensor.name);
     }
 
@@ -617,7 +619,7 @@ private Q_SLOTS:
         QVERIFY(central > 0);
         putLittleEndian(bytes, central + 20, 1'000'000, 4); // compressed size of the first record
         const ZipArchive archive = openBytes(bytes);
-        const Finding* finding = findingWithCode(archive, "record-truncated");
+        const Finding* finding = findingWithCode(archive, FindingCode::RecordTruncated);
         QVERIFY(finding);
         const QString message = QString::fromStdString(finding->message);
         const std::uint64_t end = sample.entries[0].dataOffset + 1'000'000;
@@ -644,9 +646,9 @@ private Q_SLOTS:
         putLittleEndian(bytes, end + 8, 0xffff, 2);
         putLittleEndian(bytes, end + 10, 0xffff, 2);
         const ZipArchive archive = openBytes(bytes);
-        QVERIFY2(
-            findingWithCode(archive, "zip-entry-count-implausible"), qPrintable(describeFindings(archive)));
-        QVERIFY(!findingWithCode(archive, "central-directory-truncated"));
+        QVERIFY2(findingWithCode(archive, FindingCode::ZipEntryCountImplausible),
+            qPrintable(describeFindings(archive)));
+        QVERIFY(!findingWithCode(archive, FindingCode::CentralDirectoryTruncated));
         QVERIFY(archive.centralDirectoryFound());
         QCOMPARE(archive.entries().size(), sample.entries.size());
         for (const auto& entry : archive.entries()) {
@@ -667,7 +669,7 @@ private Q_SLOTS:
         bytes[second + 2] = 'x';
         const ZipArchive archive = openBytes(bytes);
         QVERIFY(archive.centralDirectoryFound());
-        QVERIFY(findingWithCode(archive, "central-directory-truncated"));
+        QVERIFY(findingWithCode(archive, FindingCode::CentralDirectoryTruncated));
         QCOMPARE(archive.entries().size(), sample.entries.size());
         for (std::size_t i = 0; i < sample.entries.size(); ++i) {
             const ZipEntry& entry = archive.entries()[i];
@@ -688,7 +690,7 @@ private Q_SLOTS:
         putLittleEndian(bytes, central + 20, 0xffffffff, 4);
         putLittleEndian(bytes, central + 24, 0xffffffff, 4);
         const ZipArchive archive = openBytes(bytes);
-        QVERIFY(findingWithCode(archive, "zip64-extra-missing"));
+        QVERIFY(findingWithCode(archive, FindingCode::Zip64ExtraMissing));
         QVERIFY(!archive.entries().front().payloadComplete);
         QCOMPARE(archive.entries().size(), sample.entries.size());
     }
@@ -755,7 +757,7 @@ private Q_SLOTS:
         QCOMPARE(archive.entries().size(), names.size());
         std::vector<const Finding*> duplicates;
         for (const Finding& finding : archive.findings())
-            if (finding.code == "duplicate-record-name")
+            if (finding.code == FindingCode::DuplicateRecordName)
                 duplicates.push_back(&finding);
         QCOMPARE(duplicates.size(), std::size_t {2});
         const auto& entries = archive.entries();
@@ -803,7 +805,7 @@ private Q_SLOTS:
         const ZipArchive archive = openBytes(bytes);
         QVERIFY(!archive.hasEntries());
         QVERIFY(!archive.centralDirectoryFound());
-        QVERIFY(findingWithCode(archive, "zip-not-found"));
+        QVERIFY(findingWithCode(archive, FindingCode::ZipNotFound));
     }
 
     void randomBytesNeverCrash()
@@ -904,7 +906,7 @@ private Q_SLOTS:
             const ZipArchive archive = ZipArchive::open(*file);
             QCOMPARE(archive.entries().size(), std::size_t {1});
             QVERIFY(archive.find("data.pkl"));
-            QVERIFY(!findingWithCode(archive, "local-name-mismatch"));
+            QVERIFY(!findingWithCode(archive, FindingCode::LocalNameMismatch));
         }
         auto file
             = MappedFile::open(QString(kCorpusFiles + QLatin1Char('/') + kMaliciousCentralZip).toStdString());
@@ -913,7 +915,7 @@ private Q_SLOTS:
         QCOMPARE(archive.entries().size(), std::size_t {1});
         const ZipEntry* entry = archive.find("data.pkl");
         QVERIFY(entry);
-        const Finding* mismatch = findingWithCode(archive, "local-name-mismatch");
+        const Finding* mismatch = findingWithCode(archive, FindingCode::LocalNameMismatch);
         QVERIFY(mismatch);
         QCOMPARE(mismatch->severity, Severity::Error);
         QCOMPARE(mismatch->record, std::string("data.pkl"));
@@ -934,7 +936,7 @@ private Q_SLOTS:
         QFETCH(QString, path);
         const QByteArray whole = readAll(path);
         const ZipArchive complete = openBytes(whole);
-        if (findingWithCode(complete, "local-name-mismatch")) {
+        if (findingWithCode(complete, FindingCode::LocalNameMismatch)) {
             // Its local headers name the records differently from its central directory, so a recovery
             // from local headers cannot agree with the central directory: only check that no cut crashes.
             for (qsizetype cut = 0; cut < whole.size(); ++cut) {

@@ -102,12 +102,19 @@ private Q_SLOTS:
         QCOMPARE(model.rowCount(), 0);
 
         // Hand-made findings: every column and role answers.
-        Finding record {Severity::Info, "crc-unchecked", "torch never checks CRC-32", "archive/data/0", 128};
-        Finding tensors {Severity::Warning, "mixed-devices", "a module mixes devices"};
+        Finding record {
+            Severity::Info, FindingCode::CrcMismatch, "torch never checks CRC-32", "archive/data/0", 128};
+        Finding tensors {Severity::Warning, FindingCode::MixedDevicesInModule, "a module mixes devices"};
         tensors.tensors = {0, 1, 2, 3, 4};
         tensors.fix = "map everything to one device";
         model.setFindings({record, tensors}, nullptr);
         QCOMPARE(model.rowCount(), 2);
+        // A finding without an explanation of its own says what its code means, from the table.
+        QVERIFY(model.index(0, 0)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .contains(QString::fromUtf8(findingCodeInfo(FindingCode::CrcMismatch).explanation.data(),
+                        qsizetype(findingCodeInfo(FindingCode::CrcMismatch).explanation.size()))));
         QVERIFY(model.index(0, FindingsModel::ConcernsColumn)
                     .data()
                     .toString()
@@ -120,11 +127,10 @@ private Q_SLOTS:
         QCOMPARE(model.index(1, 0).data(FindingsModel::FixRole).toString(),
             QStringLiteral("map everything to one device"));
         proxy.sort(FindingsModel::SeverityColumn, Qt::AscendingOrder);
-        QCOMPARE(
-            proxy.index(0, FindingsModel::CodeColumn).data().toString(), QStringLiteral("mixed-devices"));
+        QCOMPARE(proxy.index(0, FindingsModel::CodeColumn).data().toString(),
+            QStringLiteral("mixed-devices-in-module"));
         proxy.sort(FindingsModel::SeverityColumn, Qt::DescendingOrder);
-        QCOMPARE(
-            proxy.index(0, FindingsModel::CodeColumn).data().toString(), QStringLiteral("crc-unchecked"));
+        QCOMPARE(proxy.index(0, FindingsModel::CodeColumn).data().toString(), QStringLiteral("crc-mismatch"));
     }
 
     void cudaFileOnCpuTarget()

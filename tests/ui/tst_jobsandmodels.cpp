@@ -124,22 +124,38 @@ private Q_SLOTS:
         auto target = parseMachineSpec("cuda:0=4GiB,cpu=16GiB");
         QVERIFY(target);
         controller.setTarget(*target);
+        // The tree model is not the controller's (ui/document includes no models): the open job
+        // builds it beside the document, as the window asks, and it is the taker's from
+        // documentChanged() on.
+        controller.setBuildBeside([](CheckpointDocument* document) -> std::unique_ptr<QObject> {
+            return std::make_unique<TensorTreeModel>(document);
+        });
+        std::unique_ptr<QObject> model;
+        const auto taking = connect(&controller, &DocumentController::documentChanged, this,
+            [&](CheckpointDocument* current, CheckpointDocument*) {
+                model = controller.takeBuiltBeside();
+                QVERIFY(current && model && model->thread() == thread());
+            });
         QSignalSpy opened(&controller, &DocumentController::opened);
         controller.openFile(QStringLiteral(CKPT_SOURCE_DIR "/resources/demo/demo-checkpoint.pt"));
         QVERIFY(opened.wait(30000));
+        disconnect(taking);
         QPointer<CheckpointDocument> first = controller.document();
-        QPointer<TensorTreeModel> firstModel = controller.treeModel();
+        QPointer<TensorTreeModel> firstModel = qobject_cast<TensorTreeModel*>(model.get());
         QVERIFY(first && firstModel);
+        QVERIFY(firstModel->rowCount() > 0);
         QCOMPARE(first->target().name, target->name);
 
         bool previousAliveDuringSignal = false;
         connect(&controller, &DocumentController::documentChanged, this,
             [&](CheckpointDocument* current, CheckpointDocument* previous) {
                 previousAliveDuringSignal = !current && previous == first.data() && first && firstModel;
+                QVERIFY(!controller.takeBuiltBeside()); // nothing is built for no document
+                model.reset(); // the view lets go while the document it reads still exists
             });
         controller.close();
         QVERIFY(previousAliveDuringSignal);
-        QVERIFY(!first); // destroyed right after, model first
+        QVERIFY(!first); // destroyed right after
         QVERIFY(!firstModel);
         QVERIFY(!controller.document());
     }

@@ -5,8 +5,8 @@
 
 #include "tests/common/uitesthelpers.h"
 #include "ui/document/checkpointdocument.h"
+#include "ui/document/placementmime.h"
 #include "ui/models/devicemodel.h"
-#include "ui/models/placementmime.h"
 #include "ui/models/tensortreemodel.h"
 
 #include <QAbstractItemModelTester>

@@ -8,10 +8,10 @@
 
 #include "core/devices/deviceinventory.h"
 #include "core/read/checkpointreader.h"
+#include "ui/base/devicecolors.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
-#include "ui/widgets/devicecolors.h"
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>

@@ -5,6 +5,7 @@
 #include <QUndoStack>
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 namespace ckpt {
@@ -13,41 +14,58 @@ namespace {
 
 using DeviceList = std::vector<std::pair<std::uint32_t, std::optional<std::string>>>;
 
-// One undoable placement step: the rules it applied, and where every unit it changed was before.
+// One undoable placement step: the rules it applied, where every unit it changed was before, and
+// its report: what the first redo (the user's own move) did, said once for the status bar.
 class MoveCommand : public QUndoCommand {
 public:
-    MoveCommand(CheckpointDocument* document, std::vector<PlacementRule> rules, const QString& text,
-        MoveReport* report)
+    MoveCommand(CheckpointDocument* document, std::vector<PlacementRule> rules, const QString& text)
         : QUndoCommand(text)
         , m_document(document)
         , m_rules(std::move(rules))
-        , m_report(report)
     { }
+
+    const MoveReport& report() const { return m_report; }
 
     void redo() override
     {
         m_previous.clear();
         std::vector<std::uint32_t> dragged;
-        m_document->applyRulesWithoutUndo(m_rules, m_previous, m_report ? &dragged : nullptr);
-        if (m_report) {
-            for (std::uint32_t t : dragged)
-                m_report->draggedAlong.push_back(m_document->checkpoint().tensors[t].name);
-            // Only the first time: the report describes what the user just did.
-            m_report->storagesMoved = 0;
-            for (const auto& [unit, device] : m_previous)
-                if (m_document->plan().units()[unit].storage >= 0)
-                    ++m_report->storagesMoved;
-            m_report = nullptr;
+        m_document->applyRulesWithoutUndo(m_rules, m_previous, m_reported ? nullptr : &dragged);
+        if (!m_reported) {
+            m_reported = true; // a later redo (Ctrl+Shift+Z) repeats the move, not the report
+            writeReport(dragged);
         }
     }
 
     void undo() override { m_document->restoreWithoutUndo(m_previous); }
 
 private:
+    void writeReport(const std::vector<std::uint32_t>& dragged)
+    {
+        for (std::uint32_t t : dragged)
+            m_report.draggedAlong.push_back(m_document->checkpoint().tensors[t].name);
+        for (const auto& [unit, device] : m_previous)
+            if (m_document->plan().units()[unit].storage >= 0)
+                ++m_report.storagesMoved;
+        m_report.text = text() + QStringLiteral(": ") + QString::number(m_report.storagesMoved)
+            + (m_report.storagesMoved == 1 ? QStringLiteral(" storage moved")
+                                           : QStringLiteral(" storages moved"));
+        if (!m_report.draggedAlong.empty()) {
+            m_report.text += QStringLiteral("; also moved ");
+            for (std::size_t i = 0; i < m_report.draggedAlong.size() && i < 3; ++i)
+                m_report.text += (i ? QStringLiteral(", ") : QString())
+                    + QString::fromStdString(m_report.draggedAlong[i]);
+            if (m_report.draggedAlong.size() > 3)
+                m_report.text += QStringLiteral(" and %1 more").arg(m_report.draggedAlong.size() - 3);
+            m_report.text += QStringLiteral(" (they share a storage)");
+        }
+    }
+
     CheckpointDocument* m_document;
     std::vector<PlacementRule> m_rules;
     DeviceList m_previous;
-    MoveReport* m_report;
+    bool m_reported = false;
+    MoveReport m_report;
 };
 
 } // namespace
@@ -99,20 +117,10 @@ std::string CheckpointDocument::nodePath(std::uint32_t treeNode) const
 
 MoveReport CheckpointDocument::move(const std::vector<PlacementRule>& rules, const QString& description)
 {
-    MoveReport report;
-    m_undoStack->push(new MoveCommand(this, rules, description, &report));
-    report.text = description + QStringLiteral(": ") + QString::number(report.storagesMoved)
-        + (report.storagesMoved == 1 ? QStringLiteral(" storage moved") : QStringLiteral(" storages moved"));
-    if (!report.draggedAlong.empty()) {
-        report.text += QStringLiteral("; also moved ");
-        for (std::size_t i = 0; i < report.draggedAlong.size() && i < 3; ++i)
-            report.text
-                += (i ? QStringLiteral(", ") : QString()) + QString::fromStdString(report.draggedAlong[i]);
-        if (report.draggedAlong.size() > 3)
-            report.text += QStringLiteral(" and %1 more").arg(report.draggedAlong.size() - 3);
-        report.text += QStringLiteral(" (they share a storage)");
-    }
-    return report;
+    auto command = std::make_unique<MoveCommand>(this, rules, description);
+    MoveCommand& pushed = *command;
+    m_undoStack->push(command.release()); // redoes it once, and keeps it (no command merges or obsoletes)
+    return pushed.report();
 }
 
 void CheckpointDocument::applyRulesWithoutUndo(

@@ -5,7 +5,7 @@
 #include "core/model/checkpoint.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
-#include "ui/models/placementmime.h"
+#include "ui/document/placementmime.h"
 
 #include <QObject>
 #include <QString>
@@ -56,7 +56,7 @@ public:
 
     // Applies rules as one undoable step named `description` ("Move model.layers.3 to cuda:1").
     MoveReport move(const std::vector<PlacementRule>& rules, const QString& description);
-    // Parses kPlacementMimeType data (ui/models/placementmime.h) into rules that put everything
+    // Parses kPlacementMimeType data (ui/document/placementmime.h) into rules that put everything
     // named onto `device`; no rule at all when the payload is malformed.
     static std::vector<PlacementRule> rulesFromMimeData(const QByteArray& data, const std::string& device);
     static QByteArray mimeDataFor(const std::vector<std::pair<bool /*isModule*/, std::string>>& items);

@@ -11,7 +11,6 @@
 #include "core/triage/triage.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"
-#include "ui/models/tensortreemodel.h"
 
 #include <QFileInfo>
 #include <QUndoStack>
@@ -25,11 +24,12 @@ QString fromStd(const std::string& text)
     return QString::fromStdString(text);
 }
 
-// The document and tree model an open job builds beside the read: the plan, the ledger and the
-// model's per-node arrays cost a second at a million tensors, which the GUI thread must not spend.
+// The document an open job builds beside the read, and what a view asked to have built beside it:
+// the plan, the ledger and the tree model's per-node arrays cost a second at a million tensors,
+// which the GUI thread must not spend.
 struct BuiltDocument {
     std::unique_ptr<CheckpointDocument> document;
-    std::unique_ptr<TensorTreeModel> model;
+    std::unique_ptr<QObject> beside;
 };
 
 // What an open job hands back: the checkpoint as read, whether Cancel was pressed meanwhile, and
@@ -52,7 +52,6 @@ DocumentController::~DocumentController()
 {
     // Workers hold only shared data; a cancelled one ends at its next progress report.
     m_fileJobs->cancel();
-    m_treeModel.reset();
     m_document.reset();
 }
 
@@ -77,7 +76,8 @@ bool DocumentController::isTriageRunning() const
 void DocumentController::openFile(const QString& path)
 {
     m_fileJobs->start(
-        [file = path.toStdString(), target = m_target, gui = thread()](JobProgress& progress) {
+        [file = path.toStdString(), target = m_target, gui = thread(), build = m_buildBeside](
+            JobProgress& progress) {
             ReadOptions options;
             options.pickleLimits.progress = [&progress](std::uint64_t done, std::uint64_t total) {
                 return progress.report(done, total);
@@ -89,9 +89,9 @@ void DocumentController::openFile(const QString& path)
                 // Built here, then handed to the GUI thread, which owns them from then on.
                 result.built = std::make_shared<BuiltDocument>();
                 result.built->document = std::make_unique<CheckpointDocument>(result.checkpoint, target);
-                result.built->model = std::make_unique<TensorTreeModel>(result.built->document.get());
                 result.built->document->moveToThread(gui);
-                result.built->model->moveToThread(gui);
+                if (build && (result.built->beside = build(result.built->document.get())))
+                    result.built->beside->moveToThread(gui);
             }
             return result;
         },
@@ -133,7 +133,7 @@ void DocumentController::openFile(const QString& path)
             std::unique_ptr<CheckpointDocument> document = std::move(result.built->document);
             if (targetGeneration != m_targetGeneration)
                 document->setTarget(m_target); // the target changed while the file was read
-            replace(std::move(document), std::move(result.built->model));
+            replace(std::move(document), std::move(result.built->beside));
             startTriage();
             Q_EMIT opened(path, errors);
         });
@@ -250,19 +250,17 @@ void DocumentController::close()
 }
 
 void DocumentController::replace(
-    std::unique_ptr<CheckpointDocument> document, std::unique_ptr<TensorTreeModel> model)
+    std::unique_ptr<CheckpointDocument> document, std::unique_ptr<QObject> beside)
 {
-    // The old pair stays alive until every view has moved on.
-    std::unique_ptr<TensorTreeModel> oldModel = std::move(m_treeModel);
+    // The old document stays alive until every view has moved on.
     std::unique_ptr<CheckpointDocument> oldDocument = std::move(m_document);
     m_triageJobs->reset(); // a triage still running belongs to the old document
     m_document = std::move(document);
-    if (m_document) {
-        m_treeModel = model ? std::move(model) : std::make_unique<TensorTreeModel>(m_document.get());
+    m_builtBeside = std::move(beside);
+    if (m_document)
         connect(m_document.get(), &CheckpointDocument::targetChanged, this, &DocumentController::startTriage);
-    }
     Q_EMIT documentChanged(m_document.get(), oldDocument.get());
-    oldModel.reset();
+    m_builtBeside.reset();
     oldDocument.reset();
 }
 

@@ -8,21 +8,21 @@
 #include <QString>
 #include <QStringList>
 
+#include <functional>
 #include <memory>
 
 namespace ckpt {
 
 class CheckpointDocument;
 class JobTracker;
-class TensorTreeModel;
 struct Checkpoint;
 struct TriageReport;
 
-// The one owner of the open checkpoint and of the model it feeds (Tiled's DocumentManager, scaled
-// down), and the jobs that work on them: reading a file, writing the remapped copy, the triage.
-// Views never own the document: they learn of a new one through documentChanged(), which fires
-// while the old document still exists, so every view lets go of it before it is destroyed (the
-// tree model first, then the document it reads). No one else deletes a document.
+// The one owner of the open checkpoint (Tiled's DocumentManager, scaled down), and the jobs that
+// work on it: reading a file, writing the remapped copy, the triage. Views never own the document:
+// they learn of a new one through documentChanged(), which fires while the old document still
+// exists, so every view (and the window's tree model, which reads it) lets go of it before it is
+// destroyed. No one else deletes a document.
 class DocumentController : public QObject {
     Q_OBJECT
 
@@ -31,7 +31,13 @@ public:
     ~DocumentController() override;
 
     CheckpointDocument* document() const { return m_document.get(); }
-    TensorTreeModel* treeModel() const { return m_treeModel.get(); }
+    // What the open job builds beside each new document, off the GUI thread, for a view above this
+    // room (the window's tree model: its per-node arrays cost a second at a million tensors).
+    // `build` runs in the job; what it returns is moved to the GUI thread and is for the taking
+    // during documentChanged() (takeBuiltBeside()); untaken, it goes right after the signal.
+    using BuildBeside = std::function<std::unique_ptr<QObject>(CheckpointDocument* document)>;
+    void setBuildBeside(BuildBeside build) { m_buildBeside = std::move(build); }
+    std::unique_ptr<QObject> takeBuiltBeside() { return std::move(m_builtBeside); }
     // What new documents are planned against, and the open one too.
     void setTarget(const MachineInventory& target);
 
@@ -72,17 +78,16 @@ Q_SIGNALS:
     void triageFinished(const std::shared_ptr<const TriageReport>& report);
 
 private:
-    // `model`, when given, was built for `document`; otherwise one is built here.
-    void replace(
-        std::unique_ptr<CheckpointDocument> document, std::unique_ptr<TensorTreeModel> model = nullptr);
+    // `beside`, when given, was built for `document` by m_buildBeside.
+    void replace(std::unique_ptr<CheckpointDocument> document, std::unique_ptr<QObject> beside = nullptr);
 
     MachineInventory m_target;
     quint64 m_targetGeneration = 0; // counts setTarget() calls: an open job built for an older target
     JobTracker* m_fileJobs = nullptr;
     JobTracker* m_triageJobs = nullptr;
-    // Declared in this order so that the model, which reads the document, goes first.
+    BuildBeside m_buildBeside;
     std::unique_ptr<CheckpointDocument> m_document;
-    std::unique_ptr<TensorTreeModel> m_treeModel;
+    std::unique_ptr<QObject> m_builtBeside; // during documentChanged() only
 };
 
 } // namespace ckpt

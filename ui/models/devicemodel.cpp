@@ -4,7 +4,7 @@
 #include <QMimeData>
 #include <QPalette>
 
-#include "ui/widgets/devicecolors.h"
+#include "ui/base/devicecolors.h"
 
 namespace ckpt {
 

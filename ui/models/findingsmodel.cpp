@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/models/findingsmodel.h"
 
-#include "ui/widgets/displaytext.h"
+#include "ui/base/displaytext.h"
 
 #include "core/model/checkpoint.h"
 
@@ -31,7 +31,7 @@ int severityRank(Severity severity)
     return 3;
 }
 
-QString fromStd(const std::string& text)
+QString fromStd(std::string_view text)
 {
     return displayText(text); // torch's terminal codes out, as in every pane
 }
@@ -183,12 +183,16 @@ QString FindingsModel::concernsText(const Finding& finding) const
 
 QString FindingsModel::tooltip(const Finding& finding) const
 {
-    QString text = QStringLiteral("<b>%1</b> (%2)<br>%3")
-                       .arg(severityText(finding.severity).toHtmlEscaped(),
-                           fromStd(finding.code).toHtmlEscaped(), fromStd(finding.message).toHtmlEscaped());
-    if (!finding.explanation.empty())
+    QString text
+        = QStringLiteral("<b>%1</b> (%2)<br>%3")
+              .arg(severityText(finding.severity).toHtmlEscaped(), fromStd(finding.codeId()).toHtmlEscaped(),
+                  fromStd(finding.message).toHtmlEscaped());
+    // The finding's own explanation, or what its code means (core/base/findingcodes.inc).
+    const std::string_view why
+        = finding.explanation.empty() ? findingCodeInfo(finding.code).explanation : finding.explanation;
+    if (!why.empty())
         text += QStringLiteral("<br><br><b>%1</b> %2")
-                    .arg(tr("Why:").toHtmlEscaped(), fromStd(finding.explanation).toHtmlEscaped());
+                    .arg(tr("Why:").toHtmlEscaped(), fromStd(why).toHtmlEscaped());
     if (!finding.fix.empty())
         text += QStringLiteral("<br><b>%1</b> %2")
                     .arg(tr("Fix:").toHtmlEscaped(), fromStd(finding.fix).toHtmlEscaped());
@@ -213,7 +217,7 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const
         case SeverityColumn:
             return severityText(finding.severity);
         case CodeColumn:
-            return fromStd(finding.code);
+            return fromStd(finding.codeId());
         case MessageColumn:
             return fromStd(finding.message);
         case ConcernsColumn:

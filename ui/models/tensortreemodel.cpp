@@ -4,9 +4,9 @@
 #include "ui/models/tensortreemodel.h"
 
 #include "core/model/shardset.h"
+#include "ui/base/devicecolors.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/models/findingsmodel.h"
-#include "ui/widgets/devicecolors.h"
 
 #include <QFont>
 #include <QGuiApplication>

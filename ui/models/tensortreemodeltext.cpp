@@ -3,9 +3,9 @@
 // for a module that mixes devices) with its findings badge, and the column headers.
 #include "ui/models/tensortreemodel.h"
 
+#include "ui/base/devicecolors.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/models/findingsmodel.h"
-#include "ui/widgets/devicecolors.h"
 
 #include <QGuiApplication>
 #include <QPainter>

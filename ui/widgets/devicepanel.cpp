@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/devicepanel.h"
 
+#include "ui/base/devicecolors.h"
 #include "ui/models/devicemodel.h"
-#include "ui/widgets/devicecolors.h"
 
 #include "core/base/textformat.h"
 #include "core/triage/triage.h"

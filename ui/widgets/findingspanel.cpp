@@ -2,8 +2,8 @@
 #include "ui/widgets/findingspanel.h"
 
 #include "core/model/checkpoint.h"
+#include "ui/base/displaytext.h"
 #include "ui/models/findingsmodel.h"
-#include "ui/widgets/displaytext.h"
 #include "ui/widgets/loadsimulationbar.h"
 
 #include <QHeaderView>
@@ -28,7 +28,7 @@ QString fromStd(const std::string& text)
     return displayText(text);
 }
 
-QString esc(const std::string& text)
+QString esc(std::string_view text)
 {
     return displayHtml(text);
 }
@@ -224,11 +224,13 @@ void FindingsPanel::showCurrent(const QModelIndex& proxyIndex)
         return;
     }
     QString html = QStringLiteral("<p><b>%1</b> <span style=\"color:gray\">%2</span></p><p>%3</p>")
-                       .arg(severityText(finding->severity).toHtmlEscaped(), esc(finding->code),
+                       .arg(severityText(finding->severity).toHtmlEscaped(), esc(finding->codeId()),
                            esc(finding->message).replace(QLatin1Char('\n'), QStringLiteral("<br>")));
-    if (!finding->explanation.empty())
-        html += QStringLiteral("<p><b>%1</b> %2</p>")
-                    .arg(tr("Why it matters:").toHtmlEscaped(), esc(finding->explanation));
+    // The finding's own explanation, or what its code means (core/base/findingcodes.inc).
+    const std::string_view why
+        = finding->explanation.empty() ? findingCodeInfo(finding->code).explanation : finding->explanation;
+    if (!why.empty())
+        html += QStringLiteral("<p><b>%1</b> %2</p>").arg(tr("Why it matters:").toHtmlEscaped(), esc(why));
     if (!finding->fix.empty())
         html += QStringLiteral("<p><b>%1</b> %2</p>")
                     .arg(tr("What to do:").toHtmlEscaped(),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/loadsimulationbar.h"
 
-#include "ui/widgets/displaytext.h"
+#include "ui/base/displaytext.h"
 
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"

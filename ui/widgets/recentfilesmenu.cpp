@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/recentfilesmenu.h"
 
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 
 #include <QDir>
 #include <QFileInfo>

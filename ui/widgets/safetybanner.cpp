@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/safetybanner.h"
 
-#include "ui/widgets/displaytext.h"
+#include "ui/base/displaytext.h"
 
 namespace ckpt {
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "ui/widgets/tensortreepanel.h"
 
+#include "ui/base/devicecolors.h"
+#include "ui/base/displaytext.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/models/tensorfilterproxymodel.h"
 #include "ui/models/tensortreemodel.h"
-#include "ui/widgets/devicecolors.h"
-#include "ui/widgets/displaytext.h"
 #include "ui/widgets/loadsimulationbar.h"
 #include "ui/widgets/onelinebanner.h"
 #include "ui/widgets/safetybanner.h"
@@ -106,8 +106,11 @@ void TensorTreePanel::showFindings(const std::vector<Finding>& findings, std::si
     for (const Finding& finding : findings) {
         const bool wholeFile = finding.tensors.empty() || finding.tensors.size() * 2 > tensorCount;
         // Remarks stay in the Findings dock; the safety of the pickles is the banner's line.
-        if (wholeFile && finding.severity != Severity::Info && finding.code != "unsafe-pickle"
-            && finding.code.rfind("weights-only", 0) != 0)
+        const bool aboutSafety = finding.code == FindingCode::UnsafePickle
+            || finding.code == FindingCode::WeightsOnlyDangerous
+            || finding.code == FindingCode::WeightsOnlyNeedsAllowlist
+            || finding.code == FindingCode::WeightsOnlyLoads;
+        if (wholeFile && finding.severity != Severity::Info && !aboutSafety)
             aboutFile.push_back(&finding);
     }
     std::stable_sort(aboutFile.begin(), aboutFile.end(),
@@ -130,10 +133,10 @@ void TensorTreePanel::showFindings(const std::vector<Finding>& findings, std::si
     QString line = first.severity == Severity::Error ? tr("<b>&#10006; Whole file</b>: ")
                                                      : tr("<b>Whole file (warning)</b>: ");
     // What it means here, in a few words; torch's message is the expansion (and the Findings').
-    if (first.code == "load-fails")
+    if (first.code == FindingCode::LoadFails)
         line += tr("torch.load fails on the target");
     else
-        line += displayHtml(first.code);
+        line += displayHtml(first.codeId());
     if (!first.tensors.empty())
         line += tr(" for %1 of %2 tensors").arg(first.tensors.size()).arg(tensorCount);
     if (aboutFile.size() > 1)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "ui/models/placementmime.h"
+#include "ui/document/placementmime.h"
 
 #include <QDataStream>
 #include <QIODevice>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "ui/appsettings.h"
+#include "ui/base/appsettings.h"
 
 #include <QDir>
 #include <QFileInfo>

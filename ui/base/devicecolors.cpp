@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "ui/widgets/devicecolors.h"
+#include "ui/base/devicecolors.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "ui/widgets/displaytext.h"
+#include "ui/base/displaytext.h"
 
 #include "core/base/textformat.h"
 
