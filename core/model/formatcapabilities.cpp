@@ -79,13 +79,13 @@ std::array<FormatCapabilities, 9> makeTable()
     bin.readable = bin.recordsDevices = bin.pickled = bin.torchLoadSimulated = true;
     bin.weightsOnlyJudged = bin.unpicklerImportsClasses = true;
     bin.copyWithPlan = CopyWithPlan::Rewritten; // a folder of remapped .bin shards and its index
-    bin.exportsWeights = true;
+    bin.exportsWeights = bin.convertsToTorch = true; // convert DIR -o OUT.pt: one state_dict
 
     auto& safetensorsSet = table[6] = row(ShardLayout::HuggingFaceSafetensors, CheckpointFormat::Safetensors,
         "Hugging Face safetensors shards (model.safetensors.index.json)", "§7.2, §8");
     safetensorsSet.readable = true;
     safetensorsSet.copyWithPlan = CopyWithPlan::PlanExported;
-    safetensorsSet.exportsWeights = true;
+    safetensorsSet.exportsWeights = safetensorsSet.convertsToTorch = true;
     safetensorsSet.noDeviceReason = kSafetensorsNoDevice;
 
     auto& dcp = table[7] = row(ShardLayout::Distributed, CheckpointFormat::Distributed,
@@ -93,7 +93,7 @@ std::array<FormatCapabilities, 9> makeTable()
     dcp.readable = true;
     dcp.pickled = true; // .metadata, read with pickle.load, never torch.load
     dcp.copyWithPlan = CopyWithPlan::PlanExported;
-    dcp.exportsWeights = true;
+    dcp.exportsWeights = dcp.convertsToTorch = true;
     dcp.noDeviceReason = kDcpNoDevice;
 
     table[8]

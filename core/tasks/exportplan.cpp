@@ -4,6 +4,7 @@
 #include "core/base/pythonliteral.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/plan/devicemap.h"
 #include "core/plan/placementplan.h"
@@ -69,7 +70,7 @@ std::string loaderScript(const Checkpoint& input, const DeviceMapExport& exporte
 
 std::optional<std::string> whyExportOnly(const Checkpoint& input)
 {
-    if (!input.shardSet || input.shardSet->layout == ShardLayout::HuggingFaceBin)
+    if (!input.shardSet || formatCapabilities(input).copyWithPlan != CopyWithPlan::PlanExported)
         return std::nullopt;
     return whyFolderCannotBeRemapped(input);
 }

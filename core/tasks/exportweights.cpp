@@ -2,6 +2,7 @@
 #include "core/tasks/exportweights.h"
 
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
@@ -261,7 +262,7 @@ std::optional<ExportWeightsOutcome> refuseExportWeights(const ExportWeightsReque
                     + path + " -o OUT.pt` (or OUT.safetensors)");
         break;
     case WeightsExportKind::Convert:
-        if (toTorch && !input.shardSet && input.format != CheckpointFormat::Safetensors)
+        if (toTorch && !formatCapabilities(input).convertsToTorch)
             return stopped(request, ExportWeightsStatus::Usage,
                 path
                     + " is not a safetensors file; to write a torch file from a torch checkpoint use "

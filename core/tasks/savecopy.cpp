@@ -3,6 +3,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/triage/triage.h"
@@ -203,7 +204,7 @@ SaveCopyAssessment assessSaveCopy(const Checkpoint& input)
     assessment.inputSafety = input.shardSet ? rateShardSafety(input) : ratePickleSafety(input);
     if (input.shardSet) {
         if (auto why = whyFolderCannotBeRemapped(input)) {
-            if (input.shardSet->layout != ShardLayout::HuggingFaceBin)
+            if (formatCapabilities(input).copyWithPlan == CopyWithPlan::PlanExported)
                 assessment.exportOnly = *why;
             else
                 assessment.cannotRemap = *why;

@@ -9,6 +9,7 @@
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/pickle/pickleemitter.h"
 #include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
@@ -79,27 +80,17 @@ bool isMetadataOnly(const StorageRecord& storage)
 
 Status whyCannotBeRemapped(const Checkpoint& checkpoint)
 {
-    switch (checkpoint.format) {
-    case CheckpointFormat::TorchZip:
-    case CheckpointFormat::TorchScript:
-    case CheckpointFormat::TorchLegacy:
-        break;
-    case CheckpointFormat::Safetensors:
-        return makeError(
-            "a safetensors file records no device, so there is nothing to remap: the device is chosen when "
-            "it is loaded (safetensors' device argument)");
-    case CheckpointFormat::Distributed:
-        return makeError("a torch.distributed.checkpoint folder records no device (DCP saves CPU copies and "
-                         "places tensors when loading into a model's state_dict): there is nothing to remap");
-    case CheckpointFormat::TorchTar:
-        if (checkpoint.tarTensorsMember)
-            return makeError(
-                "this 0.1.x tar file keeps its tensors in a 'tensors' member; converting that layout is not "
-                "supported (files that reference storages directly are)");
-        break;
-    case CheckpointFormat::NotACheckpoint:
+    // What a copy with a plan does is the format's row (core/model/formatcapabilities.h); only the
+    // per-file exception below is not a property of the format.
+    const FormatCapabilities& row = formatCapabilities(checkpoint.format);
+    if (!row.readable)
         return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
-    }
+    if (row.copyWithPlan != CopyWithPlan::Rewritten && row.copyWithPlan != CopyWithPlan::ConvertedToZip)
+        return makeError(std::string(row.noDeviceReason) + ", so there is nothing to remap");
+    if (checkpoint.format == CheckpointFormat::TorchTar && checkpoint.tarTensorsMember)
+        return makeError(
+            "this 0.1.x tar file keeps its tensors in a 'tensors' member; converting that layout is not "
+            "supported (files that reference storages directly are)");
     for (const Finding& finding : checkpoint.findings)
         if (finding.severity == Severity::Error)
             return makeError("the checkpoint has a problem a copy would carry: " + finding.message,
@@ -217,8 +208,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     if (Status problem = whyCannotBeRemapped(checkpoint))
         return *problem;
     // Legacy and tar inputs are converted to the zip format; zip inputs keep their records.
-    const bool legacy = checkpoint.format == CheckpointFormat::TorchLegacy
-        || checkpoint.format == CheckpointFormat::TorchTar;
+    const bool legacy = formatCapabilities(checkpoint.format).copyWithPlan == CopyWithPlan::ConvertedToZip;
     const bool tar = checkpoint.format == CheckpointFormat::TorchTar;
     const PickleGraph& graph = checkpoint.graph;
 

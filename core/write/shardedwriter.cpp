@@ -3,6 +3,7 @@
 
 #include "core/base/textformat.h"
 #include "core/model/checkpoint.h"
+#include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 
@@ -34,16 +35,12 @@ std::optional<std::string> whyFolderCannotBeRemapped(const Checkpoint& checkpoin
     if (!checkpoint.shardSet)
         return "not a checkpoint of several files";
     const ShardSet& set = *checkpoint.shardSet;
-    if (set.layout == ShardLayout::HuggingFaceSafetensors)
-        return std::string(
-            "safetensors shards record no device (the device is chosen when they are loaded), so there "
-            "is nothing to rewrite: the plan is exported as a device_map and max_memory for "
-            "from_pretrained instead");
-    if (set.layout == ShardLayout::Distributed)
-        return std::string(
-            "a torch.distributed.checkpoint folder records no device (DCP saves CPU copies and "
-            "loads into a state_dict whose tensors are already placed), so there is nothing to "
-            "rewrite: the plan is exported instead");
+    const FormatCapabilities& row = formatCapabilities(set.layout);
+    if (row.copyWithPlan == CopyWithPlan::PlanExported)
+        return std::string(row.noDeviceReason)
+            + ", so there is nothing to rewrite: the plan is exported instead";
+    if (row.copyWithPlan != CopyWithPlan::Rewritten)
+        return std::string(row.title) + " cannot be rewritten with a plan";
     for (const ShardFile& shard : set.shards)
         if (!shard.problem.empty() || !shard.checkpoint)
             return shard.name + " is not usable (" + (shard.problem.empty() ? "unread" : shard.problem)
