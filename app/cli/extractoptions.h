@@ -6,7 +6,6 @@
 #include "core/model/checkpoint.h"
 #include "core/report/extractreport.h"
 #include "core/tasks/exportweights.h"
-#include "core/write/extractwriter.h"
 
 #include <CLI/CLI.hpp>
 

@@ -14,7 +14,6 @@
 #include "core/report/exportplanreport.h"
 #include "core/report/savecopyreport.h"
 #include "core/tasks/savecopy.h"
-#include "core/write/remapwriter.h"
 
 #include <iostream>
 #include <memory>

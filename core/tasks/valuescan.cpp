@@ -7,7 +7,7 @@ namespace ckpt {
 
 Finding nonFiniteValuesFinding(const TensorValueStatistics& tensor)
 {
-    Finding finding(Severity::Warning, "values-nonfinite",
+    Finding finding(Severity::Warning, FindingCode::ValuesNonfinite,
         "tensor '" + tensor.name + "' holds " + std::to_string(tensor.nanCount) + " NaN, "
             + std::to_string(tensor.positiveInfinityCount) + " +Inf and "
             + std::to_string(tensor.negativeInfinityCount) + " -Inf of its " + std::to_string(tensor.count)

@@ -111,7 +111,7 @@ private Q_SLOTS:
         QCOMPARE(outcome.tensorsScanned, std::size_t(1));
         QCOMPARE(outcome.nonFinite, std::vector<std::size_t> {0});
         QCOMPARE(outcome.findings.size(), std::size_t(1));
-        QCOMPARE(outcome.findings[0].code, std::string("values-nonfinite"));
+        QVERIFY(outcome.findings[0].code == FindingCode::ValuesNonfinite);
         QCOMPARE(outcome.findings[0].message,
             std::string("tensor 'bad' holds 2 NaN, 1 +Inf and 0 -Inf of its 10 values"));
         QCOMPARE(outcome.findings[0].tensors, std::vector<std::uint32_t> {0});

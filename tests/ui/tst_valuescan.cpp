@@ -148,7 +148,7 @@ private Q_SLOTS:
                 + std::to_string(counts[3].toInteger()) + " values";
             QVERIFY2(std::any_of(panel->findings().begin(), panel->findings().end(),
                          [&](const Finding& finding) {
-                             return finding.code == "values-nonfinite" && finding.message == message
+                             return finding.code == FindingCode::ValuesNonfinite && finding.message == message
                                  && finding.tensors.size() == 1;
                          }),
                 message.c_str());
@@ -230,7 +230,7 @@ private Q_SLOTS:
             QVERIFY2(panel->statusText().contains(u"tensors scanned, 1 holds NaN or infinities"_qs),
                 qPrintable(panel->statusText()));
             QCOMPARE(panel->findings().size(), std::size_t(1));
-            QCOMPARE(panel->findings()[0].code, std::string("values-nonfinite"));
+            QVERIFY(panel->findings()[0].code == FindingCode::ValuesNonfinite);
             QCOMPARE(panel->findings()[0].message,
                 std::string("tensor 'bad' holds 2 NaN, 1 +Inf and 0 -Inf of its 10 values"));
         }

@@ -6,7 +6,7 @@
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/nonfinitetablemodel.h"
 #include "ui/values/tensorvalues.h"
-#include "ui/widgets/displaytext.h"
+#include "ui/base/displaytext.h"
 #include "ui/widgets/valueschartwidget.h"
 
 #include <QFileInfo>
