@@ -86,7 +86,8 @@ std::array<FormatCapabilities, 9> makeTable()
     safetensorsSet.readable = true;
     safetensorsSet.copyWithPlan = CopyWithPlan::PlanExported;
     safetensorsSet.exportsWeights = safetensorsSet.convertsToTorch = true;
-    safetensorsSet.noDeviceReason = kSafetensorsNoDevice;
+    safetensorsSet.noDeviceReason = "safetensors shards record no device: the device is chosen when they are "
+                                    "loaded (from_pretrained's device_map and max_memory)";
 
     auto& dcp = table[7] = row(ShardLayout::Distributed, CheckpointFormat::Distributed,
         "torch.distributed.checkpoint folder (.metadata and .distcp files)", "§7.1");
