@@ -2,11 +2,11 @@
 #include "ui/widgets/valuescanpanel.h"
 
 #include "core/tasks/valueshelper.h"
+#include "ui/base/displaytext.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"
 #include "ui/models/nonfinitetablemodel.h"
 #include "ui/values/tensorvalues.h"
-#include "ui/base/displaytext.h"
 #include "ui/widgets/valueschartwidget.h"
 
 #include <QFileInfo>
