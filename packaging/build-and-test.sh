@@ -216,7 +216,10 @@ bg_step clang-tidy 19 packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}"
 # The asan and fuzz trees compile from now on, while the roots are finished and the ci tests run
 # (a test suite waits on Python, torch and the disk much of the time), below the tests' priority
 # and above clang-tidy's. The asan tree: the suites with AddressSanitizer and UBSan (no libtorch:
-# its prebuilt libraries are not instrumented). The fuzz build preset builds the harnesses only;
+# its prebuilt libraries are not instrumented); its test preset leaves out the tests that run none
+# of the sanitized code (the include and share checks, building, linting and installing the .deb,
+# the desktop files, the allowlist table read from real torch): the ci suites ran them already. The
+# fuzz build preset builds the harnesses only;
 # it starts when the asan build has ended (two compilers less at a time: memory), and is needed
 # only by the fuzz smoke at the end.
 step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" &&
