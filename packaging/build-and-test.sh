@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds Checkpoint Inspector the way CI does (the `ci` preset: warnings are errors), checks the
-# formatting and runs every test suite with clang-tidy over every source alongside; then runs the
-# suites again under AddressSanitizer and UBSan (the `asan` preset) and gives each fuzz harness a
-# few seconds (the `fuzz` preset, clang-14 with libFuzzer; fuzz/smoke.sh). Run
+# Builds Checkpoint Inspector the way CI does (the `ci` preset: warnings are errors, the programs
+# the package ships), checks the formatting, runs clang-tidy over every source, runs every test
+# suite once: under AddressSanitizer and UBSan (the `asan` preset) all but the few that run no
+# sanitized code or need libtorch, which run in the ci tree; and gives each fuzz harness a few
+# seconds (the `fuzz` preset, clang-14 with libFuzzer; fuzz/smoke.sh). Run
 # packaging/install-deps.sh first.
 #
 # Every step runs even when an earlier independent one failed (a format slip does not hide a test
@@ -202,7 +203,36 @@ if ((have_modern)) && [[ -x tests/tools/modern-python && $(cat "$state/modern-to
     export CKPT_MODERN_PYTHON="$root/tests/tools/modern-python"
 fi
 step configure cmake --preset ci "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" || finish
-step build cmake --build --preset ci -j"$jobs" || finish
+
+# Each suite runs once. The asan tree runs every suite it builds (all but the libtorch suites,
+# with the ci tree's values helper linked in: a process of its own), under AddressSanitizer and
+# UBSan, which check everything a plain run checks and more; the ci tree runs only the tests the
+# asan tree leaves out (the libtorch suites, and the checks of the package, the house rules and
+# torch's lists, which run no sanitized code; the asan test preset names them). So the ci tree
+# builds the programs, the libtorch module, the benchmarks and the suites' moc files for
+# clang-tidy (the ckpt_programs target, CMakeLists.txt), and the executables of its own tests only.
+# If the asan tree cannot be configured, the ci tree builds and runs everything.
+ci_only_tests=()
+ci_targets=()
+test_names() { ctest --preset "$1" -N 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p'; }
+if step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" \
+    "-DCKPT_VALUES_HELPER_FROM=$root/build/ci/app/ckpt-inspect-values"; then
+    declare -A in_asan=()
+    while read -r name; do in_asan[$name]=1; done < <(test_names asan)
+    ci_targets=(ckpt_programs)
+    while read -r name; do
+        [[ -n ${in_asan[$name]:-} ]] && continue
+        ci_only_tests+=("$name")
+        # A Qt suite's test suite.tst_x runs the executable suite_tst_x.
+        ninja -C build/ci -t query "${name/./_}" >/dev/null 2>&1 && ci_targets+=("${name/./_}")
+    done < <(test_names ci)
+    echo "the ci tree runs ${#ci_only_tests[@]} tests the asan tree leaves out: ${ci_only_tests[*]}"
+fi
+if ((${#ci_targets[@]})); then
+    step build cmake --build --preset ci -j"$jobs" --target "${ci_targets[@]}" || finish
+else
+    step build cmake --build --preset ci -j"$jobs" || finish
+fi
 step format packaging/check-format.sh
 
 # clang-tidy (.clang-tidy, every warning an error) with the ci build's compile_commands.json: every
@@ -216,13 +246,13 @@ bg_step clang-tidy 19 packaging/run-clang-tidy.sh build/ci "${tidy_folders[@]}"
 # The asan and fuzz trees compile from now on, while the roots are finished and the ci tests run
 # (a test suite waits on Python, torch and the disk much of the time), below the tests' priority
 # and above clang-tidy's. The asan tree: the suites with AddressSanitizer and UBSan (no libtorch:
-# its prebuilt libraries are not instrumented); its test preset leaves out the tests that run none
-# of the sanitized code (the include and share checks, building, linting and installing the .deb,
-# the desktop files, the allowlist table read from real torch): the ci suites ran them already. The
-# fuzz build preset builds the harnesses only;
+# its prebuilt libraries are not instrumented; the values helper is the ci tree's); its test preset
+# leaves out the tests that run none of the sanitized code (the include and share checks, building,
+# linting and installing the .deb, the desktop files, the allowlist table read from real torch):
+# the ci tree runs those. The fuzz build preset builds the harnesses only;
 # it starts when the asan build has ended (two compilers less at a time: memory), and is needed
 # only by the fuzz smoke at the end.
-step asan-configure cmake --preset asan "-DCKPT_MODERN_PYTHON=$CKPT_MODERN_PYTHON" &&
+[[ $(cat "$state/asan-configure.rc" 2>/dev/null) == 0 ]] &&
     bg_step asan-build 5 cmake --build --preset asan -j"$jobs"
 step fuzz-configure cmake --preset fuzz &&
     bg_after=asan-build bg_step fuzz-build 10 cmake --build --preset fuzz -j"$jobs"
@@ -235,13 +265,18 @@ if ((have_modern)); then
         export CKPT_MODERN_PYTHON=""
         echo "CKPT_MODERN_PYTHON=(none): the tests that need a modern torch will skip"
         step reconfigure cmake --preset ci "-DCKPT_MODERN_PYTHON=" || finish
-        step rebuild cmake --build --preset ci -j"$jobs" || finish
+        step rebuild cmake --build --preset ci -j"$jobs" ${ci_targets[@]:+--target "${ci_targets[@]}"} || finish
     fi
 fi
 echo "CKPT_MODERN_PYTHON=${CKPT_MODERN_PYTHON:-(none)}"
 [[ -n ${bg_pids[bookworm-root]:-} ]] && wait_step bookworm-root
 
-step tests env QT_QPA_PLATFORM=offscreen ctest --preset ci --output-on-failure -j2
+# The tests only the ci tree runs (all of them when the asan tree is missing).
+ci_filter=()
+if ((${#ci_only_tests[@]})); then
+    ci_filter=(-R "^($(printf '%s\n' "${ci_only_tests[@]}" | sed 's/[.]/\\./g' | paste -sd'|'))\$")
+fi
+step tests env QT_QPA_PLATFORM=offscreen ctest --preset ci --output-on-failure -j2 "${ci_filter[@]}"
 
 # Every fuzz harness for a few seconds from seeds made of the fixtures, beside the asan tests (it
 # runs one harness at a time); a crash fails the step and leaves its input under

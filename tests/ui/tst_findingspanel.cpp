@@ -244,8 +244,7 @@ private Q_SLOTS:
         DetailsPane* details = window.detailsPane();
         QSignalSpy shown(details, &DetailsPane::valuesShown);
         // The first floating tensor with a storage.
-        const Checkpoint& checkpoint = *std::make_shared<Checkpoint>(
-            readCheckpoint(fixture("fixtures/torch-2/state_dict.pt").toStdString()));
+        const Checkpoint checkpoint = readCheckpoint(fixture("fixtures/torch-2/state_dict.pt").toStdString());
         int chosen = -1;
         for (std::size_t i = 0; i < checkpoint.tensors.size(); ++i)
             if (checkpoint.tensors[i].storage >= 0
