@@ -24,6 +24,7 @@
 #include <set>
 
 using namespace ckpt;
+using namespace ckpt::testing;
 
 namespace {
 
@@ -50,7 +51,7 @@ std::string shapeText(const Dimensions& shape)
 std::string shapeText(const JsonValue& shape)
 {
     std::string text;
-    for (const JsonValue& d : shape.elements())
+    for (const JsonValue& d : shape.items())
         text += std::to_string(d.toInt64().value_or(-1)) + ",";
     return text;
 }
@@ -100,7 +101,7 @@ private Q_SLOTS:
             topLevel.insert(checkpoint.tree[child].name);
         const std::string opened = truth.member("opened").toString();
         std::size_t checkpointFiles = 0;
-        for (const JsonValue& file : truth.member("files").elements()) {
+        for (const JsonValue& file : truth.member("files").items()) {
             const std::string name = file.member("file").toString();
             const std::string kind = file.member("kind").toString();
             const bool inStep = name.find('/') == std::string::npos || name.starts_with(opened + "/");
@@ -121,7 +122,7 @@ private Q_SLOTS:
             QVERIFY2(shard, name.c_str());
             QVERIFY2(shard->problem.empty(), shard->problem.c_str());
             QVERIFY2(topLevel.count(shard->group), shard->group.c_str());
-            const auto& tensors = file.member("tensors").elements();
+            const auto& tensors = file.member("tensors").items();
             QCOMPARE(std::size_t(shard->checkpoint->tensors.size()), tensors.size());
             // Torch's tensors, in the merged document under the file's node, by name.
             std::map<std::string, const TensorEntry*> ours;
@@ -258,7 +259,7 @@ private Q_SLOTS:
 
         // Never into the input, nor a folder inside it.
         request.plan = &plan;
-        request.outputPath = (input + QStringLiteral("/inside")).toStdString();
+        request.outputPath = QString(input + QStringLiteral("/inside")).toStdString();
         const SaveCopyOutcome inside = saveRemappedCopy(request);
         QVERIFY(!inside.written());
         QVERIFY2(inside.why.find("inside the input folder") != std::string::npos, inside.why.c_str());
@@ -275,7 +276,7 @@ private Q_SLOTS:
         SaveCopyRequest request;
         request.input = &checkpoint;
         request.plan = &all;
-        request.outputPath = (dir.path() + QStringLiteral("/all")).toStdString();
+        request.outputPath = QString(dir.path() + QStringLiteral("/all")).toStdString();
         SaveCopyOutcome outcome = saveRemappedCopy(request);
         QVERIFY(!outcome.written());
         QVERIFY2(outcome.why.starts_with("optim.pt"), outcome.why.c_str());
@@ -284,7 +285,7 @@ private Q_SLOTS:
         PlacementPlan model(checkpoint);
         model.apply(PlacementRule {PlacementRule::Kind::MoveModule, "model.pt", "cpu"});
         request.plan = &model;
-        request.outputPath = (dir.path() + QStringLiteral("/model")).toStdString();
+        request.outputPath = QString(dir.path() + QStringLiteral("/model")).toStdString();
         outcome = saveRemappedCopy(request);
         QVERIFY2(outcome.written(), outcome.why.c_str());
         QCOMPARE(sha256Of(dir.path() + QStringLiteral("/model/optim.pt")),
