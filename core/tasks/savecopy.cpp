@@ -329,6 +329,15 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
         outcome.file = std::move(*written);
     }
     outcome.status = SaveCopyStatus::Written;
+    if (dangerous && outcome.folder && input.shardSet->layout == ShardLayout::RunFolder)
+        // A run folder's files the plan leaves alone are copied byte for byte: their verdict is
+        // the input's, and the copy carries them too.
+        for (const ShardFile& shard : input.shardSet->shards)
+            if (shard.checkpoint && shard.checkpoint->file
+                && std::find(
+                       outcome.folder->filesCopied.begin(), outcome.folder->filesCopied.end(), shard.name)
+                    != outcome.folder->filesCopied.end())
+                copies.files.emplace_back(shard.name, ratePickleSafety(*shard.checkpoint));
     if (dangerous) {
         outcome.copySafety = copies.merged(bool(input.shardSet));
         outcome.findings.emplace_back(Severity::Warning, FindingCode::CopyAsDangerous,
