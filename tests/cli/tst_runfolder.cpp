@@ -234,8 +234,7 @@ private Q_SLOTS:
         QCOMPARE(loaded.size(), std::size_t(toLoad.size()));
         for (const QString& path : toLoad) {
             const JsonValue& tags = loaded.member(path.toStdString());
-            QVERIFY2(tags.isArray(),
-                qPrintable(path + QStringLiteral(": ") + show(tags)));
+            QVERIFY2(tags.isArray(), qPrintable(path + QStringLiteral(": ") + show(tags)));
             QCOMPARE(tags.size(), std::size_t(1));
             QCOMPARE(tags.at(0).toString(), plannedOf[path.toStdString()]);
         }
