@@ -9,10 +9,12 @@
 #include "core/model/shardset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
+#include <thread>
 
 namespace ckpt {
 
@@ -280,16 +282,32 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
         shard.path = file.path;
         shard.present = true;
         shard.group = file.group;
-        auto mapped = MappedFile::open(file.path);
-        if (mapped)
-            shard.checkpoint = std::make_shared<const Checkpoint>(readCheckpoint(*mapped, options));
-        else
-            shard.problem = mapped.error().message;
         shard.fileSize = file.size;
-        shard.problem = fileProblem(shard, file);
         set->shards.push_back(std::move(shard));
         listedOfShard.push_back(&file);
     }
+    // Each file on its own, several at a time (as the shards of a set are read): a memory map,
+    // its directory and pickles; no tensor bytes.
+    std::atomic<std::size_t> next {0};
+    auto work = [&]() {
+        for (std::size_t i = next++; i < set->shards.size(); i = next++) {
+            ShardFile& shard = set->shards[i];
+            auto mapped = MappedFile::open(shard.path);
+            if (mapped)
+                shard.checkpoint = std::make_shared<const Checkpoint>(readCheckpoint(*mapped, options));
+            else
+                shard.problem = mapped.error().message;
+            shard.problem = fileProblem(shard, *listedOfShard[i]);
+        }
+    };
+    const std::size_t threads = std::min<std::size_t>(
+        set->shards.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t)
+        pool.emplace_back(work);
+    work();
+    for (std::thread& thread : pool)
+        thread.join();
 
     for (std::size_t s = 0; s < set->shards.size(); ++s) {
         ShardFile& shard = set->shards[s];
