@@ -31,6 +31,9 @@ ROOT = os.path.dirname(HERE)
 SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-1.13'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-2'),
+    # Each file of the training-run folders (Trainer, OLMo, Lightning, DeepSpeed shapes): the run
+    # folder reader reads each through readCheckpoint, which the reader harness fuzzes.
+    os.path.join(ROOT, 'tests', 'fixtures', 'runfolder'),
     os.path.join(ROOT, 'tests', 'data'),
     os.path.join(HERE, 'seeds'),
 ]

@@ -37,9 +37,9 @@ FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> forma
     return capabilities;
 }
 
-std::array<FormatCapabilities, 9> makeTable()
+std::array<FormatCapabilities, 10> makeTable()
 {
-    std::array<FormatCapabilities, 9> table;
+    std::array<FormatCapabilities, 10> table;
     auto& zip = table[0]
         = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
     zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
@@ -97,14 +97,23 @@ std::array<FormatCapabilities, 9> makeTable()
     dcp.exportsWeights = dcp.convertsToTorch = true;
     dcp.noDeviceReason = kDcpNoDevice;
 
-    table[8]
+    auto& runFolder = table[8] = row(ShardLayout::RunFolder, std::nullopt,
+        "a training run's folder (Trainer checkpoint-N, OLMo, Lightning, DeepSpeed global_stepN)",
+        "docs/runfolder.md");
+    runFolder.readable = runFolder.recordsDevices = runFolder.pickled = runFolder.torchLoadSimulated = true;
+    runFolder.weightsOnlyJudged = runFolder.unpicklerImportsClasses = true;
+    // A new folder: the files whose devices change rewritten, the rest copied byte for byte.
+    runFolder.copyWithPlan = CopyWithPlan::Rewritten;
+    runFolder.caveat = "each file is its own document: what torch.load does is judged file by file";
+
+    table[9]
         = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
     return table;
 }
 
-const std::array<FormatCapabilities, 9>& table()
+const std::array<FormatCapabilities, 10>& table()
 {
-    static const std::array<FormatCapabilities, 9> rows = makeTable();
+    static const std::array<FormatCapabilities, 10> rows = makeTable();
     return rows;
 }
 

@@ -18,6 +18,8 @@ const char* shardLayoutName(ShardLayout layout)
         return "hf-safetensors-shards";
     case ShardLayout::Distributed:
         return "dcp";
+    case ShardLayout::RunFolder:
+        return "run-folder";
     }
     return "dcp";
 }
@@ -66,6 +68,11 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
         json.member("present", shard.present);
         json.member("file_size", shard.fileSize);
         json.memberOrNull("problem", shard.problem);
+        if (set.layout == ShardLayout::RunFolder) {
+            json.member("group", shard.group);
+            json.member("format",
+                std::string(shard.checkpoint ? checkpointFormatName(shard.checkpoint->format) : "unread"));
+        }
         if (set.layout != ShardLayout::Distributed) {
             json.member("storages", static_cast<std::uint64_t>(shard.storageCount));
             json.key("bytes_by_device").beginObject();
@@ -76,6 +83,22 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
         json.endObject();
     }
     json.endArray();
+    if (set.layout == ShardLayout::RunFolder) {
+        json.key("other_files").beginArray();
+        for (const FolderFile& file : set.otherFiles) {
+            json.beginObject();
+            json.member("name", file.name);
+            json.member("file_size", file.fileSize);
+            json.member("what", file.what);
+            json.endObject();
+        }
+        json.endArray();
+        json.member("latest", set.latestStep);
+        json.key("folders_left_out").beginArray();
+        for (const std::string& folder : set.foldersLeftOut)
+            json.value(folder);
+        json.endArray();
+    }
     if (!set.dcp)
         return;
     json.key("dcp").beginObject();
@@ -124,6 +147,8 @@ std::string shardSetText(const Checkpoint& checkpoint)
         + (set.indexPath.empty() ? std::string(", no index") : ", index " + set.indexPath) + "):\n";
     for (const ShardFile& shard : set.shards) {
         out += "  " + shard.name + "  " + formatBytes(shard.fileSize);
+        if (set.layout == ShardLayout::RunFolder && shard.checkpoint)
+            out += std::string("  ") + checkpointFormatName(shard.checkpoint->format);
         if (!shard.problem.empty())
             out += "  PROBLEM: " + shard.problem;
         else if (set.layout != ShardLayout::Distributed) {
@@ -133,6 +158,12 @@ std::string shardSetText(const Checkpoint& checkpoint)
         }
         out += "\n";
     }
+    for (const FolderFile& file : set.otherFiles)
+        out += "  " + file.name + "  " + formatBytes(file.fileSize) + "  " + file.what + "\n";
+    if (!set.latestStep.empty())
+        out += "  `latest` names " + set.latestStep + ": its files are shown\n";
+    for (const std::string& folder : set.foldersLeftOut)
+        out += "  " + folder + "/  left out (not the step `latest` names)\n";
     if (set.dcp) {
         out += "\nDCP metadata (version "
             + (set.dcp->version.empty() ? std::string("not recorded") : set.dcp->version)

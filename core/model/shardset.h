@@ -18,8 +18,10 @@ enum class ShardLayout {
     HuggingFaceBin, // pytorch_model-0000N-of-0000M.bin + pytorch_model.bin.index.json
     HuggingFaceSafetensors, // model-0000N-of-0000M.safetensors + model.safetensors.index.json
     Distributed, // torch.distributed.checkpoint: .metadata + __R_S.distcp
+    RunFolder, // a training run's folder: each checkpoint file its own document (docs/runfolder.md)
 };
-const char* shardLayoutName(ShardLayout layout); // "hf-bin-shards", "hf-safetensors-shards", "dcp"
+// "hf-bin-shards", "hf-safetensors-shards", "dcp", "run-folder"
+const char* shardLayoutName(ShardLayout layout);
 
 // One file of the set, as the index lists it (or as found in the folder).
 struct ShardFile {
@@ -35,6 +37,19 @@ struct ShardFile {
     std::uint32_t firstTensor = 0; // its tensors in the merged checkpoint start here
     std::uint64_t fileSize = 0;
     std::string problem; // why it is not usable ("missing", "a Git LFS pointer", ...), empty when fine
+    // Run folders: the top-level node it belongs to. A file on its own is its own node (its name);
+    // the shards of a sharded set inside the folder share one ("model.safetensors" for
+    // model.safetensors.index.json and its shards).
+    std::string group;
+    std::uint32_t treeNode = 0; // run folders: the file's (or its group's) node below the root
+};
+
+// Run folders: a file of the folder that is no checkpoint (trainer_state.json, `latest`, a
+// script), listed so that the folder is shown whole and copied byte for byte when it is saved.
+struct FolderFile {
+    std::string name; // relative to the folder ("latest", "global_step2/notes.txt")
+    std::uint64_t fileSize = 0;
+    std::string what; // "JSON text", "DeepSpeed's latest: names global_step2", ...
 };
 
 // One chunk of a DCP tensor: where it sits in the global tensor and where its bytes are.
@@ -75,6 +90,11 @@ struct ShardSet {
     std::vector<std::int32_t> storageShard; // per merged storage: index into shards
     std::vector<std::uint32_t> storageInShard; // per merged storage: index in that shard's storages
     std::optional<DcpMetadata> dcp;
+    // Run folders: the files that are no checkpoint, and DeepSpeed's `latest` (the step folder it
+    // names, whose files are part of the document; other step folders are left out and named).
+    std::vector<FolderFile> otherFiles;
+    std::string latestStep; // "global_step2", empty when the folder has no `latest`
+    std::vector<std::string> foldersLeftOut; // subfolders not opened ("global_step1")
 
     const ShardFile* shardOfStorage(std::int32_t storage) const
     {

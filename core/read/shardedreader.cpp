@@ -6,6 +6,7 @@
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/read/dcpreader.h"
+#include "core/read/runfolderreader.h"
 
 #include <algorithm>
 #include <atomic>
@@ -117,6 +118,9 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path)
         if (isFile((fs::path(folder) / ".metadata").string()))
             return ShardedInput {
                 ShardLayout::Distributed, folder, (fs::path(folder) / ".metadata").string(), {}};
+        // A training run's folder: checkpoint files besides (or instead of) one model's weights.
+        if (isRunFolder(folder))
+            return ShardedInput {ShardLayout::RunFolder, folder, {}, {}};
         const auto indexes = indexFilesIn(folder);
         if (!indexes.empty())
             return ShardedInput {
@@ -269,6 +273,8 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
 {
     if (input.layout == ShardLayout::Distributed)
         return readDistributedCheckpoint(input, options);
+    if (input.layout == ShardLayout::RunFolder)
+        return readRunFolder(input.folder, options);
 
     Checkpoint merged;
     merged.path = input.folder;

@@ -68,6 +68,18 @@ std::string loaderScript(const Checkpoint& input, const DeviceMapExport& exporte
 
 } // namespace
 
+std::optional<std::string> whyOutputIntoInputFolder(
+    const std::string& inputFolder, const std::string& outputFolder)
+{
+    const std::string input = resolved(inputFolder);
+    const std::string output = resolved(outputFolder);
+    if (output == input)
+        return "the output folder is the input folder; choose a folder outside it";
+    if (sameOrInside(output, input))
+        return "the output folder is inside the input folder; choose a folder outside it";
+    return std::nullopt;
+}
+
 std::optional<std::string> whyExportOnly(const Checkpoint& input)
 {
     if (!input.shardSet || formatCapabilities(input).copyWithPlan != CopyWithPlan::PlanExported)
@@ -98,15 +110,9 @@ ExportPlanOutcome exportPlan(const ExportPlanRequest& request)
     // Never into the input: not its folder (through a link or `..` too), not a folder inside it,
     // not over one of its files (an output file that is a link to one).
     const std::string inputFolder = resolved(input.shardSet->folder);
-    const std::string outputFolder = resolved(request.outputFolder);
-    if (outputFolder == inputFolder) {
+    if (auto into = whyOutputIntoInputFolder(input.shardSet->folder, request.outputFolder)) {
         outcome.status = ExportPlanStatus::RefusedIntoInput;
-        outcome.refusal = "the output folder is the input folder; choose a folder outside it";
-        return outcome;
-    }
-    if (sameOrInside(outputFolder, inputFolder)) {
-        outcome.status = ExportPlanStatus::RefusedIntoInput;
-        outcome.refusal = "the output folder is inside the input folder; choose a folder outside it";
+        outcome.refusal = *into;
         return outcome;
     }
     for (const std::string& path : {mapPath, scriptPath}) {

@@ -51,6 +51,12 @@ struct ExportPlanOutcome {
 // no device), or nothing when a copy can be written.
 std::optional<std::string> whyExportOnly(const Checkpoint& input);
 
+// The one "never into the input" rule for an output folder written from an input folder: why
+// `outputFolder` may not be used (it is the input folder, through a link or `..` too, or a folder
+// inside it), or nothing. Saving a run folder asks it too (core/tasks/savecopy.h).
+std::optional<std::string> whyOutputIntoInputFolder(
+    const std::string& inputFolder, const std::string& outputFolder);
+
 // Exports the plan (see above). Writes nothing unless it can write both files: every refusal is
 // decided before the folder is created.
 ExportPlanOutcome exportPlan(const ExportPlanRequest& request);

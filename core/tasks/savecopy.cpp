@@ -210,6 +210,8 @@ SaveCopyAssessment assessSaveCopy(const Checkpoint& input)
                 assessment.cannotRemap = *why;
             return assessment;
         }
+        if (input.shardSet->layout == ShardLayout::RunFolder)
+            return assessment; // which files are rewritten depends on the plan: the writer judges them
         for (const ShardFile& shard : input.shardSet->shards)
             if (Status why = whyCannotBeRemapped(*shard.checkpoint)) {
                 assessment.cannotRemap = shard.name + ": " + why->message;
@@ -303,6 +305,12 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
             return std::nullopt;
         };
 
+    if (input.shardSet && input.shardSet->layout == ShardLayout::RunFolder)
+        if (auto into = whyOutputIntoInputFolder(input.shardSet->folder, request.outputPath)) {
+            outcome.status = SaveCopyStatus::Failed; // never into the input, the rule exportPlan keeps
+            outcome.why = *into;
+            return outcome;
+        }
     if (input.shardSet) {
         auto written = writeRemappedFolder(input, *request.plan, request.outputPath, options);
         if (!written) {
@@ -321,6 +329,15 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
         outcome.file = std::move(*written);
     }
     outcome.status = SaveCopyStatus::Written;
+    if (dangerous && outcome.folder && input.shardSet->layout == ShardLayout::RunFolder)
+        // A run folder's files the plan leaves alone are copied byte for byte: their verdict is
+        // the input's, and the copy carries them too.
+        for (const ShardFile& shard : input.shardSet->shards)
+            if (shard.checkpoint && shard.checkpoint->file
+                && std::find(
+                       outcome.folder->filesCopied.begin(), outcome.folder->filesCopied.end(), shard.name)
+                    != outcome.folder->filesCopied.end())
+                copies.files.emplace_back(shard.name, ratePickleSafety(*shard.checkpoint));
     if (dangerous) {
         outcome.copySafety = copies.merged(bool(input.shardSet));
         outcome.findings.emplace_back(Severity::Warning, FindingCode::CopyAsDangerous,

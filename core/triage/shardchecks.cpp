@@ -409,7 +409,11 @@ std::vector<Finding> checkShards(const Checkpoint& checkpoint)
         return findings;
     if (checkpoint.shardSet->dcp)
         checkDistributed(checkpoint, findings);
-    else {
+    else if (checkpoint.shardSet->layout == ShardLayout::RunFolder) {
+        // Each file is its own document, with no index to hold them to: each readable file gets
+        // its own record checks (the reader's word on a file that cannot be read stays).
+        checkEachShard(checkpoint, findings);
+    } else {
         checkHuggingFace(checkpoint, findings);
         checkEachShard(checkpoint, findings);
     }

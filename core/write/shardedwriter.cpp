@@ -6,6 +6,7 @@
 #include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
+#include "core/write/runfolderwriter.h"
 
 #include <chrono>
 #include <filesystem>
@@ -41,6 +42,8 @@ std::optional<std::string> whyFolderCannotBeRemapped(const Checkpoint& checkpoin
             + ", so there is nothing to rewrite: the plan is exported instead";
     if (row.copyWithPlan != CopyWithPlan::Rewritten)
         return std::string(row.title) + " cannot be rewritten with a plan";
+    if (set.layout == ShardLayout::RunFolder)
+        return std::nullopt; // a damaged file is copied as it is unless the plan changes it (the writer says)
     for (const ShardFile& shard : set.shards)
         if (!shard.problem.empty() || !shard.checkpoint)
             return shard.name + " is not usable (" + (shard.problem.empty() ? "unread" : shard.problem)
@@ -104,7 +107,15 @@ Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, c
     RemoveUnlessKept cleanup {temporary};
 
     ShardedRemapResult result;
+    if (set.layout == ShardLayout::RunFolder) {
+        auto written = writeRemappedRunFolder(checkpoint, plan, temporary, options);
+        if (!written)
+            return makeError(written.error().message);
+        result = std::move(*written);
+    }
     for (const ShardFile& shard : set.shards) {
+        if (set.layout == ShardLayout::RunFolder)
+            break;
         // The shard's own plan: each of its storages goes where the merged plan puts it.
         PlacementPlan shardPlan(*shard.checkpoint);
         std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
@@ -136,6 +147,8 @@ Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, c
     for (const ShardFile& shard : set.shards)
         shardNames.insert(shard.name);
     for (const auto& entry : fs::directory_iterator(set.folder, error)) {
+        if (set.layout == ShardLayout::RunFolder)
+            break; // its other files are copied above
         const std::string name = entry.path().filename().string();
         if (!entry.is_regular_file(error) || shardNames.count(name))
             continue;
@@ -158,7 +171,7 @@ Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, c
     cleanup.keep = true;
     result.outputFolder = target.string();
     for (RemapResult& shard : result.shards)
-        shard.outputPath = (target / fs::path(shard.outputPath).filename()).string();
+        shard.outputPath = (target / fs::path(shard.outputPath).lexically_relative(temporary)).string();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
 }
