@@ -161,6 +161,40 @@ private Q_SLOTS:
         QVERIFY2(checked.out.contains("ok: 11 tensors identical"), qPrintable(describe(checked)));
     }
 
+    void remapKeepsThemBitForBit()
+    {
+        if (modern().isEmpty())
+            QSKIP("the modern-torch root is not available");
+        const QString zip = dtypesFixture("newdtypes.pt");
+        const QString remapped = m_dir.filePath(QStringLiteral("remapped.pt"));
+        const CommandResult result = runInspect({QStringLiteral("remap"), zip, QStringLiteral("-o"), remapped,
+            QStringLiteral("--map"), QStringLiteral("cpu=cuda:1")});
+        QVERIFY2(result.exitCode == 0 && result.out.contains("verified"), qPrintable(describe(result)));
+        const CommandResult checked
+            = runProgram(modern(), {kChecker, QStringLiteral("check"), zip + u".expected.json"_qs, remapped});
+        QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
+        QVERIFY2(checked.out.contains("ok: 13 tensors identical; recorded on cuda:1\n"),
+            qPrintable(describe(checked)));
+    }
+
+    void valueScanDecodesOrSaysWhy()
+    {
+        // Figures as torch 2.14 computes them (tensor.to(torch.float64).min()/max()/mean()); float4
+        // has no arithmetic in torch either ("copy_" not implemented for 'Float4_e2m1fn_x2').
+        const CommandResult result = runInspect(
+            {QStringLiteral("check"), QStringLiteral("--values"), dtypesFixture("newdtypes.pt")});
+        const QString text = QString::fromUtf8(result.out);
+        for (const QString& line :
+            {u"mx.blocks: values of dtype float4_e2m1fn_x2 have no arithmetic meaning"_qs,
+                u"min 9.53674e-07  max 2  mean 0.875"_qs, u"min -2  max 448  mean 89.5"_qs,
+                u"min -2  max 57344  mean 14335.9"_qs, u"min -2  max 240  mean 79.6667"_qs,
+                u"min 0  max 65535  mean 21845.3"_qs, u"min 1  max 1.84467e+19  mean 9.22337e+18"_qs,
+                u"min 2.23607  max 3.5  mean 2.86803"_qs})
+            QVERIFY2(text.contains(line), qPrintable(line + u"\n"_qs + text));
+        QVERIFY2(text.contains(u"13 tensors scanned, 0 hold NaN or infinities, 1 could not be read"_qs),
+            qPrintable(text));
+    }
+
     void torch113SimulationSaysWhatTorch113Prints()
     {
         const QString zip = dtypesFixture("newdtypes.pt");
