@@ -175,7 +175,7 @@ private Q_SLOTS:
         const QJsonArray expected
             = QJsonDocument::fromJson(expectedFile.readAll()).object()[QStringLiteral("tensors")].toArray();
         QCOMPARE(checkpoint.tensors.size(), std::size_t(expected.size()));
-        for (const QJsonValue& value : expected) {
+        for (const auto& value : expected) {
             const QJsonObject truth = value.toObject();
             const TensorEntry* tensor = nullptr;
             for (const TensorEntry& candidate : checkpoint.tensors)
@@ -184,7 +184,7 @@ private Q_SLOTS:
             QVERIFY(tensor);
             QCOMPARE(tensor->dtype, truth[QStringLiteral("dtype")].toString().toStdString());
             std::vector<std::int64_t> shape;
-            for (const QJsonValue& size : truth[QStringLiteral("shape")].toArray())
+            for (const auto& size : truth[QStringLiteral("shape")].toArray())
                 shape.push_back(size.toInteger());
             QCOMPARE(tensor->shape, shape);
             QCOMPARE(tensor->nbytes(), std::uint64_t(truth[QStringLiteral("nbytes")].toInteger()));

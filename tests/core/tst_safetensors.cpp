@@ -759,7 +759,7 @@ private Q_SLOTS:
         const QJsonArray expected
             = QJsonDocument::fromJson(expectedFile.readAll()).object()[u"tensors"_qs].toArray();
         QCOMPARE(checkpoint->tensors.size(), std::size_t(expected.size()));
-        for (const QJsonValue& value : expected) {
+        for (const auto& value : expected) {
             const QJsonObject truth = value.toObject();
             const std::string name = truth[u"name"_qs].toString().toStdString();
             const auto storage = checkpoint->storageIndex(name);
@@ -768,7 +768,7 @@ private Q_SLOTS:
             const TensorEntry& tensor = checkpoint->tensors[record.tensors.at(0)];
             QCOMPARE(tensor.dtype, truth[u"dtype"_qs].toString().toStdString());
             std::vector<std::int64_t> shape;
-            for (const QJsonValue& size : truth[u"shape"_qs].toArray())
+            for (const auto& size : truth[u"shape"_qs].toArray())
                 shape.push_back(size.toInteger());
             QCOMPARE(tensor.shape, shape);
             QCOMPARE(record.numel, std::uint64_t(truth[u"numel"_qs].toInteger()));
