@@ -34,6 +34,7 @@ SOURCES = [
     # Each file of the training-run folders (Trainer, OLMo, Lightning, DeepSpeed shapes): the run
     # folder reader reads each through readCheckpoint, which the reader harness fuzzes.
     os.path.join(ROOT, 'tests', 'fixtures', 'runfolder'),
+    os.path.join(ROOT, 'tests', 'fixtures', 'dtypes'),  # F4, float8, uint16+ (safetensors 0.8, torch 2.14)
     os.path.join(ROOT, 'tests', 'data'),
     os.path.join(HERE, 'seeds'),
 ]

@@ -26,22 +26,22 @@ constexpr std::array<DTypeInfo, 38> kDTypes {{
     {"qint32", 4, "QInt32Storage", "QInt32Storage", ""},
     {"quint4x2", 1, "QUInt4x2Storage", "QUInt4x2Storage", "", 2},
     {"quint2x4", 1, "QUInt2x4Storage", "QUInt2x4Storage", "", 4},
-    {"complex32", 4, "", "ComplexHalfStorage", ""},
-    {"bcomplex32", 4, "", "BComplex32Storage", ""},
-    {"float8_e5m2", 1, "", "Float8_e5m2Storage", "F8_E5M2"},
-    {"float8_e4m3fn", 1, "", "Float8_e4m3fnStorage", "F8_E4M3"},
-    {"float8_e5m2fnuz", 1, "", "Float8_e5m2fnuzStorage", "F8_E5M2FNUZ"},
-    {"float8_e4m3fnuz", 1, "", "Float8_e4m3fnuzStorage", "F8_E4M3FNUZ"},
-    {"float8_e8m0fnu", 1, "", "Float8_e8m0fnuStorage", "F8_E8M0"},
-    {"float4_e2m1fn_x2", 1, "", "Float4_e2m1fn_x2Storage", ""},
-    {"uint16", 2, "", "UInt16Storage", "U16"},
-    {"uint32", 4, "", "UInt32Storage", "U32"},
-    {"uint64", 8, "", "UInt64Storage", "U64"},
-    {"bits8", 1, "", "Bits8Storage", ""},
-    {"bits16", 2, "", "Bits16Storage", ""},
-    {"bits1x8", 1, "", "Bits1x8Storage", ""},
-    {"bits2x4", 1, "", "Bits2x4Storage", ""},
-    {"bits4x2", 1, "", "Bits4x2Storage", ""},
+    {"complex32", 4, "", "ComplexHalfStorage", "", 1, 1, ""},
+    {"bcomplex32", 4, "", "BComplex32Storage", "", 1, 1, "2.2"},
+    {"float8_e5m2", 1, "", "Float8_e5m2Storage", "F8_E5M2", 1, 1, "2.1"},
+    {"float8_e4m3fn", 1, "", "Float8_e4m3fnStorage", "F8_E4M3", 1, 1, "2.1"},
+    {"float8_e5m2fnuz", 1, "", "Float8_e5m2fnuzStorage", "F8_E5M2FNUZ", 1, 1, "2.2"},
+    {"float8_e4m3fnuz", 1, "", "Float8_e4m3fnuzStorage", "F8_E4M3FNUZ", 1, 1, "2.2"},
+    {"float8_e8m0fnu", 1, "", "Float8_e8m0fnuStorage", "F8_E8M0", 1, 1, "2.7"},
+    {"float4_e2m1fn_x2", 1, "", "Float4_e2m1fn_x2Storage", "F4", 1, 2, "2.8"},
+    {"uint16", 2, "", "UInt16Storage", "U16", 1, 1, "2.3"},
+    {"uint32", 4, "", "UInt32Storage", "U32", 1, 1, "2.3"},
+    {"uint64", 8, "", "UInt64Storage", "U64", 1, 1, "2.3"},
+    {"bits8", 1, "", "Bits8Storage", "", 1, 1, "2.2"},
+    {"bits16", 2, "", "Bits16Storage", "", 1, 1, "2.2"},
+    {"bits1x8", 1, "", "Bits1x8Storage", "", 1, 1, "2.2"},
+    {"bits2x4", 1, "", "Bits2x4Storage", "", 1, 1, "2.2"},
+    {"bits4x2", 1, "", "Bits4x2Storage", "", 1, 1, "2.2"},
     {"uint1", 1, "", "", ""},
     {"int1", 1, "", "", ""},
     {"uint4", 1, "", "", ""},
@@ -69,6 +69,37 @@ constexpr std::array<Alias, 12> kAliases {{
 }};
 
 } // namespace
+
+bool torchReleaseBefore(std::string_view a, std::string_view b)
+{
+    // "2.10" follows "2.9": compare the dotted numbers, not the text.
+    auto next = [](std::string_view& text) {
+        unsigned value = 0;
+        while (!text.empty() && text.front() >= '0' && text.front() <= '9') {
+            value = value * 10 + unsigned(text.front() - '0');
+            text.remove_prefix(1);
+        }
+        if (!text.empty() && text.front() == '.')
+            text.remove_prefix(1);
+        return value;
+    };
+    while (!a.empty() || !b.empty()) {
+        const unsigned x = next(a), y = next(b);
+        if (x != y)
+            return x < y;
+    }
+    return false;
+}
+
+std::string_view firstTorchForZip(const DTypeInfo& info)
+{
+    if (!info.legacyStorage.empty())
+        return info.firstTorch;
+    // _rebuild_tensor_v3 (pytorch/pytorch#114662) first shipped in torch 2.2.
+    if (info.firstTorch.empty() || torchReleaseBefore(info.firstTorch, "2.2"))
+        return "2.2";
+    return info.firstTorch;
+}
 
 std::optional<DTypeInfo> dtypeByName(std::string_view torchName)
 {

@@ -17,6 +17,12 @@ struct DTypeInfo {
     std::string_view scriptStorage; // TorchScript storage class ("Float8_e4m3fnStorage")
     std::string_view safetensorsName; // "F32", empty when safetensors has none
     std::uint32_t valuesPerByte = 1; // sub-byte quantized dtypes pack several values in a byte
+    // safetensors values per torch element along the last dimension: 2 for float4_e2m1fn_x2, whose
+    // safetensors F4 shape counts 4-bit values (the last dimension twice torch's), 1 otherwise.
+    std::uint32_t safetensorsPerElement = 1;
+    // The first torch release that has the dtype (torch.<name> exists, so safetensors can load it),
+    // empty when every torch this inspector knows has it (1.13 and later). docs/dtypes.md cites each.
+    std::string_view firstTorch {};
 
     // Bytes that `elements` values of this dtype occupy in a storage.
     std::uint64_t bytesFor(std::uint64_t elements) const
@@ -24,6 +30,14 @@ struct DTypeInfo {
         return valuesPerByte > 1 ? (elements + valuesPerByte - 1) / valuesPerByte : elements * elementSize;
     }
 };
+
+// The first torch release that reads a tensor of this dtype from a torch.save zip: dtypes without a
+// legacy storage class are written as an UntypedStorage and _rebuild_tensor_v3, which torch 2.2
+// added; empty when torch 1.13 reads it.
+std::string_view firstTorchForZip(const DTypeInfo& info);
+
+// Whether torch release `a` ("2.7") comes before `b` ("2.10"), by their dotted numbers.
+bool torchReleaseBefore(std::string_view a, std::string_view b);
 
 // Lookups; all return nothing for names they do not know.
 std::optional<DTypeInfo> dtypeByName(std::string_view torchName); // "float32" or an alias ("float", "half")

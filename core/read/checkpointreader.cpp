@@ -3,6 +3,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
+#include "core/read/dtyperelease.h"
 #include "core/read/legacyreader.h"
 #include "core/read/picklesection.h"
 #include "core/read/safetensorsreader.h"
@@ -89,6 +90,7 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
             "not a PyTorch checkpoint: " + checkpoint.container.description);
         break;
     }
+    addDtypeReleaseFindings(checkpoint);
     return checkpoint;
 }
 

@@ -482,7 +482,29 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
 
     const std::string& dtypeName = dtypeValue->toString();
     const SafetensorsDType* format = findSafetensorsDType(dtypeName);
-    const std::optional<DTypeInfo> torchDType = dtypeBySafetensorsName(dtypeName);
+    std::optional<DTypeInfo> torchDType = dtypeBySafetensorsName(dtypeName);
+    // F4 counts 4-bit values; torch's float4_e2m1fn_x2 holds two of them in each element, so its
+    // last dimension is half the header's (safetensors.torch refuses an odd one, or a scalar).
+    std::vector<std::int64_t> torchShape = shape;
+    std::uint64_t torchNumel = numel;
+    if (torchDType && torchDType->safetensorsPerElement > 1) {
+        const std::int64_t per = torchDType->safetensorsPerElement;
+        if (shape.empty() || shape.back() % per != 0) {
+            report(Severity::Error, FindingCode::DtypeWithoutTorchEquivalent,
+                tensorLabel() + " has dtype " + dtypeName + " and shape " + shapeText(shape)
+                    + ": torch holds " + dtypeName + " as " + std::string(torchDType->name) + ", "
+                    + std::to_string(per)
+                    + " values an element along the last dimension, so safetensors.torch refuses it (\"f4_x2 "
+                      "dtype requires that the last dim be divisible by 2 in torch: got "
+                    + shapeText(shape) + "\"); it is listed as " + quoted(lowercase(dtypeName))
+                    + " without its bytes.",
+                name, 8);
+            torchDType.reset();
+        } else {
+            torchShape.back() = shape.back() / per;
+            torchNumel = numel / static_cast<std::uint64_t>(per);
+        }
+    }
     std::optional<std::uint64_t> expectedBytes;
     if (!format) {
         report(Severity::Error, FindingCode::UnknownDtype,
@@ -506,7 +528,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         } else {
             expectedBytes = bits / 8;
         }
-        if (!torchDType)
+        if (!torchDType && !dtypeBySafetensorsName(dtypeName))
             report(Severity::Warning, FindingCode::DtypeWithoutTorchEquivalent,
                 tensorLabel() + " has dtype " + std::string(format->name)
                     + ", which has no torch dtype this inspector knows; it is listed as "
@@ -537,7 +559,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     }
     storage.storageClass = "safetensors";
     storage.dtype = torchDType ? std::string(torchDType->name) : lowercase(dtypeName);
-    storage.numel = numel;
+    storage.numel = torchDType ? torchNumel : numel;
     // The key is the name, but for a repeated name ("w (duplicate 2)"): that record's text is interned
     // whole, and a header repeating one name a million times interns it once.
     if (storage.key == name)
@@ -548,7 +570,7 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     // Bytes only for dtypes torch knows: for the others the element size a tool would use is unknown.
     std::uint64_t nbytes = 0;
     if (torchDType && !overflow
-        && !__builtin_mul_overflow(numel, std::uint64_t {torchDType->elementSize}, &nbytes)) {
+        && !__builtin_mul_overflow(torchNumel, std::uint64_t {torchDType->elementSize}, &nbytes)) {
         storage.nbytes = nbytes;
         if (offsetsValid && checkedAdd(m_dataStart, *begin)) {
             storage.dataOffset = *checkedAdd(m_dataStart, *begin);
@@ -564,14 +586,16 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     tensor.name = name;
     tensor.dtype = m_checkpoint.storages.back().dtype;
     // C order, as torch computes contiguous strides: a 0 or 1 dimension counts as 1.
-    std::vector<std::int64_t> stride(shape.size(), 1);
-    for (std::size_t i = shape.size(); i-- > 1;) {
+    // torch's shape (F4's last dimension halved) for a dtype torch has, the header's otherwise.
+    const std::vector<std::int64_t>& listedShape = torchDType ? torchShape : shape;
+    std::vector<std::int64_t> stride(listedShape.size(), 1);
+    for (std::size_t i = listedShape.size(); i-- > 1;) {
         std::int64_t next = 0;
-        if (__builtin_mul_overflow(stride[i], std::max<std::int64_t>(shape[i], 1), &next))
+        if (__builtin_mul_overflow(stride[i], std::max<std::int64_t>(listedShape[i], 1), &next))
             next = std::numeric_limits<std::int64_t>::max();
         stride[i - 1] = next;
     }
-    tensor.shape = shape; // Dimensions copies from a vector: there is nothing to move
+    tensor.shape = listedShape; // Dimensions copies from a vector: there is nothing to move
     tensor.stride = stride;
     tensor.storageOffset = 0;
     tensor.storage = storageIndex;

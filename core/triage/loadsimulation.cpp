@@ -7,6 +7,7 @@
 
 #include "core/base/pythonliteral.h"
 #include "core/model/checkpoint.h"
+#include "core/model/dtype.h"
 #include "core/triage/importrequirements.h"
 #include "core/triage/plannedload.h"
 #include "core/triage/torchmessages.h"
@@ -316,6 +317,37 @@ private:
     std::deque<std::pair<std::string, Restore>> m_known; // stable references as it grows
 };
 
+// The first GLOBAL, in stream order, that names a torch attribute torch 1.13 does not have: the
+// rebuild function torch 2.2 added for dtypes without a legacy storage class, and the dtypes newer
+// than 1.13 (docs/dtypes.md). Storage class names are not looked up (find_class maps them).
+struct MissingIn113 {
+    const GlobalReference* global = nullptr;
+    const PickleSection* section = nullptr;
+};
+MissingIn113 firstMissingIn113(const Checkpoint& checkpoint)
+{
+    for (const PickleSection& section : checkpoint.pickles)
+        for (const GlobalReference& global : section.run.globals) {
+            bool missing = global.module == "torch._utils" && global.name == "_rebuild_tensor_v3";
+            if (global.module == "torch")
+                if (const auto info = dtypeByName(global.name); info && !info->firstTorch.empty())
+                    missing = true;
+            if (missing)
+                return {&global, &section};
+        }
+    return {};
+}
+
+// Whether a module that cannot be imported is met before `offset` of `record`.
+bool importFailsBefore(const Checkpoint& checkpoint, const std::vector<std::string>& importableModules,
+    const std::string& record, std::uint64_t offset)
+{
+    for (const ImportRequirement& requirement : importRequirements(checkpoint, importableModules))
+        if (!requirement.importable)
+            return requirement.record == record && requirement.offset < offset;
+    return false;
+}
+
 } // namespace
 
 LoadSimulation simulateLoad(const Checkpoint& checkpoint, const MachineInventory& machine,
@@ -477,6 +509,26 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
                 fail(verdict.torchMessage);
                 return simulation;
             }
+        }
+    }
+    // weights_only=False on torch 1.13: a torch attribute added later (_rebuild_tensor_v3, a newer
+    // dtype) stops find_class where the unpickler meets it, as Python 3.11's pickle words it.
+    if (old && !simulation.weightsOnly
+        && (checkpoint.format == CheckpointFormat::TorchZip
+            || checkpoint.format == CheckpointFormat::TorchLegacy)) {
+        const MissingIn113 missing = firstMissingIn113(checkpoint);
+        if (missing.global
+            && (!firstFailing || missing.section->record != firstFailingRecord
+                || missing.global->offset < firstFailingOffset)
+            && before(missing.section->record, missing.global->offset)
+            && !importFailsBefore(
+                checkpoint, importableModules, missing.section->record, missing.global->offset)) {
+            const std::string file
+                = missing.global->module == "torch" ? "torch/__init__.py" : "torch/_utils.py";
+            fail("Can't get attribute '" + missing.global->name + "' on <module '" + missing.global->module
+                + "' from '<site-packages>/" + file + "'>");
+            simulation.errorType = "AttributeError";
+            return simulation;
         }
     }
     // weights_only=False: the unpickler imports each GLOBAL's module where it meets it; a missing

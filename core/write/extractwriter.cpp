@@ -449,9 +449,11 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     const NodeId falseNode = graph.addScalar(NodeKind::Bool, 0);
     std::vector<NodeId> persistentIds;
     for (const PlannedStorage& planned : storages) {
-        const NodeId cls = graph.addGlobal("torch",
-            planned.untyped ? std::string("UntypedStorage")
-                            : std::string(dtypeByName(planned.writeDtype)->legacyStorage));
+        // torch.save names the class by its module: torch.storage.UntypedStorage, which is what
+        // torch 2.x's weights_only allowlist holds (a GLOBAL 'torch UntypedStorage' is refused).
+        const NodeId cls = planned.untyped
+            ? graph.addGlobal("torch.storage", "UntypedStorage")
+            : graph.addGlobal("torch", std::string(dtypeByName(planned.writeDtype)->legacyStorage));
         const NodeId items[] = {storageText, cls, graph.addText(NodeKind::String, planned.outputKey),
             graph.addText(NodeKind::String, planned.device),
             graph.addScalar(NodeKind::Int, static_cast<std::int64_t>(planned.numel))};

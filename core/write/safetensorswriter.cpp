@@ -93,6 +93,10 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             unnamedDtypes.push_back(source.name + " (" + tensor.dtype + ")");
             continue;
         }
+        if (dtype->safetensorsPerElement > 1 && tensor.shape.empty())
+            return makeError("tensor '" + source.name + "' is a " + tensor.dtype + " scalar; safetensors' "
+                + std::string(dtype->safetensorsName)
+                + " counts its values along the last dimension and cannot hold one without a dimension");
         const StorageRecord& storage = source.checkpoint->storages[static_cast<std::size_t>(tensor.storage)];
         if (!storage.bytesComplete())
             return makeError("the bytes of tensor '" + source.name + "' are not complete in "
@@ -146,7 +150,8 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             list += ", ...";
         return makeError(std::to_string(unnamedDtypes.size())
             + " tensors have a dtype safetensors has no name for: " + list
-            + " (safetensors names bool, integers up to 64 bits, float8/16/32/64, bfloat16 and complex64); "
+            + " (safetensors names bool, integers up to 64 bits, float4_e2m1fn_x2, float8/16/32/64, bfloat16 "
+              "and complex64); "
               "nothing was written; leave them out with --select");
     }
 
@@ -192,8 +197,11 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             header.key(p.source->name).beginObject();
             header.member("dtype", std::string(p.dtype.safetensorsName));
             header.key("shape").beginArray();
-            for (std::int64_t size : p.tensor->shape)
-                header.value(size);
+            // F4 counts 4-bit values: the last dimension of a float4_e2m1fn_x2 tensor, doubled.
+            for (std::size_t d = 0; d < p.tensor->shape.size(); ++d)
+                header.value(d + 1 == p.tensor->shape.size()
+                        ? p.tensor->shape[d] * static_cast<std::int64_t>(p.dtype.safetensorsPerElement)
+                        : p.tensor->shape[d]);
             header.endArray();
             header.key("data_offsets")
                 .beginArray()

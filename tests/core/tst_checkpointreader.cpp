@@ -10,9 +10,12 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <map>
 
 using namespace ckpt::testing;
 
@@ -157,6 +160,50 @@ private Q_SLOTS:
         dumpTree(checkpoint, 0, 0, got);
         dumpTree(reference, 0, 0, want);
         QCOMPARE(got, want);
+    }
+
+    // torch 2.14 wrote it (tests/fixtures/dtypes/newdtypes.pt): dtypes without a legacy storage
+    // class as _rebuild_tensor_v3 over an untyped storage. Each tensor is what torch.load returned
+    // (.expected.json), and each dtype an older torch lacks is named with the release it needs.
+    void newerDtypesInATorchZip()
+    {
+        const QString path = fixturePath("dtypes/newdtypes.pt");
+        const QByteArray full = readAll(path);
+        const Checkpoint checkpoint = readBytes(full, "newdtypes.pt");
+        QFile expectedFile(path + QStringLiteral(".expected.json"));
+        QVERIFY(expectedFile.open(QIODevice::ReadOnly));
+        const QJsonArray expected
+            = QJsonDocument::fromJson(expectedFile.readAll()).object()[QStringLiteral("tensors")].toArray();
+        QCOMPARE(checkpoint.tensors.size(), std::size_t(expected.size()));
+        for (const auto& value : expected) {
+            const QJsonObject truth = value.toObject();
+            const TensorEntry* tensor = nullptr;
+            for (const TensorEntry& candidate : checkpoint.tensors)
+                if (candidate.name == truth[QStringLiteral("name")].toString().toStdString())
+                    tensor = &candidate;
+            QVERIFY(tensor);
+            QCOMPARE(tensor->dtype, truth[QStringLiteral("dtype")].toString().toStdString());
+            std::vector<std::int64_t> shape;
+            for (const auto& size : truth[QStringLiteral("shape")].toArray())
+                shape.push_back(size.toInteger());
+            QCOMPARE(tensor->shape, shape);
+            QCOMPARE(tensor->nbytes(), std::uint64_t(truth[QStringLiteral("nbytes")].toInteger()));
+            const StorageRecord& storage = checkpoint.storages[std::size_t(tensor->storage)];
+            QCOMPARE(storage.nbytes, std::uint64_t(truth[QStringLiteral("nbytes")].toInteger()));
+            QVERIFY(storage.bytesComplete());
+        }
+        std::map<std::string, std::string> needs;
+        for (const Finding& finding : checkpoint.findings) {
+            QCOMPARE(finding.code, FindingCode::DtypeNeedsNewerTorch);
+            const auto at = finding.message.find(" needs torch >= ");
+            const auto start = finding.message.rfind("): ", at);
+            needs[finding.message.substr(start + 3, at - start - 3)] = finding.message.substr(at + 16, 3);
+        }
+        const std::map<std::string, std::string> releases {{"float4_e2m1fn_x2", "2.8"},
+            {"float8_e8m0fnu", "2.7"}, {"float8_e4m3fn", "2.2"}, {"float8_e5m2", "2.2"},
+            {"float8_e4m3fnuz", "2.2"}, {"float8_e5m2fnuz", "2.2"}, {"uint16", "2.3"}, {"uint32", "2.3"},
+            {"uint64", "2.3"}, {"complex32", "2.2"}};
+        QCOMPARE(needs, releases);
     }
 
     void cutStorageIsNamed()

@@ -744,6 +744,78 @@ private Q_SLOTS:
         }
     }
 
+    // safetensors 0.8 wrote it (tests/fixtures/dtypes); what load_file returned is in its
+    // .expected.json: F4 is torch's float4_e2m1fn_x2 with the header's last dimension halved, the
+    // float8 variants and U16/U32/U64 their torch dtypes, each with its bytes.
+    void newerDtypesAsSafetensorsLoadsThem()
+    {
+        const QString path = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/dtypes/newdtypes.safetensors");
+        const QByteArray full = readAll(path);
+        QVERIFY(!full.isEmpty());
+        auto checkpoint = readBytes(full, path);
+        QVERIFY2(checkpoint->findings.empty(), qPrintable(findingsText(*checkpoint)));
+        QFile expectedFile(path + u".expected.json"_qs);
+        QVERIFY(expectedFile.open(QIODevice::ReadOnly));
+        const QJsonArray expected
+            = QJsonDocument::fromJson(expectedFile.readAll()).object()[u"tensors"_qs].toArray();
+        QCOMPARE(checkpoint->tensors.size(), std::size_t(expected.size()));
+        for (const auto& value : expected) {
+            const QJsonObject truth = value.toObject();
+            const std::string name = truth[u"name"_qs].toString().toStdString();
+            const auto storage = checkpoint->storageIndex(name);
+            QVERIFY2(storage, name.c_str());
+            const StorageRecord& record = checkpoint->storages[*storage];
+            const TensorEntry& tensor = checkpoint->tensors[record.tensors.at(0)];
+            QCOMPARE(tensor.dtype, truth[u"dtype"_qs].toString().toStdString());
+            std::vector<std::int64_t> shape;
+            for (const auto& size : truth[u"shape"_qs].toArray())
+                shape.push_back(size.toInteger());
+            QCOMPARE(tensor.shape, shape);
+            QCOMPARE(record.numel, std::uint64_t(truth[u"numel"_qs].toInteger()));
+            QCOMPARE(record.nbytes, std::uint64_t(truth[u"nbytes"_qs].toInteger()));
+            QCOMPARE(tensor.nbytes(), std::uint64_t(truth[u"nbytes"_qs].toInteger()));
+            QVERIFY(record.bytesComplete());
+            // The bytes the inspector locates are the ones load_file returned.
+            const QByteArray bytes = full.mid(qsizetype(*record.dataOffset), qsizetype(record.nbytes));
+            QCOMPARE(QString::fromLatin1(QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex()),
+                truth[u"sha256"_qs].toString());
+        }
+        // Cut inside the F4 tensor's bytes: its storage is named incomplete, the others stay whole.
+        const StorageRecord& blocks = checkpoint->storages[*checkpoint->storageIndex("mx.blocks")];
+        auto cut = readBytes(full.left(qsizetype(*blocks.dataOffset + 2)), path);
+        QVERIFY(codesOf(*cut).contains(u"file-truncated"_qs));
+        const StorageRecord& cutBlocks = cut->storages[*cut->storageIndex("mx.blocks")];
+        QCOMPARE(cutBlocks.dtype, std::string("float4_e2m1fn_x2"));
+        QCOMPARE(cutBlocks.availableBytes, std::optional<std::uint64_t>(2));
+        QVERIFY(!cutBlocks.bytesComplete());
+    }
+
+    // An F4 tensor torch cannot hold (an odd last dimension): named with safetensors' own refusal,
+    // listed with the header's shape and no bytes.
+    void f4WithAnOddLastDimension()
+    {
+        const QByteArray header = R"({"t":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]}})";
+        QByteArray bytes(8, '\0');
+        for (int i = 0; i < 8; ++i)
+            bytes[i] = char((header.size() >> (8 * i)) & 0xFF);
+        bytes += header + QByteArray("\x12\x34\x56", 3);
+        auto checkpoint = readBytes(bytes);
+        QCOMPARE(checkpoint->tensors.at(0).dtype, std::string("f4"));
+        QCOMPARE(checkpoint->tensors.at(0).shape, (std::vector<std::int64_t> {2, 3}));
+        QVERIFY(codesOf(*checkpoint).contains(u"dtype-without-torch-equivalent"_qs));
+        QVERIFY2(findingsText(*checkpoint)
+                     .contains(
+                         u"f4_x2 dtype requires that the last dim be divisible by 2 in torch: got [2, 3]"_qs),
+            qPrintable(findingsText(*checkpoint)));
+        // An even one is torch's float4_e2m1fn_x2.
+        QByteArray even = bytes;
+        even.replace("[2,3]", "[3,2]");
+        auto packed = readBytes(even);
+        QCOMPARE(packed->tensors.at(0).dtype, std::string("float4_e2m1fn_x2"));
+        QCOMPARE(packed->tensors.at(0).shape, (std::vector<std::int64_t> {3, 1}));
+        QCOMPARE(packed->storages.at(0).nbytes, std::uint64_t(3));
+    }
+
     void noFileBytes()
     {
         Checkpoint checkpoint;
