@@ -100,6 +100,14 @@ std::vector<LocatedTensor> locateTensors(const std::shared_ptr<const Checkpoint>
         for (std::uint32_t t = 0; t < located.size(); ++t) {
             const TensorEntry& tensor = checkpoint->tensors[t];
             const auto entry = entries.find(tensor.name);
+            // A tensor of a framework's torch.save file beside the data (common.pt): in that file.
+            if (const ShardFile* shard = set->shardOfStorage(tensor.storage); shard && shard->companion
+                && shard->checkpoint && t >= shard->firstTensor
+                && t - shard->firstTensor < shard->checkpoint->tensors.size()) {
+                located[t].checkpoint = shard->checkpoint;
+                located[t].tensor = t - shard->firstTensor;
+                continue;
+            }
             if (entry == entries.end() || entry->second->isBytes)
                 located[t].problem = "not a tensor entry of .metadata";
             else
