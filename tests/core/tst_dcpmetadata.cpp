@@ -75,7 +75,7 @@ bool hasNode(const Checkpoint& checkpoint, const std::string& name, const std::s
 QString copyOf(const QTemporaryDir& work, const QString& fixture)
 {
     const QString from = testing::fixturePath(fixture);
-    const QString to = work.filePath(QStringLiteral("copy"));
+    QString to = work.filePath(QStringLiteral("copy"));
     QDir().mkpath(to);
     for (const QString& name : QDir(from).entryList(QDir::Files | QDir::Hidden))
         QFile::copy(from + u'/' + name, to + u'/' + name);
