@@ -216,7 +216,7 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("folder");
         QTest::addColumn<QString>("output");
-        for (const char* name : {"plain", "multi", "megatron"})
+        for (const char* name : {"plain", "multi", "standin", "megatron"})
             for (const char* output : {"weights.pt", "weights.safetensors"})
                 QTest::addRow("%s into %s", name, output)
                     << QString::fromLatin1(name) << QString::fromLatin1(output);
