@@ -6,7 +6,8 @@
 
 writes OUTDIR/<harness>/<sha1> for the harnesses reader, check, pickle, zip and safetensors, and
 OUTDIR/<harness>.dict, the libFuzzer dictionary each one runs with. The seeds are not committed:
-they come from tests/fixtures (written by real torch 1.13 and 2.x), tests/data and fuzz/seeds
+they come from tests/fixtures (written by real torch 1.13 and 2.x; tests/fixtures/dcp by torch 2.14's
+DCP), tests/data and fuzz/seeds
 (small safetensors files written by the real safetensors library), so they follow the fixtures.
 
   reader, check  every sample file, whole
@@ -36,6 +37,9 @@ SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'runfolder'),
     os.path.join(ROOT, 'tests', 'fixtures', 'dtypes'),  # F4, float8, uint16+ (safetensors 0.8, torch 2.14)
     os.path.join(ROOT, 'tests', 'data'),
+    # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
+    # torch.save archives back to back, Megatron's common.pt and metadata.json.
+    os.path.join(ROOT, 'tests', 'fixtures', 'dcp'),
     os.path.join(HERE, 'seeds'),
 ]
 HARNESSES = ('reader', 'check', 'pickle', 'zip', 'safetensors')

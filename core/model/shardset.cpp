@@ -73,7 +73,9 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
             json.member("format",
                 std::string(shard.checkpoint ? checkpointFormatName(shard.checkpoint->format) : "unread"));
         }
-        if (set.layout != ShardLayout::Distributed) {
+        if (shard.companion)
+            json.member("companion", true);
+        if (set.layout != ShardLayout::Distributed || shard.companion) {
             json.member("storages", static_cast<std::uint64_t>(shard.storageCount));
             json.key("bytes_by_device").beginObject();
             for (const auto& [device, bytes] : bytesByDeviceOf(checkpoint, shard))
@@ -104,11 +106,25 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
     json.key("dcp").beginObject();
     json.member("version", set.dcp->version);
     json.member("records_device", false);
+    json.member("metadata_class", set.dcp->metadataClass);
+    json.memberOrNull("framework", set.dcp->framework);
+    json.key("extra_fields").beginArray();
+    for (const std::string& name : set.dcp->extraFields)
+        json.value(name);
+    json.endArray();
+    json.key("companions").beginObject();
+    for (const auto& [name, said] : set.dcp->companions)
+        json.member(name, said);
+    json.endObject();
     json.key("entries").beginArray();
     for (const DcpEntry& entry : set.dcp->entries) {
         json.beginObject();
         json.member("fqn", entry.fqn);
-        json.member("kind", std::string(entry.isBytes ? "bytes" : "tensor"));
+        json.member("kind",
+            std::string(!entry.recognised ? "unrecognised"
+                    : entry.isBytes       ? "bytes"
+                                          : "tensor"));
+        json.member("class", entry.className);
         if (!entry.isBytes) {
             json.member("dtype", entry.dtype);
             json.key("size");
@@ -131,12 +147,51 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
             chunk.located ? json.value(chunk.file) : json.null();
             json.member("file_offset", chunk.fileOffset);
             json.member("length", chunk.length);
+            if (!chunk.transforms.empty()) {
+                json.key("transforms").beginArray();
+                for (const std::string& transform : chunk.transforms)
+                    json.value(transform);
+                json.endArray();
+            }
             json.endObject();
         }
         json.endArray();
         json.endObject();
     }
     json.endArray();
+    // Each data file as the ranges it holds, by offset (every range its own torch.save or bytes).
+    json.key("files").beginArray();
+    for (const DcpDataFile& dataFile : set.dcp->files) {
+        json.beginObject();
+        json.member("name", dataFile.name);
+        json.member("present", dataFile.present);
+        json.member("file_size", dataFile.fileSize);
+        json.member("unclaimed_bytes", dataFile.unclaimedBytes);
+        json.member("overlaps", static_cast<std::uint64_t>(dataFile.overlaps));
+        json.key("items").beginArray();
+        for (const DcpItem& item : dataFile.items) {
+            json.beginObject();
+            json.member("fqn", item.fqn);
+            json.member("kind", std::string(item.isBytes ? "bytes" : "tensor-chunk"));
+            if (!item.isBytes)
+                json.member("chunk", static_cast<std::int64_t>(item.chunk));
+            json.member("offset", item.offset);
+            json.member("length", item.length);
+            json.member("content", item.content);
+            if (!item.archiveDtype.empty()) {
+                json.member("archive_dtype", item.archiveDtype);
+                json.key("archive_shape");
+                writeInts(json, item.archiveShape);
+            }
+            json.memberOrNull("problem", item.problem);
+            json.endObject();
+        }
+        json.endArray();
+        json.endObject();
+    }
+    json.endArray();
+    json.member("archives_read", static_cast<std::uint64_t>(set.dcp->archivesRead));
+    json.member("archives_not_read", static_cast<std::uint64_t>(set.dcp->archivesNotRead));
     json.endObject();
 }
 
@@ -151,7 +206,7 @@ std::string shardSetText(const Checkpoint& checkpoint)
             out += std::string("  ") + checkpointFormatName(shard.checkpoint->format);
         if (!shard.problem.empty())
             out += "  PROBLEM: " + shard.problem;
-        else if (set.layout != ShardLayout::Distributed) {
+        else if (set.layout != ShardLayout::Distributed || shard.companion) {
             out += "  " + formatThousands(shard.storageCount) + " storages:";
             for (const auto& [device, bytes] : bytesByDeviceOf(checkpoint, shard))
                 out += " " + device + " " + formatBytes(bytes);
@@ -168,7 +223,25 @@ std::string shardSetText(const Checkpoint& checkpoint)
         out += "\nDCP metadata (version "
             + (set.dcp->version.empty() ? std::string("not recorded") : set.dcp->version)
             + "; DCP records no device):\n";
+        if (!set.dcp->framework.empty())
+            out += "  written by: " + set.dcp->framework + "\n";
+        if (!set.dcp->metadataClass.empty()
+            && set.dcp->metadataClass != "torch.distributed.checkpoint.metadata.Metadata")
+            out += "  metadata class: " + set.dcp->metadataClass + " (read by its fields, never imported)\n";
+        if (!set.dcp->extraFields.empty()) {
+            out += "  fields beyond DCP's own:";
+            for (const std::string& name : set.dcp->extraFields)
+                out += " " + name;
+            out += "\n";
+        }
+        for (const auto& [name, said] : set.dcp->companions)
+            out += "  " + name + ": " + said + "\n";
         for (const DcpEntry& entry : set.dcp->entries) {
+            if (!entry.recognised) {
+                out += "  " + entry.fqn + "  <" + entry.className
+                    + ": not a tensor or bytes entry, not read>\n";
+                continue;
+            }
             if (entry.isBytes) {
                 out += "  " + entry.fqn
                     + "  <BytesStorageMetadata: a pickled non-tensor value, not unpickled>\n";
@@ -189,6 +262,30 @@ std::string shardSetText(const Checkpoint& checkpoint)
                     + "}";
             }
             out += "\n";
+        }
+        for (const DcpDataFile& dataFile : set.dcp->files) {
+            out += "\n" + dataFile.name + ": " + std::to_string(dataFile.items.size()) + " range(s), "
+                + formatBytes(dataFile.fileSize)
+                + (dataFile.unclaimedBytes ? ", " + formatBytes(dataFile.unclaimedBytes) + " unclaimed"
+                                           : std::string())
+                + (dataFile.overlaps ? ", " + std::to_string(dataFile.overlaps) + " overlapping"
+                                     : std::string())
+                + "\n";
+            for (const DcpItem& item : dataFile.items) {
+                out += "  @" + std::to_string(item.offset) + " +" + std::to_string(item.length) + "  "
+                    + item.fqn
+                    + (item.isBytes ? std::string(" (bytes)") : " chunk " + std::to_string(item.chunk)) + "  "
+                    + item.content;
+                if (!item.archiveDtype.empty()) {
+                    out += ": " + item.archiveDtype + " [";
+                    for (std::size_t d = 0; d < item.archiveShape.size(); ++d)
+                        out += (d ? ", " : "") + std::to_string(item.archiveShape[d]);
+                    out += "]";
+                }
+                if (!item.problem.empty())
+                    out += "  PROBLEM: " + item.problem;
+                out += "\n";
+            }
         }
     }
     return out;

@@ -42,6 +42,9 @@ struct ShardFile {
     // model.safetensors.index.json and its shards).
     std::string group;
     std::uint32_t treeNode = 0; // run folders: the file's (or its group's) node below the root
+    // DCP: a framework's checkpoint beside the data files (Megatron-core's common.pt, a torch.save
+    // file), read on its own and shown under its own node; not named by .metadata.
+    bool companion = false;
 };
 
 // Run folders: a file of the folder that is no checkpoint (trainer_state.json, `latest`, a
@@ -60,6 +63,9 @@ struct DcpChunk {
     std::uint64_t fileOffset = 0;
     std::uint64_t length = 0;
     bool located = false; // storage_data has an entry for it
+    // _StorageInfo.transform_descriptors (torch 2.8+ writer extensions, e.g. "stream:zstd"): the
+    // bytes at fileOffset are the chunk passed through these, not a torch.save archive as it is.
+    std::vector<std::string> transforms;
 };
 
 // One entry of a DCP Metadata.state_dict_metadata.
@@ -70,12 +76,53 @@ struct DcpEntry {
     std::vector<std::int64_t> size; // tensors: global size
     std::vector<DcpChunk> chunks; // tensors: each chunk; bytes entries: one chunk (offsets empty)
     std::vector<std::string> plannerPath; // planner_data: the nested-dict path of the fqn
+    std::string className; // the class .metadata names for it ("...TensorStorageMetadata", a subclass)
+    bool recognised = true; // false: neither a tensor's nor a bytes entry's shape (shown, not read)
+};
+
+// One byte range of a .distcp file, as .metadata's storage_data places it. Each is written by its
+// own torch.save (tensor chunks) or as the bytes of a BytesIO (bytes entries, which the default
+// planner fills with a torch.save of the value): a data file is these ranges back to back.
+struct DcpItem {
+    std::string fqn;
+    std::int32_t chunk = -1; // tensor entries: index into the entry's chunks; -1 for bytes entries
+    bool isBytes = false;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    // What the range holds: "torch.save archive", "raw bytes", "transformed (stream:zstd)",
+    // "past the end of the file", "not a torch.save archive"
+    std::string content;
+    std::string archiveDtype; // tensor chunks read as an archive: the one tensor it holds
+    std::vector<std::int64_t> archiveShape;
+    std::string problem; // why the range is not what .metadata says, empty when it is
+};
+
+// A data file of a DCP folder read as the sequence of ranges it is.
+struct DcpDataFile {
+    std::string name;
+    std::uint64_t fileSize = 0;
+    bool present = false;
+    std::vector<DcpItem> items; // by offset
+    std::uint64_t unclaimedBytes = 0; // bytes no range of .metadata covers
+    std::uint32_t overlaps = 0; // ranges that start before the previous one ends
 };
 
 struct DcpMetadata {
     std::string version; // Metadata.version ("1.0.0"), empty when absent (older torch)
     std::vector<DcpEntry> entries;
     std::vector<std::string> modules; // storage_meta.modules, when recorded
+    // The class the pickle names for the root ("torch.distributed.checkpoint.metadata.Metadata", or a
+    // framework's subclass such as Megatron-core's MCoreMetadata); read by the shape of its state.
+    std::string metadataClass;
+    std::vector<std::string> extraFields; // fields beyond DCP's own (Megatron's mcore_data, all_local_plans)
+    std::string checkpointId; // storage_meta.checkpoint_id, when recorded as text or a path
+    std::vector<DcpDataFile> files; // every data file .metadata names, read range by range
+    std::uint32_t archivesRead = 0; // tensor chunk archives opened to check what they hold
+    std::uint32_t archivesNotRead = 0; // past the reader's budget: located, not opened
+    // A framework's own files beside .metadata (Megatron-core: common.pt, metadata.json), by name,
+    // and what they say ("torch_dist 1; common torch 1").
+    std::vector<std::pair<std::string, std::string>> companions;
+    std::string framework; // "Megatron-core distributed checkpoint", empty for plain DCP
 };
 
 // Everything about a checkpoint made of several files: the index, each file, and (DCP) the

@@ -5,9 +5,11 @@
 #include "core/read/dcpreader.h"
 
 #include "core/io/mappedfile.h"
+#include "core/json/json.h"
 #include "core/model/dtype.h"
 #include "core/read/shardedreader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -62,6 +64,36 @@ std::string className(const PickleGraph& graph, NodeId object)
     return dot == std::string::npos ? name : name.substr(dot + 1);
 }
 
+// Whether `node` is an object (built by NEWOBJ or REDUCE), not a scalar or a container.
+bool isObject(const PickleGraph& graph, NodeId node)
+{
+    return graph.kind(node) == NodeKind::NewObject || graph.kind(node) == NodeKind::Call;
+}
+
+// Metadata, whatever class the pickle names (DCP's own, torch 1.13's, a framework's subclass such as
+// Megatron-core's MCoreMetadata): an object whose state holds a state_dict_metadata dict.
+bool hasMetadataShape(const PickleGraph& graph, NodeId node)
+{
+    if (!isObject(graph, node))
+        return false;
+    return graph.kind(field(fieldsOf(graph, node), "state_dict_metadata")) == NodeKind::Dict;
+}
+
+// The text of a string, or of a path object (pathlib.PosixPath('ckpt') as REDUCE with its parts).
+std::string textOrPath(const PickleGraph& graph, NodeId node)
+{
+    if (graph.isString(node))
+        return std::string(graph.text(node));
+    if (graph.kind(node) == NodeKind::Call) {
+        std::string text;
+        for (NodeId part : graph.sequence(graph.arguments(node)))
+            if (graph.isString(part))
+                text += (text.empty() ? "" : "/") + std::string(graph.text(part));
+        return text;
+    }
+    return {};
+}
+
 // torch.Size((3, 4)) as REDUCE(torch.Size, ((3, 4),)), or a plain tuple.
 std::optional<std::vector<std::int64_t>> sizeOf(const PickleGraph& graph, NodeId node)
 {
@@ -108,7 +140,246 @@ struct StorageLocation {
     std::string file;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
+    std::vector<std::string> transforms;
 };
+
+// The fields of Metadata that DCP itself writes; anything else a framework added (Megatron-core:
+// mcore_data, all_local_plans) is named, not read.
+bool isDcpField(const std::string& name)
+{
+    return name == "state_dict_metadata" || name == "planner_data" || name == "storage_data"
+        || name == "storage_meta" || name == "version";
+}
+
+// Tensor chunk archives opened at read time to check what each holds; past this, chunks are
+// located and left for the export to open.
+constexpr std::uint32_t kArchiveBudget = 4096;
+
+bool startsWithZip(ByteView bytes, std::uint64_t offset, std::uint64_t length)
+{
+    return length >= 4 && offset + 4 <= bytes.size() && bytes[offset] == 'P' && bytes[offset + 1] == 'K'
+        && bytes[offset + 2] == 3 && bytes[offset + 3] == 4;
+}
+
+std::string joined(const std::vector<std::string>& parts)
+{
+    std::string text;
+    for (const std::string& part : parts)
+        text += (text.empty() ? "" : ", ") + part;
+    return text;
+}
+
+// Each data file as the ranges .metadata places in it, by offset: what each range holds (a
+// torch.save archive, and for tensor chunks the tensor in it), what lies between them.
+void readDataFiles(const std::string& folder, DcpMetadata& dcp)
+{
+    std::map<std::string, DcpDataFile> byName;
+    for (const DcpEntry& entry : dcp.entries)
+        for (std::size_t c = 0; c < entry.chunks.size(); ++c) {
+            const DcpChunk& chunk = entry.chunks[c];
+            if (!chunk.located)
+                continue;
+            DcpItem item;
+            item.fqn = entry.fqn;
+            item.isBytes = entry.isBytes;
+            item.chunk = entry.isBytes ? -1 : static_cast<std::int32_t>(c);
+            item.offset = chunk.fileOffset;
+            item.length = chunk.length;
+            if (!chunk.transforms.empty())
+                item.content = "transformed (" + joined(chunk.transforms) + ")";
+            byName[chunk.file].name = chunk.file;
+            byName[chunk.file].items.push_back(std::move(item));
+        }
+    std::map<std::string, const DcpEntry*> entryOf;
+    for (const DcpEntry& entry : dcp.entries)
+        entryOf.emplace(entry.fqn, &entry);
+    for (auto& [name, dataFile] : byName) {
+        std::sort(dataFile.items.begin(), dataFile.items.end(),
+            [](const DcpItem& a, const DcpItem& b) { return a.offset < b.offset; });
+        std::shared_ptr<const MappedFile> file;
+        // Only names beside .metadata are followed, never a path out of the folder.
+        if (name.find('/') == std::string::npos && name != "..")
+            if (auto opened = MappedFile::open((fs::path(folder) / name).string()))
+                file = *opened;
+        dataFile.present = file != nullptr;
+        dataFile.fileSize = file ? file->size() : 0;
+        std::uint64_t reached = 0;
+        std::uint64_t claimed = 0;
+        for (DcpItem& item : dataFile.items) {
+            if (item.offset < reached)
+                ++dataFile.overlaps;
+            const std::uint64_t end = item.offset + item.length;
+            if (end > reached) {
+                claimed += end - std::max(reached, item.offset);
+                reached = end;
+            }
+            if (!file) {
+                item.content = item.content.empty() ? "data file missing" : item.content;
+                continue;
+            }
+            if (end < item.offset || end > file->size()) {
+                item.content = "past the end of the file";
+                item.problem = name + " has " + std::to_string(file->size()) + " bytes; the range ends at "
+                    + std::to_string(end);
+                continue;
+            }
+            if (!item.content.empty())
+                continue; // transformed: not a torch.save archive as it lies
+            const bool zip = startsWithZip(file->bytes(), item.offset, item.length);
+            if (item.isBytes) {
+                item.content = zip ? "torch.save archive" : "raw bytes";
+                continue;
+            }
+            item.content = zip ? "torch.save archive" : "not a torch.save archive";
+            if (!zip) {
+                item.problem = "a tensor chunk does not start with a torch.save archive";
+                continue;
+            }
+            if (dcp.archivesRead >= kArchiveBudget) {
+                ++dcp.archivesNotRead;
+                continue;
+            }
+            ++dcp.archivesRead;
+            auto slice = MappedFile::slice(file, item.offset, item.length);
+            if (!slice)
+                continue;
+            const Checkpoint archive = readCheckpoint(slice);
+            if (archive.tensors.size() != 1) {
+                item.problem = "the archive holds " + std::to_string(archive.tensors.size())
+                    + " tensors, not one (" + archive.container.description + ")";
+                continue;
+            }
+            item.archiveDtype = archive.tensors.front().dtype;
+            item.archiveShape.assign(
+                archive.tensors.front().shape.begin(), archive.tensors.front().shape.end());
+            const DcpEntry& entry = *entryOf[item.fqn];
+            const DcpChunk& chunk = entry.chunks[static_cast<std::size_t>(item.chunk)];
+            if (item.archiveDtype != entry.dtype || item.archiveShape != chunk.sizes)
+                item.problem = "the archive holds a " + item.archiveDtype
+                    + " tensor of another shape or dtype "
+                      "than .metadata records for this chunk";
+        }
+        dataFile.unclaimedBytes = dataFile.fileSize > claimed ? dataFile.fileSize - claimed : 0;
+        dcp.files.push_back(std::move(dataFile));
+    }
+}
+
+// The node of `part`'s tree below `parent` of the merged tree, its own tensors and storages copied
+// (their recorded devices kept): a framework's torch.save file beside the DCP data (common.pt).
+void graftCompanion(Checkpoint& merged, ShardSet& set, std::int32_t shardIndex, const Checkpoint& part,
+    const std::string& name)
+{
+    const std::uint32_t top = merged.addTreeNode(0, TreeNodeKind::Object, name);
+    merged.tree[top].className = InternedString(std::string("torch.save file"));
+    merged.tree[top].summary = part.container.description;
+    const auto firstStorage = static_cast<std::uint32_t>(merged.storages.size());
+    const auto firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
+    for (std::size_t k = 0; k < part.storages.size(); ++k) {
+        StorageRecord storage = part.storages[k];
+        storage.key = name + ":" + storage.key;
+        if (storage.recordKeyStart != StorageRecord::kRecordWithoutKey)
+            storage.recordKeyStart += static_cast<std::uint32_t>(name.size() + 1);
+        for (std::uint32_t& tensor : storage.tensors)
+            tensor += firstTensor;
+        storage.firstPersistentId = kNoNode;
+        storage.persistentIdTuples.clear();
+        merged.storages.push_back(std::move(storage));
+        merged.indexStorage(static_cast<std::uint32_t>(merged.storages.size() - 1));
+        set.storageShard.push_back(shardIndex);
+        set.storageInShard.push_back(static_cast<std::uint32_t>(k));
+    }
+    std::vector<std::uint32_t> nodeOf(part.tree.size(), 0);
+    if (!part.tree.empty()) {
+        nodeOf[0] = top;
+        std::vector<std::uint32_t> pending {0};
+        while (!pending.empty()) {
+            const std::uint32_t source = pending.back();
+            pending.pop_back();
+            for (std::uint32_t child : part.tree[source].children) {
+                if (child >= part.tree.size())
+                    continue;
+                const TreeNode& original = part.tree[child];
+                const std::uint32_t copy = merged.addTreeNode(nodeOf[source], original.kind, original.name);
+                merged.tree[copy].className = original.className;
+                merged.tree[copy].summary = original.summary;
+                nodeOf[child] = copy;
+                pending.push_back(child);
+            }
+        }
+    }
+    for (const TensorEntry& original : part.tensors) {
+        TensorEntry tensor = original;
+        if (tensor.storage >= 0)
+            tensor.storage += static_cast<std::int32_t>(firstStorage);
+        tensor.node = kNoNode;
+        tensor.deviceArgumentTuple = kNoNode;
+        tensor.name = name + ":" + tensor.name;
+        tensor.treeNode = original.treeNode < nodeOf.size() && nodeOf[original.treeNode] != 0
+            ? nodeOf[original.treeNode]
+            : merged.addTreeNode(top, TreeNodeKind::Tensor, original.name);
+        merged.tree[tensor.treeNode].tensor = static_cast<std::int32_t>(merged.tensors.size());
+        merged.tensors.push_back(std::move(tensor));
+    }
+    for (const Finding& finding : part.findings) {
+        Finding copy = finding;
+        copy.message = name + ": " + finding.message;
+        copy.record = copy.record.empty() ? name : name + "/" + copy.record;
+        copy.tensors.clear();
+        merged.findings.push_back(std::move(copy));
+    }
+}
+
+// Megatron-core's files beside .metadata: metadata.json names the backends
+// ({"sharded_backend": "torch_dist", ...}); common.pt is a torch.save of what every rank shares.
+void readCompanions(Checkpoint& merged, ShardSet& set, const ReadOptions& options)
+{
+    DcpMetadata& dcp = *set.dcp;
+    const fs::path folder(set.folder);
+    std::error_code error;
+    if (fs::is_regular_file(folder / "metadata.json", error)) {
+        std::string said;
+        if (auto file = MappedFile::open((folder / "metadata.json").string())) {
+            const ByteView bytes = (*file)->bytes();
+            auto parsed
+                = parseJson(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+            if (parsed && parsed->isObject()) {
+                for (const JsonMember& member : parsed->members()) {
+                    std::string value = member.value.isString() ? member.value.toString()
+                        : member.value.toInt64()                ? std::to_string(*member.value.toInt64())
+                                                                : std::string("...");
+                    said += (said.empty() ? "" : ", ") + member.key + " " + value;
+                }
+                if (!parsed->member("sharded_backend").isNull())
+                    dcp.framework = "Megatron-core distributed checkpoint";
+            } else
+                said = "not a JSON object";
+        }
+        dcp.companions.emplace_back("metadata.json", said);
+    }
+    if (!fs::is_regular_file(folder / "common.pt", error))
+        return;
+    ShardFile shard;
+    shard.name = "common.pt";
+    shard.path = (folder / "common.pt").string();
+    shard.present = true;
+    shard.companion = true;
+    shard.fileSize = fs::file_size(shard.path, error);
+    auto part = std::make_shared<Checkpoint>(readCheckpoint(shard.path, options));
+    dcp.companions.emplace_back(
+        "common.pt", std::to_string(part->tensors.size()) + " tensor(s); " + part->container.description);
+    if (part->format == CheckpointFormat::NotACheckpoint)
+        shard.problem = "not a checkpoint torch can load: " + part->container.description;
+    if (dcp.framework.empty())
+        dcp.framework = "Megatron-core distributed checkpoint";
+    shard.checkpoint = part;
+    shard.firstStorage = static_cast<std::uint32_t>(merged.storages.size());
+    shard.firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
+    const auto index = static_cast<std::int32_t>(set.shards.size());
+    graftCompanion(merged, set, index, *part, shard.name);
+    shard.storageCount = static_cast<std::uint32_t>(merged.storages.size()) - shard.firstStorage;
+    merged.fileSize += shard.fileSize;
+    set.shards.push_back(std::move(shard));
+}
 
 } // namespace
 
@@ -139,15 +410,16 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
     section.run = PickleMachine(options.pickleLimits).run((*file)->bytes(), merged.graph);
     const PickleGraph& graph = merged.graph;
     const NodeId root = section.run.root;
-    if (!section.run.complete() || className(graph, root) != "Metadata") {
+    if (!section.run.complete() || !hasMetadataShape(graph, root)) {
         merged.format = CheckpointFormat::NotACheckpoint;
         merged.addFinding(Severity::Error, FindingCode::DcpMetadataUnreadable,
             section.run.error
-                ? ".metadata could not be read to its end: " + *section.run.error
+                ? ".metadata could not be read to its end (" + std::to_string(merged.fileSize)
+                    + " bytes): " + *section.run.error
                 : ".metadata is a pickle, but not of torch.distributed.checkpoint's Metadata (it holds "
                     + (graph.calleeName(root).empty() ? std::string("something else")
                                                       : graph.calleeName(root))
-                    + ")",
+                    + ", with no state_dict_metadata)",
             ".metadata",
             section.run.error ? std::optional<std::uint64_t>(section.run.errorOffset) : std::nullopt);
         merged.pickles.push_back(std::move(section));
@@ -156,38 +428,64 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
     }
 
     DcpMetadata dcp;
+    dcp.metadataClass = graph.calleeName(root);
     const auto metadata = fieldsOf(graph, root);
+    for (const auto& [name, value] : metadata)
+        if (!isDcpField(name))
+            dcp.extraFields.push_back(name);
     if (graph.isString(field(metadata, "version")))
         dcp.version = std::string(graph.text(field(metadata, "version")));
-    if (const auto storageMeta = fieldsOf(graph, field(metadata, "storage_meta")); !storageMeta.empty())
+    if (const auto storageMeta = fieldsOf(graph, field(metadata, "storage_meta")); !storageMeta.empty()) {
         for (NodeId module : graph.sequence(field(storageMeta, "modules")))
             if (graph.isString(module))
                 dcp.modules.emplace_back(graph.text(module));
+        dcp.checkpointId = textOrPath(graph, field(storageMeta, "checkpoint_id"));
+    }
 
-    // storage_data: MetadataIndex(fqn, offset) -> _StorageInfo(relative_path, offset, length).
+    // storage_data: MetadataIndex(fqn, offset) -> _StorageInfo(relative_path, offset, length,
+    // transform_descriptors), matched by their fields whatever classes name them.
     std::map<std::string, StorageLocation> locations;
     std::set<std::string> files;
-    if (const ContainerBody* body = graph.bodyOf(field(metadata, "storage_data")))
+    if (const ContainerBody* body = graph.bodyOf(field(metadata, "storage_data"));
+        body && graph.kind(field(metadata, "storage_data")) == NodeKind::Dict)
         for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
             const auto index = fieldsOf(graph, body->dictItems[i]);
             const auto info = fieldsOf(graph, body->dictItems[i + 1]);
             const NodeId fqn = field(index, "fqn");
-            if (!graph.isString(fqn))
+            const NodeId path = field(info, "relative_path");
+            if (!graph.isString(fqn) || !graph.isString(path))
                 continue;
             const auto offsets = sizeOf(graph, field(index, "offset"));
             StorageLocation location;
-            location.file = std::string(graph.text(field(info, "relative_path")));
-            location.offset = static_cast<std::uint64_t>(graph.intValue(field(info, "offset")));
-            location.length = static_cast<std::uint64_t>(graph.intValue(field(info, "length")));
+            location.file = std::string(graph.text(path));
+            location.offset = static_cast<std::uint64_t>(
+                std::max<std::int64_t>(graph.intValue(field(info, "offset")), 0));
+            location.length = static_cast<std::uint64_t>(
+                std::max<std::int64_t>(graph.intValue(field(info, "length")), 0));
+            for (NodeId descriptor : graph.sequence(field(info, "transform_descriptors")))
+                if (graph.isString(descriptor))
+                    location.transforms.emplace_back(graph.text(descriptor));
             files.insert(location.file);
             locations[offsetsKey(
                 std::string(graph.text(fqn)), offsets.value_or(std::vector<std::int64_t> {}))]
                 = location;
         }
+    auto place = [&](DcpChunk& chunk, const std::string& key) {
+        if (const auto it = locations.find(key); it != locations.end()) {
+            chunk.located = true;
+            chunk.file = it->second.file;
+            chunk.fileOffset = it->second.offset;
+            chunk.length = it->second.length;
+            chunk.transforms = it->second.transforms;
+        }
+    };
 
     std::map<std::string, std::vector<std::string>> plannerPaths;
-    if (const ContainerBody* body = graph.bodyOf(field(metadata, "planner_data")))
+    if (const ContainerBody* body = graph.bodyOf(field(metadata, "planner_data"));
+        body && graph.kind(field(metadata, "planner_data")) == NodeKind::Dict)
         for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
+            if (!graph.isString(body->dictItems[i]))
+                continue;
             std::vector<std::string> path;
             for (NodeId part : graph.sequence(body->dictItems[i + 1]))
                 path.push_back(graph.isString(part) ? std::string(graph.text(part))
@@ -210,26 +508,27 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         set->shards.push_back(std::move(shard));
     }
 
+    // state_dict_metadata: each entry by its shape. A tensor's has properties, size and chunks
+    // (TensorStorageMetadata or a subclass); a bytes entry's has no state (BytesStorageMetadata).
     if (const ContainerBody* body = graph.bodyOf(field(metadata, "state_dict_metadata")))
         for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
+            if (!graph.isString(body->dictItems[i]))
+                continue;
             DcpEntry entry;
             entry.fqn = std::string(graph.text(body->dictItems[i]));
             const NodeId value = body->dictItems[i + 1];
+            entry.className = graph.calleeName(value);
             if (const auto it = plannerPaths.find(entry.fqn); it != plannerPaths.end())
                 entry.plannerPath = it->second;
-            const std::string kind = className(graph, value);
-            if (kind == "BytesStorageMetadata") {
+            const auto fields = fieldsOf(graph, value);
+            const bool tensorShape = field(fields, "chunks") != kNoNode && field(fields, "size") != kNoNode;
+            if (!tensorShape && isObject(graph, value)
+                && (fields.empty() || className(graph, value) == "BytesStorageMetadata")) {
                 entry.isBytes = true;
                 DcpChunk chunk;
-                if (const auto it = locations.find(offsetsKey(entry.fqn, {})); it != locations.end()) {
-                    chunk.located = true;
-                    chunk.file = it->second.file;
-                    chunk.fileOffset = it->second.offset;
-                    chunk.length = it->second.length;
-                }
+                place(chunk, offsetsKey(entry.fqn, {}));
                 entry.chunks.push_back(std::move(chunk));
-            } else {
-                const auto fields = fieldsOf(graph, value);
+            } else if (tensorShape) {
                 entry.dtype = dtypeOfProperties(graph, field(fields, "properties"));
                 entry.size = sizeOf(graph, field(fields, "size")).value_or(std::vector<std::int64_t> {});
                 for (NodeId chunkNode : graph.sequence(field(fields, "chunks"))) {
@@ -239,32 +538,60 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
                         = sizeOf(graph, field(chunkFields, "offsets")).value_or(std::vector<std::int64_t> {});
                     chunk.sizes
                         = sizeOf(graph, field(chunkFields, "sizes")).value_or(std::vector<std::int64_t> {});
-                    if (const auto it = locations.find(offsetsKey(entry.fqn, chunk.offsets));
-                        it != locations.end()) {
-                        chunk.located = true;
-                        chunk.file = it->second.file;
-                        chunk.fileOffset = it->second.offset;
-                        chunk.length = it->second.length;
-                    }
+                    place(chunk, offsetsKey(entry.fqn, chunk.offsets));
                     entry.chunks.push_back(std::move(chunk));
                 }
-            }
+            } else
+                entry.recognised = false;
             dcp.entries.push_back(std::move(entry));
         }
+    readDataFiles(input.folder, dcp);
 
     // The merged view: each tensor one storage (its global size; DCP records no device), each
     // bytes entry a placeholder in the tree.
+    std::map<std::string, const DcpItem*> bytesItems;
+    for (const DcpDataFile& dataFile : dcp.files)
+        for (const DcpItem& item : dataFile.items)
+            if (item.isBytes)
+                bytesItems[item.fqn] = &item;
+    std::map<std::string, std::uint32_t> keyNodes;
     for (const DcpEntry& entry : dcp.entries) {
         std::string leaf;
-        const std::uint32_t parent = merged.modulePathFor(0, entry.fqn, leaf);
+        // Megatron-core names ShardedObjects "<key>/shard_<offsets>_<fragments>", dots in the suffix:
+        // the suffix is one leaf below the key's node.
+        const std::size_t slash = entry.fqn.rfind('/');
+        std::uint32_t parent = 0;
+        if (slash != std::string::npos && slash > 0 && slash + 1 < entry.fqn.size()) {
+            const std::string key = entry.fqn.substr(0, slash);
+            auto known = keyNodes.find(key);
+            if (known == keyNodes.end()) {
+                std::string last;
+                const std::uint32_t above = merged.modulePathFor(0, key, last);
+                known = keyNodes.emplace(key, merged.addTreeNode(above, TreeNodeKind::Module, last)).first;
+            }
+            parent = known->second;
+            leaf = entry.fqn.substr(slash + 1);
+        } else
+            parent = merged.modulePathFor(0, entry.fqn, leaf);
         const std::string firstFile = entry.chunks.empty() ? std::string() : entry.chunks.front().file;
+        if (!entry.recognised) {
+            const std::uint32_t node = merged.addTreeNode(parent, TreeNodeKind::Placeholder, leaf);
+            merged.tree[node].className = InternedString(entry.className);
+            merged.tree[node].summary = "an entry of neither a tensor's nor a bytes value's shape (not read)";
+            continue;
+        }
         if (entry.isBytes) {
             const std::uint32_t node = merged.addTreeNode(parent, TreeNodeKind::Placeholder, leaf);
-            merged.tree[node].className = "torch.distributed.checkpoint.metadata.BytesStorageMetadata";
-            merged.tree[node].summary = "a pickled non-tensor value"
-                + (entry.chunks.front().located ? " (" + std::to_string(entry.chunks.front().length)
-                            + " bytes in " + firstFile + ", not unpickled)"
-                                                : std::string(" (no bytes recorded)"));
+            merged.tree[node].className = InternedString(entry.className.empty()
+                    ? std::string("torch.distributed.checkpoint.metadata.BytesStorageMetadata")
+                    : entry.className);
+            const auto item = bytesItems.find(entry.fqn);
+            merged.tree[node].summary = "a non-tensor value"
+                + (entry.chunks.front().located
+                        ? " (" + std::to_string(entry.chunks.front().length) + " bytes in " + firstFile
+                            + (item != bytesItems.end() ? ", " + item->second->content : std::string())
+                            + ", not unpickled)"
+                        : std::string(" (no bytes recorded)"));
             continue;
         }
         std::uint64_t numel = 1;
@@ -310,8 +637,25 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         if (!shard.present)
             merged.addFinding(Severity::Error, FindingCode::ShardMissing,
                 shard.name + " is named by .metadata but is not in " + input.folder, shard.name);
+    for (const DcpEntry& entry : dcp.entries)
+        if (!entry.recognised)
+            merged.addFinding(Severity::Warning, FindingCode::DcpEntryUnrecognised,
+                entry.fqn + ": .metadata describes it with "
+                    + (entry.className.empty() ? std::string("a value") : entry.className)
+                    + ", which has neither a tensor's fields (properties, size, chunks) nor a bytes entry's; "
+                      "it is listed, not read",
+                ".metadata");
+    for (const DcpDataFile& dataFile : dcp.files)
+        for (const DcpItem& item : dataFile.items)
+            if (!item.problem.empty() && item.content != "past the end of the file"
+                && item.content != "not a torch.save archive")
+                merged.addFinding(Severity::Error, FindingCode::DcpChunkMismatch,
+                    dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn
+                        + "): " + item.problem,
+                    dataFile.name, item.offset);
     merged.pickles.push_back(std::move(section));
     set->dcp = std::move(dcp);
+    readCompanions(merged, *set, options);
     merged.shardSet = std::move(set);
     return merged;
 }

@@ -22,8 +22,10 @@ struct LocatedTensor {
 
 // One entry per tensor of `checkpoint`, in its order. DCP chunk archives are read here (each is a
 // torch zip, read with the symbolic reader: nothing is executed); the located tensor then carries
-// the fully qualified name. Tensors saved in several chunks (several ranks' shards of one tensor)
-// are not stitched together: their problem says so.
+// the fully qualified name. A tensor saved in several chunks (several ranks' shards of one tensor,
+// as Megatron-core saves them) is put back together in memory from its chunks' archives and read
+// as a one-tensor safetensors file; chunks that do not tile it, or a dtype safetensors cannot
+// name, leave a problem instead. Tensors of a companion file (Megatron's common.pt) are in it.
 std::vector<LocatedTensor> locateTensors(const std::shared_ptr<const Checkpoint>& checkpoint);
 
 } // namespace ckpt

@@ -169,6 +169,28 @@ constexpr std::array kVetted {
         "DCP: a dataclass of checkpoint, save and load ids"},
     VettedEntry {"torch.distributed.checkpoint.filesystem._StorageInfo",
         "DCP: a dataclass of a chunk's file name, offset and length"},
+    // The save plans a framework keeps in its metadata (Megatron-core's all_local_plans):
+    // torch/distributed/checkpoint/planner.py's frozen dataclasses and Enum, filesystem.py's prefix;
+    // none has its own unpickling code.
+    VettedEntry {"torch.distributed.checkpoint.planner.SavePlan",
+        "DCP: a frozen dataclass of a rank's write items and planner data"},
+    VettedEntry {"torch.distributed.checkpoint.planner.WriteItem",
+        "DCP: a frozen dataclass naming one item to write (index, type, tensor data)"},
+    VettedEntry {"torch.distributed.checkpoint.planner.WriteItemType",
+        "DCP: an Enum of item kinds (calling it looks a member up)"},
+    VettedEntry {"torch.distributed.checkpoint.planner.TensorWriteData",
+        "DCP: a frozen dataclass of a chunk, its properties and size"},
+    VettedEntry {"torch.distributed.checkpoint.planner.BytesIOWriteData",
+        "DCP: a frozen dataclass of a bytes item's length"},
+    VettedEntry {"torch.distributed.checkpoint.filesystem._StoragePrefix",
+        "DCP: a dataclass of a data file name prefix"},
+    // An in-memory bytes buffer (what DCP's default planner pickles for an io.BytesIO value):
+    // construction and __setstate__ keep bytes and a position; no file is touched. The rest of
+    // _io/io (open, FileIO) stays dangerous.
+    VettedEntry {
+        "_io.BytesIO", "an in-memory bytes buffer (its state: bytes and a position); touches no file"},
+    VettedEntry {
+        "io.BytesIO", "an in-memory bytes buffer (its state: bytes and a position); touches no file"},
     VettedEntry {"torch.distributed._shard.sharded_tensor.metadata.TensorProperties",
         "older DCP and ShardedTensor: a dataclass of dtype, layout and flags (__setstate__ unpacks a tuple)"},
     VettedEntry {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING",

@@ -7,6 +7,9 @@
 #include "core/model/shardset.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -55,6 +58,40 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
             }
             merge(".metadata", std::move(metadata));
         }
+        // A bytes entry is loaded by DCP with torch.load(weights_only=False) (the default planner
+        // writes a torch.save of the value; Megatron-core writes its ShardedObjects' torch.save
+        // as they are): whatever its pickle calls runs on load. Every such range is rated; the
+        // weights_only list has no say there either.
+        if (set.dcp) {
+            std::map<std::string, std::shared_ptr<const MappedFile>> files;
+            for (const DcpDataFile& dataFile : set.dcp->files)
+                for (const DcpItem& item : dataFile.items) {
+                    if (!item.isBytes || item.content != "torch.save archive")
+                        continue;
+                    auto& file = files[dataFile.name];
+                    if (!file)
+                        if (auto opened
+                            = MappedFile::open((std::filesystem::path(set.folder) / dataFile.name).string()))
+                            file = *opened;
+                    if (!file || item.offset + item.length > file->size())
+                        continue;
+                    SafetyVerdict verdict = ratePickleSafety(file->bytes().subspan(item.offset, item.length));
+                    if (verdict.rating == PickleSafety::NeedsAllowlist) {
+                        verdict.rating = PickleSafety::KnownInert;
+                        verdict.headline
+                            = "known inert: every global is a vetted inert class (DCP loads bytes "
+                              "entries with torch.load(weights_only=False)); loading it cannot run code";
+                        verdict.addSafeGlobals113.clear();
+                        verdict.addSafeGlobals2.clear();
+                    }
+                    merge(dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn + ")",
+                        std::move(verdict));
+                }
+        }
+        // A framework's torch.save file beside the data (Megatron-core's common.pt), rated as any file.
+        for (const ShardFile& shard : set.shards)
+            if (shard.companion && shard.checkpoint && shard.checkpoint->file)
+                merge(shard.name, ratePickleSafety(*shard.checkpoint));
         return combined;
     }
     for (const ShardFile& shard : set.shards)

@@ -190,6 +190,133 @@ private Q_SLOTS:
             ours.member("tensors"));
     }
 
+    // Every DCP (issue 26, tests/fixtures/dcp, written by torch 2.14's DCP; truth from its
+    // read_metadata and _load_state_dict_from_keys): storage metadata of newer torch, one file per
+    // item, and a Megatron-core-shaped folder whose .metadata names a subclass of Metadata.
+    void everyDcpListsWhatDcpReads_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        for (const char* name : {"plain", "multi", "standin", "megatron"})
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+
+    void everyDcpListsWhatDcpReads()
+    {
+        QFETCH(QString, fixture);
+        const QString folder = fixturesDir() + QStringLiteral("/dcp/") + fixture;
+        const JsonValue truth = readJsonFile(folder + QStringLiteral(".expected.json"));
+        QVERIFY(truth.isObject());
+        const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"), folder});
+        const JsonValue ours = parse(result.out);
+        QVERIFY2(ours.isObject(), qPrintable(describe(result)));
+        QCOMPARE(ours.member("format").toString(), std::string("dcp"));
+        const JsonValue& dcp = ours.member("dcp");
+        QCOMPARE(dcp.member("version"), truth.member("dcp").member("version"));
+        QCOMPARE(dcp.member("metadata_class"), truth.member("dcp").member("metadata_class"));
+        QCOMPARE(dcp.member("extra_fields"), truth.member("dcp").member("extra_fields"));
+        const auto& want = truth.member("dcp").member("entries").items();
+        const auto& got = dcp.member("entries").items();
+        QCOMPARE(got.size(), want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            QCOMPARE(got[i].member("fqn"), want[i].member("fqn"));
+            QCOMPARE(got[i].member("kind"), want[i].member("kind"));
+            if (want[i].member("kind").toString() == "bytes") {
+                QCOMPARE(got[i].member("chunks").at(0).member("file"), want[i].member("file"));
+                QCOMPARE(got[i].member("chunks").at(0).member("file_offset"), want[i].member("file_offset"));
+                QCOMPARE(got[i].member("chunks").at(0).member("length"), want[i].member("length"));
+                continue;
+            }
+            QCOMPARE(got[i].member("dtype"), want[i].member("dtype"));
+            QCOMPARE(got[i].member("size"), want[i].member("size"));
+            const auto& gotChunks = got[i].member("chunks").items();
+            const auto& wantChunks = want[i].member("chunks").items();
+            QCOMPARE(gotChunks.size(), wantChunks.size());
+            for (std::size_t c = 0; c < wantChunks.size(); ++c)
+                for (const char* field : {"offsets", "sizes", "file", "file_offset", "length"})
+                    QVERIFY2(gotChunks[c].member(field) == wantChunks[c].member(field),
+                        qPrintable(QString::fromStdString(want[i].member("fqn").toString()) + u": "_qs
+                            + QString::fromLatin1(field)));
+        }
+        // Each data file as the ranges storage_data places in it, by offset; every tensor chunk's
+        // archive holds one tensor of its entry's dtype.
+        const JsonValue& wantFiles = truth.member("dcp").member("files");
+        QCOMPARE(dcp.member("files").size(), wantFiles.members().size());
+        for (const JsonValue& file : dcp.member("files").items()) {
+            const JsonValue& items = wantFiles.member(file.member("name").toString());
+            QCOMPARE(file.member("items").size(), items.size());
+            QCOMPARE(file.member("unclaimed_bytes").toUInt64(), std::optional<std::uint64_t>(0));
+            for (std::size_t k = 0; k < items.size(); ++k) {
+                const JsonValue& item = file.member("items").at(k);
+                QCOMPARE(item.member("fqn"), items.at(k).member("fqn"));
+                QCOMPARE(item.member("offset"), items.at(k).member("offset"));
+                QCOMPARE(item.member("length"), items.at(k).member("length"));
+                QCOMPARE(item.member("content").toString(), std::string("torch.save archive"));
+                QVERIFY(item.member("problem").isNull());
+                if (item.member("kind").toString() == "tensor-chunk")
+                    QCOMPARE(item.member("archive_dtype"),
+                        truth.member("loaded").member(item.member("fqn").toString()).member("dtype"));
+            }
+        }
+        // The tensors DCP's loader gives back, by name, dtype and global shape; no device recorded.
+        std::map<std::string, const JsonValue*> tensors;
+        for (const JsonValue& tensor : ours.member("tensors").items())
+            tensors[tensor.member("name").toString()] = &tensor;
+        std::size_t loadedTensors = 0;
+        for (const JsonMember& loaded : truth.member("loaded").members()) {
+            if (loaded.value.member("dtype").isNull())
+                continue;
+            ++loadedTensors;
+            QVERIFY2(tensors.count(loaded.key), loaded.key.c_str());
+            QCOMPARE(tensors[loaded.key]->member("dtype"), loaded.value.member("dtype"));
+            QCOMPARE(tensors[loaded.key]->member("shape"), loaded.value.member("shape"));
+            QVERIFY(tensors[loaded.key]->member("device").isNull());
+        }
+        QVERIFY(loadedTensors > 0);
+        if (fixture == QStringLiteral("standin")) {
+            // Every class replaced from another module: read by shape; rated, never imported.
+            QCOMPARE(ours.member("safety").member("rating").toString(), std::string("dangerous"));
+            QVERIFY(result.out.contains("otherframework.dcpmeta.TensorInfo"));
+            QCOMPARE(tensors.size(), loadedTensors);
+            return;
+        }
+        if (fixture != QStringLiteral("megatron")) {
+            QCOMPARE(result.exitCode, 0); // torch's own classes and an io.BytesIO: all vetted
+            QCOMPARE(tensors.size(), loadedTensors);
+            return;
+        }
+        // Megatron: common.pt and metadata.json belong to the document; the subclass is never
+        // imported, and the safety verdict names it.
+        QCOMPARE(tensors.size(), loadedTensors); // common.pt holds no tensor
+        QVERIFY(dcp.member("companions").member("common.pt").isString());
+        QVERIFY(dcp.member("companions").member("metadata.json").toString().find("torch_dist")
+            != std::string::npos);
+        QVERIFY(!dcp.member("framework").isNull());
+        QCOMPARE(ours.member("safety").member("rating").toString(), std::string("dangerous"));
+        QVERIFY(result.out.contains("megatron.core.dist_checkpointing.strategies.torch.MCoreMetadata"));
+        QVERIFY(result.out.contains("common.pt: common/data.pkl"));
+        const CommandResult text = runInspect({QStringLiteral("info"), folder});
+        QVERIFY2(text.out.contains("common.pt  (torch.save file)"), text.out.left(4000).constData());
+        QVERIFY(text.out.contains("iteration = 10"));
+        QVERIFY(text.out.contains("shard_0.0_1.1"));
+    }
+
+    // A .metadata cut short: named as unreadable, with where it stops; nothing else is claimed.
+    void truncatedDcpMetadataSaysWhere()
+    {
+        const QString folder = fixturesDir() + QStringLiteral("/dcp/truncated_metadata");
+        const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"), folder});
+        const JsonValue ours = parse(result.out);
+        QVERIFY2(ours.isObject(), qPrintable(describe(result)));
+        QCOMPARE(ours.member("tensors").size(), std::size_t(0));
+        bool said = false;
+        for (const JsonValue& finding : ours.member("findings").items())
+            said = said
+                || (finding.member("code").toString() == "dcp-metadata-unreadable"
+                    && finding.member("message").toString().find("could not be read to its end")
+                        != std::string::npos);
+        QVERIFY2(said, result.out.left(3000).constData());
+    }
+
     void checkNamesTheBrokenShard_data()
     {
         QTest::addColumn<QString>("fixture");

@@ -6,13 +6,21 @@
 // a subclass of the vetted Metadata. The last pickles are built opcode by opcode (nothing unpickles
 // them).
 #include "core/io/mappedfile.h"
+#include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
 #include "core/safety/picklecatalog.h"
 #include "core/safety/pickleverdict.h"
+#include "core/safety/shardsafety.h"
+#include "core/triage/shardchecks.h"
 #include "core/triage/triage.h"
 #include "tests/common/testfiles.h"
 
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
+
+#include <algorithm>
 
 #include <string>
 
@@ -25,6 +33,12 @@ private Q_SLOTS:
     void realDcpFolderIsNotDangerous();
     void everyMetadataClassIsVetted();
     void megatronSubclassCannotBeVerifiedAndSaysWhy();
+    // Issue 26: every DCP, read by the shape of its objects (tests/fixtures/dcp, torch 2.14's DCP).
+    void newerTorchStorageMetadataIsRead();
+    void megatronFolderIsReadByShapeNotName();
+    void planClassesAndBytesBuffersAreVetted();
+    void truncatedDistcpNamesEachRangePastItsEnd();
+    void damagedChunkIsNamed();
 };
 
 namespace {
@@ -39,6 +53,33 @@ SafetyVerdict rateBytes(const std::string& bytes)
 std::string objectOf(const std::string& module, const std::string& name)
 {
     return std::string("\x80\x02", 2) + "c" + module + "\n" + name + "\n" + ")\x81}b.";
+}
+
+const DcpItem* itemOf(const DcpMetadata& dcp, const std::string& fqn, std::int32_t chunk = 0)
+{
+    for (const DcpDataFile& file : dcp.files)
+        for (const DcpItem& item : file.items)
+            if (item.fqn == fqn && (item.isBytes || item.chunk == chunk))
+                return &item;
+    return nullptr;
+}
+
+bool hasNode(const Checkpoint& checkpoint, const std::string& name, const std::string& parent)
+{
+    return std::any_of(checkpoint.tree.begin(), checkpoint.tree.end(), [&](const TreeNode& node) {
+        return node.name == name && checkpoint.tree[node.parent].name == parent;
+    });
+}
+
+// A copy of a fixture folder to damage.
+QString copyOf(const QTemporaryDir& work, const QString& fixture)
+{
+    const QString from = testing::fixturePath(fixture);
+    QString to = work.filePath(QStringLiteral("copy"));
+    QDir().mkpath(to);
+    for (const QString& name : QDir(from).entryList(QDir::Files | QDir::Hidden))
+        QFile::copy(from + u'/' + name, to + u'/' + name);
+    return to;
 }
 
 } // namespace
@@ -96,6 +137,152 @@ void TestDcpMetadata::megatronSubclassCannotBeVerifiedAndSaysWhy()
     const SafetyVerdict lookalike = rateBytes(objectOf("mypackage.checkpoint", "Metadata"));
     QVERIFY(lookalike.dangerous());
     QVERIFY(lookalike.unsafe.front().reason.find("subclass") == std::string::npos);
+}
+
+void TestDcpMetadata::newerTorchStorageMetadataIsRead()
+{
+    const Checkpoint checkpoint = readCheckpoint(testing::fixturePath("dcp/plain").toStdString());
+    QCOMPARE(checkpoint.format, CheckpointFormat::Distributed);
+    QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+    const DcpMetadata& dcp = *checkpoint.shardSet->dcp;
+    QCOMPARE(dcp.metadataClass, std::string("torch.distributed.checkpoint.metadata.Metadata"));
+    QCOMPARE(dcp.version, std::string("1.0.0"));
+    QVERIFY(dcp.extraFields.empty());
+    QCOMPARE(dcp.entries.size(), std::size_t(8)); // 4 tensors, a BytesIO, an int, a dict's two values
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(4));
+    QCOMPARE(dcp.files.size(), std::size_t(1));
+    QCOMPARE(dcp.files.front().items.size(), std::size_t(8));
+    QCOMPARE(dcp.files.front().unclaimedBytes, std::uint64_t(0));
+    QCOMPARE(dcp.archivesRead, std::uint32_t(4));
+    const DcpItem* bf16 = itemOf(dcp, "model.proj.weight");
+    QVERIFY(bf16);
+    QCOMPARE(bf16->content, std::string("torch.save archive"));
+    QCOMPARE(bf16->archiveDtype, std::string("bfloat16"));
+    QCOMPARE(bf16->archiveShape, (std::vector<std::int64_t> {4, 8}));
+    const DcpItem* blob = itemOf(dcp, "blob");
+    QVERIFY(blob && blob->isBytes);
+    QCOMPARE(blob->content, std::string("torch.save archive")); // the default planner's torch.save
+    for (const Finding& finding : checkpoint.findings)
+        QVERIFY2(finding.severity != Severity::Error, finding.message.c_str());
+    // Every bytes entry is rated as the torch.load(weights_only=False) DCP runs on it: an int, a
+    // float, a str and an io.BytesIO are inert.
+    const SafetyVerdict verdict = rateShardSafety(checkpoint);
+    QVERIFY2(verdict.rating == PickleSafety::KnownInert, verdict.headline.c_str());
+    QCOMPARE(verdict.pickles.size(), std::size_t(5));
+}
+
+void TestDcpMetadata::megatronFolderIsReadByShapeNotName()
+{
+    const Checkpoint checkpoint = readCheckpoint(testing::fixturePath("dcp/megatron").toStdString());
+    QCOMPARE(checkpoint.format, CheckpointFormat::Distributed);
+    QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+    const DcpMetadata& dcp = *checkpoint.shardSet->dcp;
+    QCOMPARE(
+        dcp.metadataClass, std::string("megatron.core.dist_checkpointing.strategies.torch.MCoreMetadata"));
+    QCOMPARE(dcp.extraFields, (std::vector<std::string> {"all_local_plans", "mcore_data"}));
+    QVERIFY(!dcp.framework.empty());
+    QCOMPARE(dcp.entries.size(), std::size_t(6));
+    QCOMPARE(dcp.files.size(), std::size_t(2));
+    QCOMPARE(dcp.archivesRead, std::uint32_t(7)); // three tensors in two chunks, one in one
+    const auto qkv = std::find_if(dcp.entries.begin(), dcp.entries.end(),
+        [](const DcpEntry& entry) { return entry.fqn == "decoder.layers.self_attention.linear_qkv.weight"; });
+    QVERIFY(qkv != dcp.entries.end());
+    QCOMPARE(qkv->chunks.size(), std::size_t(2));
+    QCOMPARE(qkv->chunks[1].offsets, (std::vector<std::int64_t> {1, 0, 0}));
+    QCOMPARE(qkv->chunks[1].file, std::string("__0_1.distcp"));
+    const DcpItem* second = itemOf(dcp, qkv->fqn, 1);
+    QVERIFY(second);
+    QCOMPARE(second->archiveShape, (std::vector<std::int64_t> {1, 12, 8}));
+    QVERIFY(second->problem.empty());
+    // Megatron's ShardedObjects: bytes entries holding a torch.save of a list.
+    const DcpItem* rng = itemOf(dcp, "rng_state/shard_0.0_1.1");
+    QVERIFY(rng && rng->isBytes);
+    QCOMPARE(rng->content, std::string("torch.save archive"));
+    QVERIFY(hasNode(checkpoint, "shard_0.0_1.1", "rng_state"));
+    // common.pt is part of the document, under its own node; metadata.json is named.
+    QVERIFY(hasNode(checkpoint, "iteration", "common.pt"));
+    QVERIFY(hasNode(checkpoint, "args", "common.pt"));
+    QCOMPARE(dcp.companions.size(), std::size_t(2));
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(4));
+    // The subclass is rated (cannot verify: never imported), not read by its name; everything else
+    // .metadata names is DCP's own; the bytes entries and common.pt are rated too.
+    const SafetyVerdict verdict = rateShardSafety(checkpoint);
+    QVERIFY(verdict.dangerous());
+    QCOMPARE(verdict.unsafe.size(), std::size_t(1));
+    QVERIFY(verdict.unsafe.front().where.find(".metadata") == 0);
+    QVERIFY(std::any_of(verdict.pickles.begin(), verdict.pickles.end(),
+        [](const std::string& pickle) { return pickle.starts_with("common.pt: "); }));
+    QVERIFY(std::any_of(verdict.pickles.begin(), verdict.pickles.end(), [](const std::string& pickle) {
+        return pickle.starts_with("__0_1.distcp @0 (rng_state/shard_0.0_1.1)");
+    }));
+}
+
+void TestDcpMetadata::planClassesAndBytesBuffersAreVetted()
+{
+    for (const char* name : {"SavePlan", "WriteItem", "WriteItemType", "TensorWriteData", "BytesIOWriteData"})
+        QVERIFY2(findInertGlobal("torch.distributed.checkpoint.planner", name), name);
+    QVERIFY(findInertGlobal("torch.distributed.checkpoint.filesystem", "_StoragePrefix"));
+    QVERIFY(!findInertGlobal("torch.distributed.checkpoint.planner", "SavePlanner"));
+    QVERIFY(!rateBytes(objectOf("_io", "BytesIO")).dangerous());
+    // The rest of _io still opens files.
+    QVERIFY(rateBytes(objectOf("_io", "FileIO")).dangerous());
+    QVERIFY(rateBytes(objectOf("_io", "open")).dangerous());
+}
+
+void TestDcpMetadata::truncatedDistcpNamesEachRangePastItsEnd()
+{
+    QTemporaryDir work;
+    QVERIFY(work.isValid());
+    const QString folder = copyOf(work, QStringLiteral("dcp/megatron"));
+    QFile data(folder + QStringLiteral("/__0_1.distcp"));
+    QVERIFY(data.resize(2000)); // inside the second range
+    const Checkpoint checkpoint = readCheckpoint(folder.toStdString());
+    QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+    const DcpMetadata& dcp = *checkpoint.shardSet->dcp;
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(4)); // the metadata still lists them all
+    const DcpItem* rng = itemOf(dcp, "rng_state/shard_0.0_1.1");
+    QVERIFY(rng);
+    QCOMPARE(rng->content, std::string("torch.save archive")); // before the cut: whole
+    std::size_t past = 0;
+    for (const DcpDataFile& file : dcp.files)
+        for (const DcpItem& item : file.items)
+            if (item.content == "past the end of the file") {
+                ++past;
+                QCOMPARE(file.name, std::string("__0_1.distcp"));
+                QVERIFY(item.problem.find("2000 bytes") != std::string::npos);
+            }
+    QCOMPARE(past, std::size_t(3));
+    const std::vector<Finding> findings = checkShards(checkpoint);
+    QVERIFY(std::any_of(findings.begin(), findings.end(), [](const Finding& finding) {
+        return finding.code == FindingCode::DcpChunkMissing
+            && finding.message.find("__0_1.distcp is too short") != std::string::npos;
+    }));
+}
+
+void TestDcpMetadata::damagedChunkIsNamed()
+{
+    QTemporaryDir work;
+    QVERIFY(work.isValid());
+    const QString folder = copyOf(work, QStringLiteral("dcp/plain"));
+    const Checkpoint intact = readCheckpoint(folder.toStdString());
+    QVERIFY(intact.shardSet && intact.shardSet->dcp);
+    const DcpItem* target = itemOf(*intact.shardSet->dcp, "model.norm.weight");
+    QVERIFY(target);
+    // The chunk of model.norm.weight no longer starts with a zip header.
+    QFile data(folder + QStringLiteral("/__0_0.distcp"));
+    QVERIFY(data.open(QIODevice::ReadWrite));
+    QVERIFY(data.seek(static_cast<qint64>(target->offset)));
+    QCOMPARE(data.write("XXXX", 4), qint64(4));
+    data.close();
+    const Checkpoint damaged = readCheckpoint(folder.toStdString());
+    const DcpItem* item = itemOf(*damaged.shardSet->dcp, "model.norm.weight");
+    QVERIFY(item);
+    QCOMPARE(item->content, std::string("not a torch.save archive"));
+    QVERIFY(!item->problem.empty());
+    QCOMPARE(damaged.tensors.size(), std::size_t(4));
+    // The chunk after it is still read.
+    const DcpItem* next = itemOf(*damaged.shardSet->dcp, "model.proj.weight");
+    QVERIFY(next && next->archiveDtype == "bfloat16");
 }
 
 QTEST_GUILESS_MAIN(TestDcpMetadata)

@@ -13,6 +13,7 @@
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/detailspane.h"
 #include "ui/widgets/devicepanel.h"
+#include "ui/widgets/safetybanner.h"
 
 #include <QAbstractProxyModel>
 #include <QAction>
@@ -376,6 +377,40 @@ private Q_SLOTS:
         QVERIFY2(finished.first().at(1).toString().contains(QStringLiteral("records no device")),
             qPrintable(finished.first().at(1).toString()));
         QVERIFY(QFileInfo::exists(out.filePath(QStringLiteral("plan/device_map.json"))));
+    }
+
+    // Issue 26: a Megatron-core-shaped DCP folder (tests/fixtures/dcp/megatron: .metadata naming a
+    // subclass of Metadata, two .distcp files of torch.save archives, common.pt, metadata.json)
+    // opens as one document: every tensor DCP loads, its two-chunk tensors, the ShardedObjects, and
+    // common.pt under its own node; the safety banner names the subclass.
+    void megatronDcpFolderOpensAsOneDocument()
+    {
+        ckpt::MainWindow window;
+        window.setSuppressModalDialogs(true);
+        useDescribedMachine(window);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(dropFolderAndWait(window, QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/dcp/megatron")));
+        const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+        QCOMPARE(checkpoint.format, ckpt::CheckpointFormat::Distributed);
+        QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+        QCOMPARE(checkpoint.tensors.size(), std::size_t(4));
+        const QModelIndex qkv
+            = findPath(window.treeModel(), QStringLiteral("decoder.layers.self_attention.linear_qkv.weight"));
+        QVERIFY(qkv.isValid());
+        const std::uint32_t t = tensorNamed(checkpoint, "decoder.layers.self_attention.linear_qkv.weight");
+        QVERIFY(t != UINT32_MAX);
+        QCOMPARE(checkpoint.tensors[t].dtype, std::string("bfloat16"));
+        QCOMPARE(
+            std::vector<std::int64_t>(checkpoint.tensors[t].shape.begin(), checkpoint.tensors[t].shape.end()),
+            (std::vector<std::int64_t> {2, 12, 8}));
+        QVERIFY(findPath(window.treeModel(), QStringLiteral("rng_state")).isValid());
+        const QModelIndex common = findPath(window.treeModel(), QStringLiteral("common.pt"));
+        QVERIFY(common.isValid());
+        QCOMPARE(window.treeModel()->rowCount(common), 4); // iteration, checkpoint_version, args, flops
+        ckpt::SafetyBanner* banner = window.safetyBanner();
+        QTRY_COMPARE_WITH_TIMEOUT(banner->rating(), ckpt::PickleSafety::DangerousOrUnknown, 60000);
+        QVERIFY2(banner->text().contains(QStringLiteral("MCoreMetadata")), qPrintable(banner->text()));
     }
 
     // The details pane's per-file totals, against what the shards hold read on their own: the root
