@@ -70,6 +70,10 @@ private:
     // Dotted names and values of the tensor-bearing parts of a TorchScript object's tuple state;
     // empty when the state is not such a tuple.
     std::vector<std::pair<std::string, NodeId>> tupleStateParts(NodeId object, NodeId state) const;
+    // A Python number an eager quantized module keeps (scale, zero_point) that its state_dict()
+    // makes a 0-d tensor of: a row without storage. False when `value` is not a number.
+    bool emitStateDictScalar(
+        NodeId value, std::uint32_t parent, const std::string& component, const std::string& fullName);
     bool isTensorCall(NodeId id) const;
     std::optional<TensorParts> buildTensor(NodeId id, int depth);
     std::int32_t storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
