@@ -37,9 +37,9 @@ FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> forma
     return capabilities;
 }
 
-std::array<FormatCapabilities, 9> makeTable()
+std::array<FormatCapabilities, 10> makeTable()
 {
-    std::array<FormatCapabilities, 9> table;
+    std::array<FormatCapabilities, 10> table;
     auto& zip = table[0]
         = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
     zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
@@ -99,12 +99,21 @@ std::array<FormatCapabilities, 9> makeTable()
 
     table[8]
         = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
+
+    // pickle.dump of tensors: each storage is a torch.save file inside bytes
+    // (torch.storage._load_from_bytes); docs/formats.md, "Tensors saved inside bytes".
+    auto& plain = table[9] = row(CheckpointFormat::PlainPickle,
+        "pickle.dump of tensors (storages as torch.save files inside bytes)", "formats.md");
+    plain.readable = plain.recordsDevices = plain.pickled = plain.torchLoadSimulated = true;
+    plain.unpicklerImportsClasses = true;
+    plain.copyWithPlan = CopyWithPlan::Rewritten; // the bytes of each moved storage rewritten
+    plain.extractable = plain.exportsWeights = true;
     return table;
 }
 
-const std::array<FormatCapabilities, 9>& table()
+const std::array<FormatCapabilities, 10>& table()
 {
-    static const std::array<FormatCapabilities, 9> rows = makeTable();
+    static const std::array<FormatCapabilities, 10> rows = makeTable();
     return rows;
 }
 

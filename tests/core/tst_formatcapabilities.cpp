@@ -54,7 +54,7 @@ private Q_SLOTS:
     {
         for (const CheckpointFormat format : {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy,
                  CheckpointFormat::TorchTar, CheckpointFormat::TorchScript, CheckpointFormat::Safetensors,
-                 CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint})
+                 CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint, CheckpointFormat::PlainPickle})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
         for (const ShardLayout layout :
             {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors, ShardLayout::Distributed})
@@ -90,6 +90,8 @@ private Q_SLOTS:
             << fixturePath("sharded/safetensors") << QStringLiteral("hf-safetensors-shards");
         QTest::newRow("dcp") << fixturePath("sharded/dcp") << QStringLiteral("dcp");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
+        QTest::newRow("pickle.dump of tensors")
+            << fixturePath("nested/torch-2/pickled_dict.pkl") << QStringLiteral("pickle");
         // The 0.1.x tar layout: real files only in the shared corpus (torch has not written it since 0.2).
         const QString tar = tarFile();
         if (QFile::exists(tar))
