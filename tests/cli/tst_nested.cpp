@@ -81,7 +81,8 @@ private Q_SLOTS:
                 QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
                 QFile expectedFile(folder + name + u".expected.json"_qs);
                 QVERIFY(expectedFile.open(QIODevice::ReadOnly));
-                for (const JsonValue& tensor : parse(expectedFile.readAll()).member("tensors").items()) {
+                const JsonValue expectation = parse(expectedFile.readAll());
+                for (const JsonValue& tensor : expectation.member("tensors").items()) {
                     const std::string recorded = tensor.member("device").toString();
                     const auto rule = rules.find(recorded);
                     planned[copy][tensor.member("name").toString()] = rule == rules.end() ? recorded : rule->second;
@@ -97,6 +98,7 @@ private Q_SLOTS:
                 QStringList {fixturesDir() + QStringLiteral("/nested/load_devices.py")} + copies, 300'000);
             QVERIFY2(run.exitCode == 0, qPrintable(describe(run)));
             const JsonValue loaded = parse(run.out);
+            QVERIFY2(loaded.isObject(), qPrintable(describe(run)));
             for (const QString& copy : copies) {
                 const JsonValue& devices = loaded.member(copy.toStdString());
                 QVERIFY2(devices.member("error").isNull(),
