@@ -31,6 +31,8 @@ ROOT = os.path.dirname(HERE)
 SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-1.13'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-2'),
+    # pickle.dump of tensors (torch.save files inside bytes) and whole quantized models (issue 26)
+    os.path.join(ROOT, 'tests', 'fixtures', 'nested'),
     os.path.join(ROOT, 'tests', 'data'),
     os.path.join(HERE, 'seeds'),
 ]

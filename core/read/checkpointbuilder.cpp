@@ -528,7 +528,8 @@ bool CheckpointBuilder::expandObjectState(
                 for (const auto& [dottedName, value] : parts) {
                     std::string leaf;
                     const std::uint32_t parent = m_checkpoint.modulePathFor(treeNode, dottedName, leaf);
-                    if (isQuantizedModule && emitStateDictScalar(value, parent, leaf, joinName(fullName, dottedName)))
+                    if (isQuantizedModule
+                        && emitStateDictScalar(value, parent, leaf, joinName(fullName, dottedName)))
                         continue;
                     const std::size_t treeBefore = m_checkpoint.tree.size();
                     if (!walkChild(value, parent, leaf, joinName(fullName, dottedName), depth)
@@ -619,7 +620,8 @@ std::vector<std::pair<std::string, NodeId>> CheckpointBuilder::tupleStateParts(
     NodeId object, NodeId state) const
 {
     const std::string cls = className(object);
-    const bool eagerQuantized = !cls.starts_with("__torch__.") && cls.find(".quantized.") != std::string::npos;
+    const bool eagerQuantized
+        = !cls.starts_with("__torch__.") && cls.find(".quantized.") != std::string::npos;
     if (!cls.starts_with("__torch__.") && !eagerQuantized && cls != "torch.ScriptObject")
         return {};
     const std::vector<NodeId> items = m_graph.sequence(state);

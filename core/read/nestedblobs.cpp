@@ -63,7 +63,8 @@ std::optional<std::string> nestedBlobBytes(const PickleGraph& graph, NodeId call
         if ((encoder == "_codecs.encode" || encoder == "codecs.encode") && graph.tupleSize(args) == 2
             && graph.isString(graph.tupleItem(args, 0))) {
             const std::string_view encoding = graph.text(graph.tupleItem(args, 1));
-            if (encoding == "latin1" || encoding == "latin-1" || encoding == "latin_1" || encoding == "iso-8859-1")
+            if (encoding == "latin1" || encoding == "latin-1" || encoding == "latin_1"
+                || encoding == "iso-8859-1")
                 return latin1FromUtf8(graph.text(graph.tupleItem(args, 0)));
         }
     }
@@ -94,7 +95,8 @@ std::int32_t CheckpointBuilder::storageFromNestedBlob(NodeId call)
         const ByteView whole = m_checkpoint.file->bytes();
         const auto* begin = reinterpret_cast<const char*>(whole.data());
         const auto* end = begin + whole.size();
-        const auto* found = std::search(begin, end, std::boyer_moore_horspool_searcher(blob->begin(), blob->end()));
+        const auto* found
+            = std::search(begin, end, std::boyer_moore_horspool_searcher(blob->begin(), blob->end()));
         if (found != end) {
             blobOffset = static_cast<std::uint64_t>(found - begin);
             file = MappedFile::slice(m_checkpoint.file, *blobOffset, blob->size());

@@ -32,7 +32,8 @@ std::string utf8FromLatin1(const std::string& bytes)
 
 } // namespace
 
-Expected<std::string> rewriteNestedBlob(const Checkpoint& outer, const NestedBlob& blob, const std::string& device)
+Expected<std::string> rewriteNestedBlob(
+    const Checkpoint& outer, const NestedBlob& blob, const std::string& device)
 {
     const std::optional<std::string> bytes = nestedBlobBytes(outer.graph, blob.call);
     if (!bytes)
@@ -41,7 +42,8 @@ Expected<std::string> rewriteNestedBlob(const Checkpoint& outer, const NestedBlo
     std::memcpy(buffer.data(), bytes->data(), bytes->size());
     const Checkpoint inner = readCheckpoint(MappedFile::fromBuffer(std::move(buffer), "bytes"));
     if (inner.format != CheckpointFormat::TorchLegacy)
-        return makeError("the torch.save file inside bytes is a " + std::string(checkpointFormatName(inner.format))
+        return makeError("the torch.save file inside bytes is a "
+            + std::string(checkpointFormatName(inner.format))
             + " file; only the legacy stream Storage.__reduce__ writes is rewritten");
     if (inner.pickles.size() != 1 || inner.storages.size() != 1 || !inner.pickles.front().run.complete())
         return makeError("the torch.save file inside bytes does not hold exactly one storage");
@@ -52,8 +54,8 @@ Expected<std::string> rewriteNestedBlob(const Checkpoint& outer, const NestedBlo
     auto emitted = emitter.emit(main.run.root, main.run.protocol);
     if (!emitted)
         return makeError("cannot rewrite the pickle inside bytes: " + emitted.error().message);
-    if (Status problem = checkRewrittenGlobals(
-            inner, main.record, ByteView(emitted->data(), emitted->size()), false))
+    if (Status problem
+        = checkRewrittenGlobals(inner, main.record, ByteView(emitted->data(), emitted->size()), false))
         return *problem;
     const std::uint64_t end = main.fileOffset + main.run.endOffset;
     std::string rewritten = bytes->substr(0, main.fileOffset);
@@ -71,13 +73,15 @@ Status replaceNestedBlob(
     const PickleGraph& graph = outer.graph;
     const NodeId argument = graph.tupleItem(graph.arguments(blob.call), 0);
     if (graph.kind(argument) == NodeKind::Bytes) {
-        emitter.replaceNode(argument, {PickleReplacement::Kind::Bytes, std::move(*rewritten), kNoNode, {}, 0});
+        emitter.replaceNode(
+            argument, {PickleReplacement::Kind::Bytes, std::move(*rewritten), kNoNode, {}, 0});
         return std::nullopt;
     }
     // _codecs.encode(<text>, 'latin1'): the text is the bytes read as latin-1.
     const NodeId text = graph.tupleItem(graph.arguments(argument), 0);
     if (!graph.isString(text))
-        return makeError("the bytes handed to torch.storage._load_from_bytes are neither bytes nor latin-1 text");
+        return makeError(
+            "the bytes handed to torch.storage._load_from_bytes are neither bytes nor latin-1 text");
     emitter.replaceNode(text, {PickleReplacement::Kind::Text, utf8FromLatin1(*rewritten), kNoNode, {}, 0});
     return std::nullopt;
 }

@@ -17,7 +17,8 @@ struct NestedBlob;
 class PickleEmitter;
 
 // The torch.save file inside `blob`'s bytes, its storage recorded on `device`.
-Expected<std::string> rewriteNestedBlob(const Checkpoint& outer, const NestedBlob& blob, const std::string& device);
+Expected<std::string> rewriteNestedBlob(
+    const Checkpoint& outer, const NestedBlob& blob, const std::string& device);
 
 // Makes `emitter` (over outer.graph) write `blob`'s call with the bytes of rewriteNestedBlob: as
 // bytes where the pickle held bytes, as the latin-1 text of _codecs.encode where it held that.

@@ -66,17 +66,19 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
-        const std::map<std::string, std::string> rules {{"cuda:0", "cuda:1"}, {"cuda:1", "cpu"}, {"cuda", "cuda:0"}};
+        const std::map<std::string, std::string> rules {
+            {"cuda:0", "cuda:1"}, {"cuda:1", "cpu"}, {"cuda", "cuda:0"}};
         std::map<QString, std::map<std::string, std::string>> planned; // copy -> name -> device
         QStringList copies;
         for (const QString& version : {QStringLiteral("torch-1.13"), QStringLiteral("torch-2")}) {
             for (const QString& name : {QStringLiteral("pickled_tensor"), QStringLiteral("pickled_dict"),
                      QStringLiteral("pickled_dict_protocol2"), QStringLiteral("torch_save_bytes")}) {
                 const QString folder = fixturesDir() + u"/nested/"_qs + version + u'/';
-                const QString input = folder + name + (name == u"torch_save_bytes"_qs ? u".pt"_qs : u".pkl"_qs);
+                const QString input
+                    = folder + name + (name == u"torch_save_bytes"_qs ? u".pt"_qs : u".pkl"_qs);
                 const QString copy = dir.path() + u'/' + version + u'-' + QFileInfo(input).fileName();
-                const CommandResult result = runInspect({QStringLiteral("remap"), input, QStringLiteral("-o"), copy,
-                    QStringLiteral("--map"), QStringLiteral("cuda:0=cuda:1"), QStringLiteral("--map"),
+                const CommandResult result = runInspect({QStringLiteral("remap"), input, QStringLiteral("-o"),
+                    copy, QStringLiteral("--map"), QStringLiteral("cuda:0=cuda:1"), QStringLiteral("--map"),
                     QStringLiteral("cuda:1=cpu"), QStringLiteral("--map"), QStringLiteral("cuda=cuda:0")});
                 QVERIFY2(result.exitCode == 0, qPrintable(describe(result)));
                 QFile expectedFile(folder + name + u".expected.json"_qs);
@@ -85,7 +87,8 @@ private Q_SLOTS:
                 for (const JsonValue& tensor : expectation.member("tensors").items()) {
                     const std::string recorded = tensor.member("device").toString();
                     const auto rule = rules.find(recorded);
-                    planned[copy][tensor.member("name").toString()] = rule == rules.end() ? recorded : rule->second;
+                    planned[copy][tensor.member("name").toString()]
+                        = rule == rules.end() ? recorded : rule->second;
                 }
                 copies << copy;
             }
@@ -102,12 +105,13 @@ private Q_SLOTS:
             for (const QString& copy : copies) {
                 const JsonValue& devices = loaded.member(copy.toStdString());
                 QVERIFY2(devices.member("error").isNull(),
-                    qPrintable(python + u": "_qs + copy + u": "_qs + QString::fromStdString(devices.toJson())));
+                    qPrintable(
+                        python + u": "_qs + copy + u": "_qs + QString::fromStdString(devices.toJson())));
                 for (const auto& [name, device] : planned[copy])
                     QVERIFY2(devices.member(name).toString() == device,
-                        qPrintable(python + u": "_qs + copy + u": "_qs + QString::fromStdString(name) + u" on "_qs
-                            + QString::fromStdString(devices.member(name).toJson()) + u", planned "_qs
-                            + QString::fromStdString(device)));
+                        qPrintable(python + u": "_qs + copy + u": "_qs + QString::fromStdString(name)
+                            + u" on "_qs + QString::fromStdString(devices.member(name).toJson())
+                            + u", planned "_qs + QString::fromStdString(device)));
             }
         }
     }

@@ -52,9 +52,10 @@ class TestFormatCapabilities : public QObject {
 private Q_SLOTS:
     void everyValueHasItsRow()
     {
-        for (const CheckpointFormat format : {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy,
-                 CheckpointFormat::TorchTar, CheckpointFormat::TorchScript, CheckpointFormat::Safetensors,
-                 CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint, CheckpointFormat::PlainPickle})
+        for (const CheckpointFormat format :
+            {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy, CheckpointFormat::TorchTar,
+                CheckpointFormat::TorchScript, CheckpointFormat::Safetensors, CheckpointFormat::Distributed,
+                CheckpointFormat::NotACheckpoint, CheckpointFormat::PlainPickle})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
         for (const ShardLayout layout :
             {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors, ShardLayout::Distributed})

@@ -55,12 +55,13 @@ private Q_SLOTS:
         QVERIFY(window.document());
         QCOMPARE(window.document()->checkpoint().tensors.size(), std::size_t(5));
         const ckpt::TensorTreeModel* model = window.treeModel();
-        const std::pair<const char*, const char*> rows[] = {{"encoder.weight", "cuda:0"}, {"encoder.row", "cuda:0"},
-            {"bias", "cpu"}, {"head", "cuda:1"}, {"steps", "cuda"}};
+        const std::pair<const char*, const char*> rows[] = {{"encoder.weight", "cuda:0"},
+            {"encoder.row", "cuda:0"}, {"bias", "cpu"}, {"head", "cuda:1"}, {"steps", "cuda"}};
         for (const auto& [path, device] : rows) {
             const QModelIndex index = findPath(model, QString::fromLatin1(path));
             QVERIFY2(index.isValid(), path);
-            QCOMPARE(index.data(ckpt::TensorTreeModel::RecordedDeviceRole).toString(), QString::fromLatin1(device));
+            QCOMPARE(index.data(ckpt::TensorTreeModel::RecordedDeviceRole).toString(),
+                QString::fromLatin1(device));
         }
         QVERIFY2(rowText(findPath(model, QStringLiteral("head"))).contains(QStringLiteral("float16")),
             qPrintable(rowText(findPath(model, QStringLiteral("head")))));
