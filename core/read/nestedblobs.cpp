@@ -95,8 +95,15 @@ std::int32_t CheckpointBuilder::storageFromNestedBlob(NodeId call)
         const ByteView whole = m_checkpoint.file->bytes();
         const auto* begin = reinterpret_cast<const char*>(whole.data());
         const auto* end = begin + whole.size();
-        const auto* found
-            = std::search(begin, end, std::boyer_moore_horspool_searcher(blob->begin(), blob->end()));
+        // Blobs come in pickle order: look after the last one first, so a pickle of many tensors is
+        // searched once rather than once per tensor.
+        const std::boyer_moore_horspool_searcher searcher(blob->begin(), blob->end());
+        const char* from = begin;
+        if (!m_checkpoint.nestedBlobs.empty() && m_checkpoint.nestedBlobs.back().fileOffset)
+            from = begin + *m_checkpoint.nestedBlobs.back().fileOffset;
+        const auto* found = std::search(from, end, searcher);
+        if (found == end && from != begin)
+            found = std::search(begin, end, searcher);
         if (found != end) {
             blobOffset = static_cast<std::uint64_t>(found - begin);
             file = MappedFile::slice(m_checkpoint.file, *blobOffset, blob->size());
