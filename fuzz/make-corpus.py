@@ -36,6 +36,8 @@ SOURCES = [
     # folder reader reads each through readCheckpoint, which the reader harness fuzzes.
     os.path.join(ROOT, 'tests', 'fixtures', 'runfolder'),
     os.path.join(ROOT, 'tests', 'fixtures', 'dtypes'),  # F4, float8, uint16+ (safetensors 0.8, torch 2.14)
+    # pickle.dump of tensors (torch.save files inside bytes) and whole quantized models (issue 26)
+    os.path.join(ROOT, 'tests', 'fixtures', 'nested'),
     os.path.join(ROOT, 'tests', 'data'),
     # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
     # torch.save archives back to back, Megatron's common.pt and metadata.json.

@@ -28,6 +28,8 @@ const char* checkpointFormatName(CheckpointFormat format)
         return "dcp";
     case CheckpointFormat::NotACheckpoint:
         return "not-a-checkpoint";
+    case CheckpointFormat::PlainPickle:
+        return "pickle";
     }
     return "not-a-checkpoint";
 }

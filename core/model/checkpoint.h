@@ -35,6 +35,7 @@ enum class CheckpointFormat {
     Safetensors,
     Distributed, // torch.distributed.checkpoint folder (.metadata + .distcp): records no device
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
+    PlainPickle, // pickle.dump of tensors: no torch framing, storages are torch.save files inside bytes
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
 
@@ -172,6 +173,16 @@ struct PickleSection {
     PickleLimits limits;
 };
 
+// A storage saved inside bytes: torch.storage._load_from_bytes(<a torch.save file>) in a pickle
+// (what pickle.dump of a tensor writes); core/read/nestedblobs.cpp reads it.
+struct NestedBlob {
+    NodeId call = kNoNode; // the _load_from_bytes call in Checkpoint::graph
+    std::uint32_t storage = 0; // index into Checkpoint::storages
+    std::optional<std::uint64_t> fileOffset; // where the bytes lie in the file verbatim, if they do
+    CheckpointFormat innerFormat = CheckpointFormat::TorchLegacy;
+    bool bytesComplete = false; // the storage's bytes are whole in the file inside the bytes
+};
+
 // Everything known about one opened file.
 struct Checkpoint {
     std::string path;
@@ -203,6 +214,8 @@ struct Checkpoint {
         NodeId classNode = kNoNode; // its storage class GLOBAL, from the storages member
     };
     std::unordered_map<std::uint32_t, TarStorageReferences> tarReferences;
+    // Storages read from torch.save files inside bytes of a pickle (pickle.dump of tensors).
+    std::vector<NestedBlob> nestedBlobs;
 
     // Indices of `storages` by their key, through storageIndex() and indexStorage(): the keys are
     // read from the records themselves, so the index holds 8 bytes a slot and no string.

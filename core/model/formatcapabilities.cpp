@@ -2,7 +2,8 @@
 // The format capability table (formatcapabilities.h).
 #include "core/model/formatcapabilities.h"
 
-#include <array>
+#include <deque>
+#include <vector>
 
 namespace ckpt {
 
@@ -37,83 +38,95 @@ FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> forma
     return capabilities;
 }
 
-std::array<FormatCapabilities, 10> makeTable()
+// One row per format and layout, appended in any order; the not-a-checkpoint row comes last (the
+// answer for anything unknown). A deque: the references the rows are filled through stay valid.
+std::vector<FormatCapabilities> makeTable()
 {
-    std::array<FormatCapabilities, 10> table;
-    auto& zip = table[0]
-        = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
+    std::deque<FormatCapabilities> table;
+    auto& zip = table.emplace_back(
+        row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2"));
     zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
     zip.weightsOnlyJudged = zip.unpicklerImportsClasses = true;
     zip.copyWithPlan = CopyWithPlan::Rewritten;
     zip.extractable = zip.exportsWeights = true;
 
-    auto& legacy = table[1] = row(CheckpointFormat::TorchLegacy,
-        "torch.save legacy stream (_use_new_zipfile_serialization=False, before 1.6)", "§4.1, §4.2");
+    auto& legacy = table.emplace_back(row(CheckpointFormat::TorchLegacy,
+        "torch.save legacy stream (_use_new_zipfile_serialization=False, before 1.6)", "§4.1, §4.2"));
     legacy.readable = legacy.recordsDevices = legacy.pickled = legacy.torchLoadSimulated = true;
     legacy.weightsOnlyJudged = legacy.unpicklerImportsClasses = true;
     legacy.copyWithPlan = CopyWithPlan::ConvertedToZip;
     legacy.extractable = legacy.exportsWeights = true;
 
-    auto& tar = table[2] = row(CheckpointFormat::TorchTar, "PyTorch 0.1.x tar", "§4.3");
+    auto& tar = table.emplace_back(row(CheckpointFormat::TorchTar, "PyTorch 0.1.x tar", "§4.3"));
     tar.readable = tar.recordsDevices = tar.pickled = tar.torchLoadSimulated = true;
     tar.weightsOnlyJudged = tar.unpicklerImportsClasses = true;
     tar.copyWithPlan = CopyWithPlan::ConvertedToZip;
     tar.extractable = tar.exportsWeights = true;
     tar.caveat = "a tar file that keeps its tensors in a 'tensors' member is read, but not written";
 
-    auto& script = table[3]
-        = row(CheckpointFormat::TorchScript, "TorchScript archive (torch.jit.save)", "§5");
+    auto& script = table.emplace_back(
+        row(CheckpointFormat::TorchScript, "TorchScript archive (torch.jit.save)", "§5"));
     script.readable = script.recordsDevices = script.pickled = script.torchLoadSimulated = true;
     script.weightsOnlyJudged = true; // torch 2.6+'s weights_only refuses it; jit imports no Python code
     script.copyWithPlan = CopyWithPlan::Rewritten;
     script.extractable = script.exportsWeights = true;
 
-    auto& safetensors = table[4] = row(CheckpointFormat::Safetensors, "safetensors file", "§8");
+    auto& safetensors = table.emplace_back(row(CheckpointFormat::Safetensors, "safetensors file", "§8"));
     safetensors.readable = true;
     safetensors.torchLoadSimulated = true; // torch 2.x routes a .safetensors path to safetensors
     safetensors.extractable = safetensors.exportsWeights = safetensors.convertsToTorch = true;
     safetensors.noDeviceReason = kSafetensorsNoDevice;
 
-    auto& bin = table[5] = row(ShardLayout::HuggingFaceBin, CheckpointFormat::TorchZip,
-        "Hugging Face .bin shards (pytorch_model.bin.index.json)", "§7.2");
+    auto& bin = table.emplace_back(row(ShardLayout::HuggingFaceBin, CheckpointFormat::TorchZip,
+        "Hugging Face .bin shards (pytorch_model.bin.index.json)", "§7.2"));
     bin.readable = bin.recordsDevices = bin.pickled = bin.torchLoadSimulated = true;
     bin.weightsOnlyJudged = bin.unpicklerImportsClasses = true;
     bin.copyWithPlan = CopyWithPlan::Rewritten; // a folder of remapped .bin shards and its index
     bin.exportsWeights = bin.convertsToTorch = true; // convert DIR -o OUT.pt: one state_dict
 
-    auto& safetensorsSet = table[6] = row(ShardLayout::HuggingFaceSafetensors, CheckpointFormat::Safetensors,
-        "Hugging Face safetensors shards (model.safetensors.index.json)", "§7.2, §8");
+    auto& safetensorsSet
+        = table.emplace_back(row(ShardLayout::HuggingFaceSafetensors, CheckpointFormat::Safetensors,
+            "Hugging Face safetensors shards (model.safetensors.index.json)", "§7.2, §8"));
     safetensorsSet.readable = true;
     safetensorsSet.copyWithPlan = CopyWithPlan::PlanExported;
     safetensorsSet.exportsWeights = safetensorsSet.convertsToTorch = true;
     safetensorsSet.noDeviceReason = "safetensors shards record no device: the device is chosen when they are "
                                     "loaded (from_pretrained's device_map and max_memory)";
 
-    auto& dcp = table[7] = row(ShardLayout::Distributed, CheckpointFormat::Distributed,
-        "torch.distributed.checkpoint folder (.metadata and .distcp files)", "§7.1");
+    auto& dcp = table.emplace_back(row(ShardLayout::Distributed, CheckpointFormat::Distributed,
+        "torch.distributed.checkpoint folder (.metadata and .distcp files)", "§7.1"));
     dcp.readable = true;
     dcp.pickled = true; // .metadata, read with pickle.load, never torch.load
     dcp.copyWithPlan = CopyWithPlan::PlanExported;
     dcp.exportsWeights = dcp.convertsToTorch = true;
     dcp.noDeviceReason = kDcpNoDevice;
 
-    auto& runFolder = table[8] = row(ShardLayout::RunFolder, std::nullopt,
+    auto& runFolder = table.emplace_back(row(ShardLayout::RunFolder, std::nullopt,
         "a training run's folder (Trainer checkpoint-N, OLMo, Lightning, DeepSpeed global_stepN)",
-        "docs/runfolder.md");
+        "docs/runfolder.md"));
     runFolder.readable = runFolder.recordsDevices = runFolder.pickled = runFolder.torchLoadSimulated = true;
     runFolder.weightsOnlyJudged = runFolder.unpicklerImportsClasses = true;
     // A new folder: the files whose devices change rewritten, the rest copied byte for byte.
     runFolder.copyWithPlan = CopyWithPlan::Rewritten;
     runFolder.caveat = "each file is its own document: what torch.load does is judged file by file";
 
-    table[9]
-        = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
-    return table;
+    // pickle.dump of tensors: each storage is a torch.save file inside bytes
+    // (torch.storage._load_from_bytes); docs/formats.md, "Tensors saved inside bytes".
+    auto& plain = table.emplace_back(row(CheckpointFormat::PlainPickle,
+        "pickle.dump of tensors (storages as torch.save files inside bytes)", "formats.md"));
+    plain.readable = plain.recordsDevices = plain.pickled = plain.torchLoadSimulated = true;
+    plain.unpicklerImportsClasses = true;
+    plain.copyWithPlan = CopyWithPlan::Rewritten; // the bytes of each moved storage rewritten
+    plain.extractable = plain.exportsWeights = true;
+
+    table.push_back(
+        row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", ""));
+    return {table.begin(), table.end()};
 }
 
-const std::array<FormatCapabilities, 10>& table()
+const std::vector<FormatCapabilities>& table()
 {
-    static const std::array<FormatCapabilities, 10> rows = makeTable();
+    static const std::vector<FormatCapabilities> rows = makeTable();
     return rows;
 }
 

@@ -311,6 +311,19 @@ private:
             putText(replacement.key);
             put8('\n');
             break;
+        case PickleReplacement::Kind::Bytes:
+            if (replacement.text.size() < 256) {
+                put8(pickleop::SHORT_BINBYTES);
+                put8(static_cast<std::uint8_t>(replacement.text.size()));
+            } else if (replacement.text.size() <= 0xFFFFFFFFull) {
+                put8(pickleop::BINBYTES);
+                putLE(replacement.text.size(), 4);
+            } else {
+                put8(pickleop::BINBYTES8);
+                putLE(replacement.text.size(), 8);
+            }
+            putText(replacement.text);
+            break;
         }
     }
 

@@ -20,6 +20,7 @@ struct PickleReplacement {
         StoragePid, // ('storage', <node>, '<key>', '<text>', <number>): a legacy persistent id in zip form
         StoragePersistentId, // the same tuple followed by BINPERSID: a tar-format storage reference
         Global, // GLOBAL '<text>' '<key>': a class or function under another module path or name
+        Bytes, // a bytes literal holding `text` (a rewritten torch.save file inside bytes)
     };
     Kind kind = Kind::Text;
     std::string text;

@@ -507,6 +507,12 @@ bool CheckpointBuilder::expandObjectState(
     if (!body)
         return false;
     const std::size_t tensorsBefore = m_checkpoint.tensors.size();
+    // An eager quantized module keeps its output scale and zero_point as Python numbers, which its
+    // _save_to_state_dict turns into tensors (torch.tensor(self.scale)): shown where state_dict()
+    // shows them, as tensors that no storage of the file holds.
+    const std::string objectClass = className(object);
+    const bool isQuantizedModule
+        = !objectClass.starts_with("__torch__.") && objectClass.find(".quantized.") != std::string::npos;
     for (const NodeId state : std::vector<NodeId>(body->states)) {
         // __setstate__ input: a dict of attributes, or (dict, slots dict).
         std::vector<NodeId> attributeDicts;
@@ -522,6 +528,9 @@ bool CheckpointBuilder::expandObjectState(
                 for (const auto& [dottedName, value] : parts) {
                     std::string leaf;
                     const std::uint32_t parent = m_checkpoint.modulePathFor(treeNode, dottedName, leaf);
+                    if (isQuantizedModule
+                        && emitStateDictScalar(value, parent, leaf, joinName(fullName, dottedName)))
+                        continue;
                     const std::size_t treeBefore = m_checkpoint.tree.size();
                     if (!walkChild(value, parent, leaf, joinName(fullName, dottedName), depth)
                         && m_checkpoint.tree.size() > treeBefore) {
@@ -570,6 +579,9 @@ bool CheckpointBuilder::expandObjectState(
                     }
                     continue;
                 }
+                if (isModule && isQuantizedModule && (attribute == "scale" || attribute == "zero_point")
+                    && emitStateDictScalar(value, treeNode, attribute, joinName(fullName, attribute)))
+                    continue;
                 const std::size_t treeBefore = m_checkpoint.tree.size();
                 const bool hadTensors
                     = walkChild(value, treeNode, attribute, joinName(fullName, attribute), depth);
@@ -587,11 +599,30 @@ bool CheckpointBuilder::expandObjectState(
     return m_checkpoint.tensors.size() > tensorsBefore;
 }
 
+bool CheckpointBuilder::emitStateDictScalar(
+    NodeId value, std::uint32_t parent, const std::string& component, const std::string& fullName)
+{
+    const NodeKind kind = m_graph.kind(value);
+    if (kind != NodeKind::Float && kind != NodeKind::Int)
+        return false;
+    TensorParts parts;
+    TensorEntry& t = parts.tensor;
+    t.dtype = InternedString(kind == NodeKind::Float ? "float32" : "int64");
+    t.stride = Dimensions {};
+    t.storageOffset = 0;
+    t.rebuildFunction = InternedString("torch.tensor");
+    t.node = value;
+    emitTensor(std::move(parts), parent, component, fullName, value);
+    return true;
+}
+
 std::vector<std::pair<std::string, NodeId>> CheckpointBuilder::tupleStateParts(
     NodeId object, NodeId state) const
 {
     const std::string cls = className(object);
-    if (!cls.starts_with("__torch__."))
+    const bool eagerQuantized
+        = !cls.starts_with("__torch__.") && cls.find(".quantized.") != std::string::npos;
+    if (!cls.starts_with("__torch__.") && !eagerQuantized && cls != "torch.ScriptObject")
         return {};
     const std::vector<NodeId> items = m_graph.sequence(state);
     auto item = [&](std::size_t i) { return i < items.size() ? items[i] : kNoNode; };
@@ -613,6 +644,34 @@ std::vector<std::pair<std::string, NodeId>> CheckpointBuilder::tupleStateParts(
             add(i < names.size() ? names[i] : fallback + "." + std::to_string(i), values[i]);
     };
     const std::string_view last = std::string_view(cls).substr(cls.rfind('.') + 1);
+
+    // A whole model pickled eagerly (torch.save(model)), named as its state_dict() names them.
+    if (eagerQuantized) {
+        // Quantized convolutions: _ConvNd.__getstate__ (torch/ao/nn/quantized/modules/conv.py)
+        // is (in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
+        // output_padding, groups, padding_mode, weight, bias, scale, zero_point, training), and
+        // _save_to_state_dict writes weight, bias, scale and zero_point.
+        if (items.size() >= 14 && m_graph.kind(item(9)) == NodeKind::String) {
+            add("weight", item(10));
+            add("bias", item(11));
+            add("scale", item(12));
+            add("zero_point", item(13));
+        }
+        return parts;
+    }
+    if (cls == "torch.ScriptObject") {
+        // A C++ custom-class object inside an eager pickle (a quantized Linear's packed
+        // parameters): its state is (the class's __getstate__ value, its TorchScript type name).
+        // LinearPackedParams._save_to_state_dict names the (weight, bias) pair `_packed_params`,
+        // a tuple, so its items are "0" and "1".
+        const std::string_view type = m_graph.text(item(1));
+        if (!type.starts_with("__torch__.torch.classes."))
+            return {};
+        const std::vector<NodeId> payload = m_graph.sequence(item(0));
+        for (std::size_t i = 0; i < payload.size(); ++i)
+            add(std::to_string(i), payload[i]);
+        return parts;
+    }
 
     if (cls.starts_with("__torch__.torch.classes.")) {
         // torch's C++ custom classes, named after what their __setstate__ rebuilds

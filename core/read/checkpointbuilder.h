@@ -70,7 +70,14 @@ private:
     // Dotted names and values of the tensor-bearing parts of a TorchScript object's tuple state;
     // empty when the state is not such a tuple.
     std::vector<std::pair<std::string, NodeId>> tupleStateParts(NodeId object, NodeId state) const;
+    // A Python number an eager quantized module keeps (scale, zero_point) that its state_dict()
+    // makes a 0-d tensor of: a row without storage. False when `value` is not a number.
+    bool emitStateDictScalar(
+        NodeId value, std::uint32_t parent, const std::string& component, const std::string& fullName);
     bool isTensorCall(NodeId id) const;
+    // torch.storage._load_from_bytes(b'...'): the storage of the torch.save file inside the bytes
+    // (nestedblobs.cpp), or -1.
+    std::int32_t storageFromNestedBlob(NodeId call);
     std::optional<TensorParts> buildTensor(NodeId id, int depth);
     std::int32_t storageFromArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
     std::int32_t resolveStorageArgument(NodeId storageArg, std::int64_t* viewOffsetElements);
@@ -95,10 +102,15 @@ private:
     // By storage index: a flag per storage rather than a std::set node per storage (one heap
     // object for each of a million storages).
     std::vector<bool> m_storageUsed;
+    std::unordered_map<NodeId, std::int32_t> m_nestedStorages; // _load_from_bytes calls read
     bool m_depthFindingReported = false;
     std::uint32_t m_lastModulePathParent = 0;
     std::vector<std::uint32_t> m_lastModulePath; // module node per component of the last name
 };
+
+// The bytes handed to torch.storage._load_from_bytes by `call` (given as bytes, or as the
+// _codecs.encode(text, 'latin1') protocols 0-2 write), or nothing when `call` is no such call.
+std::optional<std::string> nestedBlobBytes(const PickleGraph& graph, NodeId call);
 
 // Whether a GLOBAL name is one of torch's tensor rebuild functions.
 bool isTensorRebuildFunction(std::string_view qualifiedName);

@@ -83,6 +83,18 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
                 + checkpoint.container.description
                 + "); its structure is shown below without executing anything");
         readPlainPickle(checkpoint, options);
+        if (!checkpoint.nestedBlobs.empty()) {
+            // pickle.dump of tensors: pickle.load reads it (torch.load refuses it), and its storages,
+            // read from the torch.save files inside its bytes, record their devices.
+            checkpoint.format = CheckpointFormat::PlainPickle;
+            Finding& finding = checkpoint.findings.front();
+            finding.severity = Severity::Info;
+            finding.message = "a plain Python pickle (pickle.dump), not a torch.save file: torch.load "
+                              "refuses it, pickle.load reads it; its "
+                + std::to_string(checkpoint.nestedBlobs.size())
+                + " storage(s) are torch.save files inside its bytes (torch.storage._load_from_bytes), "
+                  "read without executing anything";
+        }
         break;
     default:
         checkpoint.format = CheckpointFormat::NotACheckpoint;

@@ -179,6 +179,9 @@ std::int32_t CheckpointBuilder::resolveStorageArgument(NodeId storageArg, std::i
         payload = m_graph.persistentIdPayload(storageArg);
     if (m_graph.kind(payload) == NodeKind::Tuple)
         return storageFromPersistentTuple(payload, viewOffsetElements);
+    // pickle.dump's form: the storage inside bytes, torch.storage._load_from_bytes(b'...').
+    if (m_graph.kind(storageArg) == NodeKind::Call)
+        return storageFromNestedBlob(storageArg);
     // The tar format's persistent ids are plain keys of storages read from its `storages` member.
     if (m_graph.kind(payload) == NodeKind::String || m_graph.kind(payload) == NodeKind::Int) {
         if (const auto index = m_checkpoint.storageIndex(storageKeyPrefix + keyComponent(payload))) {

@@ -455,6 +455,10 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
     case CheckpointFormat::NotACheckpoint:
         fail("not a checkpoint");
         return simulation;
+    case CheckpointFormat::PlainPickle:
+        fail("not a torch.load format: a plain pickle (pickle.dump) whose storages are torch.save files "
+             "inside its bytes (load it with pickle.load)");
+        return simulation;
     case CheckpointFormat::TorchScript:
         // torch.load dispatches to torch.jit.load, which takes only None, a string or a device.
         if (!old && simulation.weightsOnly) {

@@ -3,6 +3,7 @@
 #include "core/io/inputdescriptor.h"
 
 #include "core/base/escaping.h"
+#include "core/format/crc32.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/format/zipformat.h"
@@ -14,6 +15,7 @@
 #include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/write/nestedblobwriter.h"
 #include "core/write/readbackverifier.h"
 
 #include <algorithm>
@@ -70,6 +72,18 @@ std::string archiveNameFor(const std::string& outputPath)
 }
 
 // TorchScript keeps traced example inputs as metadata only: their records hold no bytes.
+// The torch.save file inside bytes that holds `storage`, when it is one (core/read/nestedblobs.cpp):
+// complete when the file inside the bytes read whole (protocols 0-2 keep its bytes as text, not
+// in the file as such).
+const NestedBlob* nestedBlobOf(const Checkpoint& checkpoint, const StorageRecord& storage)
+{
+    const auto index = static_cast<std::uint32_t>(&storage - checkpoint.storages.data());
+    for (const NestedBlob& blob : checkpoint.nestedBlobs)
+        if (blob.storage == index)
+            return blob.bytesComplete ? &blob : nullptr;
+    return nullptr;
+}
+
 bool isMetadataOnly(const StorageRecord& storage)
 {
     return storage.key.starts_with("traced_inputs/")
@@ -100,7 +114,7 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint)
             return makeError("the pickle in " + section.record + " could not be read to its end ("
                 + section.run.error.value_or("incomplete") + "); a copy would carry the damage");
     for (const StorageRecord& storage : checkpoint.storages)
-        if (!storage.bytesComplete() && !isMetadataOnly(storage))
+        if (!storage.bytesComplete() && !isMetadataOnly(storage) && !nestedBlobOf(checkpoint, storage))
             return makeError("the bytes of storage " + storage.key + " (" + storage.record()
                     + ") are not complete in the file; a copy would carry the damage",
                 std::nullopt, storage.record());
@@ -280,6 +294,12 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         }
         if (planned == storage.device || !planned)
             continue;
+        if (const NestedBlob* blob = nestedBlobOf(checkpoint, storage)) {
+            if (Status problem = replaceNestedBlob(emitter, checkpoint, *blob, *planned))
+                return makeError("storage " + storage.key + ": " + problem->message);
+            sectionsToRewrite.insert(storage.pickleSection);
+            continue;
+        }
         for (NodeId tuple : storage.persistentIdTuples)
             emitter.replaceItem(tuple, 3, {PickleReplacement::Kind::Text, *planned, kNoNode, {}, 0});
         for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section) {
@@ -387,7 +407,30 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     std::vector<CrcCheck> expectedCrcs; // storage key in the output -> CRC of its bytes
     std::uint64_t alignment = 64;
 
-    if (!legacy) {
+    // Storages inside bytes: the input's CRC of their bytes where those lie in the file.
+    for (const NestedBlob& blob : checkpoint.nestedBlobs) {
+        const StorageRecord& storage = checkpoint.storages[blob.storage];
+        if (storage.bytesComplete() && checkpoint.file)
+            expectedCrcs.push_back({storage.key,
+                crc32Update(0, checkpoint.file->bytes().data() + *storage.dataOffset, storage.nbytes),
+                storage.nbytes});
+    }
+
+    if (checkpoint.format == CheckpointFormat::PlainPickle) {
+        // pickle.dump's file: the one pickle, re-emitted when a storage inside it moved.
+        Status status;
+        if (const auto rewritten = rewrittenPickles.find(0); rewritten != rewrittenPickles.end()) {
+            status = output->get()->write(ByteView(rewritten->second.data(), rewritten->second.size()));
+            result.recordsRewritten = 1;
+            result.bytesWritten = rewritten->second.size();
+        } else {
+            status = output->get()->write(checkpoint.file->bytes());
+            result.recordsCopied = 1;
+            result.bytesWritten = checkpoint.file->size();
+        }
+        if (status)
+            return *status;
+    } else if (!legacy) {
         const auto archive = checkpoint.zipArchive();
         const ZipArchive& zip = *archive;
         std::vector<const ZipEntry*> entries;

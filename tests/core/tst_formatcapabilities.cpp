@@ -52,9 +52,10 @@ class TestFormatCapabilities : public QObject {
 private Q_SLOTS:
     void everyValueHasItsRow()
     {
-        for (const CheckpointFormat format : {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy,
-                 CheckpointFormat::TorchTar, CheckpointFormat::TorchScript, CheckpointFormat::Safetensors,
-                 CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint})
+        for (const CheckpointFormat format :
+            {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy, CheckpointFormat::TorchTar,
+                CheckpointFormat::TorchScript, CheckpointFormat::Safetensors, CheckpointFormat::Distributed,
+                CheckpointFormat::NotACheckpoint, CheckpointFormat::PlainPickle})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
         for (const ShardLayout layout : {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors,
                  ShardLayout::Distributed, ShardLayout::RunFolder})
@@ -91,6 +92,8 @@ private Q_SLOTS:
         QTest::newRow("dcp") << fixturePath("sharded/dcp") << QStringLiteral("dcp");
         QTest::newRow("run folder") << fixturePath("runfolder/olmo") << QStringLiteral("run-folder");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
+        QTest::newRow("pickle.dump of tensors")
+            << fixturePath("nested/torch-2/pickled_dict.pkl") << QStringLiteral("pickle");
         // The 0.1.x tar layout: real files only in the shared corpus (torch has not written it since 0.2).
         const QString tar = tarFile();
         if (QFile::exists(tar))

@@ -226,6 +226,32 @@ def generate(h):
         h.write("b_torch_tensor_pickle_protocol2.pkl", data, "31,40", [], "needs-allowlisting")
     except ImportError:  # pragma: no cover - the CI machine has torch 1.13
         pass
+    # What pickle.dump of a tensor writes (issue 26: the reader now reads the torch.save file inside
+    # the bytes), with the file's main pickle crafted: a real legacy header (magic number, protocol,
+    # sys_info of torch.save(storage, _use_new_zipfile_serialization=False)) followed by a payload
+    # where the storage's persistent id would be. The outer pickle is the tensor's own reduce.
+    try:
+        import io
+        import pickletools
+
+        import torch
+        buffer = io.BytesIO()
+        torch.save(torch.arange(4, dtype=torch.float32).storage(), buffer, _use_new_zipfile_serialization=False)
+        real = buffer.getvalue()
+        offset = 0
+        for _ in range(3):  # magic number, protocol version, sys_info: three pickles of their own
+            for opcode, _argument, position in pickletools.genops(real[offset:]):
+                if opcode.name == "STOP":
+                    offset += position + 1
+                    break
+        crafted = real[:offset] + h.simple("os", "system", "h31blob")
+        outer = (h.PROTO(2) + h.GLOBAL("torch._utils", "_rebuild_tensor_v2") + h.MARK
+                 + h.GLOBAL("torch.storage", "_load_from_bytes") + h.BINBYTES(crafted) + h.TUPLE1 + h.REDUCE
+                 + b"K\x00" + b"K\x04" + h.TUPLE1 + b"K\x01" + h.TUPLE1 + b"\x89"
+                 + h.GLOBAL("collections", "OrderedDict") + h.EMPTY_TUPLE + h.REDUCE + h.TUPLE + h.REDUCE + h.STOP)
+        h.write("h31_tensor_blob_payload.pkl", outer, "31", ["os.system"])
+    except ImportError:  # pragma: no cover - the CI machine has torch 1.13
+        pass
 
     # ---- contradictions: a pickle the reader runs that the safety scan did not rate ---------------
     # A torch zip whose data.pkl is also a tar archive: the call's GLOBAL and a BINUNICODE are in the

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Storages saved inside bytes (core/read/nestedblobs.cpp) get their planned device by rewriting the
+// torch.save file in the bytes, the way the remap writer rewrites a legacy stream's main pickle:
+// its persistent id's location re-emitted, every other byte (header pickles, key list, storage
+// bytes) kept; the outer pickle then carries the new bytes where the old ones stood and is
+// otherwise re-emitted unchanged.
+
+#include "core/base/expected.h"
+
+#include <string>
+
+namespace ckpt {
+
+struct Checkpoint;
+struct NestedBlob;
+class PickleEmitter;
+
+// The torch.save file inside `blob`'s bytes, its storage recorded on `device`.
+Expected<std::string> rewriteNestedBlob(
+    const Checkpoint& outer, const NestedBlob& blob, const std::string& device);
+
+// Makes `emitter` (over outer.graph) write `blob`'s call with the bytes of rewriteNestedBlob: as
+// bytes where the pickle held bytes, as the latin-1 text of _codecs.encode where it held that.
+Status replaceNestedBlob(
+    PickleEmitter& emitter, const Checkpoint& outer, const NestedBlob& blob, const std::string& device);
+
+} // namespace ckpt
