@@ -181,7 +181,8 @@ Status inflateRawChunks(ByteView compressed, std::uint64_t expectedSize,
                 if (Status failed = sink(ByteView(piece.data(), handed)))
                     return failed;
             delivered += produced;
-            if (delivered >= stopAfter)
+            // Only a part wanted: done. The whole wanted: the stream must still end where it says.
+            if (delivered >= stopAfter && stopAfter < expectedSize)
                 return std::nullopt;
         }
         if (status == Z_STREAM_END)

@@ -28,6 +28,8 @@ const char* checkpointFormatName(CheckpointFormat format)
         return "dcp";
     case CheckpointFormat::NotACheckpoint:
         return "not-a-checkpoint";
+    case CheckpointFormat::TorchScriptJson:
+        return "torchscript-json";
     }
     return "not-a-checkpoint";
 }

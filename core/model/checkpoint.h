@@ -35,6 +35,7 @@ enum class CheckpointFormat {
     Safetensors,
     Distributed, // torch.distributed.checkpoint folder (.metadata + .distcp): records no device
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
+    TorchScriptJson, // TorchScript's oldest layout: model.json and tensors/N records (PyTorch 1.0-1.3)
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
 

@@ -37,9 +37,9 @@ FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> forma
     return capabilities;
 }
 
-std::array<FormatCapabilities, 9> makeTable()
+std::array<FormatCapabilities, 10> makeTable()
 {
-    std::array<FormatCapabilities, 9> table;
+    std::array<FormatCapabilities, 10> table;
     auto& zip = table[0]
         = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
     zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
@@ -97,14 +97,24 @@ std::array<FormatCapabilities, 9> makeTable()
     dcp.exportsWeights = dcp.convertsToTorch = true;
     dcp.noDeviceReason = kDcpNoDevice;
 
-    table[8]
+    auto& scriptJson = table[8] = row(CheckpointFormat::TorchScriptJson,
+        "TorchScript model.json archive (torch.jit.save of PyTorch 1.0-1.3)",
+        "formats.md: model.json TorchScript");
+    scriptJson.readable = scriptJson.recordsDevices = true; // every TensorDef records its device
+    scriptJson.torchLoadSimulated = true; // torch.load fails on it: no data.pkl
+    scriptJson.extractable = scriptJson.exportsWeights = true;
+    scriptJson.caveat
+        = "read, checked, extracted and converted; a remapped copy in this layout is not written "
+          "(extract gives a torch.save state_dict that records the devices)";
+
+    table[9] // last: the row of anything unknown
         = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
     return table;
 }
 
-const std::array<FormatCapabilities, 9>& table()
+const std::array<FormatCapabilities, 10>& table()
 {
-    static const std::array<FormatCapabilities, 9> rows = makeTable();
+    static const std::array<FormatCapabilities, 10> rows = makeTable();
     return rows;
 }
 

@@ -134,7 +134,8 @@ private:
             const auto id = int64Of(field(parameter, "tensorId", "tensor_id"));
             const std::string full = path.empty() ? name : path + "." + name;
             if (!id || *id < 0 || static_cast<std::uint64_t>(*id) >= m_tensorOfDef.size()) {
-                problem("parameter " + full + " names tensor " + field(parameter, "tensorId", "tensor_id").toJson()
+                problem("parameter " + full + " names tensor "
+                    + field(parameter, "tensorId", "tensor_id").toJson()
                     + ", which the tensors table does not hold");
                 continue;
             }
@@ -212,7 +213,8 @@ private:
             if (storage.device && storage.device->str() != device)
                 m_checkpoint.addFinding(Severity::Error, FindingCode::ModelJsonUnreadable,
                     "tensor " + tensorName + " puts record " + key + " on " + device + ", another tensor on "
-                        + storage.device->str() + ": torch fails with \"storage previously was specified with "
+                        + storage.device->str()
+                        + ": torch fails with \"storage previously was specified with "
                           "device "
                         + storage.device->str() + "but now is specified with device " + device + "\"",
                     m_prefix + key);
@@ -246,16 +248,17 @@ private:
                 const std::uint64_t fileSize = m_checkpoint.fileSize;
                 storage.availableBytes = record->payloadComplete
                     ? record->uncompressedSize
-                    : (record->dataOffset < fileSize ? std::min(record->uncompressedSize, fileSize - record->dataOffset)
-                                                     : 0);
+                    : (record->dataOffset < fileSize
+                            ? std::min(record->uncompressedSize, fileSize - record->dataOffset)
+                            : 0);
             } else {
                 storage.deflated = record->method == zipformat::kMethodDeflate;
                 storage.availableBytes = record->payloadComplete ? record->uncompressedSize : 0;
             }
             if (!record->payloadComplete)
                 m_checkpoint.addFinding(Severity::Error, FindingCode::RecordTruncated,
-                    "record " + recordName + " is cut off by the end of the file: storage " + key + " has only "
-                        + formatThousands(storage.availableBytes.value_or(0)) + " of its "
+                    "record " + recordName + " is cut off by the end of the file: storage " + key
+                        + " has only " + formatThousands(storage.availableBytes.value_or(0)) + " of its "
                         + formatThousands(storage.nbytes) + " bytes",
                     recordName, record->dataOffset);
         }
@@ -295,9 +298,7 @@ void readModelJson(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEntry
     auto model = parseJson(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
     if (!model || !model->isObject()) {
         checkpoint.addFinding(Severity::Error, FindingCode::ModelJsonUnreadable,
-            name + " is not a JSON object"
-                + (model ? std::string() : ": " + model.error().message),
-            name);
+            name + " is not a JSON object" + (model ? std::string() : ": " + model.error().message), name);
         return;
     }
     ModelJsonReader(checkpoint, zip, prefix, name, recordUsed).read(*model);

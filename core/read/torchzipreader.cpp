@@ -8,6 +8,7 @@
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/modeljsonreader.h"
 #include "core/read/picklesection.h"
 
 #include <algorithm>
@@ -264,7 +265,11 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
                 std::string(byteorder->name()));
     }
 
-    if (!dataPickle) {
+    const ZipEntry* modelJson = !dataPickle && !constantsPickle ? record("model.json") : nullptr;
+    if (modelJson) {
+        // TorchScript's oldest layout (PyTorch 1.0-1.3): model.json describes the tensors.
+        readModelJson(checkpoint, zip, *modelJson, prefix, recordUsed);
+    } else if (!dataPickle) {
         checkpoint.addFinding(Severity::Error, FindingCode::DataPklMissing,
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
             "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
@@ -298,7 +303,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     for (const ZipEntry& entry : zip.entries()) {
         const std::string_view name = entry.name();
         const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
-        const bool isStorageRecord = local.starts_with("data/")
+        const bool isStorageRecord = (modelJson ? local.starts_with("tensors/") : local.starts_with("data/"))
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
         if (isStorageRecord && !isUsed(entry))
             checkpoint.addFinding(Severity::Warning, FindingCode::RecordUnreferenced,

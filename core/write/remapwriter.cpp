@@ -85,6 +85,11 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint)
     const FormatCapabilities& row = formatCapabilities(checkpoint.format);
     if (!row.readable)
         return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
+    if (checkpoint.format == CheckpointFormat::TorchScriptJson)
+        return makeError(
+            "a remapped copy of TorchScript's model.json layout (PyTorch 1.0-1.3) is not written: "
+            "`ckpt-inspect extract` writes its tensors as a torch.save state_dict, on the planned "
+            "devices");
     if (row.copyWithPlan != CopyWithPlan::Rewritten && row.copyWithPlan != CopyWithPlan::ConvertedToZip)
         return makeError(std::string(row.noDeviceReason) + ", so there is nothing to remap");
     if (checkpoint.format == CheckpointFormat::TorchTar && checkpoint.tarTensorsMember)
