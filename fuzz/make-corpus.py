@@ -31,6 +31,8 @@ ROOT = os.path.dirname(HERE)
 SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-1.13'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-2'),
+    # deflated storage records and TorchScript's model.json layout (issue 26)
+    os.path.join(ROOT, 'tests', 'fixtures', 'zipold'),
     os.path.join(ROOT, 'tests', 'data'),
     os.path.join(HERE, 'seeds'),
 ]
