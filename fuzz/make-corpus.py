@@ -38,6 +38,8 @@ SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'dtypes'),  # F4, float8, uint16+ (safetensors 0.8, torch 2.14)
     # pickle.dump of tensors (torch.save files inside bytes) and whole quantized models (issue 26)
     os.path.join(ROOT, 'tests', 'fixtures', 'nested'),
+    # deflated storage records and TorchScript's model.json layout (issue 26)
+    os.path.join(ROOT, 'tests', 'fixtures', 'zipold'),
     os.path.join(ROOT, 'tests', 'data'),
     # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
     # torch.save archives back to back, Megatron's common.pt and metadata.json.

@@ -3,6 +3,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/read/storagebytes.h"
 #include "core/read/tensorbytes.h"
 #include "libtorchkernels.h"
 
@@ -12,7 +13,8 @@ namespace {
 
 // The tensor as the libtorch module reads it: where its storage lies in the mapping, or why its
 // bytes cannot be read (the module says so after its own dtype check, as before the split).
-StridedTensorBytes bytesOf(const Checkpoint& checkpoint, std::uint32_t index)
+// A deflated storage is inflated into `holder`, which must outlive the bytes.
+StridedTensorBytes bytesOf(const Checkpoint& checkpoint, std::uint32_t index, StorageBytes& holder)
 {
     const TensorEntry& tensor = checkpoint.tensors.at(index);
     StridedTensorBytes bytes;
@@ -25,7 +27,17 @@ StridedTensorBytes bytesOf(const Checkpoint& checkpoint, std::uint32_t index)
         return bytes;
     }
     const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-    bytes.storage = checkpoint.file->bytes().data() + *storage.dataOffset;
+    if (layout->deflated) {
+        auto inflated = readStorageBytes(checkpoint, storage);
+        if (!inflated) {
+            bytes.unreadable = inflated.error().message;
+            return bytes;
+        }
+        holder = std::move(*inflated);
+        bytes.storage = holder.bytes.data();
+    } else {
+        bytes.storage = checkpoint.file->bytes().data() + *storage.dataOffset;
+    }
     bytes.storageBytes = storage.nbytes;
     bytes.stride = *tensor.stride;
     bytes.storageOffset = *tensor.storageOffset;
@@ -40,7 +52,8 @@ Expected<ValueDifference> compareTensorValues(
     const auto kernels = libtorchKernels();
     if (!kernels)
         return kernels.error();
-    return (*kernels)->difference(bytesOf(a, tensorA), bytesOf(b, tensorB));
+    StorageBytes holderA, holderB;
+    return (*kernels)->difference(bytesOf(a, tensorA, holderA), bytesOf(b, tensorB, holderB));
 }
 
 } // namespace ckpt

@@ -3,6 +3,7 @@
 
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
+#include "core/read/storagebytes.h"
 #include "libtorchkernels.h"
 #include "nativestatistics.h"
 
@@ -106,16 +107,27 @@ std::uint64_t elementSizeOf(NativeFloat type)
 }
 
 // The tensor as the libtorch module reads it (libtorchkernels.h).
-StridedTensorBytes stridedBytesOf(const Checkpoint& checkpoint, const TensorEntry& tensor)
+// A deflated storage is inflated into `holder`, which must outlive the bytes.
+StridedTensorBytes stridedBytesOf(
+    const Checkpoint& checkpoint, const TensorEntry& tensor, StorageBytes& holder)
 {
     const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
     StridedTensorBytes bytes;
     bytes.name = tensor.name;
     bytes.dtype = tensor.dtype;
-    if (storage.bytesComplete() && checkpoint.file)
+    if (storage.bytesComplete() && checkpoint.file) {
         bytes.storage = checkpoint.file->bytes().data() + *storage.dataOffset;
-    else
+    } else if (storage.bytesReadable() && checkpoint.file) {
+        auto inflated = readStorageBytes(checkpoint, storage);
+        if (inflated) {
+            holder = std::move(*inflated);
+            bytes.storage = holder.bytes.data();
+        } else {
+            bytes.unreadable = inflated.error().message;
+        }
+    } else {
         bytes.unreadable = "the bytes of storage " + storage.key + " are not complete in the file";
+    }
     bytes.storageBytes = storage.nbytes;
     bytes.shape = tensor.shape;
     bytes.stride = *tensor.stride;
@@ -129,7 +141,8 @@ Expected<TensorStatistics> throughLibtorch(const Checkpoint& checkpoint, const T
     const auto kernels = libtorchKernels();
     if (!kernels)
         return failure(kernels.error().message);
-    return (*kernels)->statistics(stridedBytesOf(checkpoint, tensor), options, progress);
+    StorageBytes holder;
+    return (*kernels)->statistics(stridedBytesOf(checkpoint, tensor, holder), options, progress);
 }
 
 } // namespace
@@ -150,7 +163,7 @@ Expected<TensorStatistics> computeTensorStatistics(const Checkpoint& checkpoint,
     // The same checks, in the same order and words, as the libtorch module makes
     // (libtorchstatistics.cpp): a float dtype always has a plan there.
     const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-    if (!storage.bytesComplete() || !checkpoint.file)
+    if (!storage.bytesReadable() || !checkpoint.file)
         return failure("the bytes of storage " + storage.key + " are not complete in the file");
     std::int64_t last = *tensor.storageOffset;
     std::uint64_t numel = 1;
@@ -171,8 +184,18 @@ Expected<TensorStatistics> computeTensorStatistics(const Checkpoint& checkpoint,
     if (!isContiguous(tensor)) // a strided view: libtorch walks it
         return throughLibtorch(checkpoint, tensor, options, progress);
 
-    const std::uint8_t* start = checkpoint.file->bytes().data() + *storage.dataOffset
-        + std::uint64_t(*tensor.storageOffset) * elementSize;
+    StorageBytes inflated; // a deflated storage, inflated whole while it is scanned
+    const std::uint8_t* storageStart = nullptr;
+    if (storage.bytesComplete()) {
+        storageStart = checkpoint.file->bytes().data() + *storage.dataOffset;
+    } else {
+        auto bytes = readStorageBytes(checkpoint, storage);
+        if (!bytes)
+            return failure(bytes.error().message);
+        inflated = std::move(*bytes);
+        storageStart = inflated.bytes.data();
+    }
+    const std::uint8_t* start = storageStart + std::uint64_t(*tensor.storageOffset) * elementSize;
     const std::uint64_t passes = options.histogramBins > 0 ? 2 : 1;
     adviseSequential(start, numel * elementSize);
     NativeScanOptions scan;

@@ -96,7 +96,7 @@ CheckpointDiff diffCheckpoints(
         auto layout = tensorByteLayout(*all[i].checkpoint, entryOf(all[i]));
         if (!layout)
             continue;
-        if (layout->contiguous) {
+        if (layout->contiguous && !layout->deflated) { // (a deflated one's offset is in its storage)
             auto [it, added] = jobByKey.emplace(
                 JobKey {all[i].checkpoint, layout->fileOffset, layout->nbytes}, jobs.size());
             if (added)

@@ -136,6 +136,76 @@ Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize)
     return output;
 }
 
+Status inflateRawChunks(ByteView compressed, std::uint64_t expectedSize,
+    const std::function<Status(ByteView)>& sink, std::uint64_t stopAfter)
+{
+    if (compressed.empty())
+        return inflateError(expectedSize == 0
+                ? "the deflate stream is empty (0 bytes): it should hold at least "
+                  "an end-of-stream block"
+                : "the deflate stream is empty (0 bytes) but should inflate to "
+                    + formatThousands(expectedSize) + " bytes");
+    RawInflater inflater;
+    if (!inflater.ready())
+        return inflateError("zlib could not start a raw inflate stream (out of memory?)");
+    z_stream& stream = inflater.stream();
+    constexpr std::size_t kPiece = 1u << 20;
+    ByteBuffer piece(kPiece);
+    std::uint64_t inputDone = 0;
+    std::uint64_t delivered = 0; // bytes handed to the sink
+    for (;;) {
+        if (stream.avail_in == 0 && inputDone < compressed.size()) {
+            const auto chunk = std::min<std::uint64_t>(compressed.size() - inputDone, kMaxZlibChunk);
+            // zlib never writes through next_in; the cast only satisfies its pre-const signature.
+            stream.next_in = const_cast<Bytef*>(compressed.data() + inputDone);
+            stream.avail_in = static_cast<uInt>(chunk);
+            inputDone += chunk;
+        }
+        stream.next_out = piece.data();
+        stream.avail_out = static_cast<uInt>(piece.size());
+        const int status = inflate(&stream, Z_NO_FLUSH);
+        const std::size_t produced = piece.size() - stream.avail_out;
+        if (status == Z_DATA_ERROR || status == Z_NEED_DICT)
+            return inflateError(std::string("the deflate data is corrupt (zlib: ")
+                + (stream.msg ? stream.msg : "invalid data") + ") after " + formatThousands(stream.total_in)
+                + " compressed bytes");
+        if (status == Z_MEM_ERROR)
+            return inflateError("zlib ran out of memory while inflating");
+        if (produced > 0) {
+            if (delivered + produced > expectedSize)
+                return inflateError("the deflate stream inflates to more than the recorded "
+                    + formatThousands(expectedSize) + " bytes");
+            const std::uint64_t wanted = stopAfter > delivered ? stopAfter - delivered : 0;
+            const auto handed = static_cast<std::size_t>(std::min<std::uint64_t>(produced, wanted));
+            if (handed > 0)
+                if (Status failed = sink(ByteView(piece.data(), handed)))
+                    return failed;
+            delivered += produced;
+            // Only a part wanted: done. The whole wanted: the stream must still end where it says.
+            if (delivered >= stopAfter && stopAfter < expectedSize)
+                return std::nullopt;
+        }
+        if (status == Z_STREAM_END)
+            break;
+        if (status == Z_BUF_ERROR || (status == Z_OK && produced == 0 && stream.avail_in == 0)) {
+            if (stream.avail_in == 0 && inputDone >= compressed.size())
+                return inflateError("the deflate stream is cut off: all " + formatThousands(compressed.size())
+                    + " compressed bytes gave only " + formatThousands(stream.total_out) + " of "
+                    + formatThousands(expectedSize) + " bytes, with no end-of-stream block");
+            if (status == Z_BUF_ERROR)
+                return inflateError("zlib stopped making progress after " + formatThousands(stream.total_in)
+                    + " compressed bytes");
+            continue;
+        }
+        if (status != Z_OK)
+            return inflateError("zlib failed while inflating (status " + std::to_string(status) + ")");
+    }
+    if (delivered < expectedSize)
+        return inflateError("the deflate stream ends after " + formatThousands(delivered)
+            + " bytes, but the record says " + formatThousands(expectedSize));
+    return std::nullopt;
+}
+
 std::uint32_t crc32Of(ByteView bytes)
 {
     return crc32Update(0, bytes.data(), bytes.size());

@@ -4,6 +4,8 @@
 #include "core/base/bytes.h"
 #include "core/base/expected.h"
 
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ckpt {
@@ -11,6 +13,14 @@ namespace ckpt {
 // Raw DEFLATE (zip method 8, no zlib header) through zlib. Refuses to produce more than
 // expectedSize bytes, so a hostile record cannot balloon in memory.
 Expected<ByteBuffer> inflateRaw(ByteView compressed, std::uint64_t expectedSize);
+
+// The same stream inflated piece by piece (pieces of at most 1 MiB, in order) into `sink`, so memory
+// stays flat however large the record: a deflated storage is checked, hashed or copied this way.
+// Fails, with inflateRaw's words, when the stream is corrupt, cut off, or inflates to other than
+// expectedSize bytes; a sink's error stops it and is returned. With `stopAfter`, only the first
+// stopAfter bytes are wanted: it stops there without reading the rest of the stream.
+Status inflateRawChunks(ByteView compressed, std::uint64_t expectedSize,
+    const std::function<Status(ByteView)>& sink, std::uint64_t stopAfter = UINT64_MAX);
 
 // Standard CRC-32 (zip's), through crc32.h (carry-less multiplication where the processor has it).
 std::uint32_t crc32Of(ByteView bytes);

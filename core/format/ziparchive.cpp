@@ -11,6 +11,7 @@
 #include "core/base/checkedarithmetic.h"
 #include "core/base/textformat.h"
 
+#include "core/format/crc32.h"
 #include "core/format/inflate.h"
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
@@ -1018,11 +1019,61 @@ Expected<ByteBuffer> ZipArchive::readPayload(const ZipEntry& entry, std::uint64_
     return inflated;
 }
 
+Status ZipArchive::forEachPayloadChunk(
+    const ZipEntry& entry, const std::function<Status(ByteView)>& sink, std::uint64_t stopAfter) const
+{
+    if (!m_file)
+        return recordError(entry, "the archive has no file");
+    if (!entry.payloadComplete)
+        return recordError(entry,
+            "its data is not complete in the file (it is truncated or damaged), so it "
+            "cannot be read");
+    if (entry.flags & kFlagEncrypted)
+        return recordError(entry, "it is encrypted and cannot be read");
+    const auto compressed = subView(m_file->bytes(), entry.dataOffset, entry.compressedSize);
+    if (!compressed)
+        return recordError(entry, "its data lies outside the file");
+    if (entry.method == kMethodStored) {
+        constexpr std::uint64_t kSlice = 64ull << 20;
+        const std::uint64_t length = std::min<std::uint64_t>(compressed->size(), stopAfter);
+        for (std::uint64_t done = 0; done < length; done += kSlice)
+            if (Status failed = sink(compressed->subspan(static_cast<std::size_t>(done),
+                    static_cast<std::size_t>(std::min(kSlice, length - done)))))
+                return failed;
+        return std::nullopt;
+    }
+    if (entry.method != kMethodDeflate)
+        return recordError(entry,
+            std::string("it uses compression method ") + std::to_string(entry.method) + " ("
+                + methodName(entry.method) + "), which this tool cannot read");
+    bool sinkFailed = false;
+    Status status = inflateRawChunks(
+        *compressed, entry.uncompressedSize,
+        [&](ByteView piece) -> Status {
+            Status failed = sink(piece);
+            sinkFailed = failed.has_value();
+            return failed;
+        },
+        stopAfter);
+    if (status && !sinkFailed)
+        return recordError(entry, status->message);
+    return status;
+}
+
 std::optional<Finding> ZipArchive::verifyCrc(const ZipEntry& entry, std::uint64_t maxSize) const
 {
     std::uint32_t actual = 0;
     if (const auto stored = storedPayload(entry)) {
         actual = crc32Of(*stored);
+    } else if (entry.method == kMethodDeflate) {
+        // Inflated piece by piece: a deflated storage of any size is checked in flat memory.
+        (void)maxSize;
+        if (Status failed = forEachPayloadChunk(entry, [&](ByteView piece) -> Status {
+                actual = crc32Update(actual, piece.data(), piece.size());
+                return std::nullopt;
+            }))
+            return Finding {Severity::Error, FindingCode::RecordUnreadable, failed->message,
+                std::string(entry.name()), entry.dataOffset};
     } else {
         const auto payload = readPayload(entry, maxSize);
         if (!payload)

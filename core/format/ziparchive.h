@@ -5,6 +5,8 @@
 #include "core/base/expected.h"
 #include "core/base/finding.h"
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -74,6 +76,13 @@ public:
     std::optional<ByteView> storedPayload(const ZipEntry& entry) const;
     // The payload, inflated if needed; refuses records larger than maxSize.
     Expected<ByteBuffer> readPayload(const ZipEntry& entry, std::uint64_t maxSize) const;
+    // The payload's bytes in order, inflated if needed, piece by piece into `sink` (slices of the
+    // map for a stored record, pieces of at most 1 MiB for a deflated one), so memory stays flat
+    // however large the record; stops after `stopAfter` bytes. Fails, naming the record, for what
+    // readPayload refuses (incomplete, encrypted, another method) and for a corrupt or cut-off
+    // deflate stream; a sink's error stops it and is returned.
+    Status forEachPayloadChunk(const ZipEntry& entry, const std::function<Status(ByteView)>& sink,
+        std::uint64_t stopAfter = UINT64_MAX) const;
     // Recomputes the CRC-32 of a record's (inflated) bytes and compares it with the recorded one.
     // Nothing when they agree; otherwise a Finding that says what is wrong. torch itself never
     // checks CRCs, so a damaged tensor loads silently there.

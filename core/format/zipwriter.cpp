@@ -415,6 +415,39 @@ Status TorchZipWriter::addCompressedRecordFromFile(std::string_view name, int in
     return finishRecord(std::move(record));
 }
 
+Status TorchZipWriter::addRecordFromPieces(
+    std::string_view name, std::uint64_t size, const std::function<Status(const ByteSink&)>& produce)
+{
+    if (auto error = checkUsable(name))
+        return error;
+    WrittenRecord record;
+    record.compressedSize = size;
+    record.uncompressedSize = size;
+    if (auto error = writeLocalHeader(name, size, kMethodStored, record))
+        return fail(*error);
+    std::uint64_t written = 0;
+    std::uint32_t crc = 0;
+    const Status produced = produce([&](ByteView piece) -> Status {
+        if (piece.size() > size - written)
+            return makeError(
+                "record " + record.name + " gets more than its " + std::to_string(size) + " bytes", m_offset,
+                record.name);
+        crc = crc32Update(crc, piece.data(), piece.size());
+        if (auto error = writeBytes(piece))
+            return error;
+        written += piece.size();
+        return reportProgress();
+    });
+    if (produced)
+        return fail(*produced);
+    if (written != size)
+        return fail(makeError("record " + record.name + " got " + std::to_string(written) + " of its "
+                + std::to_string(size) + " bytes",
+            m_offset, record.name));
+    record.crc32 = crc;
+    return finishRecord(std::move(record));
+}
+
 // Every record ends the same way: its data descriptor, its central-directory entry to come, and a
 // progress report (which may cancel).
 Status TorchZipWriter::finishRecord(WrittenRecord record)

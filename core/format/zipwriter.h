@@ -48,6 +48,12 @@ public:
     // A DEFLATE-compressed record (TorchScript code) copied as it is: compressed stays compressed.
     Status addCompressedRecordFromFile(std::string_view name, int inputFd, std::uint64_t inputOffset,
         std::uint64_t compressedSize, std::uint64_t uncompressedSize, std::uint32_t crc);
+    // A stored record of `size` bytes handed over piece by piece by `produce` (which calls the
+    // sink it is given with every piece, in order): a deflated record written stored, inflated as
+    // it is copied. Its CRC-32 is computed; fewer or more bytes than `size` fail.
+    using ByteSink = std::function<Status(ByteView)>;
+    Status addRecordFromPieces(
+        std::string_view name, std::uint64_t size, const std::function<Status(const ByteSink&)>& produce);
     // Central directory and end records. No record can be added afterwards.
     Status finish();
 

@@ -30,6 +30,8 @@ const char* checkpointFormatName(CheckpointFormat format)
         return "not-a-checkpoint";
     case CheckpointFormat::PlainPickle:
         return "pickle";
+    case CheckpointFormat::TorchScriptJson:
+        return "torchscript-json";
     }
     return "not-a-checkpoint";
 }

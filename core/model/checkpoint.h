@@ -36,6 +36,7 @@ enum class CheckpointFormat {
     Distributed, // torch.distributed.checkpoint folder (.metadata + .distcp): records no device
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
     PlainPickle, // pickle.dump of tensors: no torch framing, storages are torch.save files inside bytes
+    TorchScriptJson, // TorchScript's oldest layout: model.json and tensors/N records (PyTorch 1.0-1.3)
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...
 
@@ -79,8 +80,14 @@ struct StorageRecord {
     std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
     static constexpr std::uint32_t kRecordWithoutKey = UINT32_MAX;
     std::uint32_t recordKeyStart = kRecordWithoutKey;
+    // Its zip record is deflated (other writers than torch.save, §1.6 of docs/formats.md): no
+    // dataOffset, availableBytes is the inflated size; core/read/storagebytes.h reads it.
+    bool deflated = false;
 
+    // Its bytes lie whole and uncompressed in the file, from dataOffset.
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
+    // Its bytes can be read whole: in place, or by inflating its record.
+    bool bytesReadable() const { return bytesComplete() || (deflated && availableBytes >= nbytes); }
     // Where its bytes live: zip record name ("archive/data/0"), or a description.
     std::string record() const { return recordName().str(); }
     // The same, as a view of its two parts: compares and sorts as record() does, builds no string.

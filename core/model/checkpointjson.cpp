@@ -126,7 +126,9 @@ void writeCheckpointJsonMembers(JsonWriter& json, const Checkpoint& checkpoint)
             json.value(*storage.dataOffset);
         else
             json.null();
-        json.member("bytes_complete", storage.bytesComplete());
+        json.member("bytes_complete", storage.bytesReadable());
+        if (storage.deflated) // its record is deflated: read by inflating it (no data_offset)
+            json.member("compression", std::string("deflate"));
         json.member("tensor_count", static_cast<std::uint64_t>(storage.tensors.size()));
         if (checkpoint.shardSet)
             writeShardOf(json, checkpoint, static_cast<std::int32_t>(&storage - checkpoint.storages.data()));

@@ -119,6 +119,16 @@ std::vector<FormatCapabilities> makeTable()
     plain.copyWithPlan = CopyWithPlan::Rewritten; // the bytes of each moved storage rewritten
     plain.extractable = plain.exportsWeights = true;
 
+    auto& scriptJson = table.emplace_back(row(CheckpointFormat::TorchScriptJson,
+        "TorchScript model.json archive (torch.jit.save of PyTorch 1.0-1.3)",
+        "formats.md: model.json TorchScript"));
+    scriptJson.readable = scriptJson.recordsDevices = true; // every TensorDef records its device
+    scriptJson.torchLoadSimulated = true; // torch.load fails on it: no data.pkl
+    scriptJson.extractable = scriptJson.exportsWeights = true;
+    scriptJson.caveat
+        = "read, checked, extracted and converted; a remapped copy in this layout is not written "
+          "(extract gives a torch.save state_dict that records the devices)";
+
     table.push_back(
         row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", ""));
     return {table.begin(), table.end()};

@@ -4,6 +4,7 @@
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
+#include "core/read/storagebytes.h"
 
 #include <algorithm>
 
@@ -21,12 +22,14 @@ Expected<TensorByteLayout> tensorByteLayout(const Checkpoint& checkpoint, const 
     if (!checkpoint.file)
         return makeError(name + ": the file is not open");
     const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-    if (!storage.bytesComplete())
-        return makeError(name + ": the bytes of its storage are not complete in the file");
-    if (*storage.dataOffset > checkpoint.file->size()
-        || checkpoint.file->size() - *storage.dataOffset < storage.nbytes)
-        return makeError(name + ": its storage lies beyond the end of the file");
     TensorByteLayout layout;
+    layout.deflated = !storage.bytesComplete() && storage.bytesReadable();
+    if (!storage.bytesComplete() && !layout.deflated)
+        return makeError(name + ": the bytes of its storage are not complete in the file");
+    if (!layout.deflated
+        && (*storage.dataOffset > checkpoint.file->size()
+            || checkpoint.file->size() - *storage.dataOffset < storage.nbytes))
+        return makeError(name + ": its storage lies beyond the end of the file");
     layout.elementSize = dtype->elementSize;
     std::uint64_t numel = 1;
     bool empty = false;
@@ -57,8 +60,8 @@ Expected<TensorByteLayout> tensorByteLayout(const Checkpoint& checkpoint, const 
         expected *= tensor.shape[d];
     }
     layout.contiguous = contiguous || layout.numel == 0;
-    layout.fileOffset
-        = *storage.dataOffset + static_cast<std::uint64_t>(*tensor.storageOffset) * layout.elementSize;
+    layout.fileOffset = (layout.deflated ? 0 : *storage.dataOffset)
+        + static_cast<std::uint64_t>(*tensor.storageOffset) * layout.elementSize;
     layout.wholeStorage = layout.contiguous && *tensor.storageOffset == 0 && layout.nbytes == storage.nbytes;
     return layout;
 }
@@ -69,9 +72,32 @@ Status forEachTensorByteChunk(
     auto layout = tensorByteLayout(checkpoint, tensor);
     if (!layout)
         return layout.error();
-    const ByteView file = checkpoint.file->bytes();
     if (layout->numel == 0)
         return std::nullopt;
+    const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
+    ByteView file = checkpoint.file->bytes();
+    StorageBytes inflated; // a deflated storage: `file` is its inflated bytes, offsets from 0
+    if (layout->deflated && layout->contiguous) {
+        // Inflated piece by piece up to the tensor's last byte, the bytes before it skipped.
+        const std::uint64_t skip = layout->fileOffset;
+        std::uint64_t seen = 0;
+        return forEachStorageByteChunk(
+            checkpoint, storage, skip + layout->nbytes, [&](ByteView piece) -> Status {
+                const std::uint64_t start = seen;
+                seen += piece.size();
+                if (seen <= skip)
+                    return std::nullopt;
+                const std::uint64_t from = skip > start ? skip - start : 0;
+                return sink(piece.subspan(static_cast<std::size_t>(from)));
+            });
+    }
+    if (layout->deflated) {
+        auto bytes = readStorageBytes(checkpoint, storage);
+        if (!bytes)
+            return bytes.error();
+        inflated = std::move(*bytes);
+        file = inflated.bytes;
+    }
     if (layout->contiguous) {
         constexpr std::uint64_t kSlice = 64ull << 20;
         for (std::uint64_t done = 0; done < layout->nbytes; done += kSlice)

@@ -17,9 +17,10 @@ struct TensorByteLayout {
     std::uint64_t elementSize = 0;
     std::uint64_t numel = 0;
     std::uint64_t nbytes = 0; // numel x element size: the bytes it shows
-    std::uint64_t fileOffset = 0; // of its first element
+    std::uint64_t fileOffset = 0; // of its first element (deflated: in the storage's inflated bytes)
     bool contiguous = false; // the values are one run of bytes from fileOffset, in C order
     bool wholeStorage = false; // ... and that run is its whole storage
+    bool deflated = false; // its storage's record is deflated: the bytes are read by inflating it
 };
 
 // Checks that a strided tensor with a storage lies inside its storage and its storage inside the
@@ -29,7 +30,9 @@ Expected<TensorByteLayout> tensorByteLayout(const Checkpoint& checkpoint, const 
 
 // Calls `sink` with the bytes the tensor shows, in C order: a contiguous tensor as slices of the
 // file's map (the OS pages them in as they are read), any other view gathered run by run into a
-// buffer of about 8 MiB. A sink's error stops the walk and is returned.
+// buffer of about 8 MiB. A deflated storage is inflated as it is read (a contiguous tensor piece
+// by piece; another view from the storage inflated whole in memory). A sink's error stops the
+// walk and is returned.
 Status forEachTensorByteChunk(
     const Checkpoint& checkpoint, const TensorEntry& tensor, const std::function<Status(ByteView)>& sink);
 

@@ -8,6 +8,7 @@
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/modeljsonreader.h"
 #include "core/read/picklesection.h"
 
 #include <algorithm>
@@ -73,6 +74,10 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     // storage keeps the shared stem and its key, not a string of its own.
     const InternedString recordStem(prefix + storageDirectory);
     std::string recordName; // reused: the look-up allocates nothing per storage
+    struct {
+        std::uint64_t count = 0;
+        std::pair<std::string, std::uint64_t> first; // its name and local header offset
+    } compressed; // storage records that are not stored: one finding for them all
     builder.locateStorageBytes = [&](StorageRecord& storage) {
         const std::string_view key = std::string_view(storage.key).substr(keyPrefix.size());
         storage.setRecord(recordStem, static_cast<std::uint32_t>(keyPrefix.size()));
@@ -89,12 +94,17 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         }
         recordUsed[static_cast<std::size_t>(record - zip.entries().data())] = true;
         if (record->method != zipformat::kMethodStored) {
-            storage.availableBytes = record->uncompressedSize;
-            checkpoint.addFinding(Severity::Warning, FindingCode::CompressedStorage,
-                "record " + recordName
-                    + " is compressed; torch.save always stores tensor data uncompressed, and "
-                      "torch.load(mmap=True) would misread it",
-                recordName, record->localHeaderOffset);
+            // Deflated (TorchSharp and other zip writers): torch.load inflates it; so does every
+            // reader of bytes here (core/read/storagebytes.h). One finding for the file, below.
+            storage.availableBytes = record->payloadComplete ? record->uncompressedSize : 0;
+            storage.deflated = record->method == zipformat::kMethodDeflate;
+            if (compressed.count++ == 0)
+                compressed.first = {recordName, record->localHeaderOffset};
+            if (!storage.deflated)
+                checkpoint.addFinding(Severity::Error, FindingCode::RecordUnreadable,
+                    "record " + recordName + " uses compression method " + std::to_string(record->method)
+                        + ", which neither torch nor this tool can read",
+                    recordName, record->localHeaderOffset);
         } else {
             storage.dataOffset = record->dataOffset;
             const std::uint64_t fileSize = checkpoint.fileSize;
@@ -139,6 +149,16 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         baseName = component;
     }
     addPickleRoots(builder, section.run, parent, baseName);
+    if (compressed.count > 0)
+        checkpoint.addFinding(Severity::Warning, FindingCode::CompressedStorage,
+            formatThousands(compressed.count)
+                + (compressed.count == 1 ? " storage record" : " storage records") + " of "
+                + std::string(entry.name()) + (compressed.count == 1 ? " is" : " are") + " compressed ("
+                + (compressed.count == 1 ? "" : "the first: ") + compressed.first.first
+                + "), which torch.save never does: torch.load inflates "
+                + (compressed.count == 1 ? "it" : "them")
+                + ", but torch.load(mmap=True) reads the compressed bytes as the values without a word",
+            compressed.first.first, compressed.first.second);
     addUnreadablePickleFinding(checkpoint, section.run, "the pickle in " + std::string(entry.name()),
         std::string(entry.name()), entry.dataOffset);
     section.storagesUsed = builder.storagesUsed();
@@ -245,7 +265,11 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
                 std::string(byteorder->name()));
     }
 
-    if (!dataPickle) {
+    const ZipEntry* modelJson = !dataPickle && !constantsPickle ? record("model.json") : nullptr;
+    if (modelJson) {
+        // TorchScript's oldest layout (PyTorch 1.0-1.3): model.json describes the tensors.
+        readModelJson(checkpoint, zip, *modelJson, prefix, recordUsed);
+    } else if (!dataPickle) {
         checkpoint.addFinding(Severity::Error, FindingCode::DataPklMissing,
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
             "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
@@ -279,7 +303,7 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     for (const ZipEntry& entry : zip.entries()) {
         const std::string_view name = entry.name();
         const std::string_view local = name.substr(std::min(prefix.size(), name.size()));
-        const bool isStorageRecord = local.starts_with("data/")
+        const bool isStorageRecord = (modelJson ? local.starts_with("tensors/") : local.starts_with("data/"))
             || (constantsPickle && (local.starts_with("constants/") || local.starts_with("traced_inputs/")));
         if (isStorageRecord && !isUsed(entry))
             checkpoint.addFinding(Severity::Warning, FindingCode::RecordUnreferenced,

@@ -53,6 +53,7 @@ void writeRemapJson(JsonWriter& writer, const std::string& input, const Checkpoi
     writer.member("globals_renamed", result.globalsRenamed);
     writer.member("records_copied", result.recordsCopied);
     writer.member("records_rewritten", result.recordsRewritten);
+    writer.member("records_inflated", result.recordsInflated);
     writer.member("bytes_written", result.bytesWritten);
     writer.member("seconds", result.seconds);
     writer.member("verified", result.verified);

@@ -276,14 +276,14 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
         const StorageRecord& storage = checkpoint.storages[i];
         if (!metadataOnlyRecords.empty() && metadataOnlyRecords.count(storage.record()))
             continue; // never meant to hold bytes
-        if (storage.bytesComplete() || storage.nbytes == 0) {
+        if (storage.bytesReadable() || storage.nbytes == 0) {
             complete.push_back(i);
             completeBytes = saturatingAdd(completeBytes, storage.nbytes);
         } else if (storage.availableBytes && *storage.availableBytes < storage.nbytes) {
             lost.push_back(i);
             lostBytes = saturatingAdd(lostBytes, storage.nbytes);
         } else {
-            lost.push_back(i); // compressed or missing: not salvageable from this file either
+            lost.push_back(i); // missing, or compressed another way: not salvageable from this file
             lostBytes = saturatingAdd(lostBytes, storage.nbytes);
         }
     }

@@ -479,6 +479,11 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
     case CheckpointFormat::TorchZip:
     case CheckpointFormat::TorchLegacy:
         break;
+    case CheckpointFormat::TorchScriptJson:
+        // torch.load finds no constants.pkl, so it reads the zip as torch.save's and finds no data.pkl.
+        fail("PytorchStreamReader failed locating file data.pkl: file not found (TorchScript's model.json "
+             "layout of PyTorch 1.0-1.3: only torch.jit.load of a torch with the legacy importer reads it)");
+        return simulation;
     }
 
     // A Python 2 string that is not UTF-8 stops either unpickler where it stands (torch.load decodes

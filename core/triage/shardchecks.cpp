@@ -112,7 +112,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
             std::vector<std::string> incomplete;
             std::vector<std::uint32_t> tensors;
             for (std::uint32_t k = shard.firstStorage; k < shard.firstStorage + shard.storageCount; ++k)
-                if (!checkpoint.storages[k].bytesComplete() && checkpoint.storages[k].nbytes)
+                if (!checkpoint.storages[k].bytesReadable() && checkpoint.storages[k].nbytes)
                     for (std::uint32_t t : checkpoint.storages[k].tensors) {
                         incomplete.push_back(checkpoint.tensors[t].name);
                         tensors.push_back(t);

@@ -212,6 +212,9 @@ void addLoadFindings(const Checkpoint& checkpoint, const TriageOptions& options,
                                   + " does not help; pass map_location=" + toCpu.python() + " instead")
             + " (then .to(device) as needed), or write a copy that loads anywhere: `ckpt-inspect remap "
             + file + " -o OUT --map '*=cpu'`";
+        if (checkpoint.format == CheckpointFormat::TorchScriptJson) // no map_location helps, nor remap
+            finding.fix = "torch.load cannot read TorchScript's model.json layout: `ckpt-inspect extract "
+                + file + " -o OUT.pt` writes its tensors as a torch.save state_dict";
         report.findings.push_back(std::move(finding));
     }
 }

@@ -11,6 +11,7 @@
 #include "core/pickle/pickleemitter.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/storagebytes.h"
 #include "core/write/readbackverifier.h"
 
 #include <algorithm>
@@ -82,7 +83,7 @@ std::string unwritableReason(const Checkpoint& checkpoint, const TensorEntry& te
     if (!tensor.stride || !tensor.storageOffset)
         return "tensor without stride or offset";
     const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-    if (!storage.bytesComplete())
+    if (!storage.bytesReadable())
         return "its storage's bytes are not complete in the file";
     if (!dtypeByName(tensor.dtype))
         return "dtype '" + tensor.dtype + "' is unknown";
@@ -514,8 +515,14 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         if (status)
             break;
         const StorageRecord& storage = checkpoint.storages[planned.input];
-        status = writer.addRecordFromFile(prefix + "data/" + planned.outputKey, input.fd(),
-            *storage.dataOffset, storage.nbytes, std::nullopt);
+        if (storage.bytesComplete())
+            status = writer.addRecordFromFile(prefix + "data/" + planned.outputKey, input.fd(),
+                *storage.dataOffset, storage.nbytes, std::nullopt);
+        else // a deflated record (other zip writers): written stored, as torch.save writes it
+            status = writer.addRecordFromPieces(prefix + "data/" + planned.outputKey, storage.nbytes,
+                [&](const TorchZipWriter::ByteSink& sink) {
+                    return forEachStorageByteChunk(checkpoint, storage, storage.nbytes, sink);
+                });
         if (!status)
             writtenCrcs.push_back(writer.records().back().crc32);
     }

@@ -2,10 +2,12 @@
 #include "core/write/readbackverifier.h"
 
 #include "core/base/escaping.h"
+#include "core/format/crc32.h"
 #include "core/format/inflate.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/storagebytes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -157,6 +159,38 @@ Status compareStorages(const AtomicOutputFile& output, const Checkpoint& written
         }
         if (!want.crc && !want.bytes)
             continue;
+        if (!got.dataOffset && got.deflated) {
+            // A deflated record: its bytes are checked inflated, as torch.load reads them.
+            const std::uint64_t length = got.availableBytes.value_or(0);
+            std::uint32_t crc = 0;
+            bool differ = false;
+            const Status read = forEachStorageByteChunk(written, got, length, [&](ByteView piece) -> Status {
+                crc = crc32Update(crc, piece.data(), piece.size());
+                return std::nullopt;
+            });
+            if (read) {
+                mismatches.add("the bytes of " + label + " do not inflate: " + read->message);
+                continue;
+            }
+            if (want.crc && crc != *want.crc)
+                differ = true;
+            if (want.bytes && !differ) {
+                auto inflated = readStorageBytes(written, got);
+                std::uint64_t at = 0;
+                const Status compared
+                    = !inflated ? Status(inflated.error()) : want.bytes([&](ByteView chunk) -> Status {
+                          if (at + chunk.size() > inflated->bytes.size()
+                              || std::memcmp(inflated->bytes.data() + at, chunk.data(), chunk.size()) != 0)
+                              return makeError("differ");
+                          at += chunk.size();
+                          return std::nullopt;
+                      });
+                differ = compared.has_value();
+            }
+            if (differ)
+                mismatches.add("the bytes of " + label + " differ from what was meant (inflated)");
+            continue;
+        }
         if (!got.dataOffset) {
             mismatches.add("the bytes of " + label + " are not where a reader can check them");
             continue;

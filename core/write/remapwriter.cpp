@@ -99,6 +99,11 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint)
     const FormatCapabilities& row = formatCapabilities(checkpoint.format);
     if (!row.readable)
         return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
+    if (checkpoint.format == CheckpointFormat::TorchScriptJson)
+        return makeError(
+            "a remapped copy of TorchScript's model.json layout (PyTorch 1.0-1.3) is not written: "
+            "`ckpt-inspect extract` writes its tensors as a torch.save state_dict, on the planned "
+            "devices");
     if (row.copyWithPlan != CopyWithPlan::Rewritten && row.copyWithPlan != CopyWithPlan::ConvertedToZip)
         return makeError(std::string(row.noDeviceReason) + ", so there is nothing to remap");
     if (checkpoint.format == CheckpointFormat::TorchTar && checkpoint.tarTensorsMember)
@@ -114,7 +119,7 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint)
             return makeError("the pickle in " + section.record + " could not be read to its end ("
                 + section.run.error.value_or("incomplete") + "); a copy would carry the damage");
     for (const StorageRecord& storage : checkpoint.storages)
-        if (!storage.bytesComplete() && !isMetadataOnly(storage) && !nestedBlobOf(checkpoint, storage))
+        if (!storage.bytesReadable() && !isMetadataOnly(storage) && !nestedBlobOf(checkpoint, storage))
             return makeError("the bytes of storage " + storage.key + " (" + storage.record()
                     + ") are not complete in the file; a copy would carry the damage",
                 std::nullopt, storage.record());
@@ -207,7 +212,10 @@ std::string RemapResult::summary() const
     std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
     text += "; " + formatBytes(bytesWritten) + " written in " + seconds + " s ("
         + formatThousands(recordsCopied) + " records copied, " + formatThousands(recordsRewritten)
-        + " rewritten)";
+        + " rewritten"
+        + (recordsInflated ? ", " + formatThousands(recordsInflated) + " deflated storages written stored"
+                           : "")
+        + ")";
     if (!globalsRenamed.empty())
         text += "; " + formatThousands(globalsRenamed.size())
             + (globalsRenamed.size() == 1 ? " global" : " globals") + " renamed";
@@ -397,6 +405,9 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     std::uint64_t expectedSize = checkpoint.fileSize;
     for (const auto& [section, bytes] : rewrittenPickles)
         expectedSize += bytes.size() + 4096;
+    for (const StorageRecord& storage : checkpoint.storages)
+        if (storage.deflated) // written stored: its inflated size
+            expectedSize += storage.availableBytes.value_or(0);
     auto output = AtomicOutputFile::create(outputPath, checkpoint.path, expectedSize);
     if (!output)
         return output.error();
@@ -487,6 +498,18 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                 status = writer.addRecord(
                     entry->name(), ByteView(reinterpret_cast<const std::uint8_t*>(id.data()), id.size()));
                 ++result.recordsRewritten;
+            } else if (entry->method == zipformat::kMethodDeflate && storageOf(entry->name())) {
+                // A deflated storage (other writers than torch.save) is written stored, as
+                // torch.save writes every storage: its bytes unchanged, inflated as they are
+                // copied, and the copy readable with torch.load(mmap=True), which reads a
+                // deflated record's compressed bytes as values. The verifier below checks the
+                // stored bytes against the input's CRC, which zip computes over the inflated bytes.
+                status = writer.addRecordFromPieces(
+                    entry->name(), entry->uncompressedSize, [&](const TorchZipWriter::ByteSink& sink) {
+                        return zip.forEachPayloadChunk(*entry, sink);
+                    });
+                ++result.recordsCopied;
+                ++result.recordsInflated;
             } else if (entry->method == zipformat::kMethodStored) {
                 status = writer.addRecordFromFile(
                     entry->name(), input.fd(), entry->dataOffset, entry->uncompressedSize, entry->crc32);

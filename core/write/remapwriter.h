@@ -59,6 +59,7 @@ struct RemapResult {
     std::vector<std::string> renamesUnused; // renames that matched no global of the file (OLD=NEW)
     std::uint64_t recordsCopied = 0; // byte for byte
     std::uint64_t recordsRewritten = 0; // pickles (and a fresh serialization id)
+    std::uint64_t recordsInflated = 0; // of recordsCopied: deflated storages written stored
     std::uint64_t bytesWritten = 0;
     double seconds = 0;
     bool verified = false;

@@ -98,7 +98,7 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
                 + std::string(dtype->safetensorsName)
                 + " counts its values along the last dimension and cannot hold one without a dimension");
         const StorageRecord& storage = source.checkpoint->storages[static_cast<std::size_t>(tensor.storage)];
-        if (!storage.bytesComplete())
+        if (!storage.bytesReadable())
             return makeError("the bytes of tensor '" + source.name + "' are not complete in "
                 + source.checkpoint->path + "; nothing was written");
         Planned p;

@@ -94,6 +94,11 @@ private Q_SLOTS:
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
         QTest::newRow("pickle.dump of tensors")
             << fixturePath("nested/torch-2/pickled_dict.pkl") << QStringLiteral("pickle");
+        // Archives from other writers (issue 26): deflated storage records are a torch zip like any.
+        QTest::newRow("torch zip, deflated records")
+            << fixturePath("zipold/deflated_mixed.pt") << QStringLiteral("torch-zip");
+        QTest::newRow("torchscript model.json")
+            << fixturePath("zipold/torchscript_modeljson.pt") << QStringLiteral("torchscript-json");
         // The 0.1.x tar layout: real files only in the shared corpus (torch has not written it since 0.2).
         const QString tar = tarFile();
         if (QFile::exists(tar))

@@ -398,7 +398,11 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
         if (storage.dataOffset)
             out += row(tr("Offset in file"),
                 tr("byte %1").arg(QString::fromStdString(formatThousands(*storage.dataOffset))));
-        if (!storage.bytesComplete())
+        if (storage.deflated && storage.bytesReadable())
+            out += row(tr("Bytes"),
+                tr("deflated in its zip record (%1 bytes once inflated)")
+                    .arg(QString::fromStdString(formatThousands(storage.availableBytes.value_or(0)))));
+        else if (!storage.bytesComplete())
             out += row(tr("Bytes"),
                 tr("<span style=\"color:#c0392b\">incomplete: the file holds %1 of %2 bytes</span>")
                     .arg(QString::fromStdString(formatThousands(storage.availableBytes.value_or(0))),
