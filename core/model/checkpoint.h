@@ -34,6 +34,7 @@ enum class CheckpointFormat {
     TorchScript, // torch.jit.save
     Safetensors,
     Distributed, // torch.distributed.checkpoint folder (.metadata + .distcp): records no device
+    ExportArchive, // torch.export.save (.pt2): PT2 archive, or the torch 2.1-2.5 layout
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
 };
 const char* checkpointFormatName(CheckpointFormat format); // "torch-zip", "torch-legacy", ...

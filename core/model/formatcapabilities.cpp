@@ -37,9 +37,9 @@ FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> forma
     return capabilities;
 }
 
-std::array<FormatCapabilities, 9> makeTable()
+std::array<FormatCapabilities, 10> makeTable()
 {
-    std::array<FormatCapabilities, 9> table;
+    std::array<FormatCapabilities, 10> table;
     auto& zip = table[0]
         = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
     zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
@@ -97,14 +97,24 @@ std::array<FormatCapabilities, 9> makeTable()
     dcp.exportsWeights = dcp.convertsToTorch = true;
     dcp.noDeviceReason = kDcpNoDevice;
 
-    table[8]
+    auto& exported = table[8] = row(CheckpointFormat::ExportArchive,
+        "torch.export archive (.pt2: PT2 archive, or the torch 2.1-2.5 layout)", "formats-pt2.md");
+    exported.readable = exported.recordsDevices = exported.pickled = true;
+    // Rewritten: the copy's weights and constants configs record the planned devices, every
+    // other member copied byte for byte (core/write/pt2writer.h). The 2.1-2.5 layout keeps its
+    // devices in nested torch.save files and is refused (a caveat of the row).
+    exported.copyWithPlan = CopyWithPlan::Rewritten;
+    exported.caveat = "a copy is written for the PT2 archive (archive_format \"pt2\"); weights kept in nested "
+                      "torch.save files (use_pickle, sample inputs, the torch 2.1-2.5 layout) keep their devices";
+
+    table[9]
         = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
     return table;
 }
 
-const std::array<FormatCapabilities, 9>& table()
+const std::array<FormatCapabilities, 10>& table()
 {
-    static const std::array<FormatCapabilities, 9> rows = makeTable();
+    static const std::array<FormatCapabilities, 10> rows = makeTable();
     return rows;
 }
 

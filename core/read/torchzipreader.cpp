@@ -9,6 +9,7 @@
 #include "core/read/checkpointbuilder.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/picklesection.h"
+#include "core/read/pt2reader.h"
 
 #include <algorithm>
 #include <charconv>
@@ -159,6 +160,11 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     if (!zip.hasEntries()) {
         checkpoint.addFinding(Severity::Error, FindingCode::ZipEmpty,
             "no records could be found in this zip archive: it is damaged or not a checkpoint");
+        return;
+    }
+    // torch.export archives (.pt2) are torch zips (or plain zips) of another layout (pt2reader.h).
+    if (const auto layout = exportArchiveLayout(zip)) {
+        readExportArchive(checkpoint, *layout, options);
         return;
     }
 
