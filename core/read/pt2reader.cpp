@@ -508,6 +508,11 @@ void ExportArchiveReader::readPt2()
         {"archive_format", "archive_version", ".data/version", "byteorder", ".data/serialization_id"})
         markUsed(record(marker));
 
+    if (!record("archive_format"))
+        m_checkpoint.addFinding(Severity::Error, FindingCode::ExportConfigMissing,
+            "the archive has no " + m_prefix
+                + "archive_format record (torch.export.save writes it last: the file is cut short or was not "
+                  "finished); torch.export.load fails with \"Invalid archive format\"");
     std::string version = "?";
     if (const ZipEntry* entry = record("archive_version")) {
         version = text(*entry, 64).value_or("?");
@@ -539,9 +544,28 @@ void ExportArchiveReader::readPt2()
         if (local.starts_with("data/aotinductor/"))
             compiled.emplace_back(name);
     }
+    // A program whose models/<name>.json is lost (the archive cut short before it) still has its
+    // weights config: its weights are shown.
+    for (const ZipEntry& entry : m_zip.entries()) {
+        const std::string_view name = entry.name();
+        constexpr std::string_view kEnd = "_weights_config.json";
+        if (!name.starts_with(m_prefix))
+            continue;
+        const std::string_view local = name.substr(m_prefix.size());
+        if (local.starts_with("data/weights/") && local.ends_with(kEnd) && local.size() > 13 + kEnd.size()) {
+            const std::string model(local.substr(13, local.size() - 13 - kEnd.size()));
+            if (std::find(models.begin(), models.end(), model) == models.end())
+                models.push_back(model);
+        }
+    }
     for (const std::string& model : models) {
         const std::uint32_t parent = modelNode(model);
-        summariseProgram(*record("models/" + model + ".json"), parent);
+        if (const ZipEntry* program = record("models/" + model + ".json"))
+            summariseProgram(*program, parent);
+        else
+            m_checkpoint.addFinding(Severity::Error, FindingCode::ExportConfigMissing,
+                "the archive has no " + m_prefix + "models/" + model + ".json, the program '" + model
+                    + "' its weights config describes; torch.export.load does not load it");
         readPayloadConfig(model, "weights", parent);
         readPayloadConfig(model, "constants", parent);
         if (const ZipEntry* inputs = record("data/sample_inputs/" + model + ".pt")) {
@@ -620,6 +644,12 @@ void ExportArchiveReader::readLegacy()
     std::string version = "?";
     if (const ZipEntry* entry = record("version"))
         version = text(*entry, 64).value_or("?");
+    else
+        m_checkpoint.addFinding(Severity::Error, FindingCode::VersionMissing,
+            "the archive has no version record (torch 2.1-2.5 wrote it last: the file is cut short or was "
+            "not "
+            "finished); torch.export.load fails with \"We ran into an error when deserializing the saved "
+            "file\"");
     m_checkpoint.container.description
         = "a torch.export archive in the layout of torch 2.1-2.5 (schema version " + version.substr(0, 20)
         + ", " + formatThousands(m_checkpoint.fileSize) + " bytes)";
@@ -687,9 +717,24 @@ std::optional<ExportArchiveLayout> exportArchiveLayout(const ZipArchive& zip)
             if (payload
                 && std::string_view(reinterpret_cast<const char*>(payload->data()), payload->size()) == "pt2")
                 return ExportArchiveLayout::Pt2;
+        } else {
+            // archive_format is written last: an archive cut short has none, but its first records
+            // (data/weights/..., models/...) still say what it is.
+            const std::string root(first.substr(0, slash + 1));
+            for (const ZipEntry& entry : zip.entries()) {
+                const std::string_view name = entry.name();
+                if (!name.starts_with(root))
+                    continue;
+                const std::string_view local = name.substr(root.size());
+                if (local.starts_with("data/weights/") || local.starts_with("data/constants/")
+                    || local.starts_with("data/aotinductor/")
+                    || (local.starts_with("models/") && local.ends_with(".json")))
+                    return ExportArchiveLayout::Pt2;
+            }
         }
     }
-    if (zip.find("serialized_exported_program.json") && zip.find("version"))
+    // torch 2.1-2.5 wrote serialized_exported_program.json first and `version` last.
+    if (zip.find("serialized_exported_program.json"))
         return ExportArchiveLayout::Legacy;
     return std::nullopt;
 }
