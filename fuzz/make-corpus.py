@@ -31,6 +31,7 @@ ROOT = os.path.dirname(HERE)
 SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-1.13'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-2'),
+    os.path.join(ROOT, 'tests', 'fixtures', 'torch-export'),  # torch.export archives (.pt2)
     os.path.join(ROOT, 'tests', 'data'),
     os.path.join(HERE, 'seeds'),
 ]
