@@ -100,6 +100,7 @@ std::array<FormatCapabilities, 10> makeTable()
     auto& exported = table[8] = row(CheckpointFormat::ExportArchive,
         "torch.export archive (.pt2: PT2 archive, or the torch 2.1-2.5 layout)", "formats-pt2.md");
     exported.readable = exported.recordsDevices = exported.pickled = true;
+    exported.extractable = exported.exportsWeights = true; // its weights, constants and sample inputs
     // Rewritten: the copy's weights and constants configs record the planned devices, every
     // other member copied byte for byte (core/write/pt2writer.h). The 2.1-2.5 layout keeps its
     // devices in nested torch.save files and is refused (a caveat of the row).

@@ -7,7 +7,6 @@
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/triage/triage.h"
-#include "core/write/pt2writer.h"
 
 #include <algorithm>
 #include <map>
@@ -220,9 +219,6 @@ SaveCopyAssessment assessSaveCopy(const Checkpoint& input)
     }
     if (Status why = whyCannotBeRemapped(input))
         assessment.cannotRemap = why->message;
-    else if (input.format == CheckpointFormat::ExportArchive)
-        if (Status layout = whyExportArchiveCannotBeRemapped(input))
-            assessment.cannotRemap = layout->message;
     return assessment;
 }
 
@@ -316,9 +312,7 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
         }
         outcome.folder = std::move(*written);
     } else {
-        auto written = input.format == CheckpointFormat::ExportArchive
-            ? writeRemappedExportArchive(input, *request.plan, request.outputPath, options)
-            : writeRemappedCopy(input, *request.plan, request.outputPath, options);
+        auto written = writeRemappedCopy(input, *request.plan, request.outputPath, options);
         if (!written) {
             outcome.status = SaveCopyStatus::Failed;
             outcome.why = written.error().message;

@@ -95,9 +95,7 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
     const std::string& outputPath, const RemapOptions& options)
 {
     const auto start = std::chrono::steady_clock::now();
-    if (Status problem = whyCannotBeRemapped(checkpoint))
-        return *problem;
-    if (Status problem = whyExportArchiveCannotBeRemapped(checkpoint))
+    if (Status problem = whyCannotBeRemapped(checkpoint)) // the layout included
         return *problem;
     if (!options.renameGlobals.empty())
         return makeError(

@@ -52,9 +52,10 @@ class TestFormatCapabilities : public QObject {
 private Q_SLOTS:
     void everyValueHasItsRow()
     {
-        for (const CheckpointFormat format : {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy,
-                 CheckpointFormat::TorchTar, CheckpointFormat::TorchScript, CheckpointFormat::Safetensors,
-                 CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint})
+        for (const CheckpointFormat format :
+            {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy, CheckpointFormat::TorchTar,
+                CheckpointFormat::TorchScript, CheckpointFormat::Safetensors, CheckpointFormat::Distributed,
+                CheckpointFormat::ExportArchive, CheckpointFormat::NotACheckpoint})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
         for (const ShardLayout layout :
             {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors, ShardLayout::Distributed})
@@ -89,6 +90,8 @@ private Q_SLOTS:
         QTest::newRow("hf safetensors set")
             << fixturePath("sharded/safetensors") << QStringLiteral("hf-safetensors-shards");
         QTest::newRow("dcp") << fixturePath("sharded/dcp") << QStringLiteral("dcp");
+        QTest::newRow("torch.export pt2")
+            << fixturePath("torch-export/small.pt2") << QStringLiteral("torch-export");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
         // The 0.1.x tar layout: real files only in the shared corpus (torch has not written it since 0.2).
         const QString tar = tarFile();
