@@ -381,13 +381,12 @@ void ExportArchiveReader::readPayloadConfig(
                     + std::string(payload->name()) + ")";
                 continue;
             }
+            const std::size_t firstNested = m_checkpoint.tensors.size();
             readNested(*payload, node, fqn, true);
             // The nested names start at the node: prefix them with where they are shown.
-            for (std::size_t t = 0; t < m_checkpoint.tensors.size(); ++t)
-                if (m_checkpoint.tensors[t].name == fqn
-                    || m_checkpoint.tensors[t].name.starts_with(fqn + "."))
-                    if (!m_checkpoint.tensors[t].name.starts_with(namePrefix))
-                        m_checkpoint.tensors[t].name = namePrefix + m_checkpoint.tensors[t].name;
+            for (auto tensor = m_checkpoint.tensors.begin() + static_cast<std::ptrdiff_t>(firstNested);
+                 tensor != m_checkpoint.tensors.end(); ++tensor)
+                tensor->name = namePrefix + tensor->name;
             continue;
         }
         const JsonValue* tensorMeta = meta.find("tensor_meta");

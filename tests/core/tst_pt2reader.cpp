@@ -101,7 +101,7 @@ void TestPt2Reader::agreesWithTorchExportLoad()
 
     std::size_t seen = 0;
     for (const QString& list : {QStringLiteral("tensors"), QStringLiteral("sample_inputs")}) {
-        for (const QJsonValue& value : want.value(list).toArray()) {
+        for (const auto& value : want.value(list).toArray()) {
             const QJsonObject row = value.toObject();
             const QString kind = row.value(QStringLiteral("kind")).toString();
             const QString prefix = kind == QStringLiteral("state_dict") ? QStringLiteral("state_dict.")
