@@ -72,6 +72,7 @@ private Q_SLOTS:
     void sharedRecordIsOneStorage();
     void aotInductorIsCode();
     void legacyLayoutIsNotRemapped();
+    void usePickleWeightIsANestedArchive();
     void truncatedAtEveryPoint();
     void corruptConfig();
     void capabilityRow();
@@ -174,6 +175,37 @@ void TestPt2Reader::legacyLayoutIsNotRemapped()
     const Checkpoint checkpoint = readBytes(fileBytes(QStringLiteral("legacy_2_5.pt2")));
     QVERIFY(hasFinding(checkpoint, FindingCode::ExportLegacyLayout));
     QCOMPARE(checkpoint.tensors.size(), std::size_t {8});
+}
+
+// A tensor subclass (torch's TwoTensor) is stored with use_pickle: its record is a torch.save file,
+// read as a nested archive and shown at its name; its class is not inert (torch.export.load reads
+// it with weights_only=False), and the verdict says so.
+void TestPt2Reader::usePickleWeightIsANestedArchive()
+{
+    const QByteArray bytes = fileBytes(QStringLiteral("subclass.pt2"));
+    const Checkpoint checkpoint = readBytes(bytes);
+    QCOMPARE(checkpoint.format, CheckpointFormat::ExportArchive);
+    const QJsonObject want
+        = QJsonDocument::fromJson(fileBytes(QStringLiteral("subclass.expected.json"))).object();
+    const QJsonObject pair = want.value(QStringLiteral("tensors")).toArray().at(0).toObject();
+    QCOMPARE(pair.value(QStringLiteral("name")).toString(), QStringLiteral("pair"));
+    const TensorEntry* tensor = tensorNamed(checkpoint, "state_dict.pair");
+    QVERIFY(tensor);
+    QCOMPARE(std::string(tensor->subclass), pair.value(QStringLiteral("type")).toString().toStdString());
+    QCOMPARE(
+        QString::fromStdString(std::string(tensor->dtype)), pair.value(QStringLiteral("dtype")).toString());
+    QCOMPARE(dims(tensor->shape), pair.value(QStringLiteral("shape")).toArray());
+    QVERIFY(tensor->device);
+    QCOMPARE(QString::fromStdString(std::string(*tensor->device)),
+        pair.value(QStringLiteral("device")).toString());
+    QVERIFY(tensorNamed(checkpoint, "state_dict.lin.weight"));
+    const SafetyVerdict verdict = ratePickleSafety(ByteView(
+        reinterpret_cast<const std::uint8_t*>(bytes.constData()), static_cast<std::size_t>(bytes.size())));
+    QCOMPARE(verdict.rating, PickleSafety::DangerousOrUnknown);
+    QVERIFY(std::any_of(verdict.unsafe.begin(), verdict.unsafe.end(), [](const UnsafeCallable& callable) {
+        return callable.name == "torch.testing._internal.two_tensor.TwoTensor"
+            && callable.where.find("data/weights/weight_0") != std::string::npos;
+    }));
 }
 
 void TestPt2Reader::truncatedAtEveryPoint()
