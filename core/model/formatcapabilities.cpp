@@ -105,8 +105,9 @@ std::array<FormatCapabilities, 10> makeTable()
     // other member copied byte for byte (core/write/pt2writer.h). The 2.1-2.5 layout keeps its
     // devices in nested torch.save files and is refused (a caveat of the row).
     exported.copyWithPlan = CopyWithPlan::Rewritten;
-    exported.caveat = "a copy is written for the PT2 archive (archive_format \"pt2\"); weights kept in nested "
-                      "torch.save files (use_pickle, sample inputs, the torch 2.1-2.5 layout) keep their devices";
+    exported.caveat
+        = "a copy is written for the PT2 archive (archive_format \"pt2\"), not for the torch 2.1-2.5 "
+          "layout; weights kept in nested torch.save files (use_pickle) keep their devices";
 
     table[9]
         = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");

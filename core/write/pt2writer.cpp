@@ -110,11 +110,37 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
         if (storage.device)
             recorded = std::string(*storage.device);
         std::optional<std::string> planned = plan.plannedDeviceOfStorage(s);
+        // A weight kept in a nested torch.save file (use_pickle: a tensor subclass; an AOTInductor
+        // weight) records its device inside that file's pickle: not rewritten, so a plan that
+        // moves it is refused rather than silently not followed. Sample inputs are no weights:
+        // they stay where they were.
+        if (!isRawStorage(storage) && planned && planned != recorded
+            && !storage.key.starts_with("data/sample_inputs/"))
+            return makeError("storage " + storage.key + " (" + storage.record()
+                + ") is kept in a nested torch.save file (a use_pickle weight); its device is recorded "
+                  "inside that "
+                  "file and a remapped copy does not rewrite it: plan it to stay on "
+                + recorded.value_or("its device"));
         if (!isRawStorage(storage) || !planned)
             planned = recorded; // nested torch.save files keep their devices
         else
             plannedByKey[storage.key] = *planned;
         result.storages.push_back({storage.key, storage.key, recorded, planned});
+    }
+
+    // The same for a nested weight the plan sees as a tensor of its own (a wrapper subclass, whose
+    // parts are pickled inside it).
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+        const TensorEntry& tensor = checkpoint.tensors[t];
+        if (tensor.storage >= 0 || !tensor.device || tensor.name.starts_with("sample_inputs."))
+            continue;
+        const std::optional<std::string> planned = plan.plannedDeviceOfTensor(t);
+        if (planned && *planned != std::string_view(*tensor.device))
+            return makeError("tensor " + tensor.name
+                + " is kept in a nested torch.save file (a use_pickle weight); its device is recorded inside "
+                  "that "
+                  "file and a remapped copy does not rewrite it: plan it to stay on "
+                + std::string(*tensor.device));
     }
 
     const auto archive = checkpoint.zipArchive();

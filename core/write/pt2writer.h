@@ -22,9 +22,9 @@ class PlacementPlan;
 // nested torch.save files), or nothing.
 Status whyExportArchiveCannotBeRemapped(const Checkpoint& checkpoint);
 
-// Writes the copy. Storages kept in nested torch.save files (use_pickle weights, sample inputs,
-// AOTInductor weights) keep their recorded devices: their RemappedStorage says so (planned ==
-// recorded).
+// Writes the copy. Storages kept in nested torch.save files keep their recorded devices (their
+// RemappedStorage says so: planned == recorded): sample inputs whatever the plan; a plan that moves
+// a use_pickle or AOTInductor weight is refused, naming it.
 Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const std::string& outputPath, const RemapOptions& options = {});
 

@@ -173,6 +173,20 @@ void TestPt2::remapLoadsInTorch()
 
 void TestPt2::legacyLayoutIsNotRemapped()
 {
+    // A use_pickle weight records its device inside its nested torch.save file: a plan moving it
+    // is refused, naming it (the override is given: TwoTensor is not a vetted class).
+    const CommandResult nested = runInspect({QStringLiteral("remap"), fixture(QStringLiteral("subclass.pt2")),
+        QStringLiteral("-o"), m_dir.filePath(QStringLiteral("subclass.pt2")), QStringLiteral("--map"),
+        QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
+    QCOMPARE(nested.exitCode, 2);
+    QVERIFY2(nested.err.contains("state_dict.pair") && nested.err.contains("nested torch.save"),
+        qPrintable(describe(nested)));
+    // Moving only the raw weights is written.
+    const CommandResult raw = runInspect({QStringLiteral("remap"), fixture(QStringLiteral("subclass.pt2")),
+        QStringLiteral("-o"), m_dir.filePath(QStringLiteral("subclass-raw.pt2")), QStringLiteral("--module"),
+        QStringLiteral("state_dict.lin=cuda:0"), QStringLiteral("--allow-dangerous")});
+    QVERIFY2(raw.exitCode == 0, qPrintable(describe(raw)));
+
     const CommandResult run = runInspect({QStringLiteral("remap"), fixture(QStringLiteral("legacy_2_5.pt2")),
         QStringLiteral("-o"), m_dir.filePath(QStringLiteral("legacy.pt2")), QStringLiteral("--map"),
         QStringLiteral("cpu=cuda:0")});
