@@ -40,6 +40,7 @@ SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'nested'),
     # deflated storage records and TorchScript's model.json layout (issue 26)
     os.path.join(ROOT, 'tests', 'fixtures', 'zipold'),
+    os.path.join(ROOT, 'tests', 'fixtures', 'torch-export'),  # torch.export archives (.pt2)
     os.path.join(ROOT, 'tests', 'data'),
     # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
     # torch.save archives back to back, Megatron's common.pt and metadata.json.

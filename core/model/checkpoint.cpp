@@ -26,6 +26,8 @@ const char* checkpointFormatName(CheckpointFormat format)
         return "safetensors";
     case CheckpointFormat::Distributed:
         return "dcp";
+    case CheckpointFormat::ExportArchive:
+        return "torch-export";
     case CheckpointFormat::NotACheckpoint:
         return "not-a-checkpoint";
     case CheckpointFormat::PlainPickle:

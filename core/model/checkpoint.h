@@ -34,6 +34,7 @@ enum class CheckpointFormat {
     TorchScript, // torch.jit.save
     Safetensors,
     Distributed, // torch.distributed.checkpoint folder (.metadata + .distcp): records no device
+    ExportArchive, // torch.export.save (.pt2): PT2 archive, or the torch 2.1-2.5 layout
     NotACheckpoint, // recognised but not a checkpoint (LFS pointer, HTML, PNG, ...): see container
     PlainPickle, // pickle.dump of tensors: no torch framing, storages are torch.save files inside bytes
     TorchScriptJson, // TorchScript's oldest layout: model.json and tensors/N records (PyTorch 1.0-1.3)

@@ -129,6 +129,18 @@ std::vector<FormatCapabilities> makeTable()
         = "read, checked, extracted and converted; a remapped copy in this layout is not written "
           "(extract gives a torch.save state_dict that records the devices)";
 
+    auto& exported = table.emplace_back(row(CheckpointFormat::ExportArchive,
+        "torch.export archive (.pt2: PT2 archive, or the torch 2.1-2.5 layout)", "formats-pt2.md"));
+    exported.readable = exported.recordsDevices = exported.pickled = true;
+    exported.extractable = exported.exportsWeights = true; // its weights, constants and sample inputs
+    // Rewritten: the copy's weights and constants configs record the planned devices, every
+    // other member copied byte for byte (core/write/pt2writer.h). The 2.1-2.5 layout keeps its
+    // devices in nested torch.save files and is refused (a caveat of the row).
+    exported.copyWithPlan = CopyWithPlan::Rewritten;
+    exported.caveat
+        = "a copy is written for the PT2 archive (archive_format \"pt2\"), not for the torch 2.1-2.5 "
+          "layout; weights kept in nested torch.save files (use_pickle) keep their devices";
+
     table.push_back(
         row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", ""));
     return {table.begin(), table.end()};

@@ -10,6 +10,7 @@
 #include "core/read/checkpointreader.h"
 #include "core/read/modeljsonreader.h"
 #include "core/read/picklesection.h"
+#include "core/read/pt2reader.h"
 
 #include <algorithm>
 #include <charconv>
@@ -179,6 +180,11 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     if (!zip.hasEntries()) {
         checkpoint.addFinding(Severity::Error, FindingCode::ZipEmpty,
             "no records could be found in this zip archive: it is damaged or not a checkpoint");
+        return;
+    }
+    // torch.export archives (.pt2) are torch zips (or plain zips) of another layout (pt2reader.h).
+    if (const auto layout = exportArchiveLayout(zip)) {
+        readExportArchive(checkpoint, *layout, options);
         return;
     }
 

@@ -2044,6 +2044,26 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                   "cannot verify, treat as dangerous",
             false, label + " > " + std::string(member.name), {}});
     }
+    // An AOTInductor package (a torch.export archive with data/aotinductor/) ships compiled code:
+    // torch.export.load and aoti_load_package load its shared libraries and run them. Code, never
+    // inert, whatever its pickles name.
+    for (const ZipMember& member : members) {
+        const std::string_view name = member.name;
+        const auto at = name.find("data/aotinductor/");
+        if (at == std::string_view::npos || (at != 0 && name[at - 1] != '/') || name.ends_with("/"))
+            continue;
+        static constexpr std::array<std::string_view, 11> kCode {
+            ".so", ".cubin", ".cpp", ".hsaco", ".ptx", ".spv", ".o", ".dll", ".dylib", ".fatbin", ".py"};
+        if (std::none_of(
+                kCode.begin(), kCode.end(), [&](std::string_view end) { return name.ends_with(end); }))
+            continue;
+        addUnsafe({std::string(name) + " (compiled code in an AOTInductor package)",
+            "a torch.export AOTInductor package ships compiled code (" + std::string(name)
+                + "); torch.export.load and torch._inductor.aoti_load_package load and run it: cannot "
+                  "verify, "
+                  "treat as dangerous",
+            false, label + " > " + std::string(name), {}});
+    }
     for (const ZipMember& member : members) {
         if (member.name.ends_with("/") && member.compressedSize == 0)
             continue;

@@ -452,6 +452,10 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
         fail("not a torch.load format: a torch.distributed.checkpoint folder (load it into a state_dict "
              "with torch.distributed.checkpoint.load)");
         return simulation;
+    case CheckpointFormat::ExportArchive:
+        fail("not a torch.load format: a torch.export archive (load it with torch.export.load; torch.load fails "
+             "with \"PytorchStreamReader failed locating file data.pkl: file not found\")");
+        return simulation;
     case CheckpointFormat::NotACheckpoint:
         fail("not a checkpoint");
         return simulation;

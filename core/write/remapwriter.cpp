@@ -16,6 +16,7 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/write/nestedblobwriter.h"
+#include "core/write/pt2writer.h"
 #include "core/write/readbackverifier.h"
 
 #include <algorithm>
@@ -106,6 +107,9 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint)
             "devices");
     if (row.copyWithPlan != CopyWithPlan::Rewritten && row.copyWithPlan != CopyWithPlan::ConvertedToZip)
         return makeError(std::string(row.noDeviceReason) + ", so there is nothing to remap");
+    if (checkpoint.format == CheckpointFormat::ExportArchive)
+        if (Status layout = whyExportArchiveCannotBeRemapped(checkpoint))
+            return layout;
     if (checkpoint.format == CheckpointFormat::TorchTar && checkpoint.tarTensorsMember)
         return makeError(
             "this 0.1.x tar file keeps its tensors in a 'tensors' member; converting that layout is not "
@@ -226,6 +230,9 @@ std::string RemapResult::summary() const
 Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const std::string& outputPath, const RemapOptions& options)
 {
+    // A torch.export archive keeps its devices in JSON configs: a writer of its own.
+    if (checkpoint.format == CheckpointFormat::ExportArchive)
+        return writeRemappedExportArchive(checkpoint, plan, outputPath, options);
     const auto start = std::chrono::steady_clock::now();
     if (Status problem = whyCannotBeRemapped(checkpoint))
         return *problem;

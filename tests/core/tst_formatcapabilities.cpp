@@ -52,10 +52,10 @@ class TestFormatCapabilities : public QObject {
 private Q_SLOTS:
     void everyValueHasItsRow()
     {
-        for (const CheckpointFormat format :
-            {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy, CheckpointFormat::TorchTar,
-                CheckpointFormat::TorchScript, CheckpointFormat::Safetensors, CheckpointFormat::Distributed,
-                CheckpointFormat::NotACheckpoint, CheckpointFormat::PlainPickle})
+        for (const CheckpointFormat format : {CheckpointFormat::TorchZip, CheckpointFormat::TorchLegacy,
+                 CheckpointFormat::TorchTar, CheckpointFormat::TorchScript, CheckpointFormat::Safetensors,
+                 CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint,
+                 CheckpointFormat::PlainPickle, CheckpointFormat::ExportArchive})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
         for (const ShardLayout layout : {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors,
                  ShardLayout::Distributed, ShardLayout::RunFolder})
@@ -91,6 +91,8 @@ private Q_SLOTS:
             << fixturePath("sharded/safetensors") << QStringLiteral("hf-safetensors-shards");
         QTest::newRow("dcp") << fixturePath("sharded/dcp") << QStringLiteral("dcp");
         QTest::newRow("run folder") << fixturePath("runfolder/olmo") << QStringLiteral("run-folder");
+        QTest::newRow("torch.export pt2")
+            << fixturePath("torch-export/small.pt2") << QStringLiteral("torch-export");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
         QTest::newRow("pickle.dump of tensors")
             << fixturePath("nested/torch-2/pickled_dict.pkl") << QStringLiteral("pickle");
