@@ -37,9 +37,9 @@ FormatCapabilities row(ShardLayout layout, std::optional<CheckpointFormat> forma
     return capabilities;
 }
 
-std::array<FormatCapabilities, 9> makeTable()
+std::array<FormatCapabilities, 10> makeTable()
 {
-    std::array<FormatCapabilities, 9> table;
+    std::array<FormatCapabilities, 10> table;
     auto& zip = table[0]
         = row(CheckpointFormat::TorchZip, "torch.save zip archive (torch 1.6 and later)", "§1, §2");
     zip.readable = zip.recordsDevices = zip.pickled = zip.torchLoadSimulated = true;
@@ -97,14 +97,23 @@ std::array<FormatCapabilities, 9> makeTable()
     dcp.exportsWeights = dcp.convertsToTorch = true;
     dcp.noDeviceReason = kDcpNoDevice;
 
-    table[8]
+    auto& bundle = table[8] = row(ShardLayout::Bundle, std::nullopt,
+        "an archive that carries checkpoint files (AllenNLP model.tar.gz, NeMo .nemo, a zip of checkpoints)",
+        "docs/bundles.md");
+    bundle.readable = bundle.recordsDevices = bundle.pickled = true;
+    bundle.weightsOnlyJudged = bundle.unpicklerImportsClasses = true;
+    bundle.copyWithPlan = CopyWithPlan::Rewritten; // a new bundle of the same kind, members rewritten
+    bundle.caveat = "torch.load does not open the archive itself (its framework extracts the members "
+                    "first), so no load is simulated; each checkpoint member is rated and remapped";
+
+    table[9]
         = row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", "");
     return table;
 }
 
-const std::array<FormatCapabilities, 9>& table()
+const std::array<FormatCapabilities, 10>& table()
 {
-    static const std::array<FormatCapabilities, 9> rows = makeTable();
+    static const std::array<FormatCapabilities, 10> rows = makeTable();
     return rows;
 }
 

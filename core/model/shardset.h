@@ -18,6 +18,7 @@ enum class ShardLayout {
     HuggingFaceBin, // pytorch_model-0000N-of-0000M.bin + pytorch_model.bin.index.json
     HuggingFaceSafetensors, // model-0000N-of-0000M.safetensors + model.safetensors.index.json
     Distributed, // torch.distributed.checkpoint: .metadata + __R_S.distcp
+    Bundle, // one archive (tar, tar.gz, .nemo, zip) that carries checkpoint files: docs/bundles.md
 };
 const char* shardLayoutName(ShardLayout layout); // "hf-bin-shards", "hf-safetensors-shards", "dcp"
 
@@ -63,6 +64,40 @@ struct DcpMetadata {
     std::vector<std::string> modules; // storage_meta.modules, when recorded
 };
 
+// What kind of archive a bundle is (docs/bundles.md).
+enum class BundleKind {
+    Tar, // an uncompressed tar (NeMo's .nemo): members read in place from the mapped file
+    CompressedTar, // a tar through gzip (or bzip2, xz, zstd): members decompressed (model.tar.gz)
+    Zip, // a plain zip of files (not itself a torch zip): stored members in place, deflated ones decompressed
+    CompressedFile, // one compressed file (checkpoint.pt.gz): its one member decompressed
+};
+const char* bundleKindName(BundleKind kind); // "tar", "compressed-tar", "zip", "compressed-file"
+
+// One member of a bundle, in archive order.
+struct BundleMember {
+    std::string name; // as the archive spells it ("./model_weights.ckpt")
+    std::string type; // "file", "folder", "link", "other"
+    std::uint64_t size = 0; // as the header records it
+    std::int32_t shard = -1; // a checkpoint member: its index in ShardSet::shards, else -1
+    // How its bytes were read: "in place at byte N", "decompressed in memory",
+    // "decompressed into an anonymous temporary file", or "not read (...)".
+    std::string readAs;
+    std::string description; // not a checkpoint: what the sniffer says it is; a checkpoint: its format
+    std::optional<std::uint64_t> dataOffset; // read in place: where its bytes start in the bundle
+    bool stored = false; // its bytes lie uncompressed in the bundle (written back stored)
+    bool truncated = false; // the archive ended (or broke) inside it
+};
+
+struct BundleInfo {
+    BundleKind kind = BundleKind::Tar;
+    std::string format; // libarchive's name of the archive format ("POSIX pax interchange format")
+    std::string filter; // "none", "gzip", ...
+    int formatCode = 0; // libarchive's codes, for writing a bundle of the same kind
+    std::vector<int> filterCodes; // outermost last, "none" left out
+    std::vector<BundleMember> members;
+    std::string damage; // empty when the whole archive was read; else where and why it broke
+};
+
 // Everything about a checkpoint made of several files: the index, each file, and (DCP) the
 // metadata. Attached to the merged Checkpoint that shows all of them as one.
 struct ShardSet {
@@ -75,6 +110,7 @@ struct ShardSet {
     std::vector<std::int32_t> storageShard; // per merged storage: index into shards
     std::vector<std::uint32_t> storageInShard; // per merged storage: index in that shard's storages
     std::optional<DcpMetadata> dcp;
+    std::optional<BundleInfo> bundle; // Bundle layout: the archive and every member, checkpoint or not
 
     const ShardFile* shardOfStorage(std::int32_t storage) const
     {

@@ -409,6 +409,8 @@ std::vector<Finding> checkShards(const Checkpoint& checkpoint)
         return findings;
     if (checkpoint.shardSet->dcp)
         checkDistributed(checkpoint, findings);
+    else if (checkpoint.shardSet->layout == ShardLayout::Bundle)
+        checkEachShard(checkpoint, findings); // members are files of their own, not shards of one model
     else {
         checkHuggingFace(checkpoint, findings);
         checkEachShard(checkpoint, findings);
