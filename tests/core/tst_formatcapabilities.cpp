@@ -56,8 +56,8 @@ private Q_SLOTS:
                  CheckpointFormat::TorchTar, CheckpointFormat::TorchScript, CheckpointFormat::Safetensors,
                  CheckpointFormat::Distributed, CheckpointFormat::NotACheckpoint})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
-        for (const ShardLayout layout :
-            {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors, ShardLayout::Distributed})
+        for (const ShardLayout layout : {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors,
+                 ShardLayout::Distributed, ShardLayout::Bundle})
             QVERIFY2(formatCapabilities(layout).layout == layout, shardLayoutName(layout));
         std::set<std::string_view> names;
         for (const FormatCapabilities& row : formatCapabilityTable()) {
@@ -89,6 +89,7 @@ private Q_SLOTS:
         QTest::newRow("hf safetensors set")
             << fixturePath("sharded/safetensors") << QStringLiteral("hf-safetensors-shards");
         QTest::newRow("dcp") << fixturePath("sharded/dcp") << QStringLiteral("dcp");
+        QTest::newRow("bundle") << fixturePath("bundles/nemo_model.nemo") << QStringLiteral("bundle");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
         // The 0.1.x tar layout: real files only in the shared corpus (torch has not written it since 0.2).
         const QString tar = tarFile();
