@@ -31,14 +31,15 @@ ROOT = os.path.dirname(HERE)
 SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-1.13'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-2'),
+    os.path.join(ROOT, 'tests', 'fixtures', 'bundles'),  # tar, tar.gz, .nemo and zip bundles
     os.path.join(ROOT, 'tests', 'data'),
     os.path.join(HERE, 'seeds'),
 ]
 HARNESSES = ('reader', 'check', 'pickle', 'zip', 'safetensors')
 # Which dictionaries each harness runs with (fuzz/dict/*.dict, concatenated).
 DICTIONARIES = {
-    'reader': ('pickle', 'zip', 'safetensors'),
-    'check': ('pickle', 'zip', 'safetensors'),
+    'reader': ('pickle', 'zip', 'safetensors', 'bundle'),
+    'check': ('pickle', 'zip', 'safetensors', 'bundle'),
     'pickle': ('pickle',),
     'zip': ('zip',),
     'safetensors': ('safetensors',),
