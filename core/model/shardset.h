@@ -12,6 +12,7 @@ namespace ckpt {
 
 struct Checkpoint;
 class JsonWriter;
+class MappedFile;
 
 // How a checkpoint spread over several files was written (torch-format.md §7).
 enum class ShardLayout {
@@ -96,6 +97,9 @@ struct BundleInfo {
     std::vector<int> filterCodes; // outermost last, "none" left out
     std::vector<BundleMember> members;
     std::string damage; // empty when the whole archive was read; else where and why it broke
+    // The bundle's own bytes: the safety verdict also rates them whole (shardsafety.cpp), so a
+    // pickle in a member that is no checkpoint (a gzip'd or tar'd pickle) is rated as before.
+    std::shared_ptr<const MappedFile> file;
 };
 
 // Everything about a checkpoint made of several files: the index, each file, and (DCP) the

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -362,10 +363,21 @@ bool isBundleZip(const ZipArchive& zip)
                 || (name.size() > torchRecord.size() && name.ends_with(torchRecord)
                     && name[name.size() - torchRecord.size() - 1] == '/'))
                 return false;
+        // A torch zip whose data.pkl and version were lost still has its storage records
+        // ("archive/data/0"): it is a damaged checkpoint, read as one, never a bundle.
+        if (const auto data = name.find("/data/"); data != std::string_view::npos) {
+            const std::string_view key = name.substr(data + 6);
+            if (!key.empty()
+                && std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
+                return false;
+        }
         if (checkpointName(std::string(name)))
             candidate = true;
-        else if (const auto stored = zip.storedPayload(entry); stored && checkpointHead(*stored))
-            candidate = true;
+        else if (const auto stored = zip.storedPayload(entry); stored && stored->size() >= 4
+                 && (std::memcmp(stored->data(), "PK\3\4", 4) == 0
+                     || (stored->size() >= 10 && (*stored)[0] == 0x80 && (*stored)[1] == 0x02
+                         && (*stored)[2] == 0x8a && (*stored)[3] == 0x0a)))
+            candidate = true; // a stored torch zip or legacy stream under another name
     }
     return candidate;
 }
@@ -608,6 +620,7 @@ Checkpoint readBundleFrom(const std::shared_ptr<const MappedFile>& file,
     if (opened && status != ARCHIVE_EOF && info.damage.empty() && !info.members.empty())
         info.damage = "after " + lastMember + ": " + archiveError(reader.handle, "the archive is damaged");
     if (info.members.empty()) {
+        merged.file = file; // no member: the file is rated whole, as any file that is no checkpoint
         merged.container.description = container.description
             + (opened ? "; libarchive finds no member in it: " + archiveError(reader.handle, "empty")
                       : "; libarchive cannot open it: " + archiveError(reader.handle, "unknown format"));
@@ -652,11 +665,19 @@ Checkpoint readBundleFrom(const std::shared_ptr<const MappedFile>& file,
     } else {
         merged.addFinding(Severity::Error, FindingCode::NotACheckpoint,
             "not a PyTorch checkpoint: a " + what + "; no member is a checkpoint torch.load could read");
+        // No checkpoint member: the archive is a file that is no checkpoint, rated whole as any
+        // other (its members stay listed in the tree), and nothing is offered that a set has.
+        merged.file = file;
+        if (!info.damage.empty())
+            merged.addFinding(
+                Severity::Error, FindingCode::BundleDamaged, "the archive is damaged (" + info.damage + ")");
+        return merged;
     }
     if (!info.damage.empty())
         merged.addFinding(Severity::Error, FindingCode::BundleDamaged,
             "the bundle is damaged (" + info.damage
                 + "): the members before the damage are shown; what follows it is lost");
+    info.file = file;
     set->bundle = std::move(info);
     merged.shardSet = std::move(set);
     return merged;

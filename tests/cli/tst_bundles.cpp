@@ -117,9 +117,10 @@ private Q_SLOTS:
             qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("weights.th")), qPrintable(text));
         QTemporaryDir out;
-        const auto remap = inspect({QStringLiteral("remap"),
-            bundle(QStringLiteral("broken_truncated.tar.gz")), QStringLiteral("--map"),
-            QStringLiteral("*=cpu"), QStringLiteral("-o"), out.filePath(QStringLiteral("x.tar.gz"))});
+        const auto remap
+            = inspect({QStringLiteral("remap"), bundle(QStringLiteral("broken_truncated.tar.gz")),
+                QStringLiteral("--map"), QStringLiteral("*=cpu"), QStringLiteral("--allow-dangerous"),
+                QStringLiteral("-o"), out.filePath(QStringLiteral("x.tar.gz"))});
         QCOMPARE(remap.exitCode, 2);
         QVERIFY2(
             QString::fromUtf8(remap.err).contains(QStringLiteral("damaged")), qPrintable(remap.describe()));
