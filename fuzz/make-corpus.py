@@ -41,6 +41,7 @@ SOURCES = [
     # deflated storage records and TorchScript's model.json layout (issue 26)
     os.path.join(ROOT, 'tests', 'fixtures', 'zipold'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-export'),  # torch.export archives (.pt2)
+    os.path.join(ROOT, 'tests', 'fixtures', 'bundles'),  # tar, tar.gz, .nemo and zip bundles
     os.path.join(ROOT, 'tests', 'data'),
     # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
     # torch.save archives back to back, Megatron's common.pt and metadata.json.
@@ -50,8 +51,8 @@ SOURCES = [
 HARNESSES = ('reader', 'check', 'pickle', 'zip', 'safetensors')
 # Which dictionaries each harness runs with (fuzz/dict/*.dict, concatenated).
 DICTIONARIES = {
-    'reader': ('pickle', 'zip', 'safetensors'),
-    'check': ('pickle', 'zip', 'safetensors'),
+    'reader': ('pickle', 'zip', 'safetensors', 'bundle'),
+    'check': ('pickle', 'zip', 'safetensors', 'bundle'),
     'pickle': ('pickle',),
     'zip': ('zip',),
     'safetensors': ('safetensors',),

@@ -489,13 +489,15 @@ ContainerGuess sniffContainer(ByteView fileBytes)
             = {"sys_info", "pickle", "tensors", "storages"};
         const bool torchLayout
             = std::find(torchMembers.begin(), torchMembers.end(), member) != torchMembers.end();
-        return guess(ContainerKind::TorchTar,
-            torchLayout ? "a tar archive (" + sizeText
+        if (torchLayout)
+            return guess(ContainerKind::TorchTar,
+                "a tar archive (" + sizeText
                     + ") in the PyTorch 0.1.x checkpoint layout (members sys_info, pickle, tensors, "
-                      "storages)"
-                        : "a tar archive (" + sizeText + ") whose first member is \"" + member
-                    + "\", not sys_info: if it is not a PyTorch 0.1.x checkpoint, unpack it (tar -xf) "
-                      "and open the checkpoint inside");
+                      "storages)");
+        return guess(ContainerKind::Tar,
+            "a tar archive (" + sizeText + ") whose first member is \"" + member
+                + "\", not sys_info: not the PyTorch 0.1.x layout but a bundle of files (an AllenNLP "
+                  "model.tar.gz or a NeMo .nemo), whose checkpoint members are read one by one");
     }
 
     if (startsWith(bytes, "\x1f\x8b"))
@@ -642,6 +644,8 @@ const char* containerKindName(ContainerKind kind)
         return "hdf5";
     case ContainerKind::Gzip:
         return "gzip";
+    case ContainerKind::Tar:
+        return "tar";
     case ContainerKind::Unknown:
         return "unknown";
     }

@@ -27,6 +27,8 @@ enum class ContainerKind {
     Hdf5,
     Gzip,
     Unknown,
+    Tar, // POSIX tar not in the 0.1.x layout: a bundle of files (AllenNLP, NeMo's .nemo), read member by
+         // member
 };
 
 struct ContainerGuess {

@@ -141,6 +141,15 @@ std::vector<FormatCapabilities> makeTable()
         = "a copy is written for the PT2 archive (archive_format \"pt2\"), not for the torch 2.1-2.5 "
           "layout; weights kept in nested torch.save files (use_pickle) keep their devices";
 
+    auto& bundle = table.emplace_back(row(ShardLayout::Bundle, std::nullopt,
+        "an archive that carries checkpoint files (AllenNLP model.tar.gz, NeMo .nemo, a zip of checkpoints)",
+        "docs/bundles.md"));
+    bundle.readable = bundle.recordsDevices = bundle.pickled = true;
+    bundle.weightsOnlyJudged = bundle.unpicklerImportsClasses = true;
+    bundle.copyWithPlan = CopyWithPlan::Rewritten; // a new bundle of the same kind, members rewritten
+    bundle.caveat = "torch.load does not open the archive itself (its framework extracts the members "
+                    "first), so no load is simulated; each checkpoint member is rated and remapped";
+
     table.push_back(
         row(CheckpointFormat::NotACheckpoint, "not a checkpoint (an LFS pointer, HTML, a PNG, ...)", ""));
     return {table.begin(), table.end()};

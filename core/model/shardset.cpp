@@ -20,8 +20,25 @@ const char* shardLayoutName(ShardLayout layout)
         return "dcp";
     case ShardLayout::RunFolder:
         return "run-folder";
+    case ShardLayout::Bundle:
+        return "bundle";
     }
     return "dcp";
+}
+
+const char* bundleKindName(BundleKind kind)
+{
+    switch (kind) {
+    case BundleKind::Tar:
+        return "tar";
+    case BundleKind::CompressedTar:
+        return "compressed-tar";
+    case BundleKind::Zip:
+        return "zip";
+    case BundleKind::CompressedFile:
+        return "compressed-file";
+    }
+    return "tar";
 }
 
 namespace {
@@ -100,6 +117,29 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
         for (const std::string& folder : set.foldersLeftOut)
             json.value(folder);
         json.endArray();
+    }
+    if (set.bundle) {
+        const BundleInfo& bundle = *set.bundle;
+        json.key("bundle").beginObject();
+        json.member("kind", std::string(bundleKindName(bundle.kind)));
+        json.member("format", bundle.format);
+        json.member("filter", bundle.filter);
+        json.memberOrNull("damage", bundle.damage);
+        json.key("members").beginArray();
+        for (const BundleMember& member : bundle.members) {
+            json.beginObject();
+            json.member("name", member.name);
+            json.member("type", member.type);
+            json.member("size", member.size);
+            json.member("checkpoint", member.shard >= 0);
+            json.memberOrNull("read_as", member.readAs);
+            json.memberOrNull("description", member.description);
+            json.memberOrNull("data_offset", member.dataOffset);
+            json.member("truncated", member.truncated);
+            json.endObject();
+        }
+        json.endArray();
+        json.endObject();
     }
     if (!set.dcp)
         return;
@@ -219,6 +259,22 @@ std::string shardSetText(const Checkpoint& checkpoint)
         out += "  `latest` names " + set.latestStep + ": its files are shown\n";
     for (const std::string& folder : set.foldersLeftOut)
         out += "  " + folder + "/  left out (not the step `latest` names)\n";
+    if (set.bundle) {
+        const BundleInfo& bundle = *set.bundle;
+        out += "\nBundle members (" + std::string(bundleKindName(bundle.kind)) + ", " + bundle.format
+            + (bundle.filter == "none" ? std::string() : ", " + bundle.filter) + "):\n";
+        for (const BundleMember& member : bundle.members) {
+            out += "  " + member.name + "  " + member.type;
+            if (member.type == "file")
+                out += "  " + formatBytes(member.size) + (member.shard >= 0 ? "  checkpoint, " : "  ")
+                    + member.readAs;
+            if (member.truncated)
+                out += "  TRUNCATED";
+            out += "\n";
+        }
+        if (!bundle.damage.empty())
+            out += "  DAMAGED: " + bundle.damage + "\n";
+    }
     if (set.dcp) {
         out += "\nDCP metadata (version "
             + (set.dcp->version.empty() ? std::string("not recorded") : set.dcp->version)

@@ -12,6 +12,7 @@ namespace ckpt {
 
 struct Checkpoint;
 class JsonWriter;
+class MappedFile;
 
 // How a checkpoint spread over several files was written (torch-format.md §7).
 enum class ShardLayout {
@@ -19,6 +20,7 @@ enum class ShardLayout {
     HuggingFaceSafetensors, // model-0000N-of-0000M.safetensors + model.safetensors.index.json
     Distributed, // torch.distributed.checkpoint: .metadata + __R_S.distcp
     RunFolder, // a training run's folder: each checkpoint file its own document (docs/runfolder.md)
+    Bundle, // one archive (tar, tar.gz, .nemo, zip) that carries checkpoint files: docs/bundles.md
 };
 // "hf-bin-shards", "hf-safetensors-shards", "dcp", "run-folder"
 const char* shardLayoutName(ShardLayout layout);
@@ -125,6 +127,43 @@ struct DcpMetadata {
     std::string framework; // "Megatron-core distributed checkpoint", empty for plain DCP
 };
 
+// What kind of archive a bundle is (docs/bundles.md).
+enum class BundleKind {
+    Tar, // an uncompressed tar (NeMo's .nemo): members read in place from the mapped file
+    CompressedTar, // a tar through gzip (or bzip2, xz, zstd): members decompressed (model.tar.gz)
+    Zip, // a plain zip of files (not itself a torch zip): stored members in place, deflated ones decompressed
+    CompressedFile, // one compressed file (checkpoint.pt.gz): its one member decompressed
+};
+const char* bundleKindName(BundleKind kind); // "tar", "compressed-tar", "zip", "compressed-file"
+
+// One member of a bundle, in archive order.
+struct BundleMember {
+    std::string name; // as the archive spells it ("./model_weights.ckpt")
+    std::string type; // "file", "folder", "link", "other"
+    std::uint64_t size = 0; // as the header records it
+    std::int32_t shard = -1; // a checkpoint member: its index in ShardSet::shards, else -1
+    // How its bytes were read: "in place at byte N", "decompressed in memory",
+    // "decompressed into an anonymous temporary file", or "not read (...)".
+    std::string readAs;
+    std::string description; // not a checkpoint: what the sniffer says it is; a checkpoint: its format
+    std::optional<std::uint64_t> dataOffset; // read in place: where its bytes start in the bundle
+    bool stored = false; // its bytes lie uncompressed in the bundle (written back stored)
+    bool truncated = false; // the archive ended (or broke) inside it
+};
+
+struct BundleInfo {
+    BundleKind kind = BundleKind::Tar;
+    std::string format; // libarchive's name of the archive format ("POSIX pax interchange format")
+    std::string filter; // "none", "gzip", ...
+    int formatCode = 0; // libarchive's codes, for writing a bundle of the same kind
+    std::vector<int> filterCodes; // outermost last, "none" left out
+    std::vector<BundleMember> members;
+    std::string damage; // empty when the whole archive was read; else where and why it broke
+    // The bundle's own bytes: the safety verdict also rates them whole (shardsafety.cpp), so a
+    // pickle in a member that is no checkpoint (a gzip'd or tar'd pickle) is rated as before.
+    std::shared_ptr<const MappedFile> file;
+};
+
 // Everything about a checkpoint made of several files: the index, each file, and (DCP) the
 // metadata. Attached to the merged Checkpoint that shows all of them as one.
 struct ShardSet {
@@ -142,6 +181,7 @@ struct ShardSet {
     std::vector<FolderFile> otherFiles;
     std::string latestStep; // "global_step2", empty when the folder has no `latest`
     std::vector<std::string> foldersLeftOut; // subfolders not opened ("global_step1")
+    std::optional<BundleInfo> bundle; // Bundle layout: the archive and every member, checkpoint or not
 
     const ShardFile* shardOfStorage(std::int32_t storage) const
     {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "core/read/checkpointreader.h"
 
+#include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
+#include "core/read/bundlereader.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/dtyperelease.h"
 #include "core/read/legacyreader.h"
@@ -58,7 +60,16 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     checkpoint.container = sniffContainer(file->bytes());
 
     switch (checkpoint.container.kind) {
+    case ContainerKind::Tar:
+    case ContainerKind::Gzip:
+        // An archive of files (AllenNLP, NeMo) or a compressed checkpoint: its members (bundlereader.h).
+        return readBundle(file, checkpoint.container, options);
     case ContainerKind::TorchZip:
+        // A plain zip of checkpoint files is a bundle; the directory parsed to tell is kept for the reader.
+        checkpoint.zip = std::make_shared<const ZipArchive>(ZipArchive::open(file));
+        if (isBundleZip(*checkpoint.zip))
+            return readBundle(file, checkpoint.container, options);
+        [[fallthrough]];
     case ContainerKind::ZipWithPrefix:
         if (checkpoint.container.kind == ContainerKind::ZipWithPrefix)
             checkpoint.addFinding(Severity::Warning, FindingCode::ZipWithPrefix,

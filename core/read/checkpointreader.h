@@ -12,6 +12,9 @@ namespace ckpt {
 struct ReadOptions {
     PickleLimits pickleLimits;
     std::uint64_t maxPickleRecordBytes = 4ull << 30; // data.pkl larger than this is refused
+    // A compressed checkpoint member of a bundle (bundlereader.h) larger than this is decompressed
+    // into an anonymous temporary file instead of memory.
+    std::uint64_t maxBundleMemberInMemory = 1ull << 30;
 };
 
 // Opens any file: sniffs the container from its bytes, reads what can be read, and explains the

@@ -172,7 +172,9 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
 {
     checkpoint.format = CheckpointFormat::TorchZip;
     // Kept with the checkpoint: the triage and the writers look at the same directory again.
-    const auto archive = std::make_shared<const ZipArchive>(ZipArchive::open(checkpoint.file));
+    const auto archive = checkpoint.zip
+        ? checkpoint.zip
+        : std::make_shared<const ZipArchive>(ZipArchive::open(checkpoint.file));
     checkpoint.zip = archive;
     const ZipArchive& zip = *archive;
     for (const Finding& finding : zip.findings())

@@ -97,6 +97,21 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
     for (const ShardFile& shard : set.shards)
         if (shard.checkpoint && shard.checkpoint->file)
             merge(shard.name, ratePickleSafety(*shard.checkpoint)); // reuses the shard reader's runs
+    if (set.bundle && set.bundle->file) {
+        // A bundle is also rated whole, as the scanner rates any archive: a pickle in a member that
+        // is no checkpoint (pickled, gzip'd, in a nested archive) is rated too. What the members'
+        // own verdicts already name is not said twice.
+        SafetyVerdict whole = ratePickleSafety(set.bundle->file->bytes());
+        std::erase_if(whole.unsafe, [&](const UnsafeCallable& callable) {
+            return std::any_of(combined.unsafe.begin(), combined.unsafe.end(),
+                [&](const UnsafeCallable& known) { return known.name == callable.name; });
+        });
+        if (static_cast<int>(whole.rating) > static_cast<int>(combined.rating) || !whole.unsafe.empty()) {
+            whole.pickles.clear();
+            whole.notes.clear();
+            merge("the bundle", std::move(whole));
+        }
+    }
     return combined;
 }
 

@@ -7,6 +7,7 @@
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/triage/triage.h"
+#include "core/write/bundlewriter.h"
 
 #include <algorithm>
 #include <map>
@@ -202,6 +203,12 @@ SaveCopyAssessment assessSaveCopy(const Checkpoint& input)
     SaveCopyAssessment assessment;
     assessment.folder = bool(input.shardSet);
     assessment.inputSafety = input.shardSet ? rateShardSafety(input) : ratePickleSafety(input);
+    if (input.shardSet && input.shardSet->bundle) {
+        // A bundle: its checkpoint members are rewritten inside a new bundle (bundlewriter.h).
+        if (auto why = whyBundleCannotBeRemapped(input))
+            assessment.cannotRemap = *why;
+        return assessment;
+    }
     if (input.shardSet) {
         if (auto why = whyFolderCannotBeRemapped(input)) {
             if (formatCapabilities(input).copyWithPlan == CopyWithPlan::PlanExported)
@@ -253,8 +260,11 @@ std::optional<SaveCopyOutcome> judge(
     }
     if (input.shardSet && renaming) {
         outcome.status = SaveCopyStatus::CannotRemap;
-        outcome.why = "renaming globals rewrites one file; it does not apply to a folder of shards yet "
-                      "(remap each shard file)";
+        outcome.why = input.shardSet->bundle
+            ? "renaming globals rewrites one file; it does not apply to a bundle yet (extract the member and "
+              "remap it)"
+            : "renaming globals rewrites one file; it does not apply to a folder of shards yet "
+              "(remap each shard file)";
         return outcome;
     }
     return std::nullopt;
@@ -312,7 +322,9 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
             return outcome;
         }
     if (input.shardSet) {
-        auto written = writeRemappedFolder(input, *request.plan, request.outputPath, options);
+        auto written = input.shardSet->bundle
+            ? writeRemappedBundle(input, *request.plan, request.outputPath, options)
+            : writeRemappedFolder(input, *request.plan, request.outputPath, options);
         if (!written) {
             outcome.status = SaveCopyStatus::Failed;
             outcome.why = written.error().message;

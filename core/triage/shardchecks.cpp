@@ -413,6 +413,8 @@ std::vector<Finding> checkShards(const Checkpoint& checkpoint)
         // Each file is its own document, with no index to hold them to: each readable file gets
         // its own record checks (the reader's word on a file that cannot be read stays).
         checkEachShard(checkpoint, findings);
+    } else if (checkpoint.shardSet->layout == ShardLayout::Bundle) {
+        checkEachShard(checkpoint, findings); // members are files of their own, not shards of one model
     } else {
         checkHuggingFace(checkpoint, findings);
         checkEachShard(checkpoint, findings);

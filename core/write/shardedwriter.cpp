@@ -7,6 +7,7 @@
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/write/runfolderwriter.h"
+#include "core/write/bundlewriter.h"
 
 #include <chrono>
 #include <filesystem>
@@ -23,6 +24,11 @@ std::string ShardedRemapResult::summary() const
     std::size_t verified = 0;
     for (const RemapResult& shard : shards)
         verified += shard.verified ? 1 : 0;
+    if (!bundleKind.empty())
+        return "a " + bundleKind + " bundle written: " + std::to_string(shards.size())
+            + " checkpoint member(s) rewritten (" + std::to_string(verified) + " verified), "
+            + std::to_string(filesCopied.size()) + " member(s) copied unchanged, " + formatBytes(bytesWritten)
+            + " in " + std::to_string(seconds).substr(0, 5) + " s";
     std::string text = std::to_string(shards.size()) + " shard(s) written (" + std::to_string(verified)
         + " verified), " + std::to_string(filesCopied.size()) + " file(s) copied, "
         + formatBytes(bytesWritten) + " in " + std::to_string(seconds).substr(0, 5) + " s";
@@ -36,6 +42,8 @@ std::optional<std::string> whyFolderCannotBeRemapped(const Checkpoint& checkpoin
     if (!checkpoint.shardSet)
         return "not a checkpoint of several files";
     const ShardSet& set = *checkpoint.shardSet;
+    if (set.bundle) // one archive, rewritten as one (bundlewriter.h)
+        return whyBundleCannotBeRemapped(checkpoint);
     const FormatCapabilities& row = formatCapabilities(set.layout);
     if (row.copyWithPlan == CopyWithPlan::PlanExported)
         return std::string(row.noDeviceReason)

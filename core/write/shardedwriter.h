@@ -19,6 +19,7 @@ struct ShardedRemapResult {
     std::vector<std::string> filesLeftOut; // and why ("model.safetensors: ...")
     std::uint64_t bytesWritten = 0;
     double seconds = 0;
+    std::string bundleKind; // a bundle (bundlewriter.h): its kind ("compressed-tar"); empty for a folder
     std::string summary() const;
 };
 

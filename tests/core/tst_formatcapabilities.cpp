@@ -58,7 +58,7 @@ private Q_SLOTS:
                  CheckpointFormat::PlainPickle, CheckpointFormat::ExportArchive})
             QVERIFY2(formatCapabilities(format).format == format, checkpointFormatName(format));
         for (const ShardLayout layout : {ShardLayout::HuggingFaceBin, ShardLayout::HuggingFaceSafetensors,
-                 ShardLayout::Distributed, ShardLayout::RunFolder})
+                 ShardLayout::Distributed, ShardLayout::RunFolder, ShardLayout::Bundle})
             QVERIFY2(formatCapabilities(layout).layout == layout, shardLayoutName(layout));
         std::set<std::string_view> names;
         for (const FormatCapabilities& row : formatCapabilityTable()) {
@@ -93,6 +93,7 @@ private Q_SLOTS:
         QTest::newRow("run folder") << fixturePath("runfolder/olmo") << QStringLiteral("run-folder");
         QTest::newRow("torch.export pt2")
             << fixturePath("torch-export/small.pt2") << QStringLiteral("torch-export");
+        QTest::newRow("bundle") << fixturePath("bundles/nemo_model.nemo") << QStringLiteral("bundle");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
         QTest::newRow("pickle.dump of tensors")
             << fixturePath("nested/torch-2/pickled_dict.pkl") << QStringLiteral("pickle");

@@ -57,6 +57,7 @@ constexpr ContainerKind kAllKinds[] = {
     ContainerKind::Hdf5,
     ContainerKind::Gzip,
     ContainerKind::Unknown,
+    ContainerKind::Tar,
 };
 
 struct CorpusFile {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/dialogs/filedialogs.h"
 
+#include "core/model/shardset.h"
 #include "ui/document/checkpointdocument.h"
 
 #include <QDir>
@@ -35,6 +36,13 @@ QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document)
             targets.insert(to);
         if (targets.size() == 1)
             suffix = QString::fromStdString(*targets.begin()).replace(QLatin1Char(':'), QLatin1Char('-'));
+    }
+    if (document.checkpoint().shardSet && document.checkpoint().shardSet->bundle) {
+        // A bundle is saved as a new bundle of its kind: model.tar.gz -> model-cpu.tar.gz.
+        const QString proposal = input.dir().filePath(
+            input.baseName() + QLatin1Char('-') + suffix + QLatin1Char('.') + input.completeSuffix());
+        return QFileDialog::getSaveFileName(parent, QObject::tr("Save Remapped Copy"), proposal,
+            QObject::tr("Archives (*.tar *.tar.gz *.tgz *.nemo *.zip *.gz);;All files (*)"));
     }
     const QString proposal = document.checkpoint().shardSet // a folder is saved as a new folder
         ? input.dir().filePath(input.fileName() + QLatin1Char('-') + suffix)

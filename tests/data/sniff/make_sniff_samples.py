@@ -127,7 +127,7 @@ SAMPLES = [
     ("mobile_flatbuffer.ptl", mobile_flatbuffer, "mobile-flatbuffer"),
     ("checkpoint.pt.gz", gzipped_checkpoint, "gzip"),
     ("torch_tar_layout.tar", torch_tar_layout, "torch-tar"),
-    ("other.tar", other_tar, "torch-tar"),
+    ("other.tar", other_tar, "tar"),
     ("model.safetensors.index.json", index_json, "json-text"),
     ("config.json", config_json, "json-text"),
     ("download.html", html_page, "html-page"),
