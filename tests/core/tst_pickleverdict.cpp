@@ -4,6 +4,7 @@
 // (real torch 1.13 and the modern torch, file by file), and the corpus rated against what its
 // MANIFEST says torch did (corpus files are never unpickled here).
 #include "core/io/mappedfile.h"
+#include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
 #include "core/safety/pickleverdict.h"
 #include "tests/common/testfiles.h"
@@ -142,6 +143,12 @@ void compareWithReference(const QString& path, ShortcutComparison& comparison, b
     record("bytes", ratePickleSafety(bytes));
     const Checkpoint checkpoint = readCheckpoint(*mapped);
     std::size_t reused = 0;
+    // A bundle (a tar.gz, .nemo or zip of checkpoint files) is rated member by member as well as
+    // whole (core/safety/shardsafety.cpp): where its stream is damaged, the members read before the
+    // damage make it "cannot verify" while the byte scanner, stopped by the damage, finds no
+    // pickle. That is a different judgement, not a shortcut, so it is not compared here.
+    if (checkpoint.shardSet && checkpoint.shardSet->layout == ShardLayout::Bundle)
+        return;
     record("checkpoint", ratePickleSafety(checkpoint, &reused));
     comparison.reusedFiles += reused > 0;
     if (expectReuse && reused == 0
