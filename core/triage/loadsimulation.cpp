@@ -453,7 +453,8 @@ LoadSimulation simulateLoadWithDevices(const Checkpoint& checkpoint, const Stora
              "with torch.distributed.checkpoint.load)");
         return simulation;
     case CheckpointFormat::ExportArchive:
-        fail("not a torch.load format: a torch.export archive (load it with torch.export.load; torch.load fails "
+        fail("not a torch.load format: a torch.export archive (load it with torch.export.load; torch.load "
+             "fails "
              "with \"PytorchStreamReader failed locating file data.pkl: file not found\")");
         return simulation;
     case CheckpointFormat::NotACheckpoint:

@@ -6,8 +6,8 @@
 #include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
-#include "core/write/runfolderwriter.h"
 #include "core/write/bundlewriter.h"
+#include "core/write/runfolderwriter.h"
 
 #include <chrono>
 #include <filesystem>
