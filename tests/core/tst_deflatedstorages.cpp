@@ -81,8 +81,8 @@ private Q_SLOTS:
         // encoder.weight_t is its transpose: element (i, j) is weight's (j, i).
         const ByteBuffer transposed = tensorBytes(all, "encoder.weight_t");
         QCOMPARE(transposed.size(), weight.size());
-        for (int i = 0; i < 5; ++i)
-            for (int j = 0; j < 6; ++j)
+        for (std::ptrdiff_t i = 0; i < 5; ++i)
+            for (std::ptrdiff_t j = 0; j < 6; ++j)
                 QVERIFY(std::equal(transposed.begin() + (i * 6 + j) * 4,
                     transposed.begin() + (i * 6 + j) * 4 + 4, weight.begin() + (j * 5 + i) * 4));
     }

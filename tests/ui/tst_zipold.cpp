@@ -83,7 +83,7 @@ private Q_SLOTS:
         QCOMPARE(window.document()->checkpoint().tensors.size(), std::size_t(tensors.size()));
         const QAbstractItemModel* model = window.treeView()->model();
         window.treeView()->expandAll();
-        for (const QJsonValue& value : tensors) {
+        for (const QJsonValue value : tensors) {
             const QJsonObject want = value.toObject();
             const QString name = want[u"name"_qs].toString();
             const QModelIndex index = findPath(model, name);
@@ -91,7 +91,7 @@ private Q_SLOTS:
             const auto column = [&](int c) { return index.siblingAtColumn(c).data().toString(); };
             QCOMPARE(column(ckpt::TensorTreeModel::DTypeColumn), want[u"dtype"_qs].toString());
             QStringList dims;
-            for (const QJsonValue& dim : want[u"shape"_qs].toArray())
+            for (const QJsonValue dim : want[u"shape"_qs].toArray())
                 dims << QString::number(dim.toInteger());
             QVERIFY2(column(ckpt::TensorTreeModel::ShapeColumn).contains(dims.join(u", "_qs)),
                 qPrintable(name + u": "_qs + column(ckpt::TensorTreeModel::ShapeColumn)));
