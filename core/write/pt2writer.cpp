@@ -248,13 +248,7 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
             return *problem;
         result.verified = true;
     }
-    if (options.beforeRename)
-        if (Status refused = options.beforeRename(checkpoint, output->get()->temporaryPath()))
-            return *refused;
-    if (Status status = output->get()->commit())
-        return *status;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;
+    return finishRemappedCopy(checkpoint, options, **output, std::move(result), start);
 }
 
 } // namespace ckpt

@@ -624,10 +624,16 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             return *problem;
         result.verified = true;
     }
+    return finishRemappedCopy(checkpoint, options, **output, std::move(result), start);
+}
+
+Expected<RemapResult> finishRemappedCopy(const Checkpoint& checkpoint, const RemapOptions& options,
+    AtomicOutputFile& output, RemapResult result, std::chrono::steady_clock::time_point start)
+{
     if (options.beforeRename)
-        if (Status refused = options.beforeRename(checkpoint, output->get()->temporaryPath()))
+        if (Status refused = options.beforeRename(checkpoint, output.temporaryPath()))
             return *refused;
-    if (Status status = output->get()->commit())
+    if (Status status = output.commit())
         return *status;
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -5,6 +5,7 @@
 #include "core/base/expected.h"
 #include "core/format/zipwriter.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -15,6 +16,7 @@
 
 namespace ckpt {
 
+class AtomicOutputFile;
 struct Checkpoint;
 class PlacementPlan;
 
@@ -89,5 +91,11 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint);
 // Written atomically next to the target; never over the input.
 Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const std::string& outputPath, const RemapOptions& options = {});
+
+// The last steps of every remapped copy once it is written and read back (the writers of each
+// format end here): the caller's check of the written file (RemapOptions::beforeRename), the
+// rename onto the target, and the time taken since `start`.
+Expected<RemapResult> finishRemappedCopy(const Checkpoint& checkpoint, const RemapOptions& options,
+    AtomicOutputFile& output, RemapResult result, std::chrono::steady_clock::time_point start);
 
 } // namespace ckpt
