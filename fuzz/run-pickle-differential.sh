@@ -23,6 +23,11 @@ minutes=$1
 [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ ]] || usage
 build=${2:-$root/build/ci}
 probe=$build/tests/pickle-probe
+# packaging/build-and-test.sh builds the suites (the probe among them) in the asan tree only, so a
+# ci tree it made lacks the probe: build it there (a few seconds once the core is built).
+if [[ ! -x $probe && -f $build/build.ninja ]]; then
+    cmake --build "$build" --target pickle-probe >&2 || exit 1
+fi
 if [[ ! -x $probe ]]; then
     echo "run-pickle-differential: $probe is missing: cmake --build --preset ci --target pickle-probe" >&2
     exit 1
