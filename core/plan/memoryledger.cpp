@@ -182,6 +182,7 @@ std::vector<DeviceLedgerLine> MemoryLedger::lines() const
     auto lineFor = [&](int index) {
         DeviceLedgerLine line;
         line.tag = m_tags[static_cast<std::size_t>(index)];
+        line.recordsNoDevice = index == kNoDeviceIndex;
         line.recordedBytes = saturated(m_recorded[static_cast<std::size_t>(index)]);
         line.plannedBytes = saturated(m_planned[static_cast<std::size_t>(index)]);
         line.allocatedBytes = saturated(m_allocated[static_cast<std::size_t>(index)]);

@@ -31,6 +31,9 @@ struct DeviceLedgerLine {
     std::string tag;
     std::string name;
     bool inMachine = false; // the target machine has this device
+    // The "(none)" line: storages the file records no device for (safetensors, DCP, numpy). Not a
+    // device the load could miss: the loader places them (safetensors.torch.load_file: cpu unless told).
+    bool recordsNoDevice = false;
     std::uint64_t recordedBytes = 0; // storages recorded on it in the file
     std::uint64_t plannedBytes = 0; // storages planned onto it, each counted once
     std::uint64_t allocatedBytes = 0; // planned, rounded like the caching allocator when enabled
@@ -75,6 +78,7 @@ private:
     const MachineInventory& m_machine;
     LedgerAssumptions m_assumptions;
 
+    static constexpr int kNoDeviceIndex = 0; // the constructor interns "(none)" first
     std::vector<std::string> m_tags; // interned device tags; index 0 is "(none)"
     std::unordered_map<std::string, int> m_tagIndex;
     // Totals are kept in 128 bits: a damaged or hostile file may claim storages of nearly 2^64

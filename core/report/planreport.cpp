@@ -29,6 +29,7 @@ void writeLedgerJson(JsonWriter& writer, const MemoryLedger& ledger)
         writer.beginObject();
         writer.member("device", line.tag);
         writer.member("in_target", line.inMachine);
+        writer.member("records_no_device", line.recordsNoDevice);
         writer.member("recorded_bytes", line.recordedBytes);
         writer.member("planned_bytes", line.plannedBytes);
         writer.member("allocated_bytes", line.allocatedBytes);
@@ -96,7 +97,10 @@ void writePlacementText(std::ostream& out, const MachineInventory& machine,
             << std::setw(12) << (line.capacity ? formatBytes(*line.capacity) : std::string("-"))
             << std::setw(12) << (line.capacity ? headroom : std::string("-"))
             << (line.overCapacity() ? "  OVER CAPACITY" : "")
-            << (line.inMachine ? "" : "  (not in the target)") << "\n";
+            << (line.inMachine                ? ""
+                       : line.recordsNoDevice ? "  (no device recorded: the loader places them)"
+                                              : "  (not in the target)")
+            << "\n";
     }
     out << "  CUDA context: " << formatBytes(options.assumptions.cudaContextBytes)
         << " per GPU in use, an assumption (accelerate documents 1-2 GB); change it with --context\n";

@@ -133,6 +133,7 @@ private Q_SLOTS:
     void dropOnACardMovesAndUndoes();
     void dropOnAChartBarMovesAndUndoes();
     void dropOfSomethingElseIsRefused();
+    void storagesWithoutADeviceAreNotAnAbsentDevice();
     void emptyPanelAndChart();
     void renders();
 };
@@ -333,6 +334,43 @@ void TestDevicePanel::dropOfSomethingElseIsRefused()
     QVERIFY(!dragAndDrop(panel.view()->viewport(), panel.cardRect(QStringLiteral("cpu")).center(), text));
     QCOMPARE(document->undoStack()->count(), 0);
     QVERIFY(!panel.model()->canDropMimeData(&text, Qt::MoveAction, -1, -1, panel.model()->index(0)));
+}
+
+// safetensors records no device: its storages sit on the "(none)" line, which is neither a device
+// the target lacks (torch.load would not raise for it: the loader places them) nor a drop target.
+void TestDevicePanel::storagesWithoutADeviceAreNotAnAbsentDevice()
+{
+    auto checkpoint = std::make_shared<const Checkpoint>(
+        readCheckpoint(CKPT_SOURCE_DIR "/tests/fixtures/sharded/safetensors"));
+    QVERIFY(!checkpoint->storages.empty());
+    auto target = parseMachineSpec(kTarget);
+    QVERIFY(target);
+    CheckpointDocument document(checkpoint, *target);
+    QCOMPARE(ledgerLine(document, "(none)").recordsNoDevice, true);
+    QCOMPARE(ledgerLine(document, "cpu").recordsNoDevice, false);
+
+    DevicePanel panel(&document);
+    QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const int none = panel.model()->rowOfTag(QStringLiteral("(none)"));
+    QVERIFY(none >= 0);
+    const QModelIndex noneIndex = panel.model()->index(none);
+    QVERIFY(noneIndex.data(DeviceModel::RecordsNoDeviceRole).toBool());
+    QVERIFY(!(panel.model()->flags(noneIndex) & Qt::ItemIsDropEnabled));
+    QMimeData norm;
+    norm.setData(
+        QString::fromLatin1(kPlacementMimeType), CheckpointDocument::mimeDataFor({{true, "model.norm"}}));
+    QVERIFY(!panel.model()->canDropMimeData(&norm, Qt::MoveAction, -1, -1, noneIndex));
+    QVERIFY(panel.model()->canDropMimeData(
+        &norm, Qt::MoveAction, -1, -1, panel.model()->index(panel.model()->rowOfTag(QStringLiteral("cpu")))));
+    const QString tip = panel.cardToolTip(none);
+    QVERIFY2(tip.contains(QStringLiteral("records no device")), qPrintable(tip));
+    QVERIFY2(!tip.contains(QStringLiteral("raises")), qPrintable(tip));
+    QVERIFY(!tip.contains(QStringLiteral("has no (none)")));
+
+    panel.resize(600, 200);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.grab().save(renderDir() + QStringLiteral("/devicepanel-safetensors.png"));
 }
 
 void TestDevicePanel::emptyPanelAndChart()

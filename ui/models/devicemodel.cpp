@@ -60,6 +60,8 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const
         return line.inMachine;
     case StorageCountRole:
         return qulonglong(line.storageCount);
+    case RecordsNoDeviceRole:
+        return line.recordsNoDevice;
     case Qt::AccessibleTextRole: {
         QString text
             = tag + QStringLiteral(", ") + formatByteSize(line.plannedBytes) + QStringLiteral(" planned");
@@ -82,15 +84,20 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const
             tip += QStringLiteral("CUDA context: %1, assumed (torch's runtime takes it on every GPU it "
                                   "touches).<br>")
                        .arg(formatByteSize(line.contextBytes));
-        if (line.capacity)
+        if (line.recordsNoDevice)
+            tip += QStringLiteral("The file records no device for these storages (safetensors, DCP and NumPy "
+                                  "files do not): the loader places them, safetensors.torch.load_file on "
+                                  "cpu unless told. Not a device: nothing can be planned onto it.");
+        else if (line.capacity)
             tip += QStringLiteral("Capacity: %1; %2 %3.")
                        .arg(formatByteSize(*line.capacity),
                            formatByteSize(std::uint64_t(std::abs(line.headroom()))),
                            line.overCapacity() ? QStringLiteral("too much") : QStringLiteral("left"));
         else
             tip += QStringLiteral("The target machine has no such device: its capacity is unknown.");
-        tip += QStringLiteral("<br><i>Drop tensors or modules here to plan them onto %1.</i>")
-                   .arg(tag.toHtmlEscaped());
+        if (!line.recordsNoDevice)
+            tip += QStringLiteral("<br><i>Drop tensors or modules here to plan them onto %1.</i>")
+                       .arg(tag.toHtmlEscaped());
         return tip;
     }
     default:
@@ -109,6 +116,9 @@ Qt::ItemFlags DeviceModel::flags(const QModelIndex& index) const
 {
     if (!index.isValid())
         return Qt::NoItemFlags;
+    // "(none)" is not a device: a drop there would plan storages onto a tag torch cannot restore.
+    if (index.data(RecordsNoDeviceRole).toBool())
+        return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemNeverHasChildren;
     return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDropEnabled | Qt::ItemNeverHasChildren;
 }
 
@@ -125,6 +135,7 @@ QHash<int, QByteArray> DeviceModel::roleNames() const
     names.insert(OverCapacityRole, "overCapacity");
     names.insert(InTargetRole, "inTarget");
     names.insert(StorageCountRole, "storageCount");
+    names.insert(RecordsNoDeviceRole, "recordsNoDevice");
     return names;
 }
 
@@ -155,7 +166,8 @@ bool DeviceModel::canDropMimeData(
     if (!document() || !data || action == Qt::IgnoreAction
         || !data->hasFormat(QString::fromLatin1(kPlacementMimeType)))
         return false;
-    return dropRow(row, parent) >= 0;
+    const int target = dropRow(row, parent);
+    return target >= 0 && !index(target).data(RecordsNoDeviceRole).toBool();
 }
 
 bool DeviceModel::dropMimeData(

@@ -32,6 +32,7 @@ public:
         OverCapacityRole, // bool
         InTargetRole, // bool: the target machine has this device
         StorageCountRole, // qulonglong
+        RecordsNoDeviceRole, // bool: the "(none)" card, storages the file records no device for
     };
 
     explicit DeviceModel(CheckpointDocument* document, QObject* parent = nullptr);

@@ -108,11 +108,12 @@ public:
         const qint64 headroom = index.data(DeviceModel::HeadroomRole).toLongLong();
         const bool over = index.data(DeviceModel::OverCapacityRole).toBool();
         const bool inTarget = index.data(DeviceModel::InTargetRole).toBool();
+        const bool noDevice = index.data(DeviceModel::RecordsNoDeviceRole).toBool();
         const QColor deviceColour = deviceColor(tag);
         const QColor warning = overCapacityColor(palette);
         const bool selected = option.state & QStyle::State_Selected;
         const bool hovered = option.state & QStyle::State_MouseOver;
-        const bool absentWithBytes = !inTarget && planned > 0;
+        const bool absentWithBytes = !inTarget && !noDevice && planned > 0;
 
         // The card.
         const QRectF card = QRectF(option.rect).adjusted(1.5, 1.5, -1.5, -1.5);
@@ -164,9 +165,11 @@ public:
         const QFontMetrics plainMetrics = painter->fontMetrics();
         const int nameLeft = line.left() + tagWidth + plainMetrics.horizontalAdvance(QLatin1Char(' ')) * 2;
         const int nameWidth = line.right() - capacityWidth - 8 - nameLeft;
-        const QString nameText = inTarget ? name : tr("not on the target");
+        const QString nameText = inTarget ? name
+            : noDevice                    ? tr("no device recorded")
+                                          : tr("not on the target");
         if (nameWidth > 20) {
-            painter->setPen(inTarget ? dimText : warning);
+            painter->setPen(inTarget || noDevice ? dimText : warning);
             painter->drawText(QRect(nameLeft, line.top(), nameWidth, line.height()),
                 Qt::AlignLeft | Qt::AlignVCenter,
                 plainMetrics.elidedText(nameText, Qt::ElideRight, nameWidth));
@@ -214,6 +217,16 @@ public:
         painter->setFont(small);
         const QFontMetrics smallMetrics = painter->fontMetrics();
         const QRect words(content.left(), int(bar.bottom()) + 5, content.width(), smallMetrics.height());
+        if (noDevice) {
+            const QString said = planned == 0
+                ? tr("every storage is planned onto a device")
+                : tr("%1 the loader places (cpu unless told)").arg(formatByteSize(planned));
+            painter->setPen(dimText);
+            painter->drawText(words, Qt::AlignLeft | Qt::AlignVCenter,
+                smallMetrics.elidedText(said, Qt::ElideRight, words.width()));
+            painter->restore();
+            return;
+        }
         if (!inTarget) {
             const QString outcome = m_absentOutcomes ? m_absentOutcomes->value(tag) : QString();
             const QString said = planned == 0 ? tr("nothing planned here: loads elsewhere")
@@ -400,7 +413,8 @@ void DevicePanel::refreshAbsentOutcomes()
     const Checkpoint& checkpoint = document->checkpoint();
     for (int row = 0; row < m_model->rowCount(); ++row) {
         const QModelIndex index = m_model->index(row);
-        if (index.data(DeviceModel::InTargetRole).toBool())
+        if (index.data(DeviceModel::InTargetRole).toBool()
+            || index.data(DeviceModel::RecordsNoDeviceRole).toBool())
             continue;
         // What torch 2.6+ says restoring a storage onto that device on the target: every storage
         // sent there by map_location, so the first storage's outcome is the device's.
@@ -439,6 +453,11 @@ QString DevicePanel::cardToolTip(int row) const
         const qint64 headroom = index.data(DeviceModel::HeadroomRole).toLongLong();
         lines << (headroom < 0 ? tr("Over capacity by %1").arg(exact(std::uint64_t(-headroom)))
                                : tr("Headroom: %1").arg(exact(std::uint64_t(headroom))));
+    }
+    if (index.data(DeviceModel::RecordsNoDeviceRole).toBool()) {
+        lines << tr("The file records no device for these storages (safetensors, DCP and NumPy files do "
+                    "not): the loader places them, safetensors.torch.load_file on cpu unless told.");
+        return lines.join(QStringLiteral("<br>"));
     }
     if (!index.data(DeviceModel::InTargetRole).toBool()) {
         lines << tr("The target machine has no %1.").arg(tag.toHtmlEscaped());
