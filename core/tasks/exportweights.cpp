@@ -171,6 +171,7 @@ Status folderToTorch(const ExportWeightsRequest& request, Gathered& gathered, Ex
     SafetensorsOptions gatherOptions;
     gatherOptions.progress = request.options.progress;
     gatherOptions.verifyAfterWriting = request.options.verifyAfterWriting;
+    // --dtype is applied once, when the state_dict is written from the gathered tensors.
     auto written = writeSafetensors(gathered.sources, gatheredPath, gatherOptions);
     if (!written)
         return written.error();
@@ -328,6 +329,7 @@ ExportWeightsOutcome exportWeights(const ExportWeightsRequest& request)
             options.maxShardBytes = request.maxShardBytes;
             options.progress = request.options.progress;
             options.verifyAfterWriting = request.options.verifyAfterWriting;
+            options.castFloatsTo = request.options.castFloatsTo;
             auto written = writeSafetensors(gathered.sources, request.outputPath, options);
             if (!written) {
                 outcome.why = written.error().message;

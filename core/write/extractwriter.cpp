@@ -12,6 +12,7 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/storagebytes.h"
+#include "core/write/floatcast.h"
 #include "core/write/readbackverifier.h"
 
 #include <algorithm>
@@ -161,7 +162,15 @@ struct PlannedStorage {
     std::string writeDtype; // the dtype its persistent id names
     bool untyped = false; // torch UntypedStorage + _rebuild_tensor_v3 (dtypes without a legacy class)
     std::uint64_t numel = 0;
+    std::string castFrom; // --dtype: the input's dtype when its values are cast to writeDtype
+    std::uint64_t outputBytes = 0;
 };
+
+// Floating dtypes --dtype leaves as they are: their values mean something only with their scales.
+bool floatingButNotCast(std::string_view dtype)
+{
+    return dtype.starts_with("float8") || dtype.starts_with("float4");
+}
 
 } // namespace
 
@@ -204,6 +213,9 @@ std::string ExtractResult::summary() const
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
     text += std::string("; ") + seconds + " s";
+    if (!castTo.empty())
+        text += "; " + formatThousands(tensorsCast.size()) + " tensors (" + formatThousands(storagesCast)
+            + " storages) cast to " + castTo;
     text += verified ? "; verified" : "; not verified";
     return text;
 }
@@ -407,6 +419,12 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     std::vector<Named> kept;
     for (SelectedTensor& tensor : selection->tensors)
         kept.push_back({std::move(tensor.name), tensor.tensor});
+    if (!options.castFloatsTo.empty() && !isFloatCastTarget(options.castFloatsTo))
+        return makeError("--dtype takes bfloat16, float16 or float32, not '" + options.castFloatsTo + "'");
+    result.castTo = options.castFloatsTo;
+    bool bigEndian = false;
+    for (const Finding& finding : checkpoint.findings)
+        bigEndian = bigEndian || finding.code == FindingCode::BigEndian;
 
     // 3. Storages in order of first use, each with the dtype its persistent id will name.
     std::vector<PlannedStorage> storages;
@@ -436,6 +454,33 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         if (!planned.untyped && storage.nbytes % info.elementSize != 0)
             planned.untyped = true;
         planned.numel = planned.untyped ? storage.nbytes : storage.nbytes / info.elementSize;
+        planned.outputBytes = storage.nbytes;
+        // --dtype: a storage of one float dtype is cast once, whatever views it; its element
+        // count stays, so every view keeps its offset, shape and stride.
+        if (options.castFloatsTo.empty() || planned.writeDtype == options.castFloatsTo
+            || !isFloatCastSource(planned.writeDtype) || planned.untyped || bigEndian)
+            continue;
+        planned.castFrom = planned.writeDtype;
+        planned.writeDtype = options.castFloatsTo;
+        planned.outputBytes = planned.numel * floatCastElementSize(options.castFloatsTo);
+        ++result.storagesCast;
+    }
+    if (!options.castFloatsTo.empty()) {
+        for (const Named& entry : kept) {
+            const TensorEntry& tensor = checkpoint.tensors[entry.tensor];
+            const PlannedStorage& planned
+                = storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))];
+            if (!planned.castFrom.empty())
+                result.tensorsCast.push_back(
+                    entry.fullName + " (" + planned.castFrom + " -> " + planned.writeDtype + ")");
+            else if (floatingButNotCast(tensor.dtype))
+                result.notCast.push_back({entry.fullName,
+                    tensor.dtype + ": quantized values whose scales are other tensors; left as they are"});
+            else if (isFloatCastSource(tensor.dtype) && tensor.dtype != options.castFloatsTo)
+                result.notCast.push_back({entry.fullName,
+                    bigEndian ? tensor.dtype + " in a big-endian file; left as it is"
+                              : tensor.dtype + " in a storage other views read as another dtype; left as it is"});
+        }
     }
 
     // 4. The pickle: OrderedDict of name -> _rebuild_tensor_v2/_v3(persistent id, offset, size,
@@ -492,21 +537,19 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     // 5. The archive, in torch.save's record order: data.pkl, byteorder, data/<key>..., version.
     std::uint64_t expectedSize = pickle->size() + 4096;
     for (const PlannedStorage& planned : storages)
-        expectedSize += checkpoint.storages[planned.input].nbytes + 256;
+        expectedSize += planned.outputBytes + 256;
     auto output = AtomicOutputFile::create(outputPath, checkpoint.path, expectedSize);
     if (!output)
         return output.error();
     InputDescriptor input(checkpoint.path);
     if (input.fd() < 0)
         return makeError("cannot open " + checkpoint.path + " for reading: " + std::strerror(errno));
-    bool bigEndian = false;
-    for (const Finding& finding : checkpoint.findings)
-        bigEndian = bigEndian || finding.code == FindingCode::BigEndian;
     const std::string prefix = archiveNameFor(outputPath) + "/";
     const std::string byteorder = bigEndian ? "big" : "little";
     const std::string version = "3\n";
     TorchZipWriter writer(output->get()->fd(), 64, options.progress, expectedSize);
     std::vector<std::uint32_t> writtenCrcs;
+    std::vector<std::uint32_t> sourceCrcs; // of the bytes read from the input
     Status status = writer.addRecord(prefix + "data.pkl", *pickle);
     if (!status)
         status = writer.addRecord(prefix + "byteorder",
@@ -515,7 +558,17 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         if (status)
             break;
         const StorageRecord& storage = checkpoint.storages[planned.input];
-        if (storage.bytesComplete())
+        std::uint32_t sourceCrc = 0;
+        if (!planned.castFrom.empty())
+            status = writer.addRecordFromPieces(prefix + "data/" + planned.outputKey, planned.outputBytes,
+                [&](const TorchZipWriter::ByteSink& sink) -> Status {
+                    FloatCastSink cast(planned.castFrom, planned.writeDtype, sink);
+                    Status read = forEachStorageByteChunk(checkpoint, storage, storage.nbytes,
+                        [&cast](ByteView piece) { return cast(piece); });
+                    sourceCrc = cast.sourceCrc();
+                    return read ? read : cast.finish();
+                });
+        else if (storage.bytesComplete())
             status = writer.addRecordFromFile(prefix + "data/" + planned.outputKey, input.fd(),
                 *storage.dataOffset, storage.nbytes, std::nullopt);
         else // a deflated record (other zip writers): written stored, as torch.save writes it
@@ -523,8 +576,10 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
                 [&](const TorchZipWriter::ByteSink& sink) {
                     return forEachStorageByteChunk(checkpoint, storage, storage.nbytes, sink);
                 });
-        if (!status)
+        if (!status) {
             writtenCrcs.push_back(writer.records().back().crc32);
+            sourceCrcs.push_back(planned.castFrom.empty() ? writtenCrcs.back() : sourceCrc);
+        }
     }
     if (!status)
         status = writer.addRecord(prefix + "version",
@@ -546,7 +601,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             const StorageRecord& storage = checkpoint.storages[storages[s].input];
             const ZipEntry* entry = zip.find(storage.record());
             if (entry && entry->crc32 != 0 && entry->uncompressedSize == storage.nbytes
-                && entry->crc32 != writtenCrcs[s])
+                && entry->crc32 != sourceCrcs[s])
                 return makeError("the bytes of storage " + storage.key
                     + " read differently from what the input's CRC records; nothing was written");
         }
@@ -563,7 +618,9 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             const TensorEntry& tensor = checkpoint.tensors[extracted.tensor];
             IntendedTensor want;
             want.name = extracted.name;
-            want.dtype = tensor.dtype;
+            want.dtype = storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))].writeDtype;
+            if (storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))].untyped)
+                want.dtype = tensor.dtype;
             want.shape = tensor.shape;
             want.stride = tensor.stride;
             want.storageOffset = tensor.storageOffset;
@@ -575,7 +632,7 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             IntendedStorage want;
             want.key = storages[s].outputKey;
             want.device = InternedString(storages[s].device);
-            want.length = checkpoint.storages[storages[s].input].nbytes;
+            want.length = storages[s].outputBytes;
             want.crc = writtenCrcs[s];
             intended.storages.push_back(std::move(want));
         }

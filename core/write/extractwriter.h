@@ -26,6 +26,11 @@ struct ExtractOptions {
     std::string defaultDevice = "cpu";
     WriteProgress progress;
     bool verifyAfterWriting = true;
+    // --dtype: the storages of float64, float32, float16 and bfloat16 tensors are written as this
+    // dtype ("bfloat16", "float16" or "float32"), each value as torch's .to(dtype) computes it
+    // (core/write/floatcast.h); empty: every storage as it is. A shared storage is cast once and
+    // stays shared.
+    std::string castFloatsTo;
 };
 
 struct ExtractedTensor {
@@ -73,6 +78,12 @@ struct ExtractResult {
     std::uint64_t bytesWritten = 0;
     double seconds = 0;
     bool verified = false;
+    // --dtype: the target, the tensors written in it ("encoder.weight (float32 -> bfloat16)") and
+    // the floating tensors left in their dtype, with why (float8 keeps its scales' meaning).
+    std::string castTo;
+    std::uint64_t storagesCast = 0;
+    std::vector<std::string> tensorsCast;
+    std::vector<DroppedItem> notCast;
     // "wrote 12 tensors (9 storages, 1.2 MiB) from root 'state_dict'; dropped 4 tensors, 3 objects"
     std::string summary() const;
 };
