@@ -164,7 +164,8 @@ void writeExportWeightsText(std::ostream& out, const ExportWeightsOutcome& outco
             out << "    " << outcome.safetensors->sharedWrittenAsCopies[i] << "\n";
     }
     if (outcome.stateDict)
-        writeCastText(out, outcome.stateDict->castTo, outcome.stateDict->tensorsCast, outcome.stateDict->notCast);
+        writeCastText(
+            out, outcome.stateDict->castTo, outcome.stateDict->tensorsCast, outcome.stateDict->notCast);
     else if (outcome.safetensors)
         writeCastText(out, outcome.safetensors->castTo, outcome.safetensors->tensorsCast, {});
     for (const ExportedInput& input : outcome.inputs) {
@@ -221,7 +222,8 @@ void writeExportWeightsJson(JsonWriter& writer, const ExportWeightsOutcome& outc
         writer.member("views_made_contiguous", outcome.safetensors->viewsMadeContiguous);
     }
     if (outcome.stateDict)
-        writeCastJson(writer, outcome.stateDict->castTo, outcome.stateDict->tensorsCast, outcome.stateDict->notCast);
+        writeCastJson(
+            writer, outcome.stateDict->castTo, outcome.stateDict->tensorsCast, outcome.stateDict->notCast);
     else if (outcome.safetensors)
         writeCastJson(writer, outcome.safetensors->castTo, outcome.safetensors->tensorsCast, {});
     writer.key("inputs").beginArray();

@@ -478,8 +478,9 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
                     tensor.dtype + ": quantized values whose scales are other tensors; left as they are"});
             else if (isFloatCastSource(tensor.dtype) && tensor.dtype != options.castFloatsTo)
                 result.notCast.push_back({entry.fullName,
-                    bigEndian ? tensor.dtype + " in a big-endian file; left as it is"
-                              : tensor.dtype + " in a storage other views read as another dtype; left as it is"});
+                    bigEndian
+                        ? tensor.dtype + " in a big-endian file; left as it is"
+                        : tensor.dtype + " in a storage other views read as another dtype; left as it is"});
         }
     }
 
@@ -563,8 +564,8 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             status = writer.addRecordFromPieces(prefix + "data/" + planned.outputKey, planned.outputBytes,
                 [&](const TorchZipWriter::ByteSink& sink) -> Status {
                     FloatCastSink cast(planned.castFrom, planned.writeDtype, sink);
-                    Status read = forEachStorageByteChunk(checkpoint, storage, storage.nbytes,
-                        [&cast](ByteView piece) { return cast(piece); });
+                    Status read = forEachStorageByteChunk(
+                        checkpoint, storage, storage.nbytes, [&cast](ByteView piece) { return cast(piece); });
                     sourceCrc = cast.sourceCrc();
                     return read ? read : cast.finish();
                 });

@@ -55,7 +55,10 @@ template<class T> void store(std::uint8_t* out, T value)
         out[i] = static_cast<std::uint8_t>(value >> (8 * i));
 }
 
-bool isNan32(std::uint32_t bits) { return (bits & 0x7fffffffU) > 0x7f800000U; }
+bool isNan32(std::uint32_t bits)
+{
+    return (bits & 0x7fffffffU) > 0x7f800000U;
+}
 
 // Round to nearest, ties to even, of `value` shifted right by `shift` (1..31).
 std::uint32_t shiftRoundEven(std::uint32_t value, unsigned shift)
@@ -77,7 +80,10 @@ std::uint16_t roundToBfloat16(std::uint32_t bits, std::uint16_t nan)
     return static_cast<std::uint16_t>((bits + bias) >> 16);
 }
 
-std::uint32_t bfloat16ToFloat32(std::uint16_t bits) { return static_cast<std::uint32_t>(bits) << 16; }
+std::uint32_t bfloat16ToFloat32(std::uint16_t bits)
+{
+    return static_cast<std::uint32_t>(bits) << 16;
+}
 
 } // namespace
 
@@ -144,9 +150,15 @@ bool isFloatCastTarget(std::string_view dtype)
     return dtype == "bfloat16" || dtype == "float16" || dtype == "float32";
 }
 
-bool isFloatCastSource(std::string_view dtype) { return kindOf(dtype) != Kind::None; }
+bool isFloatCastSource(std::string_view dtype)
+{
+    return kindOf(dtype) != Kind::None;
+}
 
-std::uint32_t floatCastElementSize(std::string_view dtype) { return sizeOf(kindOf(dtype)); }
+std::uint32_t floatCastElementSize(std::string_view dtype)
+{
+    return sizeOf(kindOf(dtype));
+}
 
 void castFloats(
     std::string_view from, std::string_view to, const std::uint8_t* in, std::size_t count, std::uint8_t* out)
@@ -204,8 +216,7 @@ FloatCastSink::FloatCastSink(std::string from, std::string to, Sink out)
     , m_inSize(floatCastElementSize(m_from))
     , m_outSize(floatCastElementSize(m_to))
     , m_out(std::move(out))
-{
-}
+{ }
 
 Status FloatCastSink::operator()(ByteView piece)
 {

@@ -27,8 +27,8 @@ std::uint32_t floatCastElementSize(std::string_view dtype);
 
 // Converts `count` little-endian elements of `from` at `in` to `to` at `out` (which must not
 // overlap `in`). Both must be a source and a target above (a target is also a source).
-void castFloats(std::string_view from, std::string_view to, const std::uint8_t* in, std::size_t count,
-    std::uint8_t* out);
+void castFloats(
+    std::string_view from, std::string_view to, const std::uint8_t* in, std::size_t count, std::uint8_t* out);
 
 // One value's bits, for tests: float32 -> bfloat16 / float16, float64 -> float32, and back.
 std::uint16_t float32ToBfloat16Bits(std::uint32_t bits);

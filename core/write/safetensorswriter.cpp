@@ -158,7 +158,8 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             p.castFrom = tensor.dtype;
             p.dtype = *dtypeByName(options.castFloatsTo);
             p.nbytes = p.numel * p.dtype.elementSize;
-            result.tensorsCast.push_back(source.name + " (" + tensor.dtype + " -> " + options.castFloatsTo + ")");
+            result.tensorsCast.push_back(
+                source.name + " (" + tensor.dtype + " -> " + options.castFloatsTo + ")");
         }
         planned.push_back(p);
     }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Judges `convert`/`extract --dtype` copies with real torch, every copy in one interpreter run.
 
-usage: check_dtype_cast.py JOBS.json
+usage: check_dtype_cast.py JOBS.json [--strict-nan-from VERSION]
   JOBS.json: [{"input": IN, "output": OUT, "to": "bfloat16"|"float16"|"float32", "torch2": bool}, ...]
   IN and OUT are torch.save files (.pt) or .safetensors files. Jobs with "torch2" (a float8 tensor
   in them) are skipped by torch 1.13. For every job, OUT must load with weights_only=True (a
@@ -10,7 +10,8 @@ usage: check_dtype_cast.py JOBS.json
   torch, every other tensor byte for byte; a .pt copy keeps every view's offset and stride, and
   tensors share a storage in OUT exactly where they do in IN, that storage equal bit for bit to IN's
   whole storage `.to()`. Where this torch writes a NaN with other bits than the copy's (torch 1.13
-  and 2.14 disagree: docs/dtype-cast.md), both must be NaN; those are counted and named.
+  and 2.14 disagree: docs/dtype-cast.md), both must be NaN; those are counted and named, and fail
+  the job in a torch whose version starts with --strict-nan-from's (the copy follows torch 2.14).
 Prints one line per job, 'ok ...' or the differences, and exits 1 if any job failed. Only files
 written by torch or by ckpt-inspect are loaded here.
 """
@@ -67,6 +68,9 @@ def as_ints(t):
     return flat.view(INTS[t.element_size()]) if t.dtype != torch.bool else flat.view(torch.uint8)
 
 
+STRICT_NAN = False
+
+
 def compare(label, got, want, problems, nan_notes):
     if got.dtype != want.dtype or list(got.shape) != list(want.shape):
         problems.append("%s: %s%s, want %s%s" % (label, got.dtype, list(got.shape), want.dtype, list(want.shape)))
@@ -91,7 +95,7 @@ def compare(label, got, want, problems, nan_notes):
     mask = (1 << (8 * got.element_size())) - 1
     pairs = sorted({(hex(int(x) & mask), hex(int(y) & mask))
                     for x, y in zip(a[differ].tolist()[:8], b[differ].tolist()[:8])})
-    nan_notes.append("%s: %d NaN written with other bits than this torch's (copy, torch): %s" % (
+    (problems if STRICT_NAN else nan_notes).append("%s: %d NaN written with other bits than this torch's (copy, torch): %s" % (
         label, differ.numel(), pairs[:3]))
 
 
@@ -138,7 +142,10 @@ def check(job):
 
 
 def main():
+    global STRICT_NAN
     jobs = json.load(open(sys.argv[1]))
+    if len(sys.argv) > 3 and sys.argv[2] == "--strict-nan-from":
+        STRICT_NAN = torch.__version__.startswith(sys.argv[3])
     failed = 0
     for job in jobs:
         if job.get("torch2") and not hasattr(torch, "float8_e4m3fn"):
