@@ -87,6 +87,13 @@ void writeExtractText(std::ostream& out, const ExtractResult& result)
     out << "  root: " << (result.root.empty() ? std::string("(whole file)") : "'" + result.root + "'") << " ("
         << result.rootReason << ")\n";
     writeCastText(out, result.castTo, result.tensorsCast, result.notCast);
+    if (!result.plainValues.empty()) {
+        out << "  NumPy values written as plain values (" << result.plainValues.size() << "):\n";
+        for (std::size_t i = 0; i < result.plainValues.size() && i < 12; ++i)
+            out << "    " << result.plainValues[i].path << ": " << result.plainValues[i].what << "\n";
+        if (result.plainValues.size() > 12)
+            out << "    ... (--json lists all)\n";
+    }
     writeDroppedText(out, result);
 }
 
@@ -128,6 +135,14 @@ void writeExtractJson(
     writer.endArray();
     writeDroppedJson(writer, result);
     writeCastJson(writer, result.castTo, result.tensorsCast, result.notCast);
+    writer.key("plain_values").beginArray();
+    for (const DroppedItem& item : result.plainValues) {
+        writer.beginObject();
+        writer.member("path", item.path);
+        writer.member("what", item.what);
+        writer.endObject();
+    }
+    writer.endArray();
     writer.member("storages_written", result.storagesWritten);
     writer.member("bytes_written", result.bytesWritten);
     writer.member("verified", result.verified);

@@ -273,6 +273,10 @@ std::optional<ExportWeightsOutcome> refuseExportWeights(const ExportWeightsReque
     case WeightsExportKind::Export:
         break;
     }
+    if (!toTorch && request.options.plainValues)
+        return stopped(request, ExportWeightsStatus::Usage,
+            "--plain-values writes NumPy values into a torch state_dict's pickle; safetensors holds only "
+            "tensors (name OUT.pt)");
     if (!toTorch && request.devicesGiven)
         return stopped(request, ExportWeightsStatus::Usage,
             "safetensors records no device; --device, --map, --tensor and --module apply only when writing a "

@@ -3,6 +3,7 @@
 
 #include "core/base/expected.h"
 #include "core/format/zipwriter.h"
+#include "core/read/numpyvalue.h"
 
 #include <cstdint>
 #include <optional>
@@ -31,6 +32,14 @@ struct ExtractOptions {
     // (core/write/floatcast.h); empty: every storage as it is. A shared storage is cast once and
     // stays shared.
     std::string castFloatsTo;
+    // --plain-values: NumPy scalars and arrays under the root are written into the state_dict
+    // (under their dotted names, after the tensors; a dict of values is looked into) instead of
+    // being dropped: an integer or bool scalar as a Python int or bool, a floating or complex scalar
+    // as a 0-d tensor of its dtype (torch 1.13's weights_only unpickler reads no Python float), an
+    // array as a tensor of the same dtype, shape, order and bytes (uint16/32/64, which torch 1.13
+    // has no tensor for, as nested lists of Python ints), so torch.load(weights_only=True) needs no
+    // NumPy allowlisting in torch 1.13 or 2.x.
+    bool plainValues = false;
 };
 
 struct ExtractedTensor {
@@ -51,11 +60,19 @@ struct SelectedTensor {
     std::uint32_t tensor = 0; // index into the input's tensors
 };
 
+// A NumPy value the state_dict takes with --plain-values.
+struct SelectedNumpyValue {
+    std::string name; // in the output state_dict
+    std::string path; // in the input
+    NumpyValue value;
+};
+
 // Which tensors of a checkpoint form its state_dict, under which names, and what is left out.
 struct StateDictSelection {
     std::string root;
     std::string rootReason;
     std::vector<SelectedTensor> tensors; // in state_dict() order
+    std::vector<SelectedNumpyValue> numpyValues; // --plain-values, in tree order
     std::vector<DroppedItem> droppedTensors;
     std::vector<DroppedItem> droppedObjects;
     std::vector<std::string> globalsNotCarried;
@@ -84,6 +101,9 @@ struct ExtractResult {
     std::uint64_t storagesCast = 0;
     std::vector<std::string> tensorsCast;
     std::vector<DroppedItem> notCast;
+    // --plain-values: each NumPy value written, as "path: numpy.float64 scalar -> float" (its name
+    // in the output is the path relative to the root).
+    std::vector<DroppedItem> plainValues;
     // "wrote 12 tensors (9 storages, 1.2 MiB) from root 'state_dict'; dropped 4 tensors, 3 objects"
     std::string summary() const;
 };
