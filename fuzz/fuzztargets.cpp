@@ -9,6 +9,7 @@
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/numpyvalue.h"
 #include "core/read/safetensorsreader.h"
 #include "core/triage/triage.h"
 
@@ -134,6 +135,20 @@ HarnessResult runReader(ByteView input)
     const Checkpoint checkpoint = readCheckpoint(inMemoryFile(input));
     checkCheckpoint(checkpoint, problems);
     collectMessages(checkpoint.findings, result.messages);
+    // NumPy values as `extract --plain-values` reads them: a value or a reason, and a value's bytes
+    // fill its shape exactly.
+    for (NodeId id = 0; id < checkpoint.graph.size(); ++id) {
+        if (!isNumpyValueCall(checkpoint.graph, id))
+            continue;
+        const auto value = decodeNumpyValue(checkpoint.graph, id);
+        if (!value)
+            continue;
+        std::uint64_t count = 1;
+        for (std::int64_t dim : value->shape)
+            count *= static_cast<std::uint64_t>(dim);
+        if (count != 0 && value->bytes.size() % count != 0)
+            problems.push_back("a NumPy value's bytes do not fill its shape");
+    }
     return result;
 }
 

@@ -42,6 +42,8 @@ SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'zipold'),
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-export'),  # torch.export archives (.pt2)
     os.path.join(ROOT, 'tests', 'fixtures', 'bundles'),  # tar, tar.gz, .nemo and zip bundles
+    # NumPy scalars and arrays of every dtype (protocols 2 and 4) that extract --plain-values decodes
+    os.path.join(ROOT, 'tests', 'fixtures', 'dtype-cast'),
     os.path.join(ROOT, 'tests', 'data'),
     # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
     # torch.save archives back to back, Megatron's common.pt and metadata.json.

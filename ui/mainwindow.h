@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "ui/dialogs/filedialogs.h"
+
 #include <QMainWindow>
 #include <QPointer>
 #include <QString>
@@ -77,7 +79,8 @@ public:
     // What File > Export Weights… does once the file dialog has a path: a plain state_dict (.pt,
     // storages on the plan's devices) or safetensors (.safetensors) of the open checkpoint's
     // tensors, written off the GUI thread; exportFinished() follows.
-    void exportWeightsTo(const QString& path);
+    // `choices`: --dtype and --plain-values as the CLI takes them (asked by askWeightsValueChoices).
+    void exportWeightsTo(const QString& path, const WeightsValueChoices& choices = {});
     // What File > Export plan… do once the file dialog has a path. False (and errorShown) on failure.
     bool exportMapLocationTo(const QString& path);
     bool exportDeviceMapTo(const QString& path);

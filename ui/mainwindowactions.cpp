@@ -87,8 +87,11 @@ void MainWindow::createActions()
             [this] {
                 if (!document())
                     return;
-                if (const QString path = askWeightsExportPath(this, *document()); !path.isEmpty())
-                    exportWeightsTo(path);
+                const QString path = askWeightsExportPath(this, *document());
+                if (path.isEmpty())
+                    return;
+                if (const auto choices = askWeightsValueChoices(this, path))
+                    exportWeightsTo(path, *choices);
             }},
         {"actionCompareWith", tr("Co&mpare With…"), {},
             tr("What changed between the open checkpoint and another file or folder: tensors added, "
@@ -364,7 +367,7 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
     showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
 }
 
-void MainWindow::exportWeightsTo(const QString& path)
+void MainWindow::exportWeightsTo(const QString& path, const WeightsValueChoices& choices)
 {
     if (!document() || isBusy()) {
         const QString message
@@ -373,7 +376,7 @@ void MainWindow::exportWeightsTo(const QString& path)
         Q_EMIT exportFinished(false, message);
         return;
     }
-    m_documents->exportWeights(path);
+    m_documents->exportWeights(path, choices.castFloatsTo, choices.plainValues);
     showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));
 }
 

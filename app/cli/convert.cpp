@@ -77,6 +77,7 @@ Command addConvertCommand(CLI::App& program)
     addByteSizeOption(*command, "--max-shard-size", arguments->maxShardBytes,
         "write shards of at most SIZE each (e.g. 5GB) and an index", true);
     addSelectionOptions(*command, arguments->options);
+    addValueOptions(*command, arguments->options);
     command
         ->add_option_function<std::string>(
             "--device",

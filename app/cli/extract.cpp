@@ -55,6 +55,7 @@ Command addExtractCommand(CLI::App& program)
         ->required()
         ->type_name("OUT.pt");
     addSelectionOptions(*command, arguments->options);
+    addValueOptions(*command, arguments->options);
     arguments->planOptions.addTo(*command);
     addNoVerifyFlag(*command, arguments->options.verifyAfterWriting);
     addJsonFlag(*command, arguments->json);

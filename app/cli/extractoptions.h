@@ -23,6 +23,21 @@ inline void addSelectionOptions(CLI::App& command, ckpt::ExtractOptions& options
         ->type_name("PATH");
 }
 
+// What extract and convert write differently: --dtype (floating tensors cast as torch's .to casts)
+// and --plain-values (NumPy values as plain Python numbers and tensors).
+inline void addValueOptions(CLI::App& command, ckpt::ExtractOptions& options)
+{
+    command
+        .add_option("--dtype", options.castFloatsTo,
+            "write float64/float32/float16/bfloat16 tensors as this dtype, rounded as torch's .to(dtype) "
+            "rounds them (shared storages cast once); float8/float4, integers and bool stay as they are")
+        ->check(CLI::IsMember({"bfloat16", "float16", "float32"}))
+        ->type_name("bfloat16|float16|float32");
+    command.add_flag("--plain-values", options.plainValues,
+        "torch output: NumPy scalars under the root written as Python numbers, NumPy arrays as tensors "
+        "(same dtype, shape and values), so weights_only=True needs no allowlisting");
+}
+
 // Prints the outcome as `command` says it (text or --json on stdout, a refusal on stderr) and
 // returns the exit status.
 inline int printExportWeights(

@@ -36,11 +36,64 @@ void writeDroppedText(std::ostream& out, const ExtractResult& result)
     }
 }
 
+namespace {
+
+// --dtype: what was cast and what was left in its dtype (text and JSON).
+void writeCastText(std::ostream& out, const std::string& castTo, const std::vector<std::string>& cast,
+    const std::vector<DroppedItem>& notCast)
+{
+    if (castTo.empty())
+        return;
+    constexpr std::size_t kShown = 12;
+    out << "  floating tensors cast to " << castTo << " as torch's .to(torch." << castTo
+        << ") rounds them (to nearest, ties to even) (" << cast.size() << "):\n";
+    for (std::size_t i = 0; i < cast.size() && i < kShown; ++i)
+        out << "    " << cast[i] << "\n";
+    if (cast.size() > kShown)
+        out << "    ... (--json lists all)\n";
+    if (!notCast.empty()) {
+        out << "  floating tensors left in their dtype (" << notCast.size() << "):\n";
+        for (std::size_t i = 0; i < notCast.size() && i < kShown; ++i)
+            out << "    " << notCast[i].path << ": " << notCast[i].what << "\n";
+    }
+}
+
+void writeCastJson(JsonWriter& writer, const std::string& castTo, const std::vector<std::string>& cast,
+    const std::vector<DroppedItem>& notCast)
+{
+    if (castTo.empty()) {
+        writer.key("dtype").null();
+        return;
+    }
+    writer.key("dtype").beginObject();
+    writer.member("to", castTo);
+    writer.member("tensors_cast", cast);
+    writer.key("not_cast").beginArray();
+    for (const DroppedItem& item : notCast) {
+        writer.beginObject();
+        writer.member("path", item.path);
+        writer.member("what", item.what);
+        writer.endObject();
+    }
+    writer.endArray();
+    writer.endObject();
+}
+
+} // namespace
+
 void writeExtractText(std::ostream& out, const ExtractResult& result)
 {
     out << result.outputPath << ": " << result.summary() << "\n";
     out << "  root: " << (result.root.empty() ? std::string("(whole file)") : "'" + result.root + "'") << " ("
         << result.rootReason << ")\n";
+    writeCastText(out, result.castTo, result.tensorsCast, result.notCast);
+    if (!result.plainValues.empty()) {
+        out << "  NumPy values written as plain values (" << result.plainValues.size() << "):\n";
+        for (std::size_t i = 0; i < result.plainValues.size() && i < 12; ++i)
+            out << "    " << result.plainValues[i].path << ": " << result.plainValues[i].what << "\n";
+        if (result.plainValues.size() > 12)
+            out << "    ... (--json lists all)\n";
+    }
     writeDroppedText(out, result);
 }
 
@@ -81,6 +134,15 @@ void writeExtractJson(
     }
     writer.endArray();
     writeDroppedJson(writer, result);
+    writeCastJson(writer, result.castTo, result.tensorsCast, result.notCast);
+    writer.key("plain_values").beginArray();
+    for (const DroppedItem& item : result.plainValues) {
+        writer.beginObject();
+        writer.member("path", item.path);
+        writer.member("what", item.what);
+        writer.endObject();
+    }
+    writer.endArray();
     writer.member("storages_written", result.storagesWritten);
     writer.member("bytes_written", result.bytesWritten);
     writer.member("verified", result.verified);
@@ -116,6 +178,11 @@ void writeExportWeightsText(std::ostream& out, const ExportWeightsOutcome& outco
         for (std::size_t i = 0; i < outcome.safetensors->sharedWrittenAsCopies.size() && i < 12; ++i)
             out << "    " << outcome.safetensors->sharedWrittenAsCopies[i] << "\n";
     }
+    if (outcome.stateDict)
+        writeCastText(
+            out, outcome.stateDict->castTo, outcome.stateDict->tensorsCast, outcome.stateDict->notCast);
+    else if (outcome.safetensors)
+        writeCastText(out, outcome.safetensors->castTo, outcome.safetensors->tensorsCast, {});
     for (const ExportedInput& input : outcome.inputs) {
         const bool nothingLeft
             = input.droppedTensors.empty() && input.droppedObjects.empty() && input.globalsNotCarried.empty();
@@ -169,6 +236,11 @@ void writeExportWeightsJson(JsonWriter& writer, const ExportWeightsOutcome& outc
         writer.member("shared_written_as_copies", outcome.safetensors->sharedWrittenAsCopies);
         writer.member("views_made_contiguous", outcome.safetensors->viewsMadeContiguous);
     }
+    if (outcome.stateDict)
+        writeCastJson(
+            writer, outcome.stateDict->castTo, outcome.stateDict->tensorsCast, outcome.stateDict->notCast);
+    else if (outcome.safetensors)
+        writeCastJson(writer, outcome.safetensors->castTo, outcome.safetensors->tensorsCast, {});
     writer.key("inputs").beginArray();
     for (const ExportedInput& input : outcome.inputs) {
         writer.beginObject();

@@ -171,6 +171,7 @@ Status folderToTorch(const ExportWeightsRequest& request, Gathered& gathered, Ex
     SafetensorsOptions gatherOptions;
     gatherOptions.progress = request.options.progress;
     gatherOptions.verifyAfterWriting = request.options.verifyAfterWriting;
+    // --dtype is applied once, when the state_dict is written from the gathered tensors.
     auto written = writeSafetensors(gathered.sources, gatheredPath, gatherOptions);
     if (!written)
         return written.error();
@@ -272,6 +273,10 @@ std::optional<ExportWeightsOutcome> refuseExportWeights(const ExportWeightsReque
     case WeightsExportKind::Export:
         break;
     }
+    if (!toTorch && request.options.plainValues)
+        return stopped(request, ExportWeightsStatus::Usage,
+            "--plain-values writes NumPy values into a torch state_dict's pickle; safetensors holds only "
+            "tensors (name OUT.pt)");
     if (!toTorch && request.devicesGiven)
         return stopped(request, ExportWeightsStatus::Usage,
             "safetensors records no device; --device, --map, --tensor and --module apply only when writing a "
@@ -328,6 +333,7 @@ ExportWeightsOutcome exportWeights(const ExportWeightsRequest& request)
             options.maxShardBytes = request.maxShardBytes;
             options.progress = request.options.progress;
             options.verifyAfterWriting = request.options.verifyAfterWriting;
+            options.castFloatsTo = request.options.castFloatsTo;
             auto written = writeSafetensors(gathered.sources, request.outputPath, options);
             if (!written) {
                 outcome.why = written.error().message;

@@ -12,6 +12,7 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/storagebytes.h"
+#include "core/write/floatcast.h"
 #include "core/write/readbackverifier.h"
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <set>
 #include <unistd.h>
@@ -161,7 +163,148 @@ struct PlannedStorage {
     std::string writeDtype; // the dtype its persistent id names
     bool untyped = false; // torch UntypedStorage + _rebuild_tensor_v3 (dtypes without a legacy class)
     std::uint64_t numel = 0;
+    std::string castFrom; // --dtype: the input's dtype when its values are cast to writeDtype
+    std::uint64_t outputBytes = 0;
+    bool inlineData = false; // --plain-values: a NumPy array's bytes from the pickle, not a storage
+    ByteBuffer inlineBytes;
 };
+
+// A NumPy integer or bool scalar as the Python int or bool it equals. (Floating scalars become 0-d
+// tensors: torch 1.13's weights_only unpickler has no BINFLOAT, so no Python float loads there.)
+NodeId plainNumber(PickleGraph& graph, const NumpyValue& value)
+{
+    const ByteBuffer& b = value.bytes;
+    auto unsignedBits = [&]() {
+        std::uint64_t bits = 0;
+        for (std::size_t i = b.size(); i-- > 0;)
+            bits = (bits << 8) | b[i];
+        return bits;
+    };
+    const std::string& type = value.torchDtype;
+    if (type == "bool")
+        return graph.addScalar(NodeKind::Bool, b[0] != 0);
+    const std::uint64_t bits = unsignedBits();
+    if (type == "uint8" || type.empty()) { // unsigned: above 2^63 a LONG1 of nine bytes
+        if (bits <= static_cast<std::uint64_t>(INT64_MAX))
+            return graph.addScalar(NodeKind::Int, static_cast<std::int64_t>(bits));
+        std::string wide(9, '\0');
+        for (std::size_t i = 0; i < 8; ++i)
+            wide[i] = static_cast<char>(bits >> (8 * i));
+        return graph.addText(NodeKind::BigInt, wide);
+    }
+    // Signed integers: sign-extend from their width.
+    if (b.empty())
+        return graph.addScalar(NodeKind::Int, 0);
+    const unsigned width = static_cast<unsigned>(8 * b.size());
+    const std::uint64_t sign = std::uint64_t {1} << (width - 1);
+    const std::uint64_t extended = width == 64 ? bits : (bits ^ sign) - sign;
+    return graph.addScalar(NodeKind::Int, static_cast<std::int64_t>(extended));
+}
+
+// Floating dtypes --dtype leaves as they are: their values mean something only with their scales.
+bool floatingButNotCast(std::string_view dtype)
+{
+    return dtype.starts_with("float8") || dtype.starts_with("float4");
+}
+
+// An unsigned NumPy array as nested lists of Python ints, in C order (a Fortran-ordered array's
+// bytes read accordingly).
+NodeId plainList(PickleGraph& graph, const NumpyValue& value)
+{
+    const std::size_t size = value.bytes.size() / std::max<std::size_t>(1, [&] {
+        std::size_t count = 1;
+        for (std::int64_t dim : value.shape)
+            count *= static_cast<std::size_t>(dim);
+        return count;
+    }());
+    std::vector<std::int64_t> stride(value.shape.size(), 1);
+    std::int64_t step = 1;
+    for (std::size_t k = 0; k < value.shape.size(); ++k) {
+        const std::size_t d = value.fortran ? k : value.shape.size() - 1 - k;
+        stride[d] = step;
+        step *= value.shape[d];
+    }
+    std::function<NodeId(std::size_t, std::int64_t)> build = [&](std::size_t dim, std::int64_t at) -> NodeId {
+        if (dim == value.shape.size()) {
+            NumpyValue element;
+            element.torchDtype = value.torchDtype;
+            const auto begin
+                = value.bytes.begin() + static_cast<std::ptrdiff_t>(at) * static_cast<std::ptrdiff_t>(size);
+            element.bytes.assign(begin, begin + static_cast<std::ptrdiff_t>(size));
+            return plainNumber(graph, element);
+        }
+        const NodeId list = graph.addContainer(NodeKind::List);
+        for (std::int64_t i = 0; i < value.shape[dim]; ++i) {
+            const NodeId item = build(dim + 1, at + i * stride[dim]);
+            graph.ensureBody(list).items.push_back(item);
+        }
+        return list;
+    };
+    return build(0, 0);
+}
+
+// --plain-values: the NumPy value at `node` (tree path `path`), or the NumPy values of a dict of
+// values without tensors (a tree Value: "metrics" = {"loss": np.float32(...), "epoch": 3}), taken
+// into the selection under their dotted names. Returns true when nothing of the node is left to
+// drop; a dict's other entries are listed as dropped one by one.
+bool takeNumpyValues(const PickleGraph& graph, NodeId node, const std::string& path, const std::string& what,
+    const ExtractOptions& options, StateDictSelection& result, std::set<std::string>& keptNames,
+    int depth = 0)
+{
+    if (!underPrefix(path, result.root) || path == result.root)
+        return false;
+    const std::string name = relativeName(path, result.root);
+    if (isNumpyValueCall(graph, node)) {
+        const bool selected = options.select.empty()
+            || std::any_of(options.select.begin(), options.select.end(),
+                [&](const std::string& prefix) { return underPrefix(name, prefix); });
+        if (!selected)
+            return false;
+        auto value = decodeNumpyValue(graph, node);
+        if (!value) {
+            result.droppedObjects.push_back(
+                {path, what + "; not written as a plain value: " + value.error().message});
+            return true;
+        }
+        if (!keptNames.insert(name).second) {
+            result.droppedObjects.push_back(
+                {path, what + "; not written as a plain value: a tensor is named '" + name + "'"});
+            return true;
+        }
+        result.numpyValues.push_back({name, path, std::move(*value)});
+        return true;
+    }
+    const ContainerBody* body = graph.kind(node) == NodeKind::Dict ? graph.bodyOf(node) : nullptr;
+    if (!body || depth > 16)
+        return false;
+    bool holdsNumpy = false;
+    for (std::size_t k = 0; k + 1 < body->dictItems.size(); k += 2)
+        holdsNumpy = holdsNumpy || isNumpyValueCall(graph, body->dictItems[k + 1])
+            || graph.kind(body->dictItems[k + 1]) == NodeKind::Dict;
+    if (!holdsNumpy)
+        return false;
+    const std::size_t droppedBefore = result.droppedObjects.size();
+    const std::size_t takenBefore = result.numpyValues.size();
+    std::vector<DroppedItem> rest;
+    for (std::size_t k = 0; k + 1 < body->dictItems.size(); k += 2) {
+        const NodeId key = body->dictItems[k];
+        const NodeId item = body->dictItems[k + 1];
+        const std::string itemPath
+            = path + "." + (graph.isString(key) ? std::string(graph.text(key)) : std::string("?"));
+        const std::string itemWhat = isNumpyValueCall(graph, item)
+            ? graph.calleeName(item)
+            : std::string("a value in a dict of values");
+        if (!graph.isString(key)
+            || !takeNumpyValues(graph, item, itemPath, itemWhat, options, result, keptNames, depth + 1))
+            rest.push_back({itemPath, itemWhat});
+    }
+    if (result.numpyValues.size() == takenBefore) { // nothing taken: the dict is dropped whole, as before
+        result.droppedObjects.resize(droppedBefore);
+        return false;
+    }
+    result.droppedObjects.insert(result.droppedObjects.end(), rest.begin(), rest.end());
+    return true;
+}
 
 } // namespace
 
@@ -204,6 +347,11 @@ std::string ExtractResult::summary() const
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
     text += std::string("; ") + seconds + " s";
+    if (!plainValues.empty())
+        text += "; " + formatThousands(plainValues.size()) + " NumPy values as plain values";
+    if (!castTo.empty())
+        text += "; " + formatThousands(tensorsCast.size()) + " tensors (" + formatThousands(storagesCast)
+            + " storages) cast to " + castTo;
     text += verified ? "; verified" : "; not verified";
     return text;
 }
@@ -368,6 +516,10 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
             : node.summary.empty() || node.summary.str() == node.className
             ? node.className.str()
             : node.className + " (" + node.summary + ")";
+        if (options.plainValues && node.node != kNoNode
+            && takeNumpyValues(
+                checkpoint.graph, node.node, checkpoint.treePath(index), what, options, result, keptNames))
+            continue;
         result.droppedObjects.push_back({checkpoint.treePath(index), what});
     }
     {
@@ -407,6 +559,13 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     std::vector<Named> kept;
     for (SelectedTensor& tensor : selection->tensors)
         kept.push_back({std::move(tensor.name), tensor.tensor});
+    const std::vector<SelectedNumpyValue>& numpyValues = selection->numpyValues;
+    if (!options.castFloatsTo.empty() && !isFloatCastTarget(options.castFloatsTo))
+        return makeError("--dtype takes bfloat16, float16 or float32, not '" + options.castFloatsTo + "'");
+    result.castTo = options.castFloatsTo;
+    bool bigEndian = false;
+    for (const Finding& finding : checkpoint.findings)
+        bigEndian = bigEndian || finding.code == FindingCode::BigEndian;
 
     // 3. Storages in order of first use, each with the dtype its persistent id will name.
     std::vector<PlannedStorage> storages;
@@ -436,6 +595,65 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         if (!planned.untyped && storage.nbytes % info.elementSize != 0)
             planned.untyped = true;
         planned.numel = planned.untyped ? storage.nbytes : storage.nbytes / info.elementSize;
+        planned.outputBytes = storage.nbytes;
+        // --dtype: a storage of one float dtype is cast once, whatever views it; its element
+        // count stays, so every view keeps its offset, shape and stride.
+        if (options.castFloatsTo.empty() || planned.writeDtype == options.castFloatsTo
+            || !isFloatCastSource(planned.writeDtype) || planned.untyped || bigEndian)
+            continue;
+        planned.castFrom = planned.writeDtype;
+        planned.writeDtype = options.castFloatsTo;
+        planned.outputBytes = planned.numel * floatCastElementSize(options.castFloatsTo);
+        ++result.storagesCast;
+    }
+    // --plain-values: each NumPy array (and complex scalar) a storage of its own, from the pickle.
+    std::vector<std::int32_t> numpyStorage(numpyValues.size(), -1);
+    for (std::size_t v = 0; v < numpyValues.size(); ++v) {
+        const NumpyValue& value = numpyValues[v].value;
+        const bool number = value.torchDtype == "bool" || value.torchDtype.starts_with("int")
+            || value.torchDtype.starts_with("uint") || value.torchDtype.empty();
+        if ((!value.array && number) || value.torchDtype.empty())
+            continue;
+        PlannedStorage planned;
+        planned.inlineData = true;
+        planned.outputKey = std::to_string(storages.size());
+        planned.device = "cpu";
+        planned.writeDtype = value.torchDtype;
+        const DTypeInfo info = *dtypeByName(value.torchDtype);
+        planned.numel = value.bytes.size() / info.elementSize;
+        planned.inlineBytes = value.bytes;
+        if (!options.castFloatsTo.empty() && isFloatCastSource(value.torchDtype)
+            && value.torchDtype != options.castFloatsTo) {
+            planned.castFrom = value.torchDtype;
+            planned.writeDtype = options.castFloatsTo;
+            planned.inlineBytes.resize(planned.numel * floatCastElementSize(options.castFloatsTo));
+            castFloats(planned.castFrom, planned.writeDtype, value.bytes.data(), planned.numel,
+                planned.inlineBytes.data());
+            ++result.storagesCast;
+            result.tensorsCast.push_back(
+                numpyValues[v].name + " (" + planned.castFrom + " -> " + planned.writeDtype + ")");
+        }
+        planned.outputBytes = planned.inlineBytes.size();
+        numpyStorage[v] = static_cast<std::int32_t>(storages.size());
+        storages.push_back(std::move(planned));
+    }
+    if (!options.castFloatsTo.empty()) {
+        for (const Named& entry : kept) {
+            const TensorEntry& tensor = checkpoint.tensors[entry.tensor];
+            const PlannedStorage& planned
+                = storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))];
+            if (!planned.castFrom.empty())
+                result.tensorsCast.push_back(
+                    entry.fullName + " (" + planned.castFrom + " -> " + planned.writeDtype + ")");
+            else if (floatingButNotCast(tensor.dtype))
+                result.notCast.push_back({entry.fullName,
+                    tensor.dtype + ": quantized values whose scales are other tensors; left as they are"});
+            else if (isFloatCastSource(tensor.dtype) && tensor.dtype != options.castFloatsTo)
+                result.notCast.push_back({entry.fullName,
+                    bigEndian
+                        ? tensor.dtype + " in a big-endian file; left as it is"
+                        : tensor.dtype + " in a storage other views read as another dtype; left as it is"});
+        }
     }
 
     // 4. The pickle: OrderedDict of name -> _rebuild_tensor_v2/_v3(persistent id, offset, size,
@@ -448,6 +666,12 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     const NodeId rebuildV3 = graph.addGlobal("torch._utils", "_rebuild_tensor_v3");
     const NodeId storageText = graph.addText(NodeKind::String, "storage");
     const NodeId falseNode = graph.addScalar(NodeKind::Bool, 0);
+    struct NumpyTensor {
+        std::string name, dtype;
+        std::vector<std::int64_t> shape, stride;
+        std::string key;
+    };
+    std::vector<NumpyTensor> numpyTensors;
     std::vector<NodeId> persistentIds;
     for (const PlannedStorage& planned : storages) {
         // torch.save names the class by its module: torch.storage.UntypedStorage, which is what
@@ -485,6 +709,41 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         body.dictItems.push_back(call);
         result.tensors.push_back({entry.fullName, entry.tensor, planned.outputKey, planned.device});
     }
+    for (std::size_t v = 0; v < numpyValues.size(); ++v) {
+        const NumpyValue& value = numpyValues[v].value;
+        NodeId item = kNoNode;
+        std::string what = "numpy." + value.numpyType + (value.array ? " array -> tensor" : " scalar -> ");
+        if (numpyStorage[v] < 0 && value.array) {
+            // uint16/32/64 arrays: nested lists of Python ints, in C order whatever the layout.
+            item = plainList(graph, value);
+            what = "numpy." + value.numpyType + " array -> list of int";
+        } else if (numpyStorage[v] < 0) {
+            item = plainNumber(graph, value);
+            what += value.torchDtype == "bool" ? "bool" : "int";
+        } else {
+            const PlannedStorage& planned = storages[static_cast<std::size_t>(numpyStorage[v])];
+            std::vector<std::int64_t> stride(value.shape.size(), 1);
+            std::int64_t step = 1;
+            for (std::size_t k = 0; k < value.shape.size(); ++k) { // C order: last fastest
+                const std::size_t d = value.fortran ? k : value.shape.size() - 1 - k;
+                stride[d] = step;
+                step *= std::max<std::int64_t>(value.shape[d], 1);
+            }
+            const NodeId hooks = graph.addCall(NodeKind::Call, orderedDict, emptyTuple);
+            const NodeId args[] = {persistentIds[static_cast<std::size_t>(numpyStorage[v])],
+                graph.addScalar(NodeKind::Int, 0), intTuple(value.shape), intTuple(stride), falseNode, hooks};
+            item = graph.addCall(NodeKind::Call, rebuildV2, graph.addTuple(args, 6));
+            if (!value.array)
+                what += "0-d tensor";
+            what += " " + planned.writeDtype;
+            numpyTensors.push_back(
+                {numpyValues[v].name, planned.writeDtype, value.shape, stride, planned.outputKey});
+        }
+        ContainerBody& body = graph.ensureBody(root);
+        body.dictItems.push_back(graph.addText(NodeKind::String, numpyValues[v].name));
+        body.dictItems.push_back(item);
+        result.plainValues.push_back({numpyValues[v].path, what});
+    }
     auto pickle = PickleEmitter(graph).emit(root, 2);
     if (!pickle)
         return makeError("cannot write the state_dict's pickle: " + pickle.error().message);
@@ -492,21 +751,19 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
     // 5. The archive, in torch.save's record order: data.pkl, byteorder, data/<key>..., version.
     std::uint64_t expectedSize = pickle->size() + 4096;
     for (const PlannedStorage& planned : storages)
-        expectedSize += checkpoint.storages[planned.input].nbytes + 256;
+        expectedSize += planned.outputBytes + 256;
     auto output = AtomicOutputFile::create(outputPath, checkpoint.path, expectedSize);
     if (!output)
         return output.error();
     InputDescriptor input(checkpoint.path);
     if (input.fd() < 0)
         return makeError("cannot open " + checkpoint.path + " for reading: " + std::strerror(errno));
-    bool bigEndian = false;
-    for (const Finding& finding : checkpoint.findings)
-        bigEndian = bigEndian || finding.code == FindingCode::BigEndian;
     const std::string prefix = archiveNameFor(outputPath) + "/";
     const std::string byteorder = bigEndian ? "big" : "little";
     const std::string version = "3\n";
     TorchZipWriter writer(output->get()->fd(), 64, options.progress, expectedSize);
     std::vector<std::uint32_t> writtenCrcs;
+    std::vector<std::uint32_t> sourceCrcs; // of the bytes read from the input
     Status status = writer.addRecord(prefix + "data.pkl", *pickle);
     if (!status)
         status = writer.addRecord(prefix + "byteorder",
@@ -515,7 +772,20 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         if (status)
             break;
         const StorageRecord& storage = checkpoint.storages[planned.input];
-        if (storage.bytesComplete())
+        std::uint32_t sourceCrc = 0;
+        if (planned.inlineData)
+            status = writer.addRecord(prefix + "data/" + planned.outputKey,
+                ByteView(planned.inlineBytes.data(), planned.inlineBytes.size()));
+        else if (!planned.castFrom.empty())
+            status = writer.addRecordFromPieces(prefix + "data/" + planned.outputKey, planned.outputBytes,
+                [&](const TorchZipWriter::ByteSink& sink) -> Status {
+                    FloatCastSink cast(planned.castFrom, planned.writeDtype, sink);
+                    Status read = forEachStorageByteChunk(
+                        checkpoint, storage, storage.nbytes, [&cast](ByteView piece) { return cast(piece); });
+                    sourceCrc = cast.sourceCrc();
+                    return read ? read : cast.finish();
+                });
+        else if (storage.bytesComplete())
             status = writer.addRecordFromFile(prefix + "data/" + planned.outputKey, input.fd(),
                 *storage.dataOffset, storage.nbytes, std::nullopt);
         else // a deflated record (other zip writers): written stored, as torch.save writes it
@@ -523,8 +793,10 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
                 [&](const TorchZipWriter::ByteSink& sink) {
                     return forEachStorageByteChunk(checkpoint, storage, storage.nbytes, sink);
                 });
-        if (!status)
+        if (!status) {
             writtenCrcs.push_back(writer.records().back().crc32);
+            sourceCrcs.push_back(planned.castFrom.empty() ? writtenCrcs.back() : sourceCrc);
+        }
     }
     if (!status)
         status = writer.addRecord(prefix + "version",
@@ -543,10 +815,12 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
         const auto archive = checkpoint.zipArchive();
         const ZipArchive& zip = *archive;
         for (std::size_t s = 0; s < storages.size(); ++s) {
+            if (storages[s].inlineData)
+                continue;
             const StorageRecord& storage = checkpoint.storages[storages[s].input];
             const ZipEntry* entry = zip.find(storage.record());
             if (entry && entry->crc32 != 0 && entry->uncompressedSize == storage.nbytes
-                && entry->crc32 != writtenCrcs[s])
+                && entry->crc32 != sourceCrcs[s])
                 return makeError("the bytes of storage " + storage.key
                     + " read differently from what the input's CRC records; nothing was written");
         }
@@ -563,7 +837,9 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             const TensorEntry& tensor = checkpoint.tensors[extracted.tensor];
             IntendedTensor want;
             want.name = extracted.name;
-            want.dtype = tensor.dtype;
+            want.dtype = storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))].writeDtype;
+            if (storages[outputStorageOf.at(static_cast<std::uint32_t>(tensor.storage))].untyped)
+                want.dtype = tensor.dtype;
             want.shape = tensor.shape;
             want.stride = tensor.stride;
             want.storageOffset = tensor.storageOffset;
@@ -571,11 +847,22 @@ Expected<ExtractResult> writeExtractedStateDict(const Checkpoint& checkpoint, co
             want.device = InternedString(extracted.device);
             intended.tensors.push_back(std::move(want));
         }
+        for (const NumpyTensor& numpy : numpyTensors) {
+            IntendedTensor want;
+            want.name = numpy.name;
+            want.dtype = numpy.dtype;
+            want.shape = numpy.shape;
+            want.stride = numpy.stride;
+            want.storageOffset = 0;
+            want.storageKey = numpy.key;
+            want.device = InternedString("cpu");
+            intended.tensors.push_back(std::move(want));
+        }
         for (std::size_t s = 0; s < storages.size(); ++s) {
             IntendedStorage want;
             want.key = storages[s].outputKey;
             want.device = InternedString(storages[s].device);
-            want.length = checkpoint.storages[storages[s].input].nbytes;
+            want.length = storages[s].outputBytes;
             want.crc = writtenCrcs[s];
             intended.storages.push_back(std::move(want));
         }

@@ -3,6 +3,7 @@
 
 #include "core/base/expected.h"
 #include "core/format/zipwriter.h"
+#include "core/read/numpyvalue.h"
 
 #include <cstdint>
 #include <optional>
@@ -26,6 +27,19 @@ struct ExtractOptions {
     std::string defaultDevice = "cpu";
     WriteProgress progress;
     bool verifyAfterWriting = true;
+    // --dtype: the storages of float64, float32, float16 and bfloat16 tensors are written as this
+    // dtype ("bfloat16", "float16" or "float32"), each value as torch's .to(dtype) computes it
+    // (core/write/floatcast.h); empty: every storage as it is. A shared storage is cast once and
+    // stays shared.
+    std::string castFloatsTo;
+    // --plain-values: NumPy scalars and arrays under the root are written into the state_dict
+    // (under their dotted names, after the tensors; a dict of values is looked into) instead of
+    // being dropped: an integer or bool scalar as a Python int or bool, a floating or complex scalar
+    // as a 0-d tensor of its dtype (torch 1.13's weights_only unpickler reads no Python float), an
+    // array as a tensor of the same dtype, shape, order and bytes (uint16/32/64, which torch 1.13
+    // has no tensor for, as nested lists of Python ints), so torch.load(weights_only=True) needs no
+    // NumPy allowlisting in torch 1.13 or 2.x.
+    bool plainValues = false;
 };
 
 struct ExtractedTensor {
@@ -46,11 +60,19 @@ struct SelectedTensor {
     std::uint32_t tensor = 0; // index into the input's tensors
 };
 
+// A NumPy value the state_dict takes with --plain-values.
+struct SelectedNumpyValue {
+    std::string name; // in the output state_dict
+    std::string path; // in the input
+    NumpyValue value;
+};
+
 // Which tensors of a checkpoint form its state_dict, under which names, and what is left out.
 struct StateDictSelection {
     std::string root;
     std::string rootReason;
     std::vector<SelectedTensor> tensors; // in state_dict() order
+    std::vector<SelectedNumpyValue> numpyValues; // --plain-values, in tree order
     std::vector<DroppedItem> droppedTensors;
     std::vector<DroppedItem> droppedObjects;
     std::vector<std::string> globalsNotCarried;
@@ -73,6 +95,15 @@ struct ExtractResult {
     std::uint64_t bytesWritten = 0;
     double seconds = 0;
     bool verified = false;
+    // --dtype: the target, the tensors written in it ("encoder.weight (float32 -> bfloat16)") and
+    // the floating tensors left in their dtype, with why (float8 keeps its scales' meaning).
+    std::string castTo;
+    std::uint64_t storagesCast = 0;
+    std::vector<std::string> tensorsCast;
+    std::vector<DroppedItem> notCast;
+    // --plain-values: each NumPy value written, as "path: numpy.float64 scalar -> float" (its name
+    // in the output is the path relative to the root).
+    std::vector<DroppedItem> plainValues;
     // "wrote 12 tensors (9 storages, 1.2 MiB) from root 'state_dict'; dropped 4 tensors, 3 objects"
     std::string summary() const;
 };

@@ -8,6 +8,7 @@
 #include "core/model/dtype.h"
 #include "core/read/checkpointreader.h"
 #include "core/read/tensorbytes.h"
+#include "core/write/floatcast.h"
 #include "core/write/readbackverifier.h"
 
 #include <algorithm>
@@ -28,7 +29,8 @@ struct Planned {
     const SafetensorsSource* source = nullptr;
     const TensorEntry* tensor = nullptr;
     const StorageRecord* storage = nullptr;
-    DTypeInfo dtype;
+    DTypeInfo dtype; // as written
+    std::string castFrom; // --dtype: the input's dtype when its values are cast to `dtype`
     std::uint64_t numel = 0;
     std::uint64_t nbytes = 0;
     bool contiguousRange = false; // the view is one run of the storage's bytes
@@ -38,7 +40,13 @@ struct Planned {
 
 Status forEachChunk(const Planned& planned, const std::function<Status(ByteView)>& sink)
 {
-    return forEachTensorByteChunk(*planned.source->checkpoint, *planned.tensor, sink);
+    if (planned.castFrom.empty())
+        return forEachTensorByteChunk(*planned.source->checkpoint, *planned.tensor, sink);
+    FloatCastSink cast(planned.castFrom, std::string(planned.dtype.name), sink);
+    if (Status status = forEachTensorByteChunk(
+            *planned.source->checkpoint, *planned.tensor, [&cast](ByteView piece) { return cast(piece); }))
+        return status;
+    return cast.finish();
 }
 
 std::string shardName(std::size_t index, std::size_t count)
@@ -60,6 +68,8 @@ std::string SafetensorsResult::summary() const
             + " tensors that shared a storage written as their own copies";
     if (!viewsMadeContiguous.empty())
         text += "; " + formatThousands(viewsMadeContiguous.size()) + " views written as contiguous copies";
+    if (!castTo.empty())
+        text += "; " + formatThousands(tensorsCast.size()) + " tensors cast to " + castTo;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f", this->seconds);
     text += std::string("; ") + seconds + " s";
@@ -74,6 +84,9 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
     if (tensors.empty())
         return makeError("no tensor to write");
     SafetensorsResult result;
+    if (!options.castFloatsTo.empty() && !isFloatCastTarget(options.castFloatsTo))
+        return makeError("--dtype takes bfloat16, float16 or float32, not '" + options.castFloatsTo + "'");
+    result.castTo = options.castFloatsTo;
 
     // 1. Everything refusable is refused before a byte is written.
     std::vector<Planned> planned;
@@ -140,6 +153,14 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
         if (!first)
             result.sharedWrittenAsCopies.push_back(
                 source.name + " (shares a storage with " + it->second + ")");
+        if (!options.castFloatsTo.empty() && isFloatCastSource(tensor.dtype)
+            && tensor.dtype != options.castFloatsTo) {
+            p.castFrom = tensor.dtype;
+            p.dtype = *dtypeByName(options.castFloatsTo);
+            p.nbytes = p.numel * p.dtype.elementSize;
+            result.tensorsCast.push_back(
+                source.name + " (" + tensor.dtype + " -> " + options.castFloatsTo + ")");
+        }
         planned.push_back(p);
     }
     if (!unnamedDtypes.empty()) {
@@ -256,7 +277,7 @@ Expected<SafetensorsResult> writeSafetensors(const std::vector<SafetensorsSource
             for (const Planned* p : inShard) {
                 IntendedTensor tensor;
                 tensor.name = p->source->name;
-                tensor.dtype = p->tensor->dtype;
+                tensor.dtype = std::string(p->dtype.name);
                 tensor.shape = p->tensor->shape;
                 tensor.stride = contiguousStrides(tensor.shape);
                 tensor.storageOffset = 0;

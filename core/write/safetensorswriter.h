@@ -27,6 +27,9 @@ struct SafetensorsOptions {
     std::uint64_t maxShardBytes = 0;
     WriteProgress progress;
     bool verifyAfterWriting = true;
+    // --dtype: float64, float32, float16 and bfloat16 tensors written as this dtype, as torch's
+    // .to(dtype) computes them (core/write/floatcast.h); empty: as they are.
+    std::string castFloatsTo;
 };
 
 struct SafetensorsShard {
@@ -47,6 +50,9 @@ struct SafetensorsResult {
     // Views with a storage offset, a smaller extent than their storage, or a non-contiguous
     // stride: written as contiguous copies of the elements they show.
     std::vector<std::string> viewsMadeContiguous;
+    // --dtype: the target and the tensors written in it ("embed.weight (float32 -> bfloat16)").
+    std::string castTo;
+    std::vector<std::string> tensorsCast;
     double seconds = 0;
     bool verified = false;
     std::string summary() const;

@@ -4,9 +4,14 @@
 #include "core/model/shardset.h"
 #include "ui/document/checkpointdocument.h"
 
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
 #include <QMessageBox>
 
 #include <set>
@@ -59,6 +64,36 @@ QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document
         QObject::tr(
             "state_dict for torch.load(weights_only=True) (*.pt);;safetensors (*.safetensors);;All files "
             "(*)"));
+}
+
+std::optional<WeightsValueChoices> askWeightsValueChoices(QWidget* parent, const QString& path)
+{
+    QDialog dialog(parent);
+    dialog.setObjectName(QStringLiteral("weightsValueChoices"));
+    dialog.setWindowTitle(QObject::tr("Export Weights"));
+    auto* layout = new QFormLayout(&dialog);
+    auto* dtype = new QComboBox(&dialog);
+    dtype->setObjectName(QStringLiteral("exportDtype"));
+    dtype->addItem(QObject::tr("As they are"), QString());
+    for (const char* name : {"bfloat16", "float16", "float32"})
+        dtype->addItem(QString::fromLatin1(name), QString::fromLatin1(name));
+    dtype->setToolTip(QObject::tr("float64, float32, float16 and bfloat16 tensors written in this dtype, "
+                                  "rounded as torch's .to(dtype) rounds them; float8, integers and bool "
+                                  "stay as they are"));
+    layout->addRow(QObject::tr("Floating tensors:"), dtype);
+    auto* plain = new QCheckBox(QObject::tr("NumPy values as Python numbers and tensors"), &dialog);
+    plain->setObjectName(QStringLiteral("exportPlainValues"));
+    plain->setToolTip(QObject::tr("So that torch.load(weights_only=True) needs no allowlisting"));
+    plain->setEnabled(!path.endsWith(QStringLiteral(".safetensors")));
+    layout->addRow(QString(), plain);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    QObject::connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    layout->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted)
+        return std::nullopt;
+    return WeightsValueChoices {
+        dtype->currentData().toString().toStdString(), plain->isEnabled() && plain->isChecked()};
 }
 
 QString askMapLocationExportPath(QWidget* parent, const CheckpointDocument& document)

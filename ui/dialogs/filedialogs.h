@@ -3,6 +3,9 @@
 
 #include <QString>
 
+#include <optional>
+#include <string>
+
 class QWidget;
 
 namespace ckpt {
@@ -19,6 +22,15 @@ QString askCheckpointFolderToOpen(QWidget* parent, const QString& currentFile);
 // "<name>-remapped.pt", beside the input; for a folder of shards, the folder "<name>-<device>".
 QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document);
 QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document);
+// What Export Weights… writes differently, as `convert`/`extract` take it: --dtype (floating
+// tensors cast as torch's .to casts them; empty: as they are) and --plain-values.
+struct WeightsValueChoices {
+    std::string castFloatsTo;
+    bool plainValues = false;
+};
+// Asked after the path; nothing when cancelled. A .safetensors path offers no plain values (it
+// holds only tensors).
+std::optional<WeightsValueChoices> askWeightsValueChoices(QWidget* parent, const QString& path);
 QString askMapLocationExportPath(QWidget* parent, const CheckpointDocument& document);
 QString askDeviceMapExportPath(QWidget* parent, const CheckpointDocument& document);
 

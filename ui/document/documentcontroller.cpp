@@ -197,7 +197,7 @@ void DocumentController::saveRemappedCopy(const QString& path, bool allowDangero
         });
 }
 
-void DocumentController::exportWeights(const QString& path)
+void DocumentController::exportWeights(const QString& path, const std::string& castFloatsTo, bool plainValues)
 {
     if (!m_document)
         return;
@@ -206,12 +206,14 @@ void DocumentController::exportWeights(const QString& path)
     const std::shared_ptr<const Checkpoint> checkpoint = m_document->sharedCheckpoint();
     const auto plan = std::make_shared<PlacementPlan>(m_document->plan());
     m_fileJobs->start(
-        [checkpoint, plan, out = path.toStdString()](JobProgress& job) {
+        [checkpoint, plan, out = path.toStdString(), castFloatsTo, plainValues](JobProgress& job) {
             ExportWeightsRequest request;
             request.input = checkpoint;
             request.plan = plan.get();
             request.outputPath = out;
             request.format = weightsFormatFor(out);
+            request.options.castFloatsTo = castFloatsTo;
+            request.options.plainValues = plainValues;
             request.options.progress
                 = [&job](std::uint64_t done, std::uint64_t total) { return job.report(done, total); };
             return std::make_shared<const ExportWeightsOutcome>(ckpt::exportWeights(request));

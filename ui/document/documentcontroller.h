@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace ckpt {
 
@@ -57,7 +58,8 @@ public:
     // on the plan's devices) or as safetensors (.safetensors) through the export task
     // (core/tasks/exportweights.h), as `ckpt-inspect convert` does; exportFinished() with the lines
     // the CLI prints (what was not carried among them) or why nothing was written.
-    void exportWeights(const QString& path);
+    // castFloatsTo, plainValues: `--dtype` and `--plain-values` (ExtractOptions).
+    void exportWeights(const QString& path, const std::string& castFloatsTo = {}, bool plainValues = false);
     // Triage of the open document against its target, off the GUI thread; triageFinished().
     void startTriage();
     bool isTriageRunning() const;
