@@ -6,6 +6,7 @@
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/checkpointjson.h"
+#include "core/model/quantgroups.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
 #include "core/read/checkpointreader.h"
@@ -232,6 +233,7 @@ HarnessResult runSafetensors(ByteView input)
     checkpoint.container = sniffContainer(checkpoint.file->bytes());
     checkpoint.ensureRoot();
     readSafetensors(checkpoint);
+    addQuantScaleFindings(checkpoint); // names and shapes straight from the header (issue 29)
     checkCheckpoint(checkpoint, problems);
     collectMessages(checkpoint.findings, result.messages);
     return result;

@@ -48,6 +48,8 @@ SOURCES = [
     # DCP (issue 26): .metadata pickles (a Megatron-core subclass among them), .distcp files of
     # torch.save archives back to back, Megatron's common.pt and metadata.json.
     os.path.join(ROOT, 'tests', 'fixtures', 'dcp'),
+    # quantized weights and their scales, broken variants among them (issue 29)
+    os.path.join(ROOT, 'tests', 'fixtures', 'quant'),
     os.path.join(HERE, 'seeds'),
 ]
 HARNESSES = ('reader', 'check', 'pickle', 'zip', 'safetensors')

@@ -5,7 +5,9 @@
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/checkpointjson.h"
+#include "core/model/quantgroups.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/quantreport.h"
 #include "core/report/safetyreport.h"
 #include "core/triage/triage.h"
 
@@ -40,6 +42,7 @@ int runInfo(const InfoArguments& arguments)
     const ckpt::SafetyVerdict& safety
         = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
                                             : ckpt::ratePickleSafety(checkpoint));
+    const ckpt::QuantScan quant = ckpt::findQuantGroups(checkpoint);
     if (arguments.json) {
         // The rating leads the document, as it leads the text. Streamed as it is written: the
         // document of a 100,000-tensor file is never held whole.
@@ -48,11 +51,14 @@ int runInfo(const InfoArguments& arguments)
         writer.key("safety");
         ckpt::writeSafetyJson(writer, safety);
         ckpt::writeCheckpointJsonMembers(writer, checkpoint);
+        ckpt::writeQuantGroupsJson(writer, checkpoint, quant);
         writer.endObject();
         writer.flush();
         std::cout << "\n";
     } else {
         std::cout << ckpt::safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
+        if (const std::string groups = ckpt::quantGroupsText(checkpoint, quant); !groups.empty())
+            std::cout << "\n" << groups;
     }
     return exitCodeFor(checkpoint);
 }

@@ -3,6 +3,7 @@
 
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
+#include "core/model/quantgroups.h"
 #include "core/read/bundlereader.h"
 #include "core/read/checkpointbuilder.h"
 #include "core/read/dtyperelease.h"
@@ -36,8 +37,11 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
 Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
 {
     // A folder, an index, DCP metadata or one listed shard: every file of the set, shown as one (§7).
-    if (auto sharded = resolveShardedInput(path))
-        return readShardedCheckpoint(*sharded, options);
+    if (auto sharded = resolveShardedInput(path)) {
+        Checkpoint checkpoint = readShardedCheckpoint(*sharded, options);
+        addQuantScaleFindings(checkpoint); // a weight and its scale may lie in different shards
+        return checkpoint;
+    }
     auto file = MappedFile::open(path);
     if (!file) {
         Checkpoint checkpoint;
@@ -114,6 +118,7 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
         break;
     }
     addDtypeReleaseFindings(checkpoint);
+    addQuantScaleFindings(checkpoint);
     return checkpoint;
 }
 

@@ -214,6 +214,11 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
             continue; // one finding says why (below); the shard's own "not a checkpoint" would repeat it
         const Checkpoint& part = *shard.checkpoint;
         for (const Finding& finding : part.findings) {
+            // A weight and its scale may lie in different shards: the set's own pass judges them.
+            if (finding.code == FindingCode::QuantScaleMissing
+                || finding.code == FindingCode::QuantScaleMismatch
+                || finding.code == FindingCode::QuantScaleOrphan)
+                continue;
             Finding copy = finding;
             copy.message = shard.name + ": " + finding.message;
             if (copy.record.empty())

@@ -8,6 +8,7 @@
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
+#include "core/model/quantgroups.h"
 #include "core/pickle/pickleemitter.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
@@ -460,7 +461,22 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                 named.push_back({checkpoint.tensors[t].name, t});
     }
 
-    // 2. Which are written.
+    // 2. Which are written. A selected quantized weight takes its scales, zero points and group
+    // index along (core/model/quantgroups.h): without them its values mean nothing.
+    std::vector<char> takenAlong;
+    if (!options.select.empty()) {
+        takenAlong.assign(checkpoint.tensors.size(), 0);
+        for (const QuantGroup& group : findQuantGroups(checkpoint).groups) {
+            const std::string& weight = checkpoint.tensors[group.weight].name;
+            if (!underPrefix(weight, result.root) || weight == result.root)
+                continue;
+            const std::string name = relativeName(weight, result.root);
+            if (std::any_of(options.select.begin(), options.select.end(),
+                    [&](const std::string& prefix) { return underPrefix(name, prefix); }))
+                for (const QuantScale& scale : group.scales)
+                    takenAlong[scale.tensor] = 1;
+        }
+    }
     std::vector<Named> kept;
     std::set<std::string> keptNames;
     result.droppedTensors = excluded;
@@ -473,7 +489,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
             continue;
         }
         const std::string name = relativeName(entry.fullName, result.root);
-        if (!options.select.empty()
+        if (!options.select.empty() && !takenAlong[entry.tensor]
             && std::none_of(options.select.begin(), options.select.end(),
                 [&](const std::string& prefix) { return underPrefix(name, prefix); })) {
             result.droppedTensors.push_back({entry.fullName, "not selected"});

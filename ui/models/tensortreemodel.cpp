@@ -3,6 +3,7 @@
 // swatches, headers) is in tensortreemodeltext.cpp.
 #include "ui/models/tensortreemodel.h"
 
+#include "core/model/quantgroups.h"
 #include "core/model/shardset.h"
 #include "ui/base/devicecolors.h"
 #include "ui/document/checkpointdocument.h"
@@ -33,6 +34,8 @@ TensorTreeModel::TensorTreeModel(CheckpointDocument* document, QObject* parent)
     for (const TreeNode& node : checkpoint.tree)
         for (std::size_t row = 0; row < node.children.size(); ++row)
             m_rowInParent[node.children[row]] = static_cast<std::uint32_t>(row);
+
+    buildQuantTexts();
 
     // Breadth-first order from the root; walked backwards it visits children before parents, so
     // the per-node summaries add up in one pass without recursion (trees can be deep and wide).
@@ -288,6 +291,50 @@ void TensorTreeModel::emitRowsChanged(const std::vector<std::uint32_t>& nodes, c
     }
 }
 
+// Each quantized weight with its scales, one row group: the weight's row says its scheme and scale
+// layout, each scale's row its weight and layout, and their tooltips list the whole group.
+void TensorTreeModel::buildQuantTexts()
+{
+    const Checkpoint& checkpoint = m_document->checkpoint();
+    const QuantScan scan = findQuantGroups(checkpoint);
+    for (const QuantGroup& group : scan.groups) {
+        const TensorEntry& weight = checkpoint.tensors[group.weight];
+        const QString weightName = QString::fromStdString(weight.name);
+        QStringList layouts;
+        QString tooltip = QStringLiteral("<hr><b>Quantized weight and its scales</b><br>")
+            + weightName.toHtmlEscaped() + QStringLiteral(": ") + QString::fromStdString(group.scheme)
+            + QLatin1Char(' ') + QString::fromStdString(std::string(std::string_view(weight.dtype)))
+            + QLatin1Char(' ') + QString::fromStdString(quantShapeText(weight.shape));
+        if (group.valuesPerElement > 1)
+            tooltip += QStringLiteral(", %1 values (%2 packed in each element along dim %3)")
+                           .arg(QString::fromStdString(quantShapeText(group.logicalShape)))
+                           .arg(group.valuesPerElement)
+                           .arg(group.packedDim);
+        for (const QuantScale& scale : group.scales) {
+            const TensorEntry& tensor = checkpoint.tensors[scale.tensor];
+            const QString layout = QString::fromStdString(scale.layout);
+            if (scale.role == QuantScaleRole::Weight)
+                layouts << layout;
+            const std::string_view leaf = std::string_view(weight.name).substr(weight.name.rfind('.') + 1);
+            m_quantText.insert(scale.tensor,
+                QString::fromLatin1(quantScaleRoleName(scale.role)) + QStringLiteral(" of ")
+                    + QString::fromUtf8(leaf.data(), qsizetype(leaf.size())) + QStringLiteral(": ") + layout);
+            tooltip += QStringLiteral("<br>&nbsp;&nbsp;")
+                + QString::fromStdString(tensor.name).toHtmlEscaped() + QStringLiteral(": ")
+                + QString::fromLatin1(quantScaleRoleName(scale.role)) + QStringLiteral(", ")
+                + QString::fromStdString(std::string(std::string_view(tensor.dtype))) + QLatin1Char(' ')
+                + QString::fromStdString(quantShapeText(tensor.shape)) + QStringLiteral(", ")
+                + layout.toHtmlEscaped();
+        }
+        m_quantText.insert(group.weight,
+            QString::fromStdString(group.scheme) + QStringLiteral(", ")
+                + (layouts.isEmpty() ? QStringLiteral("no scale") : layouts.join(QStringLiteral(" + "))));
+        m_quantTooltip.insert(group.weight, tooltip);
+        for (const QuantScale& scale : group.scales)
+            m_quantTooltip.insert(scale.tensor, tooltip);
+    }
+}
+
 QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::DoNotUseParent))
@@ -301,6 +348,8 @@ QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
     switch (role) {
     case Qt::DisplayRole:
         return displayData(node, column);
+    case QuantGroupRole:
+        return tensor >= 0 ? m_quantText.value(static_cast<std::uint32_t>(tensor)) : QString();
     case Qt::ToolTipRole:
         // A checkpoint of several files: each tensor row names its shard.
         if (column == 0 && tensor >= 0 && checkpoint.shardSet)
@@ -325,12 +374,15 @@ QVariant TensorTreeModel::data(const QModelIndex& index, int role) const
                                      : deviceTooltip(planned).toHtmlEscaped()));
         }
         if (const auto found = m_findingMessages.constFind(node); found != m_findingMessages.constEnd()) {
-            QString text = nameTooltip(node) + QStringLiteral("<hr><b>Findings</b>");
+            QString text = nameTooltip(node)
+                + (tensor >= 0 ? m_quantTooltip.value(static_cast<std::uint32_t>(tensor)) : QString())
+                + QStringLiteral("<hr><b>Findings</b>");
             for (const QString& message : found.value())
                 text += QStringLiteral("<br>") + message.toHtmlEscaped();
             return text;
         }
-        return nameTooltip(node);
+        return QString(nameTooltip(node)
+            + (tensor >= 0 ? m_quantTooltip.value(static_cast<std::uint32_t>(tensor)) : QString()));
     case Qt::DecorationRole:
         if (column != NameColumn)
             return {};

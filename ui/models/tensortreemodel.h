@@ -46,6 +46,9 @@ public:
         PathRole, // QString: dotted path, as rules and the MIME data name it
         FindingSeverityRole, // int ckpt::Severity: the worst finding about this row's tensor; unset if none
         FindingsBelowSeverityRole, // int ckpt::Severity: the worst finding about a tensor at or below
+        // QString: a quantized weight's scheme and scale layouts, or a scale's weight and layout
+        // (core/model/quantgroups.h); empty for other rows. The DType column shows it after the dtype.
+        QuantGroupRole,
     };
 
     explicit TensorTreeModel(CheckpointDocument* document, QObject* parent = nullptr);
@@ -100,6 +103,7 @@ private:
     QString displayData(std::uint32_t node, int column) const;
     QVariant decoration(std::uint32_t node) const;
     QVariant decorationWithBadge(std::uint32_t node) const;
+    void buildQuantTexts();
     void emitRowsChanged(const std::vector<std::uint32_t>& nodes, const QList<int>& roles);
 
     CheckpointDocument* m_document;
@@ -124,6 +128,10 @@ private:
     std::vector<std::int8_t> m_findingSeverity;
     std::vector<std::int8_t> m_findingSeverityBelow;
     QHash<std::uint32_t, QStringList> m_findingMessages; // per node with own findings: the first few
+    // Per tensor of a quantized group (a weight or one of its scales): QuantGroupRole's text, and
+    // the lines its tooltip adds (the whole group). Empty for a checkpoint without quantized weights.
+    QHash<std::uint32_t, QString> m_quantText;
+    QHash<std::uint32_t, QString> m_quantTooltip;
     bool m_hasBadges = false; // some row has a badge: every swatch gets room for one, so names align
     mutable QHash<QString, QPixmap> m_badgedSwatches;
 };

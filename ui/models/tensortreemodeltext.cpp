@@ -171,8 +171,13 @@ QString TensorTreeModel::displayData(std::uint32_t node, int column) const
     case NameColumn:
         return treeNode.name.empty() ? QStringLiteral("(root)") : QString::fromStdString(treeNode.name);
     case DTypeColumn:
-        if (tensor)
-            return QString::fromStdString(tensor->dtype);
+        if (tensor) {
+            // A quantized weight or one of its scales: the group's layout after the dtype.
+            const auto quant = m_quantText.constFind(static_cast<std::uint32_t>(treeNode.tensor));
+            return quant == m_quantText.constEnd()
+                ? QString::fromStdString(tensor->dtype)
+                : QString::fromStdString(tensor->dtype) + QStringLiteral(" · ") + quant.value();
+        }
         if (treeNode.kind == TreeNodeKind::Placeholder)
             return QLatin1Char('<')
                 + QString::fromStdString(

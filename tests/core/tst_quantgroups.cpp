@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+// Quantized weights grouped with their scales (issue 29, core/model/quantgroups.h) against the
+// fixtures of tests/fixtures/quant, written by safetensors 0.8 and torch 2.14 in the layouts the
+// DeepSeek-V3, NVFP4 (ModelOpt, compressed-tensors, float4_e2m1fn_x2), FP8 per-tensor/per-channel
+// and GPTQ producers use: the reader sees each tensor as the real reader loads it, each weight is
+// grouped with exactly the scales the file was built with, each layout is the one it was built
+// with, and each broken variant (scale dropped, transposed, wrong block count, orphan, NVFP4 group
+// of 32) gives exactly its finding. Shapes a hostile header may carry (zero, huge, one dimension)
+// are grouped without a crash, and a cut-short file still says what it can.
+#include "core/model/checkpoint.h"
+#include "core/model/quantgroups.h"
+#include "core/read/checkpointreader.h"
+#include "tests/common/testfiles.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <map>
+#include <set>
+
+using namespace ckpt;
+using namespace ckpt::testing;
+
+namespace {
+
+QString quantFixture(const QString& name)
+{
+    return fixturePath(u"quant/"_qs + name);
+}
+
+QJsonObject expectedOf(const QString& fixture)
+{
+    QFile file(quantFixture(fixture) + u".expected.json"_qs);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(file.readAll()).object();
+}
+
+std::set<QString> quantCodes(const Checkpoint& checkpoint)
+{
+    std::set<QString> codes;
+    for (const Finding& finding : checkpoint.findings)
+        if (finding.code == FindingCode::QuantScaleMissing || finding.code == FindingCode::QuantScaleMismatch
+            || finding.code == FindingCode::QuantScaleOrphan)
+            codes.insert(QString::fromUtf8(finding.codeId().data(), qsizetype(finding.codeId().size())));
+    return codes;
+}
+
+QString shapeText(const Dimensions& shape)
+{
+    QStringList parts;
+    for (std::int64_t d : shape)
+        parts << QString::number(d);
+    return u"["_qs + parts.join(u", "_qs) + u"]"_qs;
+}
+
+TensorEntry tensor(std::string name, const char* dtype, Dimensions shape)
+{
+    TensorEntry entry;
+    entry.name = std::move(name);
+    entry.dtype = InternedString(dtype);
+    entry.shape = std::move(shape);
+    return entry;
+}
+
+} // namespace
+
+class TestQuantGroups : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void groupsAsBuilt_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        const QStringList files = QDir(fixturePath("quant")).entryList({u"*.safetensors"_qs, u"*.pt"_qs});
+        QVERIFY(files.size() >= 12);
+        for (const QString& file : files)
+            QTest::newRow(qPrintable(file)) << file;
+    }
+    void groupsAsBuilt()
+    {
+        QFETCH(QString, fixture);
+        const QJsonObject expected = expectedOf(fixture);
+        QVERIFY(!expected.isEmpty());
+        const Checkpoint checkpoint = readCheckpoint(quantFixture(fixture).toStdString());
+        QVERIFY(!checkpoint.hasErrors());
+
+        // The tensors as the real reader loads them.
+        std::map<QString, std::pair<QString, QString>> shown;
+        for (const TensorEntry& entry : checkpoint.tensors)
+            shown[QString::fromStdString(entry.name)]
+                = {QString::fromUtf8(
+                       std::string_view(entry.dtype).data(), qsizetype(std::string_view(entry.dtype).size())),
+                    shapeText(entry.shape)};
+        const QJsonArray tensors = expected[u"tensors"_qs].toArray();
+        QCOMPARE(shown.size(), std::size_t(tensors.size()));
+        for (const QJsonValue& value : tensors) {
+            const QJsonObject object = value.toObject();
+            const QString name = object[u"name"_qs].toString();
+            QVERIFY2(shown.count(name), qPrintable(name));
+            QCOMPARE(shown[name].first, object[u"dtype"_qs].toString());
+            QStringList dims;
+            for (const QJsonValue& d : object[u"shape"_qs].toArray())
+                dims << QString::number(d.toInteger());
+            QCOMPARE(shown[name].second, u"["_qs + dims.join(u", "_qs) + u"]"_qs);
+        }
+
+        // Every weight with exactly its scales, each with the layout the file was built with.
+        const QuantScan scan = findQuantGroups(checkpoint);
+        std::map<QString, std::map<QString, QString>> found;
+        for (const QuantGroup& group : scan.groups) {
+            auto& scales = found[QString::fromStdString(checkpoint.tensors[group.weight].name)];
+            for (const QuantScale& scale : group.scales)
+                scales[QString::fromStdString(checkpoint.tensors[scale.tensor].name)]
+                    = QString::fromStdString(scale.layout);
+        }
+        std::map<QString, std::map<QString, QString>> built;
+        const QJsonObject groups = expected[u"groups"_qs].toObject();
+        for (auto it = groups.begin(); it != groups.end(); ++it) {
+            auto& scales = built[it.key()];
+            const QJsonObject object = it.value().toObject();
+            for (auto s = object.begin(); s != object.end(); ++s)
+                scales[s.key()] = s.value().toString();
+        }
+        if (found != built) {
+            for (const auto& [weight, scales] : found)
+                for (const auto& [scale, layout] : scales)
+                    qWarning("found %s: %s %s", qPrintable(weight), qPrintable(scale), qPrintable(layout));
+        }
+        QVERIFY(found == built);
+
+        // Exactly the findings the broken variant was built to have.
+        std::set<QString> codes;
+        for (const QJsonValue& code : expected[u"findings"_qs].toArray())
+            codes.insert(code.toString());
+        if (quantCodes(checkpoint) != codes)
+            for (const Finding& finding : checkpoint.findings)
+                qWarning("%s: %s", finding.codeId().data(), finding.message.c_str());
+        QVERIFY(quantCodes(checkpoint) == codes);
+    }
+
+    void logicalShapes()
+    {
+        const Checkpoint nvfp4 = readCheckpoint(quantFixture(u"nvfp4-modelopt.safetensors"_qs).toStdString());
+        const QuantScan scan = findQuantGroups(nvfp4);
+        QCOMPARE(scan.groups.size(), std::size_t(2));
+        const QuantGroup& gate = scan.groups.front();
+        QCOMPARE(QString::fromStdString(nvfp4.tensors[gate.weight].name), u"layers.0.gate_proj.weight"_qs);
+        QCOMPARE(QString::fromStdString(gate.scheme), u"nvfp4"_qs);
+        QCOMPARE(shapeText(nvfp4.tensors[gate.weight].shape), u"[64, 64]"_qs);
+        QCOMPARE(shapeText(gate.logicalShape), u"[64, 128]"_qs);
+        QCOMPARE(gate.valuesPerElement, 2u);
+        QCOMPARE(gate.packedDim, 1);
+
+        const Checkpoint f4 = readCheckpoint(quantFixture(u"nvfp4-f4.safetensors"_qs).toStdString());
+        const QuantScan f4Scan = findQuantGroups(f4);
+        QCOMPARE(f4Scan.groups.size(), std::size_t(1));
+        QCOMPARE(shapeText(f4Scan.groups.front().logicalShape), u"[32, 64]"_qs);
+
+        const Checkpoint gptq = readCheckpoint(quantFixture(u"gptq-int4.safetensors"_qs).toStdString());
+        const QuantScan gptqScan = findQuantGroups(gptq);
+        QCOMPARE(gptqScan.groups.size(), std::size_t(1));
+        QCOMPARE(shapeText(gptqScan.groups.front().logicalShape),
+            u"[128, 64]"_qs); // [in, out], packed along dim 0
+        QCOMPARE(gptqScan.groups.front().packedDim, 0);
+    }
+
+    // A message names both shapes and what would tile.
+    void messagesSayWhatWouldTile()
+    {
+        const Checkpoint transposed
+            = readCheckpoint(quantFixture(u"broken-scale-transposed.safetensors"_qs).toStdString());
+        const Checkpoint count
+            = readCheckpoint(quantFixture(u"broken-block-count.safetensors"_qs).toStdString());
+        auto message = [](const Checkpoint& checkpoint) {
+            for (const Finding& finding : checkpoint.findings)
+                if (finding.code == FindingCode::QuantScaleMismatch)
+                    return QString::fromStdString(finding.message);
+            return QString();
+        };
+        QVERIFY2(message(transposed).contains(u"[3, 2]"_qs) && message(transposed).contains(u"swapped"_qs),
+            qPrintable(message(transposed)));
+        QVERIFY2(message(count).contains(u"need [2, 3]"_qs), qPrintable(message(count)));
+    }
+
+    // Names and shapes a hostile header may carry: nothing crashes, nothing overflows.
+    void oddShapes()
+    {
+        Checkpoint checkpoint;
+        checkpoint.ensureRoot();
+        const std::int64_t huge = std::int64_t(1) << 62;
+        checkpoint.tensors.push_back(tensor("a.weight", "float8_e4m3fn", {huge, huge}));
+        checkpoint.tensors.push_back(tensor("a.weight_scale_inv", "float32", {huge, 3}));
+        checkpoint.tensors.push_back(tensor("b.weight", "float8_e4m3fn", {0, 16}));
+        checkpoint.tensors.push_back(tensor("b.weight_scale", "float32", {0, 1}));
+        checkpoint.tensors.push_back(tensor("c.qweight", "int32", {huge, huge}));
+        checkpoint.tensors.push_back(tensor("c.scales", "float16", {}));
+        checkpoint.tensors.push_back(tensor("c.qzeros", "int32", {huge, huge}));
+        checkpoint.tensors.push_back(tensor("weight_scale", "float32", {1}));
+        checkpoint.tensors.push_back(tensor("d.x_blocks", "uint8", {huge, huge, 16}));
+        checkpoint.tensors.push_back(tensor("d.x_scales", "uint8", {huge, huge}));
+        checkpoint.tensors.push_back(tensor("e.weight", "float4_e2m1fn_x2", {7}));
+        checkpoint.tensors.push_back(tensor("e.weight_scale", "float8_e4m3fn", {-1, 2}));
+        addQuantScaleFindings(checkpoint);
+        const QuantScan scan = findQuantGroups(checkpoint);
+        QVERIFY(scan.groups.size() >= 3);
+        QCOMPARE(scan.groupOf.size(), checkpoint.tensors.size());
+    }
+
+    // A file cut short: the reader's own finding, and the groups of what is left.
+    void truncatedFile()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QByteArray bytes = readAll(quantFixture(u"nvfp4-modelopt.safetensors"_qs));
+        QVERIFY(!bytes.isEmpty());
+        for (const qsizetype cut : {qsizetype(8), qsizetype(100), bytes.size() / 2, bytes.size() - 1}) {
+            const QString path = dir.filePath(u"cut.safetensors"_qs);
+            QVERIFY(writeAll(path, bytes.left(cut)));
+            const Checkpoint checkpoint = readCheckpoint(path.toStdString());
+            QVERIFY(!checkpoint.findings.empty());
+            const QuantScan scan = findQuantGroups(checkpoint);
+            QCOMPARE(scan.groupOf.size(), checkpoint.tensors.size());
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestQuantGroups)
+#include "tst_quantgroups.moc"
