@@ -193,8 +193,10 @@ std::vector<DeviceLedgerLine> MemoryLedger::lines() const
             line.freeNow = device->freeBytes;
             line.reservedBytes = m_assumptions.headroomBytes;
         }
-        if (line.tag.starts_with("cuda") && line.storageCount > 0)
-            line.contextBytes = m_assumptions.cudaContextBytes;
+        if (line.tag.starts_with("cuda") && line.storageCount > 0) {
+            line.contextBytes = m_assumptions.contextBytesFor(line.tag);
+            line.contextMeasured = m_assumptions.measuredContextBytes.contains(line.tag);
+        }
         return line;
     };
     for (const DeviceInfo& device : m_machine.devices)
