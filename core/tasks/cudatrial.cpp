@@ -172,7 +172,9 @@ CudaTrialOutcome runCudaTrial(const CudaTrialRequest& request)
     }
 
     // The trial load: each storage's bytes onto its place in its segment, read back, compared.
-    if (request.load && !outcome.cancelled && outcome.fits()) {
+    const bool everyDevicePlaced
+        = std::all_of(work.begin(), work.end(), [](const auto& entry) { return entry.second.result.placed; });
+    if (request.load && !outcome.cancelled && everyDevicePlaced) {
         const std::uint64_t chunk = std::max<std::uint64_t>(request.chunkBytes, 1);
         ByteBuffer readBack(static_cast<std::size_t>(std::min<std::uint64_t>(chunk, totalBytes)));
         std::uint64_t copied = 0;
