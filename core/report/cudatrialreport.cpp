@@ -6,6 +6,7 @@
 #include "core/json/json.h"
 #include "core/tasks/cudatrial.h"
 
+#include <algorithm>
 #include <ostream>
 
 namespace ckpt {
@@ -169,14 +170,25 @@ void writeCudaTrialText(std::ostream& out, const CudaTrialOutcome& outcome)
     if (outcome.cancelled)
         out << "\nThe trial was cancelled: everything it allocated is freed.\n";
     writeNotes(out, outcome.notes);
-    out << "\n"
-        << (outcome.cancelled        ? "Cancelled."
-                   : !outcome.fits() ? "The plan does NOT fit on this machine's GPUs."
-                   : outcome.loadRequested && !outcome.loadMatched()
-                   ? "The plan fits, but the trial load FAILED."
-                   : outcome.loadRequested ? "The plan fits, and every byte loaded came back equal."
-                                           : "The plan fits on this machine's GPUs.")
-        << "\n";
+    const bool callFailed
+        = std::any_of(outcome.devices.begin(), outcome.devices.end(), [](const CudaTrialDevice& device) {
+              return device.present && !device.failure.empty() && !device.outOfMemory;
+          });
+    std::string verdict;
+    if (outcome.cancelled)
+        verdict = "Cancelled.";
+    else if (callFailed)
+        verdict = "The trial placement FAILED: a CUDA call failed (above), so whether the plan fits is not "
+                  "known.";
+    else if (!outcome.fits())
+        verdict = "The plan does NOT fit on this machine's GPUs.";
+    else if (outcome.loadRequested && !outcome.loadMatched())
+        verdict = "The plan fits, but the trial load FAILED.";
+    else if (outcome.loadRequested)
+        verdict = "The plan fits, and every byte loaded came back equal.";
+    else
+        verdict = "The plan fits on this machine's GPUs.";
+    out << "\n" << verdict << "\n";
 }
 
 } // namespace ckpt
