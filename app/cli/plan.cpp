@@ -61,7 +61,7 @@ int runPlan(PlanArguments& arguments)
         }
         runtime = ckpt::makeSystemCudaRuntime();
         measurement = ckpt::measureCudaDevices(*runtime, ckpt::systemNvmlFreeSnapshot());
-        options.assumptions.measuredContextBytes = ckpt::applyMeasurement(*machine, *measurement);
+        ckpt::applyMeasurement(*machine, *measurement);
     }
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {

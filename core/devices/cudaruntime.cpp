@@ -345,10 +345,8 @@ CudaMeasurement measureCudaDevices(CudaRuntime& runtime, const NvmlFreeSnapshot&
     return measurement;
 }
 
-std::map<std::string, std::uint64_t> applyMeasurement(
-    MachineInventory& machine, const CudaMeasurement& measurement)
+void applyMeasurement(MachineInventory& machine, const CudaMeasurement& measurement)
 {
-    std::map<std::string, std::uint64_t> contexts;
     for (const CudaDeviceMeasurement& measured : measurement.devices) {
         for (DeviceInfo& device : machine.devices) {
             // The same GPU: by UUID when both know it, else by CUDA's numbering (both use it).
@@ -363,7 +361,7 @@ std::map<std::string, std::uint64_t> applyMeasurement(
                 device.freeBytes = measured.freeBytes > UINT64_MAX - *measured.contextBytes
                     ? UINT64_MAX
                     : measured.freeBytes + *measured.contextBytes;
-                contexts[device.tag] = *measured.contextBytes;
+                machine.measuredContextBytes[device.tag] = *measured.contextBytes;
             }
             if (device.totalBytes == 0)
                 device.totalBytes = measured.totalBytes;
@@ -373,7 +371,6 @@ std::map<std::string, std::uint64_t> applyMeasurement(
         machine.notes.push_back("nothing measured: " + *measurement.unavailable);
     for (const std::string& note : measurement.notes)
         machine.notes.push_back(note);
-    return contexts;
 }
 
 } // namespace ckpt

@@ -84,11 +84,10 @@ NvmlFreeSnapshot systemNvmlFreeSnapshot();
 // asks CUDA for the free memory left: the contexts stay (the trial runs in them).
 CudaMeasurement measureCudaDevices(CudaRuntime& runtime, const NvmlFreeSnapshot& nvmlFree);
 
-// The measured figures into a detected machine: where the context was measured, the device's free
-// memory becomes CUDA's free memory with the context made plus the context (the inventory's free
-// memory is always the memory before this process's context; the ledger and the planner take the
-// context off once). Returns the measured context bytes by device tag, for LedgerAssumptions.
-std::map<std::string, std::uint64_t> applyMeasurement(
-    MachineInventory& machine, const CudaMeasurement& measurement);
+// The measured figures into a detected machine: where the context was measured, the device's
+// measuredContextBytes, and its free memory becomes CUDA's free memory with the context made plus
+// the context (the inventory's free memory is always the memory before this process's context;
+// the ledger and the planner take the context off once). Adds the measurement's notes.
+void applyMeasurement(MachineInventory& machine, const CudaMeasurement& measurement);
 
 } // namespace ckpt

@@ -194,8 +194,8 @@ std::vector<DeviceLedgerLine> MemoryLedger::lines() const
             line.reservedBytes = m_assumptions.headroomBytes;
         }
         if (line.tag.starts_with("cuda") && line.storageCount > 0) {
-            line.contextBytes = m_assumptions.contextBytesFor(line.tag);
-            line.contextMeasured = m_assumptions.measuredContextBytes.contains(line.tag);
+            line.contextBytes = m_assumptions.contextBytesFor(m_machine, line.tag);
+            line.contextMeasured = m_machine.measuredContextOf(line.tag).has_value();
         }
         return line;
     };

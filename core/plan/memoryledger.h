@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/devices/machineinventory.h"
+
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -21,13 +22,11 @@ struct LedgerAssumptions {
     // Memory a CUDA context takes on every GPU torch touches. Hugging Face accelerate's big-model
     // documentation gives 1-2 GB for it; the default is the middle.
     std::uint64_t cudaContextBytes = 1536ull << 20;
-    // The context measured on this machine's GPUs, by device tag ("cuda:0"), where it was measured
-    // (core/devices/cudaruntime.h): it replaces the assumption for that device, and says so.
-    std::map<std::string, std::uint64_t> measuredContextBytes;
-    std::uint64_t contextBytesFor(const std::string& tag) const
+    // Where the machine measured the device's context (MachineInventory::measuredContextBytes),
+    // that figure instead of cudaContextBytes.
+    std::uint64_t contextBytesFor(const MachineInventory& machine, std::string_view tag) const
     {
-        const auto it = measuredContextBytes.find(tag);
-        return it == measuredContextBytes.end() ? cudaContextBytes : it->second;
+        return machine.measuredContextOf(tag).value_or(cudaContextBytes);
     }
     // Model the CUDA caching allocator: allocations round up to 512 bytes, those above 1 MiB to
     // 2 MiB segments. Off by default (an estimate, not a measurement).

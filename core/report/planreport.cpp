@@ -3,6 +3,7 @@
 
 #include "core/base/escaping.h"
 #include "core/base/textformat.h"
+#include "core/devices/machineinventory.h"
 #include "core/json/json.h"
 #include "core/plan/autoplacement.h"
 #include "core/plan/memoryledger.h"
@@ -113,10 +114,11 @@ void writePlacementText(std::ostream& out, const MachineInventory& machine,
             << (line.overCapacity() ? "  OVER CAPACITY" : "")
             << (line.inMachine ? "" : "  (not in the target)") << "\n";
     }
-    if (!options.assumptions.measuredContextBytes.empty()) {
-        out << "  CUDA context measured on this machine (*):";
-        for (const auto& [tag, bytes] : options.assumptions.measuredContextBytes)
-            out << " " << printableText(tag) << " " << formatBytes(bytes);
+    std::string measuredContexts;
+    for (const auto& [tag, bytes] : machine.measuredContextBytes)
+        measuredContexts += " " + printableText(tag) + " " + formatBytes(bytes);
+    if (!measuredContexts.empty()) {
+        out << "  CUDA context measured on this machine (*):" << measuredContexts;
         out << "; on any other GPU in use " << formatBytes(options.assumptions.cudaContextBytes)
             << ", an assumption\n";
     } else {

@@ -134,8 +134,9 @@ private Q_SLOTS:
         machine.devices.push_back(
             {"cuda:1", "GPU", 80 * GiB, 80 * GiB, std::nullopt, runtime.gpus[1].uuid, {}, false});
         machine.devices.push_back({"cpu", "CPU", 64 * GiB, 60 * GiB, std::nullopt, {}, {}, false});
-        LedgerAssumptions assumptions;
-        assumptions.measuredContextBytes = applyMeasurement(machine, measurement);
+        const LedgerAssumptions assumptions;
+        applyMeasurement(machine, measurement);
+        QCOMPARE(machine.measuredContextOf("cuda:1"), std::optional<std::uint64_t>(520 * MiB));
         QCOMPARE(machine.devices[0].freeBytes, std::optional<std::uint64_t>(79 * GiB)); // before the context
 
         const Checkpoint checkpoint = readCheckpoint(mixedFixture());
