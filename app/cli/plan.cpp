@@ -5,6 +5,7 @@
 #include "savecopywording.h"
 #include "terminal.h"
 
+#include "core/devices/cudaruntime.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -13,9 +14,11 @@
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/report/cudatrialreport.h"
 #include "core/report/exportplanreport.h"
 #include "core/report/planreport.h"
 #include "core/report/savecopyreport.h"
+#include "core/tasks/cudatrial.h"
 #include "core/tasks/savecopy.h"
 
 #include <iostream>
@@ -28,6 +31,7 @@ namespace {
 struct PlanArguments {
     std::string file, target, save, exportKind;
     bool json = false;
+    bool measure = false, trial = false, trialLoad = false;
     std::uint64_t noSplitDepth = 0;
     ckpt::AutoPlacementOptions options;
 };
@@ -45,6 +49,20 @@ int runPlan(PlanArguments& arguments)
         std::cerr << "ckpt-inspect plan: " << machine.error().message << "\n";
         return kUsageError;
     }
+    // --measure, --trial: this machine's CUDA runtime, its contexts made once and kept for the trial.
+    const bool trial = arguments.trial || arguments.trialLoad;
+    std::unique_ptr<ckpt::CudaRuntime> runtime;
+    std::optional<ckpt::CudaMeasurement> measurement;
+    if (arguments.measure || trial) {
+        if (!arguments.target.empty() || machine->described) {
+            std::cerr << "ckpt-inspect plan: --measure and --trial work on this machine's GPUs: leave out "
+                         "--target\n";
+            return kUsageError;
+        }
+        runtime = ckpt::makeSystemCudaRuntime();
+        measurement = ckpt::measureCudaDevices(*runtime, ckpt::systemNvmlFreeSnapshot());
+        ckpt::applyMeasurement(*machine, *measurement);
+    }
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
         std::cerr << "ckpt-inspect plan: " << shown(arguments.file) << ": "
@@ -60,6 +78,16 @@ int runPlan(PlanArguments& arguments)
     ckpt::MemoryLedger ledger(checkpoint, plan, *machine, options.assumptions);
     for (const ckpt::PlacementRule& rule : placement->rules)
         ledger.apply(plan.apply(rule));
+    std::optional<ckpt::CudaTrialOutcome> trialOutcome;
+    if (trial) {
+        ckpt::CudaTrialRequest request;
+        request.checkpoint = &checkpoint;
+        request.plan = &plan;
+        request.runtime = runtime.get();
+        request.measured = measurement;
+        request.load = arguments.trialLoad;
+        trialOutcome = ckpt::runCudaTrial(request);
+    }
 
     if (arguments.exportKind == "device-map") {
         std::cout << ckpt::deviceMapJson({placement->deviceMap.begin(), placement->deviceMap.end()}) << "\n";
@@ -67,11 +95,22 @@ int runPlan(PlanArguments& arguments)
         std::cout << shownLines(plan.asPython(arguments.file));
     } else if (arguments.json) {
         ckpt::JsonWriter writer(ckpt::JsonStyle::Pretty);
-        ckpt::writePlacementJson(writer, arguments.file, *machine, options, *placement, ledger);
+        ckpt::writePlacementJson(writer, arguments.file, *machine, options, *placement, ledger,
+            measurement && !trialOutcome ? &*measurement : nullptr, trialOutcome ? &*trialOutcome : nullptr);
         std::cout << writer.takeText() << "\n";
     } else {
         ckpt::writePlacementText(std::cout, *machine, options, *placement, ledger);
+        if (trialOutcome) {
+            std::cout << "\n";
+            ckpt::writeCudaTrialText(std::cout, *trialOutcome);
+        } else if (measurement) {
+            std::cout << "\n";
+            ckpt::writeCudaMeasurementText(std::cout, *measurement);
+        }
     }
+    if (trialOutcome && trialOutcome->unavailable)
+        std::cerr << "ckpt-inspect plan: the trial could not run: " << shown(*trialOutcome->unavailable)
+                  << "\n";
     if (!arguments.save.empty()) { // the save task's policy, as `remap` (without its override)
         ckpt::SaveCopyRequest request;
         request.input = &checkpoint;
@@ -95,6 +134,8 @@ int runPlan(PlanArguments& arguments)
             std::cerr << shown(arguments.save) << ": " << shown(ckpt::saveCopySummary(outcome)) << "\n";
         }
     }
+    if (trialOutcome && trialOutcome->exitCode() != 0)
+        return trialOutcome->exitCode();
     return placement->didNotFit.empty() ? 0 : 1;
 }
 
@@ -134,6 +175,15 @@ Command addPlanCommand(CLI::App& program)
         "the CUDA context assumed per GPU in use (1.5GiB)");
     command->add_flag("--allocator-rounding", arguments->options.assumptions.allocatorRounding,
         "count each storage as PyTorch's caching allocator rounds it");
+    command->add_flag("--measure", arguments->measure,
+        "measure each GPU's CUDA context and free memory on this machine (creates the contexts for a moment) "
+        "and plan with them instead of the assumed context");
+    command->add_flag("--trial", arguments->trial,
+        "measure, then allocate the plan's storages on this machine's GPUs as PyTorch's caching allocator "
+        "would, and say whether it fits (exit 1 when not, 2 when no GPU can be used)");
+    command->add_flag("--trial-load", arguments->trialLoad,
+        "--trial, then copy every planned storage from the file onto its GPU and read it back to compare "
+        "the bytes");
     command->add_option("--save,-o", arguments->save, "write the remapped copy (a folder for shards) to OUT")
         ->type_name("OUT");
     command->add_option("--export", arguments->exportKind, "print the plan for Python instead of the report")

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,15 @@ struct MachineInventory {
     bool described = false; // from a spec, not detected
     std::vector<DeviceInfo> devices; // CUDA devices in torch's ordinal order, then others, the CPU last
     std::vector<std::string> notes; // why no GPU was found, which variables were applied, ...
+    // The CUDA context measured on this machine's devices, by tag (core/devices/cudaruntime.h:
+    // plan --measure, the app's trial): the ledger and the planner use it instead of the assumed
+    // context, and say so.
+    std::map<std::string, std::uint64_t> measuredContextBytes;
+    std::optional<std::uint64_t> measuredContextOf(std::string_view tag) const
+    {
+        const auto it = measuredContextBytes.find(std::string(tag));
+        return it == measuredContextBytes.end() ? std::nullopt : std::optional(it->second);
+    }
     const DeviceInfo* find(std::string_view tag) const;
     std::vector<const DeviceInfo*> gpus() const; // devices whose tag starts with "cuda"
 };

@@ -147,8 +147,8 @@ Expected<AutoPlacement> placeAutomatically(
             cpu = Budget {device.tag,
                 total > options.assumptions.headroomBytes ? total - options.assumptions.headroomBytes : 0, 0};
         } else if (!device.opaque) {
-            const std::uint64_t reserve
-                = saturatingAdd(options.assumptions.cudaContextBytes, options.assumptions.headroomBytes);
+            const std::uint64_t reserve = saturatingAdd(
+                options.assumptions.contextBytesFor(machine, device.tag), options.assumptions.headroomBytes);
             gpus.push_back({device.tag, total > reserve ? total - reserve : 0, 0});
         }
     }
@@ -166,7 +166,8 @@ Expected<AutoPlacement> placeAutomatically(
     }
     for (const Budget& gpu : gpus)
         result.summary.push_back(gpu.tag + ": budget " + formatBytes(gpu.capacity) + " (after "
-            + formatBytes(options.assumptions.cudaContextBytes) + " assumed for the CUDA context"
+            + formatBytes(options.assumptions.contextBytesFor(machine, gpu.tag))
+            + (machine.measuredContextOf(gpu.tag) ? " measured" : " assumed") + " for the CUDA context"
             + (options.assumptions.headroomBytes
                     ? " and " + formatBytes(options.assumptions.headroomBytes) + " headroom"
                     : std::string())

@@ -194,8 +194,10 @@ std::vector<DeviceLedgerLine> MemoryLedger::lines() const
             line.freeNow = device->freeBytes;
             line.reservedBytes = m_assumptions.headroomBytes;
         }
-        if (line.tag.starts_with("cuda") && line.storageCount > 0)
-            line.contextBytes = m_assumptions.cudaContextBytes;
+        if (line.tag.starts_with("cuda") && line.storageCount > 0) {
+            line.contextBytes = m_assumptions.contextBytesFor(m_machine, line.tag);
+            line.contextMeasured = m_machine.measuredContextOf(line.tag).has_value();
+        }
         return line;
     };
     for (const DeviceInfo& device : m_machine.devices)

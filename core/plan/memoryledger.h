@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/devices/machineinventory.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +22,12 @@ struct LedgerAssumptions {
     // Memory a CUDA context takes on every GPU torch touches. Hugging Face accelerate's big-model
     // documentation gives 1-2 GB for it; the default is the middle.
     std::uint64_t cudaContextBytes = 1536ull << 20;
+    // Where the machine measured the device's context (MachineInventory::measuredContextBytes),
+    // that figure instead of cudaContextBytes.
+    std::uint64_t contextBytesFor(const MachineInventory& machine, std::string_view tag) const
+    {
+        return machine.measuredContextOf(tag).value_or(cudaContextBytes);
+    }
     // Model the CUDA caching allocator: allocations round up to 512 bytes, those above 1 MiB to
     // 2 MiB segments. Off by default (an estimate, not a measurement).
     bool allocatorRounding = false;
@@ -38,10 +46,11 @@ struct DeviceLedgerLine {
     std::uint64_t plannedBytes = 0; // storages planned onto it, each counted once
     std::uint64_t allocatedBytes = 0; // planned, rounded like the caching allocator when enabled
     std::uint64_t storageCount = 0;
-    std::uint64_t contextBytes = 0; // assumed CUDA context, on GPUs that receive storages
+    std::uint64_t contextBytes = 0; // CUDA context, on GPUs that receive storages
+    bool contextMeasured = false; // measured on this machine, not the assumption
     std::uint64_t reservedBytes = 0; // headroom the plan keeps free
     std::optional<std::uint64_t> capacity; // total memory of the device
-    std::optional<std::uint64_t> freeNow; // free memory when detected
+    std::optional<std::uint64_t> freeNow; // free memory when detected (or measured)
     std::int64_t headroom() const; // capacity - allocated - context - reserved (0 without capacity)
     bool overCapacity() const { return capacity && headroom() < 0; }
 };

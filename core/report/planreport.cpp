@@ -3,10 +3,13 @@
 
 #include "core/base/escaping.h"
 #include "core/base/textformat.h"
+#include "core/devices/machineinventory.h"
 #include "core/json/json.h"
 #include "core/plan/autoplacement.h"
 #include "core/plan/memoryledger.h"
+#include "core/report/cudatrialreport.h"
 #include "core/report/machinereport.h"
+#include "core/tasks/cudatrial.h"
 
 #include <iomanip>
 #include <ostream>
@@ -35,6 +38,8 @@ void writeLedgerJson(JsonWriter& writer, const MemoryLedger& ledger)
         writer.member("allocated_bytes", line.allocatedBytes);
         writer.member("storages", line.storageCount);
         writer.member("cuda_context_bytes", line.contextBytes);
+        writer.member("cuda_context_measured", line.contextMeasured);
+        writer.memberOrNull("free_bytes", line.freeNow);
         writer.member("reserved_bytes", line.reservedBytes);
         writer.memberOrNull("capacity_bytes", line.capacity);
         writer.member("headroom_bytes", line.headroom());
@@ -45,7 +50,8 @@ void writeLedgerJson(JsonWriter& writer, const MemoryLedger& ledger)
 }
 
 void writePlacementJson(JsonWriter& writer, const std::string& file, const MachineInventory& machine,
-    const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger)
+    const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger,
+    const CudaMeasurement* measured, const CudaTrialOutcome* trial)
 {
     writer.beginObject();
     writer.member("file", file);
@@ -66,6 +72,14 @@ void writePlacementJson(JsonWriter& writer, const std::string& file, const Machi
     writeLedgerJson(writer, ledger);
     writer.member("cpu_staging_bytes", ledger.cpuStagingBytes());
     writer.member("did_not_fit", placement.didNotFit);
+    if (measured) {
+        writer.key("measured");
+        writeCudaMeasurementJson(writer, *measured);
+    }
+    if (trial) {
+        writer.key("trial");
+        writeCudaTrialJson(writer, *trial);
+    }
     writer.endObject();
 }
 
@@ -93,7 +107,9 @@ void writePlacementText(std::ostream& out, const MachineInventory& machine,
             : formatBytes(static_cast<std::uint64_t>(line.headroom()));
         out << "  " << std::left << std::setw(10) << printableText(line.tag) << std::right << std::setw(12)
             << formatBytes(line.recordedBytes) << std::setw(12) << formatBytes(line.allocatedBytes)
-            << std::setw(14) << (line.contextBytes ? formatBytes(line.contextBytes) : std::string("-"))
+            << std::setw(14)
+            << (line.contextBytes ? formatBytes(line.contextBytes) + (line.contextMeasured ? "*" : "")
+                                  : std::string("-"))
             << std::setw(12) << (line.capacity ? formatBytes(*line.capacity) : std::string("-"))
             << std::setw(12) << (line.capacity ? headroom : std::string("-"))
             << (line.overCapacity() ? "  OVER CAPACITY" : "")
@@ -102,8 +118,18 @@ void writePlacementText(std::ostream& out, const MachineInventory& machine,
                                               : "  (not in the target)")
             << "\n";
     }
-    out << "  CUDA context: " << formatBytes(options.assumptions.cudaContextBytes)
-        << " per GPU in use, an assumption (accelerate documents 1-2 GB); change it with --context\n";
+    std::string measuredContexts;
+    for (const auto& [tag, bytes] : machine.measuredContextBytes)
+        measuredContexts += " " + printableText(tag) + " " + formatBytes(bytes);
+    if (!measuredContexts.empty()) {
+        out << "  CUDA context measured on this machine (*):" << measuredContexts;
+        out << "; on any other GPU in use " << formatBytes(options.assumptions.cudaContextBytes)
+            << ", an assumption\n";
+    } else {
+        out << "  CUDA context: " << formatBytes(options.assumptions.cudaContextBytes)
+            << " per GPU in use, an assumption (accelerate documents 1-2 GB); change it with --context, or "
+               "measure it with --measure on a machine with GPUs\n";
+    }
     out << "  A plain torch.load stages up to " << formatBytes(ledger.cpuStagingBytes())
         << " in CPU memory on the way (each storage is read into CPU memory before it moves)\n";
     if (!placement.didNotFit.empty()) {

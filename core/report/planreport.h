@@ -11,14 +11,18 @@ class JsonWriter;
 class MemoryLedger;
 struct AutoPlacement;
 struct AutoPlacementOptions;
+struct CudaMeasurement;
+struct CudaTrialOutcome;
 struct MachineInventory;
 
 // The memory per device, one JSON object a line of the ledger, as an array.
 void writeLedgerJson(JsonWriter& writer, const MemoryLedger& ledger);
 
-// {"file", "target", "strategy", "groups", "ledger", "cpu_staging_bytes", "did_not_fit"}.
+// {"file", "target", "strategy", "groups", "ledger", "cpu_staging_bytes", "did_not_fit"}, and
+// "measured" and "trial" when they were asked for (`--measure`, `--trial`).
 void writePlacementJson(JsonWriter& writer, const std::string& file, const MachineInventory& machine,
-    const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger);
+    const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger,
+    const CudaMeasurement* measured = nullptr, const CudaTrialOutcome* trial = nullptr);
 void writePlacementText(std::ostream& out, const MachineInventory& machine,
     const AutoPlacementOptions& options, const AutoPlacement& placement, const MemoryLedger& ledger);
 
