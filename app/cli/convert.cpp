@@ -20,9 +20,10 @@ namespace {
 const char* kConvertUsage
     = "usage: ckpt-inspect convert FILE|DIR -o OUT.safetensors|OUTDIR [--max-shard-size SIZE] [--select "
       "PREFIX]...\n"
-      "                            [--root PATH] [--json]\n"
+      "                            [--root PATH] [--dtype bfloat16|float16|float32] [--json]\n"
       "       ckpt-inspect convert FILE.safetensors|DIR -o OUT.pt [--device DEV] [--map ...] [--tensor ...]\n"
-      "                            [--module ...] [--select PREFIX]... [--json]\n";
+      "                            [--module ...] [--select PREFIX]... [--dtype DT] [--plain-values] "
+      "[--json]\n";
 
 struct ConvertArguments {
     std::string input, output;
