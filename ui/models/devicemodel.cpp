@@ -79,9 +79,11 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const
         tip += QStringLiteral("Recorded: %1: what the file says now.<br>")
                    .arg(formatByteSize(line.recordedBytes));
         if (line.contextBytes)
-            tip += QStringLiteral("CUDA context: %1, assumed (torch's runtime takes it on every GPU it "
+            tip += QStringLiteral("CUDA context: %1, %2 (torch's runtime takes it on every GPU it "
                                   "touches).<br>")
-                       .arg(formatByteSize(line.contextBytes));
+                       .arg(formatByteSize(line.contextBytes),
+                           line.contextMeasured ? QStringLiteral("measured on this machine")
+                                                : QStringLiteral("assumed"));
         if (line.capacity)
             tip += QStringLiteral("Capacity: %1; %2 %3.")
                        .arg(formatByteSize(*line.capacity),
