@@ -199,7 +199,7 @@ private Q_SLOTS:
     void doesNotFit()
     {
         FakeCudaRuntime runtime;
-        runtime.addGpu(2 * MiB + 100 * MiB, 100 * MiB, 512 * 1024); // 1.5 MiB left: no 2 MiB segment
+        runtime.addGpu(2 * MiB + 100 * MiB, 100 * MiB, MiB / 2); // 1.5 MiB left: no 2 MiB segment
         const Checkpoint checkpoint = readCheckpoint(mixedFixture());
         const PlacementPlan plan = allOnFirstGpu(checkpoint);
         const CudaTrialOutcome outcome = trial(runtime, checkpoint, plan, true);
