@@ -259,6 +259,28 @@ private Q_SLOTS:
         QVERIFY(text(outcome).find("READ BACK DIFFERENT") != std::string::npos);
     }
 
+    // A storage whose bytes the file does not hold whole (as a cut-short file leaves it): listed as
+    // unreadable, the others still compared, the load not passed.
+    void storageBytesMissing()
+    {
+        FakeCudaRuntime runtime;
+        runtime.addGpu(80 * GiB, 500 * MiB);
+        Checkpoint checkpoint = readCheckpoint(mixedFixture());
+        checkpoint.storages[2].availableBytes = 5; // on_cuda1's 48 bytes cut after 5
+        const PlacementPlan plan = allOnFirstGpu(checkpoint);
+        const CudaTrialOutcome outcome = trial(runtime, checkpoint, plan, true);
+        const CudaTrialDevice& device = outcome.devices.at(0);
+        QVERIFY(device.placed);
+        QCOMPARE(device.unreadable.size(), 1u);
+        QVERIFY2(device.unreadable[0].starts_with("on_cuda1 (storage 2): "), device.unreadable[0].c_str());
+        QCOMPARE(device.storagesCompared, 4u);
+        QCOMPARE(device.mismatchedStorages, 0u);
+        QVERIFY(!device.loaded);
+        QCOMPARE(outcome.exitCode(), 1);
+        QVERIFY(runtime.live.empty());
+        QVERIFY(text(outcome).find("1 could not be read from the file") != std::string::npos);
+    }
+
     void copyFails()
     {
         FakeCudaRuntime runtime;
