@@ -238,6 +238,24 @@ private Q_SLOTS:
         QVERIFY(text(outcome).find("FAILED: at on_cuda0 (storage 1)") != std::string::npos);
     }
 
+    // A damaged or hostile file claiming storages near 2^64 bytes: it does not fit, nothing wraps.
+    void hostileSizes()
+    {
+        FakeCudaRuntime runtime;
+        runtime.addGpu(80 * GiB, 500 * MiB);
+        Checkpoint checkpoint = readCheckpoint(mixedFixture());
+        for (StorageRecord& storage : checkpoint.storages)
+            storage.nbytes = UINT64_MAX - 7;
+        const PlacementPlan plan = allOnFirstGpu(checkpoint);
+        const CudaTrialOutcome outcome = trial(runtime, checkpoint, plan, true);
+        const CudaTrialDevice& device = outcome.devices.at(0);
+        QVERIFY(!device.placed);
+        QVERIFY(device.outOfMemory);
+        QCOMPARE(device.plannedBytes, UINT64_MAX);
+        QCOMPARE(outcome.exitCode(), 1);
+        QCOMPARE(runtime.bytesCopiedToDevice, 0u);
+    }
+
     void corruptedReadBack()
     {
         FakeCudaRuntime runtime;
