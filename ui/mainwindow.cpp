@@ -93,6 +93,10 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_planActions, &PlanActions::message, this, &MainWindow::showTransientMessage);
     connect(m_planActions, &PlanActions::errorShown, this, &MainWindow::showError);
     connect(m_planActions, &PlanActions::targetChanged, this, &MainWindow::updateStatusSummary);
+    connect(m_planActions, &PlanActions::trialFinished, this, [this](const QString& report, bool passed) {
+        passed ? showInformation(tr("Trial on This Machine's GPUs"), report)
+               : showError(tr("Trial on This Machine's GPUs"), report);
+    });
     connect(m_findingsPanel->simulationBar(), &LoadSimulationBar::targetChosen, m_planActions,
         &PlanActions::chooseTarget);
     connect(m_planActions, &PlanActions::detectingChanged, m_devicePanel, &DevicePanel::setDetecting);

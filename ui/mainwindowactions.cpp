@@ -310,7 +310,7 @@ void MainWindow::createMenus()
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
             {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",
-                "actionAutoSequential", "-", "targetMenu"}},
+                "actionAutoSequential", "-", "targetMenu", "-", "actionTrialPlacement", "actionTrialLoad"}},
         {tr("&View"),
             {"actionShowDevices", "actionShowDetails", "actionShowFindings", "actionShowHistory", "-",
                 "actionNextPane", "actionPreviousPane", "-", "actionScanValues", "-", "themeMenu"}},

@@ -3,12 +3,15 @@
 
 #include "core/plan/autoplacement.h"
 #include "core/plan/devicemap.h"
+#include "core/report/cudatrialreport.h"
+#include "core/tasks/cudatrial.h"
 #include "ui/actiontable.h"
 #include "ui/base/appsettings.h"
 #include "ui/dialogs/mapeverydialog.h"
 #include "ui/dialogs/targetdialog.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/document/documentcontroller.h"
+#include "ui/jobs/jobprogressdialog.h"
 #include "ui/jobs/jobtracker.h"
 
 #include <QActionGroup>
@@ -20,6 +23,7 @@
 #include <QUndoStack>
 #include <QWidget>
 
+#include <sstream>
 #include <vector>
 
 namespace ckpt {
@@ -61,6 +65,10 @@ PlanActions::PlanActions(DocumentController* documents, AppSettings* settings, Q
     , m_settings(settings)
     , m_dialogParent(dialogParent)
     , m_detection(new JobTracker(this))
+    , m_trial(new JobTracker(this))
+    , m_makeCudaAccess([] {
+        return CudaAccess {makeSystemCudaRuntime(), systemNvmlFreeSnapshot()};
+    })
 {
     m_everythingToCpu = createAction(this,
         {"actionEverythingToCpu", tr("Everything to &CPU"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
@@ -76,6 +84,16 @@ PlanActions::PlanActions(DocumentController* documents, AppSettings* settings, Q
         {"actionAutoSequential", tr("Automatic Placement (&Sequential)"),
             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B), tr("Fill cuda:0, then cuda:1, …, then the CPU"),
             [this] { autoPlace(false); }});
+    m_trialPlacement = createAction(this,
+        {"actionTrialPlacement", tr("T&rial on This Machine's GPUs"), {},
+            tr("Measure each GPU's CUDA context, then allocate the plan's storages as PyTorch's caching "
+               "allocator would: does the plan fit?"),
+            [this] { startTrial(false); }});
+    m_trialLoad = createAction(this,
+        {"actionTrialLoad", tr("Trial &Load on This Machine's GPUs"), {},
+            tr("The trial, then copy every planned storage onto its GPU and read it back to compare the "
+               "bytes"),
+            [this] { startTrial(true); }});
 
     m_targetMenu = new QMenu(tr("&Target Machine"), dialogParent);
     m_targetMenu->setObjectName(QStringLiteral("targetMenu"));
@@ -134,6 +152,67 @@ void PlanActions::updateActions()
     m_mapEvery->setEnabled(open);
     m_autoBalanced->setEnabled(open);
     m_autoSequential->setEnabled(open);
+    m_trialPlacement->setEnabled(open && !isTrialRunning());
+    m_trialLoad->setEnabled(open && !isTrialRunning());
+}
+
+void PlanActions::setCudaAccess(std::function<CudaAccess()> make)
+{
+    m_makeCudaAccess = std::move(make);
+}
+
+bool PlanActions::isTrialRunning() const
+{
+    return m_trial->isRunning();
+}
+
+void PlanActions::cancelTrial()
+{
+    m_trial->cancel();
+}
+
+void PlanActions::startTrial(bool load)
+{
+    CheckpointDocument* document = m_documents->document();
+    if (!document || isTrialRunning())
+        return;
+    // The worker gets its own copy of the plan (the user may keep planning) and makes, uses and
+    // drops its own runtime: the contexts live on its thread and go when it ends.
+    const std::shared_ptr<const Checkpoint> checkpoint = document->sharedCheckpoint();
+    const auto plan = std::make_shared<PlacementPlan>(document->plan());
+    m_trial->start(
+        [checkpoint, plan, load, make = m_makeCudaAccess](JobProgress& progress) {
+            const CudaAccess access = make();
+            CudaTrialRequest request;
+            request.checkpoint = checkpoint.get();
+            request.plan = plan.get();
+            request.runtime = access.runtime.get();
+            request.nvmlFree = access.nvmlFree;
+            request.load = load;
+            request.progress = [&progress](const std::string&, std::uint64_t done, std::uint64_t total) {
+                return progress.report(done, total);
+            };
+            return std::make_shared<const CudaTrialOutcome>(runCudaTrial(request));
+        },
+        [this](const std::shared_ptr<const CudaTrialOutcome>& outcome) {
+            if (m_trialProgress)
+                m_trialProgress->deleteLater();
+            updateActions();
+            // What was measured stays with this machine; the ledger shows it when this machine is the target.
+            if (!outcome->measurement.devices.empty() && m_thisMachine) {
+                applyMeasurement(*m_thisMachine, outcome->measurement);
+                if (m_targetProfile.isEmpty() && !m_target.described)
+                    setTarget(*m_thisMachine, QString());
+            }
+            std::ostringstream text;
+            writeCudaTrialText(text, *outcome);
+            Q_EMIT trialFinished(QString::fromStdString(text.str()).trimmed(), outcome->exitCode() == 0);
+        });
+    updateActions();
+    m_trialProgress = new JobProgressDialog(
+        load ? tr("Trial load on this machine's GPUs…") : tr("Trial on this machine's GPUs…"),
+        m_trial->progress(),
+        m_dialogParent); // its Cancel sets the job's flag; the worker frees what it allocated and stops
 }
 
 void PlanActions::everythingToCpu()

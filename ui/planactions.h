@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/devices/cudaruntime.h"
 #include "core/devices/deviceinventory.h"
 
 #include <QObject>
+#include <QPointer>
 #include <QString>
 #include <QStringList>
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,6 +26,7 @@ namespace ckpt {
 
 class AppSettings;
 class DocumentController;
+class JobProgressDialog;
 class JobTracker;
 
 // The Plan menu and what it plans against: Everything to CPU, Map Every Device (its dialog),
@@ -42,6 +47,22 @@ public:
     QAction* autoSequentialAction() const { return m_autoSequential; }
     // Filled each time it opens: this machine, the saved profiles, Describe….
     QMenu* targetMenu() const { return m_targetMenu; }
+    // The trial on this machine's GPUs (core/tasks/cudatrial.h, as `plan --trial` and
+    // `--trial-load`), in a job with progress and Cancel; it measures each GPU's CUDA context, which
+    // this machine's inventory keeps from then on (the ledger then shows it as measured).
+    QAction* trialPlacementAction() const { return m_trialPlacement; }
+    QAction* trialLoadAction() const { return m_trialLoad; }
+    void startTrial(bool load);
+    bool isTrialRunning() const;
+    void cancelTrial();
+    // Where the trial's CUDA runtime and NVML's figures come from: the system's (libcuda and
+    // libnvidia-ml through dlopen) unless a test hands a fake. Each trial makes them afresh in its
+    // worker and drops them there.
+    struct CudaAccess {
+        std::unique_ptr<CudaRuntime> runtime;
+        NvmlFreeSnapshot nvmlFree;
+    };
+    void setCudaAccess(std::function<CudaAccess()> make);
     void updateActions();
 
     const MachineInventory& target() const { return m_target; }
@@ -64,6 +85,9 @@ Q_SIGNALS:
     void errorShown(const QString& title, const QString& message);
     void targetChanged(); // the target, or whether it is still being detected
     void detectingChanged(bool detecting);
+    // The trial's report, the lines `plan --trial` prints after the plan; `passed` when the plan
+    // fits (and, for a trial load, every byte came back equal).
+    void trialFinished(const QString& report, bool passed);
 
 private:
     void everythingToCpu();
@@ -79,6 +103,9 @@ private:
     AppSettings* m_settings = nullptr;
     QWidget* m_dialogParent = nullptr;
     JobTracker* m_detection = nullptr;
+    JobTracker* m_trial = nullptr;
+    QPointer<JobProgressDialog> m_trialProgress;
+    std::function<CudaAccess()> m_makeCudaAccess;
     std::optional<MachineInventory> m_thisMachine;
     bool m_useDetectedMachine = false; // the target waits for the detection job
     MachineInventory m_target;
@@ -90,6 +117,8 @@ private:
     QAction* m_mapEvery = nullptr;
     QAction* m_autoBalanced = nullptr;
     QAction* m_autoSequential = nullptr;
+    QAction* m_trialPlacement = nullptr;
+    QAction* m_trialLoad = nullptr;
     QMenu* m_targetMenu = nullptr;
     QActionGroup* m_targetGroup = nullptr;
 };

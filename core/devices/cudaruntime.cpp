@@ -9,6 +9,7 @@
 #include "core/devices/machineinventory.h"
 #include "core/io/sharedlibrary.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -348,6 +349,9 @@ CudaMeasurement measureCudaDevices(CudaRuntime& runtime, const NvmlFreeSnapshot&
 void applyMeasurement(MachineInventory& machine, const CudaMeasurement& measurement)
 {
     for (const CudaDeviceMeasurement& measured : measurement.devices) {
+        // By CUDA's numbering, as the plan names devices, whether or not the inventory lists it.
+        if (measured.contextBytes)
+            machine.measuredContextBytes[measured.tag] = *measured.contextBytes;
         for (DeviceInfo& device : machine.devices) {
             // The same GPU: by UUID when both know it, else by CUDA's numbering (both use it).
             const bool same = !measured.uuid.empty() && !device.uuid.empty() ? device.uuid == measured.uuid
@@ -361,16 +365,17 @@ void applyMeasurement(MachineInventory& machine, const CudaMeasurement& measurem
                 device.freeBytes = measured.freeBytes > UINT64_MAX - *measured.contextBytes
                     ? UINT64_MAX
                     : measured.freeBytes + *measured.contextBytes;
-                machine.measuredContextBytes[device.tag] = *measured.contextBytes;
             }
             if (device.totalBytes == 0)
                 device.totalBytes = measured.totalBytes;
         }
     }
+    std::vector<std::string> notes = measurement.notes;
     if (measurement.unavailable)
-        machine.notes.push_back("nothing measured: " + *measurement.unavailable);
-    for (const std::string& note : measurement.notes)
-        machine.notes.push_back(note);
+        notes.insert(notes.begin(), "nothing measured: " + *measurement.unavailable);
+    for (std::string& note : notes) // once each, however often the app measures again
+        if (std::find(machine.notes.begin(), machine.notes.end(), note) == machine.notes.end())
+            machine.notes.push_back(std::move(note));
 }
 
 } // namespace ckpt

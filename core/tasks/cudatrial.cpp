@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/tasks/cudatrial.h"
 
+#include "core/base/checkedarithmetic.h"
 #include "core/base/textformat.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/cachingallocator.h"
@@ -121,9 +122,10 @@ CudaTrialOutcome runCudaTrial(const CudaTrialRequest& request)
             continue;
         device.storages.push_back(s);
         ++device.result.storages;
-        device.result.plannedBytes += bytes;
+        device.result.plannedBytes
+            = saturatingAdd(device.result.plannedBytes, bytes); // a hostile file may claim 2^63
         ++totalStorages;
-        totalBytes += bytes;
+        totalBytes = saturatingAdd(totalBytes, bytes);
     }
     if (work.empty())
         outcome.notes.push_back("the plan puts nothing on a CUDA device: there is nothing to try");
@@ -226,7 +228,7 @@ CudaTrialOutcome runCudaTrial(const CudaTrialRequest& request)
                 if (status) {
                     // The file could not give the bytes (cut short, a corrupt deflate stream).
                     result.unreadable.push_back(storageName(checkpoint, s) + ": " + status->message);
-                    copied += storage.nbytes - position;
+                    copied = saturatingAdd(copied, storage.nbytes - position);
                     continue;
                 }
                 ++result.storagesCompared;

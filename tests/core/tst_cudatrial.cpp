@@ -199,7 +199,7 @@ private Q_SLOTS:
     void doesNotFit()
     {
         FakeCudaRuntime runtime;
-        runtime.addGpu(2 * MiB + 100 * MiB, 100 * MiB, 512 * 1024); // 1.5 MiB left: no 2 MiB segment
+        runtime.addGpu(2 * MiB + 100 * MiB, 100 * MiB, MiB / 2); // 1.5 MiB left: no 2 MiB segment
         const Checkpoint checkpoint = readCheckpoint(mixedFixture());
         const PlacementPlan plan = allOnFirstGpu(checkpoint);
         const CudaTrialOutcome outcome = trial(runtime, checkpoint, plan, true);
@@ -238,6 +238,24 @@ private Q_SLOTS:
         QVERIFY(text(outcome).find("FAILED: at on_cuda0 (storage 1)") != std::string::npos);
     }
 
+    // A damaged or hostile file claiming storages near 2^64 bytes: it does not fit, nothing wraps.
+    void hostileSizes()
+    {
+        FakeCudaRuntime runtime;
+        runtime.addGpu(80 * GiB, 500 * MiB);
+        Checkpoint checkpoint = readCheckpoint(mixedFixture());
+        for (StorageRecord& storage : checkpoint.storages)
+            storage.nbytes = UINT64_MAX - 7;
+        const PlacementPlan plan = allOnFirstGpu(checkpoint);
+        const CudaTrialOutcome outcome = trial(runtime, checkpoint, plan, true);
+        const CudaTrialDevice& device = outcome.devices.at(0);
+        QVERIFY(!device.placed);
+        QVERIFY(device.outOfMemory);
+        QCOMPARE(device.plannedBytes, UINT64_MAX);
+        QCOMPARE(outcome.exitCode(), 1);
+        QCOMPARE(runtime.bytesCopiedToDevice, 0u);
+    }
+
     void corruptedReadBack()
     {
         FakeCudaRuntime runtime;
@@ -257,6 +275,28 @@ private Q_SLOTS:
         QCOMPARE(outcome.exitCode(), 1);
         QVERIFY(runtime.live.empty());
         QVERIFY(text(outcome).find("READ BACK DIFFERENT") != std::string::npos);
+    }
+
+    // A storage whose bytes the file does not hold whole (as a cut-short file leaves it): listed as
+    // unreadable, the others still compared, the load not passed.
+    void storageBytesMissing()
+    {
+        FakeCudaRuntime runtime;
+        runtime.addGpu(80 * GiB, 500 * MiB);
+        Checkpoint checkpoint = readCheckpoint(mixedFixture());
+        checkpoint.storages[2].availableBytes = 5; // on_cuda1's 48 bytes cut after 5
+        const PlacementPlan plan = allOnFirstGpu(checkpoint);
+        const CudaTrialOutcome outcome = trial(runtime, checkpoint, plan, true);
+        const CudaTrialDevice& device = outcome.devices.at(0);
+        QVERIFY(device.placed);
+        QCOMPARE(device.unreadable.size(), 1u);
+        QVERIFY2(device.unreadable[0].starts_with("on_cuda1 (storage 2): "), device.unreadable[0].c_str());
+        QCOMPARE(device.storagesCompared, 4u);
+        QCOMPARE(device.mismatchedStorages, 0u);
+        QVERIFY(!device.loaded);
+        QCOMPARE(outcome.exitCode(), 1);
+        QVERIFY(runtime.live.empty());
+        QVERIFY(text(outcome).find("1 could not be read from the file") != std::string::npos);
     }
 
     void copyFails()

@@ -81,9 +81,11 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const
         tip += QStringLiteral("Recorded: %1: what the file says now.<br>")
                    .arg(formatByteSize(line.recordedBytes));
         if (line.contextBytes)
-            tip += QStringLiteral("CUDA context: %1, assumed (torch's runtime takes it on every GPU it "
+            tip += QStringLiteral("CUDA context: %1, %2 (torch's runtime takes it on every GPU it "
                                   "touches).<br>")
-                       .arg(formatByteSize(line.contextBytes));
+                       .arg(formatByteSize(line.contextBytes),
+                           line.contextMeasured ? QStringLiteral("measured on this machine")
+                                                : QStringLiteral("assumed"));
         if (line.recordsNoDevice)
             tip += QStringLiteral("The file records no device for these storages (safetensors, DCP and NumPy "
                                   "files do not): the loader places them, safetensors.torch.load_file on "

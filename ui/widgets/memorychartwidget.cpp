@@ -334,9 +334,17 @@ void MemoryChartWidget::refresh()
     QString note;
     if (m_model->document()) {
         const std::uint64_t context = m_model->document()->ledger().assumptions().cudaContextBytes;
-        note = tr("Red: over capacity. CUDA context: %1 assumed on every GPU that receives storages "
-                  "(not a measurement). Hover a bar for exact bytes.")
-                   .arg(formatByteSize(context));
+        QStringList measured;
+        for (const auto& [tag, bytes] : m_model->document()->target().measuredContextBytes)
+            measured.append(QStringLiteral("%1 %2").arg(QString::fromStdString(tag), formatByteSize(bytes)));
+        note = measured.isEmpty()
+            ? tr("Red: over capacity. CUDA context: %1 assumed on every GPU that receives storages "
+                 "(not a measurement). Hover a bar for exact bytes.")
+                  .arg(formatByteSize(context))
+            : tr(
+                "Red: over capacity. CUDA context measured on this machine: %1; %2 assumed on any other GPU. "
+                "Hover a bar for exact bytes.")
+                  .arg(measured.join(QStringLiteral(", ")), formatByteSize(context));
     }
     m_note->setText(note);
 }
