@@ -99,13 +99,13 @@ private Q_SLOTS:
                     shapeText(entry.shape)};
         const QJsonArray tensors = expected[u"tensors"_qs].toArray();
         QCOMPARE(shown.size(), std::size_t(tensors.size()));
-        for (const QJsonValue& value : tensors) {
+        for (const QJsonValue value : tensors) {
             const QJsonObject object = value.toObject();
             const QString name = object[u"name"_qs].toString();
             QVERIFY2(shown.count(name), qPrintable(name));
             QCOMPARE(shown[name].first, object[u"dtype"_qs].toString());
             QStringList dims;
-            for (const QJsonValue& d : object[u"shape"_qs].toArray())
+            for (const QJsonValue d : object[u"shape"_qs].toArray())
                 dims << QString::number(d.toInteger());
             QCOMPARE(shown[name].second, u"["_qs + dims.join(u", "_qs) + u"]"_qs);
         }
@@ -136,7 +136,7 @@ private Q_SLOTS:
 
         // Exactly the findings the broken variant was built to have.
         std::set<QString> codes;
-        for (const QJsonValue& code : expected[u"findings"_qs].toArray())
+        for (const QJsonValue code : expected[u"findings"_qs].toArray())
             codes.insert(code.toString());
         if (quantCodes(checkpoint) != codes)
             for (const Finding& finding : checkpoint.findings)
