@@ -236,7 +236,7 @@ void describeWeight(const Checkpoint& checkpoint, QuantGroup& group)
         group.valuesPerElement = 2;
         const std::int64_t bytes = logical.back();
         logical.pop_back();
-        logical.back() = times(logical.back(), bytes);
+        logical.back() = times(times(logical.back(), bytes), 2);
     } else if (dtype == "uint8" && (isFloat8(weightScale) || weightScale == "float8_e8m0fnu")) {
         group.scheme = weightScale == "float8_e8m0fnu" ? "mxfp4" : "nvfp4";
         group.valuesPerElement = 2;
@@ -283,11 +283,19 @@ void judgeScales(const Checkpoint& checkpoint, QuantGroup& group)
             && !shape.empty()) {
             // Packed like the weight: GPTQ's qzeros [groups, out / 8] along its last dimension,
             // compressed-tensors' weight_zero_point [out / 8, groups] along its first.
+            // The one that equals the weight scale's grid, else the one that tiles.
             Shape last = shape;
             last.back() = times(last.back(), 8);
             Shape first = shape;
             first.front() = times(first.front(), 8);
-            shape = tile(weight, last).tiles ? last : first;
+            Shape grid;
+            for (const QuantScale& other : group.scales)
+                if (other.role == QuantScaleRole::Weight)
+                    grid = toShape(checkpoint.tensors[other.tensor].shape);
+            if (first == grid || (last != grid && !tile(weight, last).tiles))
+                shape = first;
+            else
+                shape = last;
         }
         Tiling tiling = tile(weight, shape);
         // Activation scales stand for the input, not the weight: per tensor, or one per token or

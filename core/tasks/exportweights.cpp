@@ -3,6 +3,7 @@
 
 #include "core/model/checkpoint.h"
 #include "core/model/formatcapabilities.h"
+#include "core/model/quantgroups.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 #include <unordered_map>
 #include <utility>
@@ -85,6 +87,19 @@ Status gatherDcp(
     return {};
 }
 
+// Whether --select names some tensor of a shard (names relative to --root when given).
+bool anySelected(const Checkpoint& shard, const ExtractOptions& options)
+{
+    const std::string root = options.root.value_or("");
+    return std::any_of(shard.tensors.begin(), shard.tensors.end(), [&](const TensorEntry& tensor) {
+        if (!underPrefix(tensor.name, root) || tensor.name == root)
+            return false;
+        const std::string name = root.empty() ? tensor.name : tensor.name.substr(root.size() + 1);
+        return std::any_of(options.select.begin(), options.select.end(),
+            [&](const std::string& prefix) { return underPrefix(name, prefix); });
+    });
+}
+
 // A folder of shards (or an index, or one shard an index lists): each shard's state_dict, in the
 // index's order; a shard that is missing or unreadable stops the export before anything is
 // written, as exporting the rest would lose weights without saying so.
@@ -94,6 +109,17 @@ Status gatherShards(const Checkpoint& checkpoint, const ExtractOptions& options,
         if (!shard.problem.empty() || !shard.checkpoint)
             return makeError(shard.name + " is not a usable shard: "
                 + (shard.problem.empty() ? std::string("could not be read") : shard.problem));
+        if (!options.select.empty() && !anySelected(*shard.checkpoint, options)) {
+            // --select names nothing in this shard (a weight's scale may be all it was asked
+            // for elsewhere): its tensors are left behind, not an error.
+            ExportedInput input;
+            input.file = shard.path;
+            input.root = options.root.value_or("");
+            for (const TensorEntry& tensor : shard.checkpoint->tensors)
+                input.droppedTensors.push_back({tensor.name, "not selected"});
+            out.inputs.push_back(std::move(input));
+            continue;
+        }
         auto selection = selectStateDict(*shard.checkpoint, options);
         if (!selection)
             return makeError(shard.name + ": " + selection.error().message);
@@ -103,16 +129,47 @@ Status gatherShards(const Checkpoint& checkpoint, const ExtractOptions& options,
         }
         out.inputs.push_back(leftBehind(shard.path, *selection));
     }
+    if (out.sources.empty())
+        return makeError("no tensor to write: nothing in the shards matches the selection");
     return {};
+}
+
+// A selected quantized weight takes its scales along (core/model/quantgroups.h) wherever they lie
+// in a set of shards: selectStateDict does so within one file, and a shard's selection sees only
+// that shard, so the set's scales are named in the selection itself.
+ExtractOptions withScalesAlong(const Checkpoint& checkpoint, const ExtractOptions& options)
+{
+    if (options.select.empty())
+        return options;
+    ExtractOptions out = options;
+    const std::string root = options.root.value_or("");
+    auto relative = [&](const std::string& name) -> std::optional<std::string> {
+        if (root.empty())
+            return name;
+        if (!underPrefix(name, root) || name == root)
+            return std::nullopt;
+        return name.substr(root.size() + 1);
+    };
+    for (const QuantGroup& group : findQuantGroups(checkpoint).groups) {
+        const auto weight = relative(checkpoint.tensors[group.weight].name);
+        if (!weight
+            || std::none_of(options.select.begin(), options.select.end(),
+                [&](const std::string& prefix) { return underPrefix(*weight, prefix); }))
+            continue;
+        for (const QuantScale& scale : group.scales)
+            if (auto name = relative(checkpoint.tensors[scale.tensor].name))
+                out.select.push_back(std::move(*name));
+    }
+    return out;
 }
 
 Status gather(
     const std::shared_ptr<const Checkpoint>& checkpoint, const ExtractOptions& options, Gathered& out)
 {
     if (checkpoint->shardSet && checkpoint->shardSet->dcp)
-        return gatherDcp(checkpoint, options, out);
+        return gatherDcp(checkpoint, withScalesAlong(*checkpoint, options), out);
     if (checkpoint->shardSet)
-        return gatherShards(*checkpoint, options, out);
+        return gatherShards(*checkpoint, withScalesAlong(*checkpoint, options), out);
     auto selection = selectStateDict(*checkpoint, options);
     if (!selection)
         return selection.error();

@@ -99,13 +99,13 @@ private Q_SLOTS:
                     shapeText(entry.shape)};
         const QJsonArray tensors = expected[u"tensors"_qs].toArray();
         QCOMPARE(shown.size(), std::size_t(tensors.size()));
-        for (const QJsonValue& value : tensors) {
+        for (const QJsonValue value : tensors) {
             const QJsonObject object = value.toObject();
             const QString name = object[u"name"_qs].toString();
             QVERIFY2(shown.count(name), qPrintable(name));
             QCOMPARE(shown[name].first, object[u"dtype"_qs].toString());
             QStringList dims;
-            for (const QJsonValue& d : object[u"shape"_qs].toArray())
+            for (const QJsonValue d : object[u"shape"_qs].toArray())
                 dims << QString::number(d.toInteger());
             QCOMPARE(shown[name].second, u"["_qs + dims.join(u", "_qs) + u"]"_qs);
         }
@@ -136,7 +136,7 @@ private Q_SLOTS:
 
         // Exactly the findings the broken variant was built to have.
         std::set<QString> codes;
-        for (const QJsonValue& code : expected[u"findings"_qs].toArray())
+        for (const QJsonValue code : expected[u"findings"_qs].toArray())
             codes.insert(code.toString());
         if (quantCodes(checkpoint) != codes)
             for (const Finding& finding : checkpoint.findings)
@@ -186,6 +186,59 @@ private Q_SLOTS:
         QVERIFY2(message(transposed).contains(u"[3, 2]"_qs) && message(transposed).contains(u"swapped"_qs),
             qPrintable(message(transposed)));
         QVERIFY2(message(count).contains(u"need [2, 3]"_qs), qPrintable(message(count)));
+    }
+
+    // Producers without a writer in the sid root (AWQ, compressed-tensors pack-quantized, MLX,
+    // gpt-oss): their published shapes, grouped and tiled by the same reasoning.
+    void otherProducersShapes()
+    {
+        Checkpoint checkpoint;
+        checkpoint.ensureRoot();
+        // AWQ: qweight [in, out / 8], scales [in / 32, out], qzeros [in / 32, out / 8].
+        checkpoint.tensors.push_back(tensor("awq.qweight", "int32", {128, 8}));
+        checkpoint.tensors.push_back(tensor("awq.scales", "float16", {4, 64}));
+        checkpoint.tensors.push_back(tensor("awq.qzeros", "int32", {4, 8}));
+        // compressed-tensors pack-quantized: weight_packed [out, in / 8], weight_scale [out, in / 64],
+        // weight_zero_point [out / 8, in / 64].
+        checkpoint.tensors.push_back(tensor("ct.weight_packed", "int32", {64, 16}));
+        checkpoint.tensors.push_back(tensor("ct.weight_scale", "bfloat16", {64, 2}));
+        checkpoint.tensors.push_back(tensor("ct.weight_zero_point", "int32", {8, 2}));
+        // MLX 4-bit, group 64: weight uint32 [out, in / 8], scales and biases [out, in / 64].
+        checkpoint.tensors.push_back(tensor("mlx.weight", "uint32", {64, 16}));
+        checkpoint.tensors.push_back(tensor("mlx.scales", "float16", {64, 2}));
+        checkpoint.tensors.push_back(tensor("mlx.biases", "float16", {64, 2}));
+        // gpt-oss MXFP4: [experts, out, groups, 16] bytes and [experts, out, groups] e8m0 bytes.
+        checkpoint.tensors.push_back(tensor("moe.gate_up_proj_blocks", "uint8", {2, 64, 4, 16}));
+        checkpoint.tensors.push_back(tensor("moe.gate_up_proj_scales", "uint8", {2, 64, 4}));
+        // An attention's activation scales: neither grouped nor orphans.
+        checkpoint.tensors.push_back(tensor("attn.k_scale", "float32", {}));
+        checkpoint.tensors.push_back(tensor("attn.v_scale", "float32", {}));
+        addQuantScaleFindings(checkpoint);
+        for (const Finding& finding : checkpoint.findings)
+            qWarning("%s", finding.message.c_str());
+        QVERIFY(checkpoint.findings.empty());
+        const QuantScan scan = findQuantGroups(checkpoint);
+        std::map<QString, QString> layouts;
+        std::map<QString, QString> logical;
+        for (const QuantGroup& group : scan.groups) {
+            logical[QString::fromStdString(checkpoint.tensors[group.weight].name)]
+                = shapeText(group.logicalShape);
+            for (const QuantScale& scale : group.scales)
+                layouts[QString::fromStdString(checkpoint.tensors[scale.tensor].name)]
+                    = QString::fromStdString(scale.layout);
+        }
+        const std::map<QString, QString> wantedLogical {{u"awq.qweight"_qs, u"[128, 64]"_qs},
+            {u"ct.weight_packed"_qs, u"[64, 128]"_qs}, {u"mlx.weight"_qs, u"[64, 128]"_qs},
+            {u"moe.gate_up_proj_blocks"_qs, u"[2, 64, 128]"_qs}};
+        QVERIFY(logical == wantedLogical);
+        const std::map<QString, QString> wantedLayouts {{u"awq.scales"_qs, u"group 32 along dim 0"_qs},
+            {u"awq.qzeros"_qs, u"group 32 along dim 0"_qs}, {u"ct.weight_scale"_qs, u"group 64"_qs},
+            {u"ct.weight_zero_point"_qs, u"group 64"_qs}, {u"mlx.scales"_qs, u"group 64"_qs},
+            {u"mlx.biases"_qs, u"group 64"_qs}, {u"moe.gate_up_proj_scales"_qs, u"group 32"_qs}};
+        if (layouts != wantedLayouts)
+            for (const auto& [name, layout] : layouts)
+                qWarning("%s: %s", qPrintable(name), qPrintable(layout));
+        QVERIFY(layouts == wantedLayouts);
     }
 
     // Names and shapes a hostile header may carry: nothing crashes, nothing overflows.
