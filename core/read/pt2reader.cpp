@@ -272,12 +272,22 @@ void ExportArchiveReader::readNested(
     // The tree: a bare tensor (a use_pickle weight) takes the weight's own place; anything else is
     // grafted below a node named after the member.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> work; // (nested node, node here)
-    if (bareTensorAtName && nested.tensors.size() == 1 && nested.tensors.front().name.empty()) {
+    // Its parts (the tensors of a wrapper subclass's state, "[a]") are rows below it.
+    const bool bareTensor = bareTensorAtName && !nested.tensors.empty() && nested.tensors.front().name.empty()
+        && std::all_of(nested.tensors.begin() + 1, nested.tensors.end(),
+            [](const TensorEntry& part) { return part.name.starts_with('['); });
+    if (bareTensor) {
         std::string leaf;
         const std::uint32_t at = m_checkpoint.modulePathFor(parent, name, leaf);
         const std::uint32_t node = m_checkpoint.addTreeNode(at, TreeNodeKind::Tensor, leaf);
         m_checkpoint.tree[node].tensor = static_cast<std::int32_t>(firstTensor);
         m_checkpoint.tensors[firstTensor].treeNode = node;
+        for (std::uint32_t t = 1; t < nested.tensors.size(); ++t) {
+            const std::uint32_t part
+                = m_checkpoint.addTreeNode(node, TreeNodeKind::Tensor, nested.tensors[t].name);
+            m_checkpoint.tree[part].tensor = static_cast<std::int32_t>(firstTensor + t);
+            m_checkpoint.tensors[firstTensor + t].treeNode = part;
+        }
         return;
     }
     std::uint32_t top = parent;
