@@ -273,7 +273,18 @@ void TestPt2::aotInductorWeightIsNotMoved()
     const QString input = fixture(QStringLiteral("aoti_weights.pt2"));
     const JsonValue info = infoJson(input);
     QVERIFY(hasCode(info, "export-compiled-code"));
-    QVERIFY(tensorNamed(info, "weights/weight_0"));
+    // Each record as torch.load reads it (aoti_weights.expected.json).
+    QFile expectedFile(fixture(QStringLiteral("aoti_weights.expected.json")));
+    QVERIFY(expectedFile.open(QIODevice::ReadOnly));
+    const JsonValue truth = parse(expectedFile.readAll());
+    QCOMPARE(truth.member("tensors").size(), std::size_t {2});
+    for (const JsonValue& row : truth.member("tensors").items()) {
+        const std::string name = "weights/" + row.member("record").toString();
+        const JsonValue* tensor = tensorNamed(info, name);
+        QVERIFY2(tensor, name.c_str());
+        for (const char* field : {"dtype", "shape", "stride", "storage_offset", "device"})
+            QVERIFY2(tensor->member(field) == row.member(field), (name + " " + field).c_str());
+    }
     const CommandResult refused = runInspect({QStringLiteral("remap"), input, QStringLiteral("-o"),
         m_dir.filePath(QStringLiteral("aoti-weights.pt2")), QStringLiteral("--map"),
         QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
