@@ -122,7 +122,7 @@ private Q_SLOTS:
             window.setSuppressModalDialogs(true);
             QVERIFY(ckpt::testing::openAndWait(window, kDir + QStringLiteral("cuda_faked.pt2")));
             const QAbstractItemModel* model = window.treeModel();
-            for (const QJsonValue& value : rows) {
+            for (const QJsonValue value : rows) {
                 const QJsonObject row = value.toObject();
                 const QString name
                     = (row.value(QStringLiteral("kind")).toString() == QStringLiteral("constant")
