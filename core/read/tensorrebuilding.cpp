@@ -398,8 +398,10 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     }
 
     // A wrapper subclass owns no storage: its data are the tensors of its state (TwoTensor's a and
-    // b, what __tensor_flatten__ names), each a part with its own storage and device.
-    if (function == "torch._utils._rebuild_wrapper_subclass" && subclassState != kNoNode
+    // b, what __tensor_flatten__ names), each a part with its own storage and device. Only at the
+    // top: a part's own parts are not looked for (a hostile pickle nesting wrappers that share
+    // their state through the memo would otherwise be walked exponentially often).
+    if (depth == 0 && function == "torch._utils._rebuild_wrapper_subclass" && subclassState != kNoNode
         && m_graph.kind(subclassState) == NodeKind::Dict)
         if (const ContainerBody* state = m_graph.bodyOf(subclassState))
             for (std::size_t k = 0; k + 1 < state->dictItems.size(); k += 2)
