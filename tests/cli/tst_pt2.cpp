@@ -53,6 +53,7 @@ private Q_SLOTS:
     void fakedCudaRemappedToCpuLoads();
     void nestedFilesAreRewritten();
     void aotInductorWeightIsNotMoved();
+    void damagedNestedFileIsNotRewritten();
 
 private:
     QTemporaryDir m_dir;
@@ -294,6 +295,47 @@ void TestPt2::aotInductorWeightIsNotMoved()
         m_dir.filePath(QStringLiteral("aoti-weights-same.pt2")), QStringLiteral("--map"),
         QStringLiteral("cpu=cpu"), QStringLiteral("--allow-dangerous")});
     QVERIFY2(kept.exitCode == 0, qPrintable(describe(kept)));
+}
+
+// The 2.1-2.5 layout with its nested state dict's pickle damaged (its protocol opcode overwritten):
+// the other members are still listed, the damage is an error naming the nested file, and a remap is
+// refused (exit 2) rather than carrying it.
+void TestPt2::damagedNestedFileIsNotRewritten()
+{
+    QFile whole(fixture(QStringLiteral("legacy_2_5.pt2")));
+    QVERIFY(whole.open(QIODevice::ReadOnly));
+    QByteArray bytes = whole.readAll();
+    const qsizetype member = bytes.indexOf("serialized_state_dict.pt");
+    QVERIFY(member > 0);
+    const qsizetype pickle = bytes.indexOf(QByteArray("\x80\x02", 2), member);
+    QVERIFY(pickle > member);
+    bytes[pickle] = '\xff';
+    const QString damaged = m_dir.filePath(QStringLiteral("damaged-legacy.pt2"));
+    QFile out(damaged);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(bytes);
+    out.close();
+    const JsonValue info = infoJson(damaged);
+    QCOMPARE(QString::fromStdString(info.member("format").toString()), QStringLiteral("torch-export"));
+    QVERIFY(tensorNamed(info, "constants.const"));
+    bool named = false;
+    for (const JsonValue& finding : info.member("findings").items())
+        named = named
+            || (finding.member("severity").toString() == "error"
+                && finding.member("message").toString().find("serialized_state_dict.pt")
+                    != std::string::npos);
+    QVERIFY2(named, info.member("findings").toJson().c_str());
+    // Its pickle cannot be verified (exit 4); with the override, the damage itself refuses it (exit 2).
+    CommandResult remap = runInspect({QStringLiteral("remap"), damaged, QStringLiteral("-o"),
+        m_dir.filePath(QStringLiteral("damaged-copy.pt2")), QStringLiteral("--map"),
+        QStringLiteral("cpu=cuda:0")});
+    QVERIFY2(remap.exitCode == 4, qPrintable(describe(remap)));
+    remap = runInspect({QStringLiteral("remap"), damaged, QStringLiteral("-o"),
+        m_dir.filePath(QStringLiteral("damaged-copy.pt2")), QStringLiteral("--map"),
+        QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
+    QVERIFY2(
+        remap.exitCode == 2 && remap.err.contains("serialized_state_dict.pt"), qPrintable(describe(remap)));
+    QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("damaged-copy.pt2"))));
 }
 
 QTEST_GUILESS_MAIN(TestPt2)
