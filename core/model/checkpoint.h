@@ -191,6 +191,21 @@ struct NestedBlob {
     bool bytesComplete = false; // the storage's bytes are whole in the file inside the bytes
 };
 
+// A torch.save file kept whole as a zip member of a torch.export archive (core/read/pt2reader.cpp):
+// a use_pickle weight, sample inputs, a torch 2.1-2.5 state dict. Its storages and tensors are
+// contiguous spans of the outer checkpoint's, in the nested file's own order.
+struct NestedArchive {
+    std::string member; // the zip member's full name
+    std::uint32_t firstStorage = 0;
+    std::uint32_t storageCount = 0;
+    std::uint32_t firstTensor = 0;
+    std::uint32_t tensorCount = 0;
+    // The loader places its tensors where the file records them (a use_pickle payload, a state
+    // dict, constants): a remapped copy rewrites it. Not for sample inputs (no weights) nor an
+    // AOTInductor package's own weights (its compiled loader places them).
+    bool movable = false;
+};
+
 // Everything known about one opened file.
 struct Checkpoint {
     std::string path;
@@ -224,6 +239,8 @@ struct Checkpoint {
     std::unordered_map<std::uint32_t, TarStorageReferences> tarReferences;
     // Storages read from torch.save files inside bytes of a pickle (pickle.dump of tensors).
     std::vector<NestedBlob> nestedBlobs;
+    // torch.export archives: the torch.save files among their members.
+    std::vector<NestedArchive> nestedArchives;
 
     // Indices of `storages` by their key, through storageIndex() and indexStorage(): the keys are
     // read from the records themselves, so the index holds 8 bytes a slot and no string.

@@ -107,8 +107,8 @@ private:
     std::optional<std::string> text(const ZipEntry& entry, std::uint64_t maxBytes);
     std::optional<JsonValue> json(const ZipEntry& entry);
     void readPayloadConfig(const std::string& model, std::string_view kind, std::uint32_t parent);
-    void readNested(
-        const ZipEntry& entry, std::uint32_t parent, const std::string& name, bool bareTensorAtName);
+    void readNested(const ZipEntry& entry, std::uint32_t parent, const std::string& name,
+        bool bareTensorAtName, bool movable);
     void summariseProgram(const ZipEntry& entry, std::uint32_t parent);
     std::uint32_t modelNode(const std::string& model);
     void markUsed(const ZipEntry* entry)
@@ -199,7 +199,7 @@ void ExportArchiveReader::summariseProgram(const ZipEntry& entry, std::uint32_t 
 // its own over a slice of this file, then shown below `parent` with its storages' bytes located in
 // this file. Its pickles are rated by the safety verdict, which walks every zip member itself.
 void ExportArchiveReader::readNested(
-    const ZipEntry& entry, std::uint32_t parent, const std::string& name, bool bareTensorAtName)
+    const ZipEntry& entry, std::uint32_t parent, const std::string& name, bool bareTensorAtName, bool movable)
 {
     markUsed(&entry);
     const std::string member(entry.name());
@@ -254,7 +254,10 @@ void ExportArchiveReader::readNested(
     }
     for (const TensorEntry& inner : nested.tensors) {
         TensorEntry tensor = inner;
-        tensor.name = inner.name.empty() ? name : name + "." + inner.name;
+        // A part of a composite tensor ("[a]" of a wrapper subclass) follows its tensor's name.
+        tensor.name = inner.name.empty() ? name
+            : inner.name.front() == '['  ? name + inner.name
+                                         : name + "." + inner.name;
         if (inner.storage >= 0)
             tensor.storage = static_cast<std::int32_t>(firstStorage) + inner.storage;
         tensor.node = kNoNode;
@@ -262,15 +265,29 @@ void ExportArchiveReader::readNested(
         m_checkpoint.tensors.push_back(std::move(tensor));
     }
 
+    m_checkpoint.nestedArchives.push_back(
+        {member, firstStorage, static_cast<std::uint32_t>(nested.storages.size()), firstTensor,
+            static_cast<std::uint32_t>(nested.tensors.size()), movable});
+
     // The tree: a bare tensor (a use_pickle weight) takes the weight's own place; anything else is
     // grafted below a node named after the member.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> work; // (nested node, node here)
-    if (bareTensorAtName && nested.tensors.size() == 1 && nested.tensors.front().name.empty()) {
+    // Its parts (the tensors of a wrapper subclass's state, "[a]") are rows below it.
+    const bool bareTensor = bareTensorAtName && !nested.tensors.empty() && nested.tensors.front().name.empty()
+        && std::all_of(nested.tensors.begin() + 1, nested.tensors.end(),
+            [](const TensorEntry& part) { return part.name.starts_with('['); });
+    if (bareTensor) {
         std::string leaf;
         const std::uint32_t at = m_checkpoint.modulePathFor(parent, name, leaf);
         const std::uint32_t node = m_checkpoint.addTreeNode(at, TreeNodeKind::Tensor, leaf);
         m_checkpoint.tree[node].tensor = static_cast<std::int32_t>(firstTensor);
         m_checkpoint.tensors[firstTensor].treeNode = node;
+        for (std::uint32_t t = 1; t < nested.tensors.size(); ++t) {
+            const std::uint32_t part
+                = m_checkpoint.addTreeNode(node, TreeNodeKind::Tensor, nested.tensors[t].name);
+            m_checkpoint.tree[part].tensor = static_cast<std::int32_t>(firstTensor + t);
+            m_checkpoint.tensors[firstTensor + t].treeNode = part;
+        }
         return;
     }
     std::uint32_t top = parent;
@@ -312,7 +329,7 @@ void ExportArchiveReader::readPayloadConfig(
     if (const ZipEntry* legacyFile = record(directory + model + ".pt")) {
         const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Dict, nodeName);
         m_checkpoint.tree[node].summary = std::string(legacyFile->name());
-        readNested(*legacyFile, node, nodeName, false);
+        readNested(*legacyFile, node, nodeName, false, true);
         return;
     }
     const std::string configName
@@ -382,7 +399,7 @@ void ExportArchiveReader::readPayloadConfig(
                 continue;
             }
             const std::size_t firstNested = m_checkpoint.tensors.size();
-            readNested(*payload, node, fqn, true);
+            readNested(*payload, node, fqn, true, true);
             // The nested names start at the node: prefix them with where they are shown.
             for (auto tensor = m_checkpoint.tensors.begin() + static_cast<std::ptrdiff_t>(firstNested);
                  tensor != m_checkpoint.tensors.end(); ++tensor)
@@ -571,8 +588,8 @@ void ExportArchiveReader::readPt2()
             const std::uint32_t node
                 = m_checkpoint.addTreeNode(parent, TreeNodeKind::Sequence, "sample_inputs");
             m_checkpoint.tree[node].summary = std::string(inputs->name());
-            readNested(
-                *inputs, node, (model == "model" ? std::string() : model + ".") + "sample_inputs", false);
+            readNested(*inputs, node, (model == "model" ? std::string() : model + ".") + "sample_inputs",
+                false, false);
         }
     }
     if (models.empty() && compiled.empty())
@@ -625,7 +642,7 @@ void ExportArchiveReader::readPt2()
                 payload && payload->size() >= 4 && (*payload)[0] == 'P' && (*payload)[1] == 'K') {
                 if (!unreferenced)
                     unreferenced = m_checkpoint.addTreeNode(0, TreeNodeKind::Dict, "archived_weights");
-                readNested(entry, unreferenced, std::string(local.substr(5)), true);
+                readNested(entry, unreferenced, std::string(local.substr(5)), true, false);
                 continue;
             }
         }
@@ -685,7 +702,7 @@ void ExportArchiveReader::readLegacy()
             markUsed(entry);
             continue; // torch writes b"" for nothing (deserialize_torch_artifact reads it as {})
         }
-        readNested(*entry, node, name, false);
+        readNested(*entry, node, name, false, std::string_view(name) != "sample_inputs");
     }
     if (const ZipEntry* json = record("serialized_state_dict.json"))
         m_checkpoint.addFinding(Severity::Warning, FindingCode::ExportLegacyLayout,

@@ -204,6 +204,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     NodeId args = m_graph.arguments(id);
     std::string subclass;
     bool subclassIsParameter = false;
+    NodeId subclassState = kNoNode;
 
     // _rebuild_from_type_v2(func, new_type, args, state): a subclass (or a tensor with Python
     // attributes) around one of the other forms.
@@ -217,6 +218,7 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
         else if (typeName != "torch.Tensor" && !typeName.empty())
             subclass = typeName;
         function = m_graph.qualifiedName(func);
+        subclassState = m_graph.tupleItem(args, 3);
         args = m_graph.tupleItem(args, 2);
     }
 
@@ -394,6 +396,19 @@ std::optional<CheckpointBuilder::TensorParts> CheckpointBuilder::buildTensor(Nod
     } else {
         return std::nullopt;
     }
+
+    // A wrapper subclass owns no storage: its data are the tensors of its state (TwoTensor's a and
+    // b, what __tensor_flatten__ names), each a part with its own storage and device. Only at the
+    // top: a part's own parts are not looked for (a hostile pickle nesting wrappers that share
+    // their state through the memo would otherwise be walked exponentially often).
+    if (depth == 0 && function == "torch._utils._rebuild_wrapper_subclass" && subclassState != kNoNode
+        && m_graph.kind(subclassState) == NodeKind::Dict)
+        if (const ContainerBody* state = m_graph.bodyOf(subclassState))
+            for (std::size_t k = 0; k + 1 < state->dictItems.size(); k += 2)
+                if (m_graph.isString(state->dictItems[k]) && isTensorCall(state->dictItems[k + 1]))
+                    if (auto part = inner(state->dictItems[k + 1]))
+                        result.parts.emplace_back(
+                            std::string(m_graph.text(state->dictItems[k])), std::move(part->tensor));
 
     if (subclassIsParameter)
         result.tensor.isParameter = true;

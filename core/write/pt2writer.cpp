@@ -6,9 +6,11 @@
 #include "core/format/zipformat.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/inputdescriptor.h"
+#include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
+#include "core/read/checkpointreader.h"
 #include "core/read/pt2reader.h"
 #include "core/write/readbackverifier.h"
 
@@ -16,7 +18,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <random>
 
 namespace ckpt {
 
@@ -26,6 +30,36 @@ namespace {
 bool isRawStorage(const StorageRecord& storage)
 {
     return storage.key.find(':') == std::string::npos;
+}
+
+namespace fs = std::filesystem;
+
+struct RemoveFolder {
+    std::string path;
+    RemoveFolder() = default;
+    RemoveFolder(const RemoveFolder&) = delete;
+    RemoveFolder& operator=(const RemoveFolder&) = delete;
+    ~RemoveFolder()
+    {
+        if (!path.empty()) {
+            std::error_code error;
+            fs::remove_all(path, error);
+        }
+    }
+};
+
+std::string temporaryFolderBeside(const fs::path& target)
+{
+    std::random_device random;
+    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        const fs::path candidate
+            = parent / ("." + target.filename().string() + ".nested-" + std::to_string(random() % 1000000));
+        std::error_code error;
+        if (fs::create_directory(candidate, error))
+            return candidate.string();
+    }
+    return {};
 }
 
 // serialize.py serialize_device's shape: {"type": "cuda", "index": 1}, index null without one.
@@ -61,7 +95,9 @@ Expected<std::optional<std::string>> rewrittenConfig(const Checkpoint& checkpoin
     for (JsonMember& member : *members->object()) {
         const JsonValue* path = member.value.find("path_name");
         JsonValue* meta = member.value.find("tensor_meta");
-        if (!path || !meta || !meta->isObject() || member.value.member("use_pickle").toBool())
+        // A use_pickle entry's tensor_meta records the device too (serialize_tensor_meta of the
+        // pickled tensor): it gets the device its rewritten nested file now records.
+        if (!path || !meta || !meta->isObject())
             continue;
         const auto planned = plannedByKey.find(kind + path->toString());
         if (planned == plannedByKey.end())
@@ -83,13 +119,81 @@ Expected<std::optional<std::string>> rewrittenConfig(const Checkpoint& checkpoin
 Status whyExportArchiveCannotBeRemapped(const Checkpoint& checkpoint)
 {
     const auto zip = checkpoint.zipArchive();
-    if (!exportArchiveLayout(*zip) || *exportArchiveLayout(*zip) != ExportArchiveLayout::Pt2)
-        return makeError(
-            "this torch.export archive has the torch 2.1-2.5 layout, whose devices are kept in nested "
-            "torch.save files; a remapped copy is written for the PT2 archive only (load it and save it "
-            "again with torch.export.save)");
+    if (!zip || !exportArchiveLayout(*zip))
+        return makeError("the file is no longer read as a torch.export archive");
     return std::nullopt;
 }
+
+namespace {
+
+std::string_view localName(const Checkpoint& checkpoint, const std::string& member)
+{
+    const std::string prefix
+        = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
+    return std::string_view(member).substr(member.starts_with(prefix) ? prefix.size() : 0);
+}
+
+bool isSampleInputs(std::string_view local)
+{
+    return local.starts_with("data/sample_inputs/") || local == "serialized_example_inputs.pt";
+}
+
+// The nested torch.save file of `nested`, rewritten on the devices `planned` gives its storages
+// (by index in the span) and `plannedTensor` its storage-less tensors: the member's bytes are put
+// in a file of the temporary folder, read there and remapped by the one zip remap writer (read
+// back by its verifier), and the written copy mapped.
+Expected<std::shared_ptr<const MappedFile>> rewriteNested(const Checkpoint& checkpoint,
+    const NestedArchive& nested, const ZipEntry& entry, const std::string& folder, std::size_t index,
+    RemapResult& result, const std::vector<std::optional<std::string>>& plannedTensor,
+    const RemapOptions& options)
+{
+    if (entry.method != zipformat::kMethodStored || !entry.payloadComplete || !checkpoint.file)
+        return makeError("the nested torch.save file " + nested.member + " is not stored whole in the file");
+    const std::string inputPath
+        = (fs::path(folder) / ("nested-" + std::to_string(index) + ".input")).string();
+    {
+        auto copy = AtomicOutputFile::create(inputPath, checkpoint.path, entry.uncompressedSize);
+        if (!copy)
+            return copy.error();
+        if (Status failed = (*copy)->write(
+                ByteView(checkpoint.file->bytes().data() + entry.dataOffset, entry.uncompressedSize)))
+            return *failed;
+        if (Status failed = (*copy)->commit())
+            return *failed;
+    }
+    const Checkpoint member = readCheckpoint(inputPath);
+    if (member.storages.size() != nested.storageCount || member.tensors.size() != nested.tensorCount)
+        return makeError("the nested torch.save file " + nested.member + " reads differently once extracted");
+    PlacementPlan own(member);
+    std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
+    for (std::uint32_t k = 0; k < nested.storageCount; ++k)
+        if (const std::int32_t unit = own.unitOfStorage(k); unit >= 0)
+            devices.emplace_back(
+                static_cast<std::uint32_t>(unit), result.storages[nested.firstStorage + k].planned);
+    for (std::uint32_t t = 0; t < nested.tensorCount; ++t)
+        if (member.tensors[t].storage < 0)
+            if (const std::int32_t unit = own.unitOfTensor(t); unit >= 0)
+                devices.emplace_back(static_cast<std::uint32_t>(unit), plannedTensor[nested.firstTensor + t]);
+    own.restore(devices);
+    RemapOptions inner;
+    inner.verifyAfterWriting = options.verifyAfterWriting;
+    const std::string writtenPath = (fs::path(folder) / ("nested-" + std::to_string(index) + ".pt")).string();
+    auto written = writeRemappedCopy(member, own, writtenPath, inner);
+    if (!written)
+        return makeError(
+            "cannot rewrite the nested torch.save file " + nested.member + ": " + written.error().message);
+    if (options.verifyAfterWriting && !written->verified)
+        return makeError("the rewritten nested torch.save file " + nested.member + " did not verify");
+    const std::string local(localName(checkpoint, nested.member));
+    for (std::uint32_t k = 0; k < nested.storageCount && k < written->storages.size(); ++k)
+        result.storages[nested.firstStorage + k].outputKey = local + ":" + written->storages[k].outputKey;
+    auto mapped = MappedFile::open(writtenPath);
+    if (!mapped)
+        return makeError("cannot read the rewritten " + nested.member + ": " + mapped.error().message);
+    return *mapped;
+}
+
+} // namespace
 
 Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const std::string& outputPath, const RemapOptions& options)
@@ -101,6 +205,36 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
         return makeError(
             "renaming globals does not apply to a torch.export archive (its configs name no global)");
 
+    // Which nested torch.save file each storage and tensor comes from, and whether the plan moves
+    // anything in it.
+    const std::vector<NestedArchive>& nestedArchives = checkpoint.nestedArchives;
+    std::vector<std::int32_t> nestedOfStorage(checkpoint.storages.size(), -1);
+    std::vector<std::int32_t> nestedOfTensor(checkpoint.tensors.size(), -1);
+    for (std::size_t n = 0; n < nestedArchives.size(); ++n) {
+        const NestedArchive& nested = nestedArchives[n];
+        for (std::uint32_t k = 0; k < nested.storageCount; ++k)
+            nestedOfStorage.at(nested.firstStorage + k) = static_cast<std::int32_t>(n);
+        for (std::uint32_t k = 0; k < nested.tensorCount; ++k)
+            nestedOfTensor.at(nested.firstTensor + k) = static_cast<std::int32_t>(n);
+    }
+    std::vector<bool> nestedMoves(nestedArchives.size(), false);
+    // A nested file the plan would move but that is no weight the loader places by what it
+    // records: sample inputs stay where they were; an AOTInductor weight is refused.
+    auto nestedRefusal
+        = [&](std::int32_t n, const std::string& what, const std::optional<std::string>& recorded) -> Status {
+        const NestedArchive& nested = nestedArchives[static_cast<std::size_t>(n)];
+        if (nested.movable) {
+            nestedMoves[static_cast<std::size_t>(n)] = true;
+            return std::nullopt;
+        }
+        if (isSampleInputs(localName(checkpoint, nested.member)))
+            return std::nullopt;
+        return makeError(what + " is an AOTInductor weight (" + nested.member
+            + ", named by no config of the archive): the package's compiled loader places it, not the "
+              "device its torch.save file records; plan it to stay on "
+            + recorded.value_or("its device"));
+    };
+
     RemapResult result;
     result.outputPath = outputPath;
     std::map<std::string, std::string> plannedByKey; // raw storage key -> the device its configs record
@@ -110,37 +244,58 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
         if (storage.device)
             recorded = std::string(*storage.device);
         std::optional<std::string> planned = plan.plannedDeviceOfStorage(s);
-        // A weight kept in a nested torch.save file (use_pickle: a tensor subclass; an AOTInductor
-        // weight) records its device inside that file's pickle: not rewritten, so a plan that
-        // moves it is refused rather than silently not followed. Sample inputs are no weights:
-        // they stay where they were.
-        if (!isRawStorage(storage) && planned && planned != recorded
-            && !storage.key.starts_with("data/sample_inputs/"))
-            return makeError("storage " + storage.key + " (" + storage.record()
-                + ") is kept in a nested torch.save file (a use_pickle weight); its device is recorded "
-                  "inside that "
-                  "file and a remapped copy does not rewrite it: plan it to stay on "
-                + recorded.value_or("its device"));
-        if (!isRawStorage(storage) || !planned)
-            planned = recorded; // nested torch.save files keep their devices
-        else
+        if (const std::int32_t n = nestedOfStorage[s]; n >= 0) {
+            if (planned && planned != recorded) {
+                if (Status refused = nestedRefusal(n, "storage " + storage.key, recorded))
+                    return *refused;
+                if (!nestedArchives[static_cast<std::size_t>(n)].movable)
+                    planned = recorded;
+            }
+        } else if (isRawStorage(storage) && planned) {
             plannedByKey[storage.key] = *planned;
+        }
+        if (!planned || (!isRawStorage(storage) && nestedOfStorage[s] < 0))
+            planned = recorded;
         result.storages.push_back({storage.key, storage.key, recorded, planned});
     }
-
-    // The same for a nested weight the plan sees as a tensor of its own (a wrapper subclass, whose
-    // parts are pickled inside it).
+    // Tensors without a storage of their own (a wrapper subclass pickled with use_pickle) record
+    // their device in their nested file too.
+    std::vector<std::optional<std::string>> plannedTensor(checkpoint.tensors.size());
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
         const TensorEntry& tensor = checkpoint.tensors[t];
-        if (tensor.storage >= 0 || !tensor.device || tensor.name.starts_with("sample_inputs."))
+        if (tensor.storage >= 0 || !tensor.device)
             continue;
-        const std::optional<std::string> planned = plan.plannedDeviceOfTensor(t);
-        if (planned && *planned != std::string_view(*tensor.device))
-            return makeError("tensor " + tensor.name
-                + " is kept in a nested torch.save file (a use_pickle weight); its device is recorded inside "
-                  "that "
-                  "file and a remapped copy does not rewrite it: plan it to stay on "
-                + std::string(*tensor.device));
+        const std::optional<std::string> recorded(std::string(*tensor.device));
+        std::optional<std::string> planned = plan.plannedDeviceOfTensor(t);
+        if (!planned)
+            planned = recorded;
+        if (const std::int32_t n = nestedOfTensor[t]; n >= 0 && planned != recorded) {
+            if (Status refused = nestedRefusal(n, "tensor " + tensor.name, recorded))
+                return *refused;
+            if (!nestedArchives[static_cast<std::size_t>(n)].movable)
+                planned = recorded;
+        }
+        plannedTensor[t] = planned;
+    }
+    // A use_pickle entry of a config records the device of its pickled tensor: the one its
+    // rewritten file records for the tensor at its top (or its first storage).
+    for (std::size_t n = 0; n < nestedArchives.size(); ++n) {
+        const NestedArchive& nested = nestedArchives[n];
+        if (!nestedMoves[n])
+            continue;
+        const std::string_view local = localName(checkpoint, nested.member);
+        if (!local.starts_with("data/"))
+            continue;
+        std::optional<std::string> top;
+        if (nested.tensorCount) {
+            const TensorEntry& tensor = checkpoint.tensors[nested.firstTensor];
+            top = tensor.storage >= 0 ? result.storages[static_cast<std::size_t>(tensor.storage)].planned
+                                      : plannedTensor[nested.firstTensor];
+        } else if (nested.storageCount) {
+            top = result.storages[nested.firstStorage].planned;
+        }
+        if (top)
+            plannedByKey[std::string(local.substr(5))] = *top;
     }
 
     const auto archive = checkpoint.zipArchive();
@@ -168,6 +323,31 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
         }
     }
 
+    // The nested torch.save files whose devices change, rewritten in a temporary folder beside the
+    // target (removed whatever happens).
+    RemoveFolder temporary;
+    std::map<std::string, std::shared_ptr<const MappedFile>> rewrittenNested; // member -> its new bytes
+    for (std::size_t n = 0; n < nestedArchives.size(); ++n) {
+        if (!nestedMoves[n])
+            continue;
+        const NestedArchive& nested = nestedArchives[n];
+        const ZipEntry* entry = zip.find(nested.member);
+        if (!entry)
+            return makeError("the nested torch.save file " + nested.member + " is no longer in the archive");
+        if (temporary.path.empty()) {
+            temporary.path = temporaryFolderBeside(fs::path(outputPath));
+            if (temporary.path.empty())
+                return makeError(
+                    "cannot create a temporary folder beside " + outputPath + " (is its folder writable?)");
+        }
+        auto bytes
+            = rewriteNested(checkpoint, nested, *entry, temporary.path, n, result, plannedTensor, options);
+        if (!bytes)
+            return bytes.error();
+        expectedSize += (*bytes)->size() + 4096;
+        rewrittenNested[nested.member] = std::move(*bytes);
+    }
+
     auto output = AtomicOutputFile::create(outputPath, checkpoint.path, expectedSize);
     if (!output)
         return output.error();
@@ -184,6 +364,9 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
         if (auto found = rewritten.find(name); found != rewritten.end()) {
             status = writer.addRecord(name,
                 ByteView(reinterpret_cast<const std::uint8_t*>(found->second.data()), found->second.size()));
+            ++result.recordsRewritten;
+        } else if (auto nested = rewrittenNested.find(name); nested != rewrittenNested.end()) {
+            status = writer.addRecord(name, nested->second->bytes());
             ++result.recordsRewritten;
         } else if (entry->method == zipformat::kMethodStored) {
             status = writer.addRecordFromFile(
@@ -202,12 +385,14 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
     result.bytesWritten = writer.bytesWritten();
 
     // Read back: every tensor as in the input on its planned device, every raw record's bytes
-    // unchanged (the input's CRC), nested files' storages where they were.
+    // unchanged (the input's CRC); the storages of nested files on their planned devices (their
+    // bytes were checked when each was rewritten).
     if (options.verifyAfterWriting) {
         IntendedOutput intended;
         intended.what = "the written copy";
         intended.format = CheckpointFormat::ExportArchive;
-        for (const TensorEntry& tensor : checkpoint.tensors) {
+        for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+            const TensorEntry& tensor = checkpoint.tensors[t];
             IntendedTensor want;
             want.name = tensor.name;
             want.dtype = tensor.dtype;
@@ -221,6 +406,8 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
                     want.device = InternedString(*moved.planned);
                 else
                     want.deviceChecked = false;
+            } else if (plannedTensor[t] && nestedOfTensor[t] >= 0) {
+                want.device = InternedString(*plannedTensor[t]);
             } else {
                 want.deviceChecked = false;
             }

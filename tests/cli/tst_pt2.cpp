@@ -50,7 +50,10 @@ private Q_SLOTS:
     void aotInductorPackageIsCode();
     void truncatedArchive();
     void remapLoadsInTorch();
-    void legacyLayoutIsNotRemapped();
+    void fakedCudaRemappedToCpuLoads();
+    void nestedFilesAreRewritten();
+    void aotInductorWeightIsNotMoved();
+    void damagedNestedFileIsNotRewritten();
 
 private:
     QTemporaryDir m_dir;
@@ -63,6 +66,8 @@ void TestPt2::infoAgreesWithTorch_data()
     QTest::newRow("pt2") << QStringLiteral("small.pt2") << QStringLiteral("small.expected.json");
     QTest::newRow("torch 2.1-2.5") << QStringLiteral("legacy_2_5.pt2")
                                    << QStringLiteral("legacy_2_5.expected.json");
+    QTest::newRow("recorded on cuda:0 and cuda:1")
+        << QStringLiteral("cuda_faked.pt2") << QStringLiteral("cuda_faked.expected.json");
 }
 
 void TestPt2::infoAgreesWithTorch()
@@ -171,27 +176,166 @@ void TestPt2::remapLoadsInTorch()
     QVERIFY2(judged.out.count("ok ") == 2, qPrintable(describe(judged)));
 }
 
-void TestPt2::legacyLayoutIsNotRemapped()
+// The weights recorded on cuda:0 and cuda:1 (cuda_faked.pt2) remapped to the CPU: the copy's configs
+// say cpu, torch.export.load asks for no GPU, loads every weight with the original's bytes and runs
+// the program.
+void TestPt2::fakedCudaRemappedToCpuLoads()
 {
-    // A use_pickle weight records its device inside its nested torch.save file: a plan moving it
-    // is refused, naming it (the override is given: TwoTensor is not a vetted class).
-    const CommandResult nested = runInspect({QStringLiteral("remap"), fixture(QStringLiteral("subclass.pt2")),
-        QStringLiteral("-o"), m_dir.filePath(QStringLiteral("subclass.pt2")), QStringLiteral("--map"),
-        QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
-    QCOMPARE(nested.exitCode, 2);
-    QVERIFY2(nested.err.contains("state_dict.pair") && nested.err.contains("nested torch.save"),
-        qPrintable(describe(nested)));
-    // Moving only the raw weights is written.
-    const CommandResult raw = runInspect({QStringLiteral("remap"), fixture(QStringLiteral("subclass.pt2")),
-        QStringLiteral("-o"), m_dir.filePath(QStringLiteral("subclass-raw.pt2")), QStringLiteral("--module"),
-        QStringLiteral("state_dict.lin=cuda:0"), QStringLiteral("--allow-dangerous")});
-    QVERIFY2(raw.exitCode == 0, qPrintable(describe(raw)));
+    const QString input = fixture(QStringLiteral("cuda_faked.pt2"));
+    const QString copy = m_dir.filePath(QStringLiteral("faked-cpu.pt2"));
+    const CommandResult run = runInspect({QStringLiteral("remap"), input, QStringLiteral("-o"), copy,
+        QStringLiteral("--map"), QStringLiteral("*=cpu")});
+    QVERIFY2(run.exitCode == 0, qPrintable(describe(run)));
+    const JsonValue info = infoJson(copy);
+    for (const JsonValue& tensor : info.member("tensors").items())
+        QCOMPARE(QString::fromStdString(tensor.member("device").toString()), QStringLiteral("cpu"));
+    const QString modern = QStringLiteral(CKPT_MODERN_PYTHON);
+    if (modern.isEmpty())
+        QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty): the copy is not loaded by torch");
+    const QString cpuDevices = QStringLiteral(
+        R"({"lin.weight": "cpu", "lin.bias": "cpu", "head.weight": "cpu", "tied.weight": "cpu",)"
+        R"( "scale": "cpu", "window": "cpu", "const": "cpu"})");
+    const CommandResult judged
+        = runProgram(modern, {fixture(QStringLiteral("check_remap.py")), input, copy, cpuDevices}, 300'000);
+    QVERIFY2(judged.exitCode == 0 && judged.out.count("ok ") == 1, qPrintable(describe(judged)));
+}
 
-    const CommandResult run = runInspect({QStringLiteral("remap"), fixture(QStringLiteral("legacy_2_5.pt2")),
-        QStringLiteral("-o"), m_dir.filePath(QStringLiteral("legacy.pt2")), QStringLiteral("--map"),
+// Devices recorded inside nested torch.save files: the torch 2.1-2.5 layout's state dict and
+// constants, a use_pickle weight (subclass.pt2's TwoTensor). The copy rewrites those files with the
+// project's zip remap writer (the outer archive otherwise copied), and torch.load of each rewritten
+// member (as torch.export.load loads it) records the planned devices, with the original's bytes.
+void TestPt2::nestedFilesAreRewritten()
+{
+    const QString legacy = fixture(QStringLiteral("legacy_2_5.pt2"));
+    const QString legacyCuda = m_dir.filePath(QStringLiteral("legacy-cuda.pt2"));
+    const QString legacyBack = m_dir.filePath(QStringLiteral("legacy-back.pt2"));
+    CommandResult run = runInspect({QStringLiteral("remap"), legacy, QStringLiteral("-o"), legacyCuda,
+        QStringLiteral("--map"), QStringLiteral("cpu=cuda:1"), QStringLiteral("--module"),
+        QStringLiteral("state_dict.lin=cuda:0")});
+    QVERIFY2(run.exitCode == 0, qPrintable(describe(run)));
+    JsonValue info = infoJson(legacyCuda);
+    QCOMPARE(QString::fromStdString(tensorNamed(info, "state_dict.lin.weight")->member("device").toString()),
+        QStringLiteral("cuda:0"));
+    QCOMPARE(QString::fromStdString(tensorNamed(info, "state_dict.head.weight")->member("device").toString()),
+        QStringLiteral("cuda:1"));
+    QCOMPARE(QString::fromStdString(tensorNamed(info, "constants.const")->member("device").toString()),
+        QStringLiteral("cuda:1"));
+    // Sample inputs are no weights: they stay where they were.
+    QCOMPARE(QString::fromStdString(tensorNamed(info, "sample_inputs.0.0")->member("device").toString()),
+        QStringLiteral("cpu"));
+    run = runInspect({QStringLiteral("remap"), legacyCuda, QStringLiteral("-o"), legacyBack,
+        QStringLiteral("--map"), QStringLiteral("*=cpu")});
+    QVERIFY2(run.exitCode == 0, qPrintable(describe(run)));
+
+    const QString subclass = fixture(QStringLiteral("subclass.pt2"));
+    const QString subclassCuda = m_dir.filePath(QStringLiteral("subclass-cuda.pt2"));
+    const QString subclassBack = m_dir.filePath(QStringLiteral("subclass-back.pt2"));
+    // TwoTensor is not a vetted class: the override is given.
+    run = runInspect({QStringLiteral("remap"), subclass, QStringLiteral("-o"), subclassCuda,
+        QStringLiteral("--map"), QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
+    QVERIFY2(run.exitCode == 0, qPrintable(describe(run)));
+    info = infoJson(subclassCuda);
+    // The wrapper and the tensors of its state (TwoTensor's a and b, each with a storage) alike.
+    for (const char* name : {"state_dict.pair", "state_dict.pair[a]", "state_dict.pair[b]"}) {
+        QVERIFY2(tensorNamed(info, name), name);
+        QCOMPARE(QString::fromStdString(tensorNamed(info, name)->member("device").toString()),
+            QStringLiteral("cuda:0"));
+    }
+    run = runInspect({QStringLiteral("remap"), subclassCuda, QStringLiteral("-o"), subclassBack,
+        QStringLiteral("--map"), QStringLiteral("*=cpu"), QStringLiteral("--allow-dangerous")});
+    QVERIFY2(run.exitCode == 0, qPrintable(describe(run)));
+
+    const QString modern = QStringLiteral(CKPT_MODERN_PYTHON);
+    if (modern.isEmpty())
+        QSKIP("no modern torch configured (CKPT_MODERN_PYTHON is empty): the copies are not loaded by torch");
+    const QString legacyCudaSpec = QStringLiteral(
+        R"({"serialized_state_dict.pt": {"lin.weight": "cuda:0", "lin.bias": "cuda:0", "head.weight": "cuda:1",)"
+        R"( "tied.weight": "cuda:1", "scale": "cuda:1", "window": "cuda:1"},)"
+        R"( "serialized_constants.pt": {"const": "cuda:1"}, "serialized_example_inputs.pt": {"0.0": "cpu"}})");
+    const QString legacyCpuSpec = QStringLiteral(
+        R"({"serialized_state_dict.pt": {"lin.weight": "cpu", "lin.bias": "cpu", "head.weight": "cpu",)"
+        R"( "tied.weight": "cpu", "scale": "cpu", "window": "cpu"}, "serialized_constants.pt": {"const": "cpu"}})");
+    const QString subclassCudaSpec
+        = QStringLiteral(R"({"data/weights/weight_0": {"": "cuda:0", "a": "cuda:0", "b": "cuda:0"}})");
+    const QString subclassCpuSpec
+        = QStringLiteral(R"({"data/weights/weight_0": {"": "cpu", "a": "cpu", "b": "cpu"}})");
+    const CommandResult judged = runProgram(modern,
+        {fixture(QStringLiteral("check_nested.py")), legacy, legacyCuda, legacyCudaSpec, legacy, legacyBack,
+            legacyCpuSpec, subclass, subclassCuda, subclassCudaSpec, subclass, subclassBack, subclassCpuSpec},
+        300'000);
+    QVERIFY2(judged.exitCode == 0 && judged.out.count("ok ") == 4, qPrintable(describe(judged)));
+}
+
+// An AOTInductor package's own weights (torch.save files named by its weights_config.json) are placed
+// by its compiled loader, not by what they record: they are listed, and a plan moving them refused,
+// naming them.
+void TestPt2::aotInductorWeightIsNotMoved()
+{
+    const QString input = fixture(QStringLiteral("aoti_weights.pt2"));
+    const JsonValue info = infoJson(input);
+    QVERIFY(hasCode(info, "export-compiled-code"));
+    // Each record as torch.load reads it (aoti_weights.expected.json).
+    QFile expectedFile(fixture(QStringLiteral("aoti_weights.expected.json")));
+    QVERIFY(expectedFile.open(QIODevice::ReadOnly));
+    const JsonValue truth = parse(expectedFile.readAll());
+    QCOMPARE(truth.member("tensors").size(), std::size_t {2});
+    for (const JsonValue& row : truth.member("tensors").items()) {
+        const std::string name = "weights/" + row.member("record").toString();
+        const JsonValue* tensor = tensorNamed(info, name);
+        QVERIFY2(tensor, name.c_str());
+        for (const char* field : {"dtype", "shape", "stride", "storage_offset", "device"})
+            QVERIFY2(tensor->member(field) == row.member(field), (name + " " + field).c_str());
+    }
+    const CommandResult refused = runInspect({QStringLiteral("remap"), input, QStringLiteral("-o"),
+        m_dir.filePath(QStringLiteral("aoti-weights.pt2")), QStringLiteral("--map"),
+        QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("AOTInductor weight"), qPrintable(describe(refused)));
+    const CommandResult kept = runInspect({QStringLiteral("remap"), input, QStringLiteral("-o"),
+        m_dir.filePath(QStringLiteral("aoti-weights-same.pt2")), QStringLiteral("--map"),
+        QStringLiteral("cpu=cpu"), QStringLiteral("--allow-dangerous")});
+    QVERIFY2(kept.exitCode == 0, qPrintable(describe(kept)));
+}
+
+// The 2.1-2.5 layout with its nested state dict's pickle damaged (its protocol opcode overwritten):
+// the other members are still listed, the damage is an error naming the nested file, and a remap is
+// refused (exit 2) rather than carrying it.
+void TestPt2::damagedNestedFileIsNotRewritten()
+{
+    QFile whole(fixture(QStringLiteral("legacy_2_5.pt2")));
+    QVERIFY(whole.open(QIODevice::ReadOnly));
+    QByteArray bytes = whole.readAll();
+    const qsizetype member = bytes.indexOf("serialized_state_dict.pt");
+    QVERIFY(member > 0);
+    const qsizetype pickle = bytes.indexOf(QByteArray("\x80\x02", 2), member);
+    QVERIFY(pickle > member);
+    bytes[pickle] = '\xff';
+    const QString damaged = m_dir.filePath(QStringLiteral("damaged-legacy.pt2"));
+    QFile out(damaged);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(bytes);
+    out.close();
+    const JsonValue info = infoJson(damaged);
+    QCOMPARE(QString::fromStdString(info.member("format").toString()), QStringLiteral("torch-export"));
+    QVERIFY(tensorNamed(info, "constants.const"));
+    bool named = false;
+    for (const JsonValue& finding : info.member("findings").items())
+        named = named
+            || (finding.member("severity").toString() == "error"
+                && finding.member("message").toString().find("serialized_state_dict.pt")
+                    != std::string::npos);
+    QVERIFY2(named, info.member("findings").toJson().c_str());
+    // Its pickle cannot be verified (exit 4); with the override, the damage itself refuses it (exit 2).
+    CommandResult remap = runInspect({QStringLiteral("remap"), damaged, QStringLiteral("-o"),
+        m_dir.filePath(QStringLiteral("damaged-copy.pt2")), QStringLiteral("--map"),
         QStringLiteral("cpu=cuda:0")});
-    QCOMPARE(run.exitCode, 2);
-    QVERIFY2(run.err.contains("2.1-2.5 layout"), qPrintable(describe(run)));
+    QVERIFY2(remap.exitCode == 4, qPrintable(describe(remap)));
+    remap = runInspect({QStringLiteral("remap"), damaged, QStringLiteral("-o"),
+        m_dir.filePath(QStringLiteral("damaged-copy.pt2")), QStringLiteral("--map"),
+        QStringLiteral("cpu=cuda:0"), QStringLiteral("--allow-dangerous")});
+    QVERIFY2(
+        remap.exitCode == 2 && remap.err.contains("serialized_state_dict.pt"), qPrintable(describe(remap)));
+    QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("damaged-copy.pt2"))));
 }
 
 QTEST_GUILESS_MAIN(TestPt2)

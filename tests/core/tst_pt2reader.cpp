@@ -85,6 +85,9 @@ void TestPt2Reader::agreesWithTorchExportLoad_data()
     QTest::newRow("pt2") << QStringLiteral("small.pt2") << QStringLiteral("small.expected.json");
     QTest::newRow("torch 2.1-2.5 layout")
         << QStringLiteral("legacy_2_5.pt2") << QStringLiteral("legacy_2_5.expected.json");
+    // Recorded on cuda:0 and cuda:1: the devices torch.export.load moves each record to.
+    QTest::newRow("recorded on cuda")
+        << QStringLiteral("cuda_faked.pt2") << QStringLiteral("cuda_faked.expected.json");
     // torch.export.load refuses the stub's shared library; its weights are small.pt2's.
     QTest::newRow("aoti package") << QStringLiteral("aoti_stub.pt2") << QStringLiteral("small.expected.json");
 }

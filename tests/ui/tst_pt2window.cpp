@@ -11,6 +11,10 @@
 #include "ui/widgets/safetybanner.h"
 
 #include <QApplication>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QSettings>
 #include <QStandardPaths>
@@ -18,6 +22,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+
+#include <algorithm>
 
 namespace {
 
@@ -30,7 +36,7 @@ QModelIndex findPath(const QAbstractItemModel* model, const QString& path, const
         const QString here = index.data(ckpt::TensorTreeModel::PathRole).toString();
         if (here == path)
             return index;
-        if (path.startsWith(here + QLatin1Char('.'))) {
+        if (path.startsWith(here + QLatin1Char('.')) || path.startsWith(here + QLatin1Char('['))) {
             const QModelIndex found = findPath(model, path, index);
             if (found.isValid())
                 return found;
@@ -99,6 +105,57 @@ private Q_SLOTS:
         QVERIFY2(window.safetyBanner()->text().contains(QStringLiteral("aotinductor"), Qt::CaseInsensitive),
             qPrintable(window.safetyBanner()->text()));
         QVERIFY(findPath(window.treeModel(), QStringLiteral("state_dict.lin.weight")).isValid());
+    }
+
+    // Weights recorded on CUDA (cuda_faked.pt2): each row shows the device torch.export.load moves
+    // its record to (cuda_faked.expected.json); the 2.1-2.5 layout's nested state dict and a
+    // use_pickle weight (TwoTensor, with the tensors of its state) are rows of the tree too.
+    void showsRecordedCudaDevicesAndNestedWeights()
+    {
+        QFile expected(kDir + QStringLiteral("cuda_faked.expected.json"));
+        QVERIFY(expected.open(QIODevice::ReadOnly));
+        const QJsonArray rows
+            = QJsonDocument::fromJson(expected.readAll()).object().value(QStringLiteral("tensors")).toArray();
+        QVERIFY(!rows.isEmpty());
+        {
+            ckpt::MainWindow window;
+            window.setSuppressModalDialogs(true);
+            QVERIFY(ckpt::testing::openAndWait(window, kDir + QStringLiteral("cuda_faked.pt2")));
+            const QAbstractItemModel* model = window.treeModel();
+            for (const QJsonValue value : rows) {
+                const QJsonObject row = value.toObject();
+                const QString name
+                    = (row.value(QStringLiteral("kind")).toString() == QStringLiteral("constant")
+                              ? QStringLiteral("constants.")
+                              : QStringLiteral("state_dict."))
+                    + row.value(QStringLiteral("name")).toString();
+                const QModelIndex index = findPath(model, name);
+                QVERIFY2(index.isValid(), qPrintable(name));
+                QCOMPARE(index.siblingAtColumn(ckpt::TensorTreeModel::RecordedDeviceColumn).data().toString(),
+                    row.value(QStringLiteral("device")).toString());
+            }
+        }
+        {
+            ckpt::MainWindow window;
+            window.setSuppressModalDialogs(true);
+            QVERIFY(ckpt::testing::openAndWait(window, kDir + QStringLiteral("legacy_2_5.pt2")));
+            for (const char* name : {"state_dict.lin.weight", "state_dict.window", "constants.const"})
+                QVERIFY2(findPath(window.treeModel(), QString::fromLatin1(name)).isValid(), name);
+        }
+        {
+            ckpt::MainWindow window;
+            window.setSuppressModalDialogs(true);
+            QVERIFY(ckpt::testing::openAndWait(window, kDir + QStringLiteral("subclass.pt2")));
+            const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+            for (const ckpt::TensorEntry& tensor : checkpoint.tensors) {
+                const QModelIndex row = findPath(window.treeModel(), QString::fromStdString(tensor.name));
+                QVERIFY2(row.isValid(), tensor.name.c_str());
+                QCOMPARE(row.data(ckpt::TensorTreeModel::TensorIndexRole).toInt(),
+                    static_cast<int>(&tensor - checkpoint.tensors.data()));
+            }
+            QVERIFY(std::any_of(checkpoint.tensors.begin(), checkpoint.tensors.end(),
+                [](const ckpt::TensorEntry& tensor) { return tensor.name == "state_dict.pair[a]"; }));
+        }
     }
 
 private:
