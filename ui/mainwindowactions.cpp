@@ -361,7 +361,7 @@ void MainWindow::saveRemappedCopyTo(const QString& path)
     }
     // As `ckpt-inspect remap` does (exit 4): no remapped copy of a file that may run code. (A folder
     // that records no device gets its plan exported by the same save task.)
-    if (m_dangerousSave->refuse(current->checkpoint(), path))
+    if (m_dangerousSave->refuse(current->checkpoint(), path, &current->plan()))
         return;
     m_documents->saveRemappedCopy(path);
     showProgress(tr("Writing %1…").arg(QFileInfo(path).fileName()));

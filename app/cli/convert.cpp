@@ -32,6 +32,7 @@ struct ConvertArguments {
     PlanOptions planOptions;
     ckpt::ExtractOptions options;
     bool deviceGiven = false;
+    std::string member; // a bundle's checkpoint member
 };
 
 // A file, a folder of shards, an index, one shard an index lists, or a DCP folder, read the way
@@ -47,6 +48,7 @@ int runConvert(const ConvertArguments& arguments)
     request.maxShardBytes = arguments.maxShardBytes;
     request.devicesGiven = arguments.deviceGiven || !arguments.planOptions.rules.empty();
     request.options = arguments.options;
+    request.member = arguments.member;
     if (auto refused = ckpt::refuseExportWeights(request))
         return printExportWeights("convert", *refused, arguments.json);
     ckpt::PlacementPlan plan(*request.input);
@@ -79,6 +81,10 @@ Command addConvertCommand(CLI::App& program)
         "write shards of at most SIZE each (e.g. 5GB) and an index", true);
     addSelectionOptions(*command, arguments->options);
     addValueOptions(*command, arguments->options);
+    command
+        ->add_option("--member", arguments->member,
+            "a bundle (tar.gz, .nemo, zip): convert only this checkpoint member (else every one)")
+        ->type_name("NAME");
     command
         ->add_option_function<std::string>(
             "--device",

@@ -21,6 +21,7 @@ struct ExtractArguments {
     bool json = false;
     PlanOptions planOptions;
     ckpt::ExtractOptions options;
+    std::string member; // a bundle's checkpoint member
 };
 
 int runExtract(const ExtractArguments& arguments)
@@ -31,6 +32,7 @@ int runExtract(const ExtractArguments& arguments)
     request.format = ckpt::WeightsFormat::TorchStateDict;
     request.kind = ckpt::WeightsExportKind::Extract;
     request.options = arguments.options;
+    request.member = arguments.member;
     if (auto refused = ckpt::refuseExportWeights(request))
         return printExportWeights("extract", *refused, arguments.json);
     ckpt::PlacementPlan plan(*request.input);
@@ -56,6 +58,10 @@ Command addExtractCommand(CLI::App& program)
         ->type_name("OUT.pt");
     addSelectionOptions(*command, arguments->options);
     addValueOptions(*command, arguments->options);
+    command
+        ->add_option("--member", arguments->member,
+            "a bundle (tar.gz, .nemo, zip) with several checkpoints: the member to extract")
+        ->type_name("NAME");
     arguments->planOptions.addTo(*command);
     addNoVerifyFlag(*command, arguments->options.verifyAfterWriting);
     addJsonFlag(*command, arguments->json);

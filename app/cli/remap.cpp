@@ -98,8 +98,11 @@ int runRemap(const RemapArguments& arguments)
     }
     if (outcome.carriesDanger())
         std::cerr << "warning: " << shown(arguments.output)
-                  << " is a remapped copy of a file rated dangerous ("
-                  << "--allow-dangerous): loading it with weights_only=False runs what the input runs\n";
+                  << (outcome.assessment.gatingSafety().dangerous()
+                             ? std::string(
+                                 " is a remapped copy of a file rated dangerous (--allow-dangerous)")
+                             : std::string(" carries files rated dangerous, copied byte for byte"))
+                  << ": loading it with weights_only=False runs what the input runs\n";
     return 0;
 }
 

@@ -147,6 +147,9 @@ std::vector<FormatCapabilities> makeTable()
     bundle.readable = bundle.recordsDevices = bundle.pickled = true;
     bundle.weightsOnlyJudged = bundle.unpicklerImportsClasses = true;
     bundle.copyWithPlan = CopyWithPlan::Rewritten; // a new bundle of the same kind, members rewritten
+    // extract: the one checkpoint member's state_dict (or the one --member names); convert: every
+    // member's tensors to safetensors (docs/bundles.md).
+    bundle.extractable = bundle.exportsWeights = true;
     bundle.caveat = "torch.load does not open the archive itself (its framework extracts the members "
                     "first), so no load is simulated; each checkpoint member is rated and remapped";
 

@@ -113,6 +113,7 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
         }
         json.endArray();
         json.member("latest", set.latestStep);
+        json.member("checkpoint", set.newestCheckpoint);
         json.key("folders_left_out").beginArray();
         for (const std::string& folder : set.foldersLeftOut)
             json.value(folder);
@@ -257,8 +258,15 @@ std::string shardSetText(const Checkpoint& checkpoint)
         out += "  " + file.name + "  " + formatBytes(file.fileSize) + "  " + file.what + "\n";
     if (!set.latestStep.empty())
         out += "  `latest` names " + set.latestStep + ": its files are shown\n";
+    if (!set.newestCheckpoint.empty())
+        out += "  " + set.newestCheckpoint + "/ is the newest checkpoint folder: its files are shown\n";
     for (const std::string& folder : set.foldersLeftOut)
-        out += "  " + folder + "/  left out (not the step `latest` names)\n";
+        out += "  " + folder + "/  left out ("
+            + (!set.newestCheckpoint.empty() && folder.starts_with("checkpoint-")
+                        && folder.find('/') == std::string::npos
+                    ? std::string("an older checkpoint folder")
+                    : std::string("not the step `latest` names"))
+            + ")\n";
     if (set.bundle) {
         const BundleInfo& bundle = *set.bundle;
         out += "\nBundle members (" + std::string(bundleKindName(bundle.kind)) + ", " + bundle.format

@@ -181,6 +181,9 @@ struct ShardSet {
     std::vector<FolderFile> otherFiles;
     std::string latestStep; // "global_step2", empty when the folder has no `latest`
     std::vector<std::string> foldersLeftOut; // subfolders not opened ("global_step1")
+    // A Trainer output_dir: the checkpoint-N folder with the highest N (get_last_checkpoint's), whose
+    // files are part of the document ("checkpoint-500/optimizer.pt"); the older ones are left out.
+    std::string newestCheckpoint;
     std::optional<BundleInfo> bundle; // Bundle layout: the archive and every member, checkpoint or not
 
     const ShardFile* shardOfStorage(std::int32_t storage) const

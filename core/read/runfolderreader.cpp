@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <thread>
@@ -66,8 +67,13 @@ struct ListedFile {
 
 struct Listing {
     std::vector<ListedFile> files; // checkpoint files and other files, in name order
+    // The step folder a DeepSpeed `latest` names, relative to the folder ("global_step2", or
+    // "checkpoint-500/global_step500" inside a Trainer checkpoint), and the `latest` that names it.
     std::string latestStep;
+    std::string latestFile;
     std::string latestText; // what `latest` holds, when it names nothing usable
+    std::string newestCheckpoint; // a Trainer output_dir: the checkpoint-N folder with the highest N
+    std::size_t checkpointFolders = 0; // how many checkpoint-N folders the output_dir holds
     std::vector<std::string> foldersLeftOut;
     std::size_t groups = 0; // nodes of checkpoint files
     bool onlyOneModel = false; // the folder is one set of model weights and nothing else
@@ -120,8 +126,12 @@ void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files)
 {
     std::map<std::string, std::string> groupOf; // file name -> group
     for (const ListedFile& file : files) {
-        if (!file.name.ends_with(".index.json") || file.name.find('/') != std::string::npos)
+        if (!file.name.ends_with(".index.json"))
             continue;
+        // An index names its shards relative to its own folder (a checkpoint-N/ of an output_dir).
+        const auto slash = file.name.find_last_of('/');
+        const std::string prefix
+            = slash == std::string::npos ? std::string() : file.name.substr(0, slash + 1);
         auto mapped = MappedFile::open(file.path);
         if (!mapped)
             continue;
@@ -131,7 +141,7 @@ void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files)
             continue;
         const std::string group = file.name.substr(0, file.name.size() - std::string(".index.json").size());
         for (const JsonMember& member : parsed->member("weight_map").members())
-            groupOf.emplace(member.value.toString(), group);
+            groupOf.emplace(prefix + member.value.toString(), group);
     }
     (void)folder;
     for (ListedFile& file : files) {
@@ -149,14 +159,53 @@ void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files)
     }
 }
 
-Listing listRunFolder(const std::string& folder)
+// Trainer's checkpoint folders: "checkpoint-<digits>" (transformers.trainer_utils._re_checkpoint).
+std::optional<std::string> checkpointNumber(const std::string& name)
 {
-    Listing listing;
+    static const std::string prefix = "checkpoint-";
+    if (!name.starts_with(prefix) || name.size() == prefix.size())
+        return std::nullopt;
+    std::string digits = name.substr(prefix.size());
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    const auto first = digits.find_first_not_of('0');
+    return first == std::string::npos ? std::string("0") : digits.substr(first);
+}
+
+// The folder get_last_checkpoint returns: the checkpoint-N with the highest N (compared as whole
+// numbers of any length), whatever it holds; "" when there is none.
+std::string newestCheckpointFolder(const std::vector<std::string>& subfolders, std::size_t& count)
+{
+    std::string newest;
+    std::string newestNumber;
+    count = 0;
+    for (const std::string& name : subfolders) {
+        const auto number = checkpointNumber(name);
+        if (!number)
+            continue;
+        ++count;
+        const bool higher = newest.empty() || number->size() > newestNumber.size()
+            || (number->size() == newestNumber.size() && *number > newestNumber);
+        if (higher) {
+            newest = name;
+            newestNumber = *number;
+        }
+    }
+    return newest;
+}
+
+// One folder of the document: its files, the step folder its DeepSpeed `latest` names, and (the
+// top folder only) the newest of a Trainer output_dir's checkpoint-N folders, read the same way.
+void listLevel(const fs::path& folder, const std::string& prefix, Listing& listing, bool top)
+{
     std::vector<std::string> subfolders;
-    listFiles(folder, {}, listing.files, &subfolders);
+    const std::size_t firstFile = listing.files.size();
+    listFiles(folder, prefix, listing.files, &subfolders);
     // DeepSpeed's `latest`: the tag of the step folder load_checkpoint opens.
-    for (const ListedFile& file : listing.files) {
-        if (file.name != "latest" || file.size > 4096)
+    std::string step;
+    for (std::size_t i = firstFile; i < listing.files.size(); ++i) {
+        const ListedFile& file = listing.files[i];
+        if (file.name != prefix + "latest" || file.size > 4096)
             continue;
         auto mapped = MappedFile::open(file.path);
         if (!mapped)
@@ -167,16 +216,34 @@ Listing listRunFolder(const std::string& folder)
         const bool plain = !tag.empty() && tag != "." && tag != ".." && tag.find('/') == std::string::npos
             && tag.find('\\') == std::string::npos;
         if (plain && std::find(subfolders.begin(), subfolders.end(), tag) != subfolders.end())
-            listing.latestStep = tag;
+            step = tag;
         else
             listing.latestText = tag;
+        if (listing.latestFile.empty()) {
+            listing.latestFile = file.name;
+            if (!step.empty())
+                listing.latestStep = prefix + step;
+        }
         break;
     }
-    if (!listing.latestStep.empty())
-        listFiles(fs::path(folder) / listing.latestStep, listing.latestStep + "/", listing.files, nullptr);
+    if (!step.empty())
+        listFiles(folder / step, prefix + step + "/", listing.files, nullptr);
+    std::string newest;
+    if (top) {
+        newest = newestCheckpointFolder(subfolders, listing.checkpointFolders);
+        listing.newestCheckpoint = newest;
+    }
     for (const std::string& subfolder : subfolders)
-        if (subfolder != listing.latestStep)
-            listing.foldersLeftOut.push_back(subfolder);
+        if (subfolder != step && subfolder != newest)
+            listing.foldersLeftOut.push_back(prefix + subfolder);
+    if (!newest.empty() && newest != step) // a `latest` naming it has listed it already
+        listLevel(folder / newest, newest + "/", listing, false);
+}
+
+Listing listRunFolder(const std::string& folder)
+{
+    Listing listing;
+    listLevel(folder, {}, listing, true);
     groupShardSets(folder, listing.files);
     std::set<std::string> groups;
     bool otherThanModel = false;
@@ -194,10 +261,13 @@ Listing listRunFolder(const std::string& folder)
 
 std::string describeOther(const ListedFile& file, const Listing& listing)
 {
-    if (file.name == "latest")
+    if (file.name == listing.latestFile)
         return listing.latestStep.empty()
             ? "DeepSpeed's latest, naming no step folder here (" + printableText(listing.latestText) + ")"
-            : "DeepSpeed's latest: names " + listing.latestStep;
+            : "DeepSpeed's latest: names "
+                + listing.latestStep.substr(listing.latestStep.find_last_of('/') + 1);
+    if (file.name.ends_with("/latest") || file.name == "latest")
+        return "a `latest` file (not the one the document follows)";
     if (file.name.ends_with(".index.json"))
         return "the index of the sharded set " + file.name.substr(0, file.name.size() - 11);
     switch (file.guess.kind) {
@@ -251,7 +321,10 @@ std::string fileProblem(const ShardFile& shard, const ListedFile& listed)
 bool isRunFolder(const std::string& folder)
 {
     const Listing listing = listRunFolder(folder);
-    return listing.groups > 0 && (!listing.latestStep.empty() || !listing.onlyOneModel);
+    // A Trainer output_dir is a run folder whatever its checkpoint-N folders hold: the newest is the
+    // one Trainer resumes from, and an empty one is said so rather than "no checkpoint".
+    return !listing.newestCheckpoint.empty()
+        || (listing.groups > 0 && (!listing.latestStep.empty() || !listing.onlyOneModel));
 }
 
 Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& options)
@@ -268,6 +341,7 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
     set->layout = ShardLayout::RunFolder;
     set->folder = folder;
     set->latestStep = listing.latestStep;
+    set->newestCheckpoint = listing.newestCheckpoint;
     set->foldersLeftOut = listing.foldersLeftOut;
 
     std::map<std::string, std::uint32_t> groupNodes;
@@ -385,13 +459,38 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
             merged.addFinding(Severity::Error, FindingCode::RunFolderFileUnreadable,
                 shard.name + " cannot be read: " + shard.problem + " (the folder's other files are shown)",
                 shard.name);
-    if (!listing.latestStep.empty())
+    if (!listing.latestStep.empty()) {
+        const std::string stepParent = listing.latestStep.substr(0, listing.latestStep.find_last_of('/') + 1);
+        std::size_t stepsLeftOut = 0;
+        for (const std::string& folder : listing.foldersLeftOut)
+            stepsLeftOut += folder.starts_with(stepParent)
+                    && folder.find('/', stepParent.size()) == std::string::npos
+                    && (stepParent.empty() || !checkpointNumber(folder))
+                ? 1
+                : 0;
         merged.addFinding(Severity::Info, FindingCode::RunFolderLatest,
-            "`latest` names " + listing.latestStep + ": its files are shown"
-                + (listing.foldersLeftOut.empty() ? std::string()
-                                                  : "; left out: "
-                            + std::to_string(listing.foldersLeftOut.size()) + " other folder(s)"),
-            "latest");
+            "`" + listing.latestFile + "` names " + listing.latestStep + ": its files are shown"
+                + (stepsLeftOut == 0 ? std::string()
+                                     : "; left out: " + std::to_string(stepsLeftOut) + " other folder(s)"),
+            listing.latestFile);
+    }
+    if (!listing.newestCheckpoint.empty()) {
+        // A Trainer output_dir: the folder get_last_checkpoint returns (what
+        // Trainer.train(resume_from_checkpoint=True) resumes from); the older ones are named.
+        std::string older;
+        for (const std::string& folder : listing.foldersLeftOut)
+            if (checkpointNumber(folder))
+                older += (older.empty() ? "" : ", ") + folder;
+        bool any = false;
+        for (const ShardFile& shard : set->shards)
+            any = any || shard.name.starts_with(listing.newestCheckpoint + "/");
+        merged.addFinding(any ? Severity::Info : Severity::Error, FindingCode::RunFolderNewestCheckpoint,
+            listing.newestCheckpoint + " is the newest of " + std::to_string(listing.checkpointFolders)
+                + " checkpoint folder(s), the one Trainer resumes from: "
+                + (any ? "its files are shown" : "it holds no checkpoint file")
+                + (older.empty() ? std::string() : "; older ones left out: " + older),
+            listing.newestCheckpoint);
+    }
     merged.format = CheckpointFormat::TorchZip;
     for (const ShardFile& shard : set->shards)
         if (shard.checkpoint && shard.checkpoint->format != CheckpointFormat::NotACheckpoint) {
@@ -401,6 +500,9 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
     merged.container = {ContainerKind::TorchZip,
         "a training run's folder: " + std::to_string(set->shards.size()) + " checkpoint file(s), "
             + std::to_string(set->otherFiles.size()) + " other file(s)"
+            + (listing.newestCheckpoint.empty()
+                    ? std::string()
+                    : ", the newest checkpoint folder (" + listing.newestCheckpoint + ")")
             + (listing.latestStep.empty() ? std::string()
                                           : ", the step `latest` names (" + listing.latestStep + ")")};
     merged.shardSet = std::move(set);

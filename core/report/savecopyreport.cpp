@@ -37,7 +37,7 @@ std::string saveCopyRefusalText(const SaveCopyOutcome& outcome, const SaveCopyWo
     case SaveCopyStatus::RefusedDangerous:
         text = "refusing to write a copy of " + input + ": " + printableText(outcome.why) + "\n";
         text += "loading it with torch.load(weights_only=False) would run: "
-            + unsafeCallablesText(assessment.inputSafety) + "\n";
+            + unsafeCallablesText(assessment.gatingSafety()) + "\n";
         if (assessment.cannotRemap) {
             text += "it cannot be remapped in any case: " + printableText(*assessment.cannotRemap) + "\n";
             text += "the weights alone, without its code: " + wording.weightsAlone + "\n";
@@ -74,9 +74,16 @@ std::string saveCopyDangerText(const SaveCopyOutcome& outcome)
     if (!outcome.carriesDanger())
         return {};
     const SafetyVerdict& copy = outcome.copySafety ? *outcome.copySafety : outcome.assessment.inputSafety;
+    std::string copied;
+    for (const std::string& name : outcome.assessment.dangerousCopiedUnchanged)
+        copied += (copied.empty() ? "" : ", ") + printableText(name);
     return "still DANGEROUS: the copy is exactly as dangerous as the input (rated again before it was "
            "given its name: "
         + std::string(pickleSafetyName(copy.rating))
+        + (copied.empty()
+                ? std::string()
+                : "; copied byte for byte, nothing of them run or rewritten, so no override was needed: "
+                    + copied)
         + "); a remap adds no code and removes none, so loading it with torch.load(weights_only=False) runs "
           "what the input runs: "
         + unsafeCallablesText(copy);

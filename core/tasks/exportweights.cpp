@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/tasks/exportweights.h"
 
+#include "core/io/atomicoutputfile.h"
+#include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/formatcapabilities.h"
 #include "core/model/quantgroups.h"
@@ -40,6 +42,112 @@ ExportedInput leftBehind(std::string file, StateDictSelection& selection)
 {
     return {std::move(file), selection.root, std::move(selection.droppedTensors),
         std::move(selection.droppedObjects), std::move(selection.globalsNotCarried)};
+}
+
+struct RemoveAtEnd {
+    std::string path;
+    ~RemoveAtEnd()
+    {
+        std::error_code ignored;
+        std::filesystem::remove(path, ignored);
+    }
+};
+
+bool isBundle(const Checkpoint& checkpoint)
+{
+    return checkpoint.shardSet && checkpoint.shardSet->bundle;
+}
+
+std::string bareName(std::string name)
+{
+    while (name.starts_with("./"))
+        name.erase(0, 2);
+    return name;
+}
+
+// A member the archive's damage cut short: its tensors are not all there.
+std::optional<std::string> memberCutShort(const Checkpoint& bundle, std::size_t shard)
+{
+    const BundleInfo& info = *bundle.shardSet->bundle;
+    for (const BundleMember& member : info.members)
+        if (member.shard == static_cast<std::int32_t>(shard) && member.truncated)
+            return "the member " + bundle.shardSet->shards[shard].name + " is cut short ("
+                + (info.damage.empty() ? std::string("the archive ends inside it") : info.damage)
+                + "): its weights are not all in the archive; nothing written";
+    const ShardFile& file = bundle.shardSet->shards[shard];
+    if (file.checkpoint && file.checkpoint->hasErrors())
+        for (const Finding& finding : file.checkpoint->findings)
+            if (finding.severity == Severity::Error)
+                return "the member " + file.name + " cannot be read whole: " + finding.message
+                    + "; nothing written";
+    return std::nullopt;
+}
+
+// A bundle's checkpoint member an export takes: the one `member` names, else its only one. Its
+// index in the set's shards, or why there is none to take.
+Expected<std::size_t> bundleMember(const Checkpoint& bundle, const std::string& member)
+{
+    const std::vector<ShardFile>& members = bundle.shardSet->shards;
+    std::string names;
+    for (const ShardFile& shard : members)
+        names += (names.empty() ? "" : ", ") + shard.name;
+    if (!member.empty()) {
+        for (std::size_t i = 0; i < members.size(); ++i)
+            if (bareName(members[i].name) == bareName(member)) {
+                if (auto why = memberCutShort(bundle, i))
+                    return makeError(*why);
+                return i;
+            }
+        return makeError("the bundle has no checkpoint member named " + member
+            + (names.empty() ? std::string(" (it carries none)")
+                             : " (its checkpoint members: " + names + ")"));
+    }
+    if (members.size() == 1) {
+        if (auto why = memberCutShort(bundle, 0))
+            return makeError(*why);
+        return std::size_t(0);
+    }
+    if (members.empty())
+        return makeError("the bundle carries no checkpoint member");
+    return makeError("the bundle carries " + std::to_string(members.size()) + " checkpoint members (" + names
+        + "): name one with --member, or write them all to safetensors with `ckpt-inspect convert "
+        + bundle.path + " -o OUT.safetensors`");
+}
+
+// The member's own plan: each of its storages (and tensors without one) where the bundle's plan
+// puts it.
+PlacementPlan planOfMember(const PlacementPlan& plan, const ShardFile& shard, const Checkpoint& member)
+{
+    PlacementPlan own(member);
+    std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
+    for (std::uint32_t k = 0; k < shard.storageCount; ++k)
+        if (const std::int32_t unit = own.unitOfStorage(k); unit >= 0)
+            devices.emplace_back(
+                static_cast<std::uint32_t>(unit), plan.plannedDeviceOfStorage(shard.firstStorage + k));
+    for (std::uint32_t t = 0; t < shard.checkpoint->tensors.size(); ++t)
+        if (shard.checkpoint->tensors[t].storage < 0)
+            if (const std::int32_t unit = own.unitOfTensor(t); unit >= 0)
+                devices.emplace_back(
+                    static_cast<std::uint32_t>(unit), plan.plannedDeviceOfTensor(shard.firstTensor + t));
+    own.restore(devices);
+    return own;
+}
+
+// Several members into one output: each whole, and no name two members share (it would be
+// written twice).
+Status checkBundleMembers(const Checkpoint& bundle, const Gathered& gathered)
+{
+    for (std::size_t i = 0; i < bundle.shardSet->shards.size(); ++i)
+        if (auto why = memberCutShort(bundle, i))
+            return makeError(*why);
+    std::unordered_map<std::string, const Checkpoint*> seen;
+    for (const SafetensorsSource& source : gathered.sources) {
+        auto [at, added] = seen.emplace(source.name, source.checkpoint);
+        if (!added && at->second != source.checkpoint)
+            return makeError("the tensor name '" + source.name + "' is in more than one member ("
+                + at->second->path + ", " + source.checkpoint->path + "): write one member with --member");
+    }
+    return {};
 }
 
 // A DCP folder: every tensor entry, read from its chunk's torch.save archive inside the .distcp
@@ -168,8 +276,11 @@ Status gather(
 {
     if (checkpoint->shardSet && checkpoint->shardSet->dcp)
         return gatherDcp(checkpoint, withScalesAlong(*checkpoint, options), out);
-    if (checkpoint->shardSet)
-        return gatherShards(*checkpoint, withScalesAlong(*checkpoint, options), out);
+    if (checkpoint->shardSet) {
+        if (Status status = gatherShards(*checkpoint, withScalesAlong(*checkpoint, options), out))
+            return status;
+        return isBundle(*checkpoint) ? checkBundleMembers(*checkpoint, out) : Status {};
+    }
     auto selection = selectStateDict(*checkpoint, options);
     if (!selection)
         return selection.error();
@@ -217,14 +328,7 @@ Status folderToTorch(const ExportWeightsRequest& request, Gathered& gathered, Ex
     const Checkpoint& input = *request.input;
     const std::string gatheredPath
         = request.outputPath + ".gathering-" + std::to_string(::getpid()) + ".safetensors";
-    struct RemoveAtEnd {
-        std::string path;
-        ~RemoveAtEnd()
-        {
-            std::error_code ignored;
-            std::filesystem::remove(path, ignored);
-        }
-    } removeAtEnd {gatheredPath};
+    const RemoveAtEnd removeAtEnd {gatheredPath};
     SafetensorsOptions gatherOptions;
     gatherOptions.progress = request.options.progress;
     gatherOptions.verifyAfterWriting = request.options.verifyAfterWriting;
@@ -310,6 +414,12 @@ std::optional<ExportWeightsOutcome> refuseExportWeights(const ExportWeightsReque
     const bool toTorch = request.format == WeightsFormat::TorchStateDict;
     switch (request.kind) {
     case WeightsExportKind::Extract:
+        // A bundle: its one checkpoint member (or the one named), read from the archive's bytes.
+        if (isBundle(input)) {
+            if (auto member = bundleMember(input, request.member); !member)
+                return stopped(request, ExportWeightsStatus::Failed, path + ": " + member.error().message);
+            break;
+        }
         // A folder reads as one checkpoint (as `info` shows it), but an extract is one torch.save
         // file from one input file; convert takes the whole set.
         if (input.shardSet)
@@ -334,6 +444,14 @@ std::optional<ExportWeightsOutcome> refuseExportWeights(const ExportWeightsReque
         return stopped(request, ExportWeightsStatus::Usage,
             "--plain-values writes NumPy values into a torch state_dict's pickle; safetensors holds only "
             "tensors (name OUT.pt)");
+    if (!request.member.empty()) {
+        if (!isBundle(input))
+            return stopped(request, ExportWeightsStatus::Usage,
+                "--member names a checkpoint inside a bundle (tar, tar.gz, .nemo, zip); " + path
+                    + " is none");
+        if (auto member = bundleMember(input, request.member); !member)
+            return stopped(request, ExportWeightsStatus::Failed, path + ": " + member.error().message);
+    }
     if (!toTorch && request.devicesGiven)
         return stopped(request, ExportWeightsStatus::Usage,
             "safetensors records no device; --device, --map, --tensor and --module apply only when writing a "
@@ -346,6 +464,43 @@ ExportWeightsOutcome exportWeights(const ExportWeightsRequest& request)
     if (auto refused = refuseExportWeights(request))
         return std::move(*refused);
     const std::shared_ptr<const Checkpoint>& checkpoint = request.input;
+    if (isBundle(*checkpoint) && (request.kind == WeightsExportKind::Extract || !request.member.empty())) {
+        // One member: exported as the file it is (its bytes read from the archive, in place or
+        // decompressed), with the devices the bundle's plan gives its storages.
+        const ShardFile& shard = checkpoint->shardSet->shards[*bundleMember(*checkpoint, request.member)];
+        std::shared_ptr<const Checkpoint> member = shard.checkpoint;
+        // The torch writer copies storage records from a file: the member's bytes (in place in the
+        // bundle, or decompressed) are put in a temporary file beside the output first, as the
+        // bundle writer does, and read from there; it is removed at the end.
+        const std::string memberPath = request.outputPath + ".member-" + std::to_string(::getpid());
+        RemoveAtEnd removeMember {memberPath};
+        if (request.format == WeightsFormat::TorchStateDict) {
+            auto copy = AtomicOutputFile::create(memberPath, checkpoint->path, shard.checkpoint->fileSize);
+            Status failed = copy ? (*copy)->write(shard.checkpoint->file->bytes()) : Status(copy.error());
+            if (!failed)
+                failed = (*copy)->commit();
+            if (failed)
+                return stopped(request, ExportWeightsStatus::Failed, shard.name + ": " + failed->message);
+            member = std::make_shared<const Checkpoint>(readCheckpoint(memberPath));
+            if (member->storages.size() != shard.storageCount)
+                return stopped(request, ExportWeightsStatus::Failed,
+                    shard.name + ": the member reads differently once copied out of the bundle");
+        }
+        const PlacementPlan recorded(*checkpoint);
+        const PlacementPlan own = planOfMember(request.plan ? *request.plan : recorded, shard, *member);
+        ExportWeightsRequest memberRequest = request;
+        memberRequest.input = member;
+        memberRequest.plan = &own;
+        memberRequest.member.clear();
+        memberRequest.kind = WeightsExportKind::Export; // what this kind allows was judged on the bundle
+        ExportWeightsOutcome outcome = exportWeights(memberRequest);
+        outcome.input = checkpoint->path;
+        if (!outcome.inputs.empty())
+            outcome.inputs.front().file = shard.checkpoint->path; // "BUNDLE!/member"
+        if (!outcome.written() && !outcome.why.empty())
+            outcome.why = shard.name + ": " + outcome.why;
+        return outcome;
+    }
     ExportWeightsOutcome outcome = stopped(request, ExportWeightsStatus::Failed, {});
     outcome.fromFolder = checkpoint->shardSet != nullptr;
     const bool toTorch = request.format == WeightsFormat::TorchStateDict;

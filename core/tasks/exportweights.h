@@ -51,6 +51,10 @@ struct ExportWeightsRequest {
     std::uint64_t maxShardBytes = 0; // safetensors: shards of at most this size and an index
     // The request names devices (a plan's rules, a default device): only a torch file records them.
     bool devicesGiven = false;
+    // A bundle (docs/bundles.md): the checkpoint member to take, named as `info` shows it (an
+    // archive's "./" may be left out). Empty: extract takes the bundle's one checkpoint member (a
+    // bundle with several asks which), convert takes every member.
+    std::string member;
     // --root, --select, the device for storages that record none, verify, progress (may cancel).
     ExtractOptions options;
 };

@@ -8,6 +8,7 @@
 #include "core/plan/placementplan.h"
 #include "core/triage/triage.h"
 #include "core/write/bundlewriter.h"
+#include "core/write/runfolderwriter.h"
 
 #include <algorithm>
 #include <map>
@@ -198,7 +199,29 @@ std::optional<std::string> dangerDiffers(
     return std::nullopt;
 }
 
-SaveCopyAssessment assessSaveCopy(const Checkpoint& input)
+namespace {
+
+// A run folder's files the plan rewrites, rated as the folder is (rateShardSafety's merge), and the
+// dangerous files it copies byte for byte.
+void judgeRunFolderFiles(const Checkpoint& input, const PlacementPlan& plan, SaveCopyAssessment& assessment)
+{
+    const std::vector<std::string> rewritten = runFolderFilesToRewrite(input, plan);
+    CopyVerdicts verdicts;
+    for (const ShardFile& shard : input.shardSet->shards) {
+        if (!shard.checkpoint)
+            continue;
+        SafetyVerdict verdict = ratePickleSafety(*shard.checkpoint);
+        if (std::find(rewritten.begin(), rewritten.end(), shard.name) != rewritten.end())
+            verdicts.files.emplace_back(shard.name, std::move(verdict));
+        else if (verdict.dangerous())
+            assessment.dangerousCopiedUnchanged.push_back(shard.name);
+    }
+    assessment.rewrittenSafety = verdicts.merged(true);
+}
+
+} // namespace
+
+SaveCopyAssessment assessSaveCopy(const Checkpoint& input, const PlacementPlan* plan)
 {
     SaveCopyAssessment assessment;
     assessment.folder = bool(input.shardSet);
@@ -217,8 +240,12 @@ SaveCopyAssessment assessSaveCopy(const Checkpoint& input)
                 assessment.cannotRemap = *why;
             return assessment;
         }
-        if (input.shardSet->layout == ShardLayout::RunFolder)
-            return assessment; // which files are rewritten depends on the plan: the writer judges them
+        if (input.shardSet->layout == ShardLayout::RunFolder) {
+            // Which files are rewritten depends on the plan: the writer judges whether each can be.
+            if (plan)
+                judgeRunFolderFiles(input, *plan, assessment);
+            return assessment;
+        }
         for (const ShardFile& shard : input.shardSet->shards)
             if (Status why = whyCannotBeRemapped(*shard.checkpoint)) {
                 assessment.cannotRemap = shard.name + ": " + why->message;
@@ -248,9 +275,9 @@ std::optional<SaveCopyOutcome> judge(
     }
     // The refusal comes first: without the override a dangerous file gets no copy, whichever
     // other reason there would be.
-    if (assessment.inputSafety.dangerous() && !allowDangerous) {
+    if (assessment.gatingSafety().dangerous() && !allowDangerous) {
         outcome.status = SaveCopyStatus::RefusedDangerous;
-        outcome.why = assessment.inputSafety.headline;
+        outcome.why = assessment.gatingSafety().headline;
         return outcome;
     }
     if (assessment.cannotRemap) {
@@ -272,15 +299,16 @@ std::optional<SaveCopyOutcome> judge(
 
 } // namespace
 
-std::optional<SaveCopyOutcome> refuseSaveCopy(const Checkpoint& input, bool allowDangerous, bool renaming)
+std::optional<SaveCopyOutcome> refuseSaveCopy(
+    const Checkpoint& input, bool allowDangerous, bool renaming, const PlacementPlan* plan)
 {
-    return judge(input, assessSaveCopy(input), allowDangerous, renaming);
+    return judge(input, assessSaveCopy(input, plan), allowDangerous, renaming);
 }
 
 SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
 {
     const Checkpoint& input = *request.input;
-    SaveCopyAssessment assessment = assessSaveCopy(input);
+    SaveCopyAssessment assessment = assessSaveCopy(input, request.plan);
     if (auto refused = judge(input, assessment, request.allowDangerous, !request.renames.empty())) {
         refused->outputPath = request.outputPath;
         if (refused->status == SaveCopyStatus::ExportOnly) // safetensors, DCP: the plan instead
@@ -352,9 +380,15 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
                 copies.files.emplace_back(shard.name, ratePickleSafety(*shard.checkpoint));
     if (dangerous) {
         outcome.copySafety = copies.merged(bool(input.shardSet));
+        std::string copied;
+        for (const std::string& name : outcome.assessment.dangerousCopiedUnchanged)
+            copied += (copied.empty() ? "" : ", ") + name;
         outcome.findings.emplace_back(Severity::Warning, FindingCode::CopyAsDangerous,
             "the copy is exactly as dangerous as the input: a remap adds no code and removes none, so "
-            "loading the copy with weights_only=False runs what loading the input runs");
+            "loading the copy with weights_only=False runs what loading the input runs"
+                + (copied.empty()
+                        ? std::string()
+                        : " (copied byte for byte, nothing of them run or rewritten: " + copied + ")"));
     }
     return outcome;
 }

@@ -52,10 +52,20 @@ struct SaveCopyAssessment {
     // Why this input cannot be remapped whatever the override (no checkpoint, a format that records
     // no device, a damaged pickle or storage, a shard missing), or nothing.
     std::optional<std::string> cannotRemap;
+    // A run folder judged with its plan: the verdict of the files the plan rewrites, and the files
+    // rated dangerous (or "cannot verify") that the save copies byte for byte. Copying a file runs
+    // nothing of it and changes none of its bytes, so only the rewritten files ask for the override;
+    // inputSafety still rates every file, and the copy says what it carries.
+    std::optional<SafetyVerdict> rewrittenSafety;
+    std::vector<std::string> dangerousCopiedUnchanged;
+    // What the override is judged on: the rewritten files' verdict where known, else the input's.
+    const SafetyVerdict& gatingSafety() const { return rewrittenSafety ? *rewrittenSafety : inputSafety; }
     // True when only the override lets a copy be written.
-    bool needsOverride() const { return inputSafety.dangerous() && !exportOnly && !cannotRemap; }
+    bool needsOverride() const { return gatingSafety().dangerous() && !exportOnly && !cannotRemap; }
 };
-SaveCopyAssessment assessSaveCopy(const Checkpoint& input);
+// `plan` (may be null): a run folder's save rewrites only the files whose devices it changes, and
+// only those are judged for the override.
+SaveCopyAssessment assessSaveCopy(const Checkpoint& input, const PlacementPlan* plan = nullptr);
 
 enum class SaveCopyStatus {
     Written, // the remapped copy (file or folder) is under outputPath
@@ -91,7 +101,7 @@ struct SaveCopyOutcome {
 // judges (refused as dangerous without the override, cannot remap, export only), or nothing when
 // it would go on to write. The app asks its question from this before it starts the job.
 std::optional<SaveCopyOutcome> refuseSaveCopy(
-    const Checkpoint& input, bool allowDangerous, bool renaming = false);
+    const Checkpoint& input, bool allowDangerous, bool renaming = false, const PlacementPlan* plan = nullptr);
 
 // Runs the save. Refuses (nothing written) unless the input can be remapped and is not rated
 // dangerous, or the override is given; for an ExportOnly folder exports the plan (exportPlan)

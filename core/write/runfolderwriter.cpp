@@ -108,10 +108,15 @@ Expected<ShardedRemapResult> writeRemappedRunFolder(const Checkpoint& checkpoint
     for (const FolderFile& file : set.otherFiles)
         if (Status failed = copyFile(file.name))
             return makeError(failed->message);
-    for (const std::string& folder : set.foldersLeftOut)
-        result.filesLeftOut.push_back(folder + "/: "
-            + (set.latestStep.empty() ? std::string("a subfolder; not part of the document")
-                                      : "not the step `latest` names (" + set.latestStep + ")"));
+    for (const std::string& folder : set.foldersLeftOut) {
+        std::string why = "a subfolder; not part of the document";
+        if (!set.newestCheckpoint.empty() && folder.starts_with("checkpoint-")
+            && folder.find('/') == std::string::npos)
+            why = "an older checkpoint folder (the newest, " + set.newestCheckpoint + ", is the document)";
+        else if (!set.latestStep.empty())
+            why = "not the step `latest` names (" + set.latestStep + ")";
+        result.filesLeftOut.push_back(folder + "/: " + why);
+    }
     return result;
 }
 

@@ -74,6 +74,10 @@ private Q_SLOTS:
         QTest::newRow("olmo") << QStringLiteral("olmo") << QStringLiteral("olmo");
         QTest::newRow("lightning") << QStringLiteral("lightning") << QStringLiteral("lightning");
         QTest::newRow("deepspeed") << QStringLiteral("deepspeed") << QStringLiteral("deepspeed");
+        QTest::newRow("trainer output")
+            << QStringLiteral("trainer_output") << QStringLiteral("trainer_output");
+        QTest::newRow("trainer output, deepspeed")
+            << QStringLiteral("trainer_output_ds") << QStringLiteral("trainer_output_ds");
     }
     void infoListsEveryFile()
     {
@@ -121,7 +125,38 @@ private Q_SLOTS:
             }
         }
         QCOMPARE(tensors.size(), expectedTensors);
-        QCOMPARE(ours.member("latest").toString(), opened);
+        if (fixture.startsWith(QStringLiteral("trainer_output"))) {
+            // A Trainer output_dir: the folder get_last_checkpoint returns, the step its `latest` names.
+            QCOMPARE(ours.member("checkpoint").toString(), opened);
+            const std::string step = truth.member("latest_step").toString();
+            QCOMPARE(ours.member("latest").toString(), step.empty() ? std::string() : opened + "/" + step);
+        } else
+            QCOMPARE(ours.member("latest").toString(), opened);
+    }
+
+    // A truncated file inside the newest checkpoint's DeepSpeed step: exit 2, the others listed.
+    void truncatedFileInNewestCheckpointIsNamed()
+    {
+        const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"),
+            runFolder(QStringLiteral("trainer_output_broken"))});
+        QVERIFY2(result.exitCode == 2, qPrintable(describe(result)));
+        const JsonValue ours = parse(result.out);
+        QCOMPARE(ours.member("layout").toString(), std::string("run-folder"));
+        QCOMPARE(ours.member("checkpoint").toString(), std::string("checkpoint-2"));
+        const std::string bad = "checkpoint-2/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt";
+        std::size_t modelTensors = 0;
+        for (const JsonValue& tensor : ours.member("tensors").items())
+            modelTensors
+                += tensor.member("shard").toString() == "checkpoint-2/global_step2/mp_rank_00_model_states.pt"
+                ? 1
+                : 0;
+        QCOMPARE(modelTensors, std::size_t(7)); // torch.load's count (trainer_output_broken.expected.json)
+        bool named = false;
+        for (const JsonValue& finding : ours.member("findings").items())
+            named = named
+                || (finding.member("code").toString() == "run-folder-file-unreadable"
+                    && finding.member("message").toString().starts_with(bad));
+        QVERIFY2(named, result.out.constData());
     }
 
     // A truncated file: exit 2, the others still listed, the bad one named.
@@ -162,9 +197,15 @@ private Q_SLOTS:
             std::string device; // every tag of a rewritten file
         };
         const std::vector<Case> cases {
-            {QStringLiteral("trainer/checkpoint-2"),
-                {QStringLiteral("--map"), QStringLiteral("cuda:0=cpu"), QStringLiteral("--allow-dangerous")},
+            // training_args.bin is copied byte for byte: no override asked for.
+            {QStringLiteral("trainer/checkpoint-2"), {QStringLiteral("--map"), QStringLiteral("cuda:0=cpu")},
                 {"optimizer.pt"}, "cpu"},
+            {QStringLiteral("trainer_output"), {QStringLiteral("--map"), QStringLiteral("cuda:0=cpu")},
+                {"checkpoint-10/optimizer.pt"}, "cpu"},
+            {QStringLiteral("trainer_output_ds"), {QStringLiteral("--map"), QStringLiteral("cuda:0=cpu")},
+                {"checkpoint-2/global_step2/mp_rank_00_model_states.pt",
+                    "checkpoint-2/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt"},
+                "cpu"},
             {QStringLiteral("olmo"), {QStringLiteral("--module"), QStringLiteral("optim.pt=cuda:1")},
                 {"optim.pt"}, "cuda:1"},
             {QStringLiteral("lightning"), {QStringLiteral("--module"), QStringLiteral("last.ckpt=cpu")},
@@ -240,17 +281,42 @@ private Q_SLOTS:
         }
     }
 
-    // A Trainer folder holds training_args.bin (a pickled TrainingArguments): the folder rates
-    // "cannot verify", so its copy needs the override, as any file's does.
-    void trainerFolderNeedsTheOverride()
+    // A Trainer folder holds training_args.bin (a pickled TrainingArguments, "cannot verify"). A
+    // save copies it byte for byte (nothing of it runs, none of its bytes change), so it asks for
+    // no override and says the copy carries it; a file rated so that the plan rewrites (a whole
+    // pickled model) still needs the override.
+    void overrideOnlyForRewrittenDangerousFiles()
     {
         QTemporaryDir dir;
-        const CommandResult result = runInspect({QStringLiteral("remap"),
-            runFolder(QStringLiteral("trainer/checkpoint-2")), QStringLiteral("--map"),
+        const QString input = runFolder(QStringLiteral("trainer/checkpoint-2"));
+        const CommandResult copied = runInspect({QStringLiteral("remap"), input, QStringLiteral("--map"),
             QStringLiteral("cuda:0=cpu"), QStringLiteral("-o"), dir.path() + QStringLiteral("/out")});
-        QCOMPARE(result.exitCode, 4);
-        QVERIFY(result.err.contains("training_args.bin"));
-        QVERIFY(!QFile::exists(dir.path() + QStringLiteral("/out")));
+        QVERIFY2(copied.exitCode == 0, qPrintable(describe(copied)));
+        QVERIFY2(copied.out.contains("training_args.bin"), copied.out.constData()); // the copy carries it
+        QCOMPARE(sha256Of(dir.path() + QStringLiteral("/out/training_args.bin")),
+            sha256Of(input + QStringLiteral("/training_args.bin")));
+
+        const QString mixed = dir.path() + QStringLiteral("/mixed");
+        QVERIFY(QDir().mkpath(mixed));
+        for (const char* name : {"optimizer.pt", "training_args.bin"})
+            QVERIFY(QFile::copy(input + QLatin1Char('/') + QLatin1String(name),
+                mixed + QLatin1Char('/') + QLatin1String(name)));
+        QVERIFY(QFile::copy(
+            fixturesDir() + QStringLiteral("/torch-2/whole_module.pt"), mixed + QStringLiteral("/model.pt")));
+        const CommandResult refused = runInspect(
+            {QStringLiteral("remap"), mixed, QStringLiteral("--module"), QStringLiteral("model.pt=cuda:1"),
+                QStringLiteral("-o"), dir.path() + QStringLiteral("/refused")});
+        QCOMPARE(refused.exitCode, 4);
+        QVERIFY2(refused.err.contains("model.pt"), refused.err.constData());
+        QVERIFY(!QFile::exists(dir.path() + QStringLiteral("/refused")));
+        const CommandResult optimizer = runInspect(
+            {QStringLiteral("remap"), mixed, QStringLiteral("--module"), QStringLiteral("optimizer.pt=cpu"),
+                QStringLiteral("-o"), dir.path() + QStringLiteral("/optimizer")});
+        QVERIFY2(optimizer.exitCode == 0, qPrintable(describe(optimizer)));
+        const CommandResult anyway = runInspect({QStringLiteral("remap"), mixed, QStringLiteral("--module"),
+            QStringLiteral("model.pt=cuda:1"), QStringLiteral("--allow-dangerous"), QStringLiteral("-o"),
+            dir.path() + QStringLiteral("/anyway")});
+        QVERIFY2(anyway.exitCode == 0, qPrintable(describe(anyway)));
     }
 };
 

@@ -8,6 +8,7 @@
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "core/safety/shardsafety.h"
+#include "core/tasks/exportweights.h"
 #include "core/triage/importrequirements.h"
 #include "core/triage/triage.h"
 #include "core/write/extractwriter.h"
@@ -156,6 +157,23 @@ private Q_SLOTS:
             const auto why = whyFolderCannotBeRemapped(checkpoint);
             QCOMPARE(!why.has_value(), capabilities.copyWithPlan == CopyWithPlan::Rewritten);
             QCOMPARE(why.has_value(), capabilities.copyWithPlan == CopyWithPlan::PlanExported);
+            if (checkpoint.shardSet->bundle) {
+                // A bundle: extract takes its checkpoint member, convert every member's tensors.
+                auto input = std::make_shared<const Checkpoint>(readCheckpoint(path.toStdString()));
+                for (const bool toTorch : {true, false}) {
+                    ExportWeightsRequest request;
+                    request.input = input;
+                    request.kind = toTorch ? WeightsExportKind::Extract : WeightsExportKind::Convert;
+                    request.format = toTorch ? WeightsFormat::TorchStateDict : WeightsFormat::Safetensors;
+                    request.outputPath = QString(m_dir.path()
+                        + (toTorch ? QStringLiteral("/bundle.pt") : QStringLiteral("/bundle.safetensors")))
+                                             .toStdString();
+                    const ExportWeightsOutcome outcome = exportWeights(request);
+                    QVERIFY2(outcome.written()
+                            == (toTorch ? capabilities.extractable : capabilities.exportsWeights),
+                        outcome.why.c_str());
+                }
+            }
         } else {
             const bool remappable = !whyCannotBeRemapped(checkpoint).has_value();
             QCOMPARE(remappable,

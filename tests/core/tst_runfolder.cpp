@@ -82,6 +82,11 @@ private Q_SLOTS:
         QTest::newRow("olmo") << QStringLiteral("olmo") << QStringLiteral("olmo");
         QTest::newRow("lightning") << QStringLiteral("lightning") << QStringLiteral("lightning");
         QTest::newRow("deepspeed") << QStringLiteral("deepspeed") << QStringLiteral("deepspeed");
+        // A Trainer output_dir: the newest checkpoint-N (get_last_checkpoint's) and the final model.
+        QTest::newRow("trainer output")
+            << QStringLiteral("trainer_output") << QStringLiteral("trainer_output");
+        QTest::newRow("trainer output, deepspeed")
+            << QStringLiteral("trainer_output_ds") << QStringLiteral("trainer_output_ds");
     }
     void opensEveryFileAsTorchLoadsIt()
     {
@@ -148,7 +153,19 @@ private Q_SLOTS:
             }
         }
         QCOMPARE(set.shards.size(), checkpointFiles);
-        if (!opened.empty()) {
+        if (fixture.startsWith(QStringLiteral("trainer_output"))) {
+            // The folder get_last_checkpoint returns, and the step its DeepSpeed `latest` names.
+            QCOMPARE(set.newestCheckpoint, opened);
+            const std::string step = truth.member("latest_step").toString();
+            QCOMPARE(set.latestStep, step.empty() ? std::string() : opened + "/" + step);
+            bool said = false;
+            for (const Finding& finding : checkpoint.findings)
+                said = said
+                    || (finding.code == FindingCode::RunFolderNewestCheckpoint
+                        && finding.severity == Severity::Info
+                        && finding.message.starts_with(opened + " is the newest"));
+            QVERIFY(said);
+        } else if (!opened.empty()) {
             QCOMPARE(set.latestStep, opened);
             bool said = false;
             for (const Finding& finding : checkpoint.findings)
@@ -177,6 +194,43 @@ private Q_SLOTS:
         for (const std::uint32_t child : checkpoint.tree[0].children)
             modelNodes += checkpoint.tree[child].name.starts_with("model") ? 1 : 0;
         QCOMPARE(modelNodes, std::size_t(2)); // the set, and its index listed as a file
+    }
+
+    // get_last_checkpoint compares the numbers, not the names: checkpoint-10 is newer than
+    // checkpoint-5 (and than checkpoint-9, which sorts after it as text); an older one is left out
+    // and named; a newest folder that holds nothing is said so rather than "no checkpoint".
+    void newestCheckpointByNumber()
+    {
+        QTemporaryDir dir;
+        const QString root = dir.path();
+        for (const char* name : {"checkpoint-9", "checkpoint-0010", "checkpoint-x", "checkpoint-"})
+            QVERIFY(QDir(root).mkpath(QString::fromLatin1(name)));
+        QVERIFY(QFile::copy(runFolder(QStringLiteral("trainer_output/checkpoint-10/scheduler.pt")),
+            root + QStringLiteral("/checkpoint-0010/scheduler.pt")));
+        QVERIFY(QFile::copy(runFolder(QStringLiteral("trainer_output/checkpoint-5/scheduler.pt")),
+            root + QStringLiteral("/checkpoint-9/scheduler.pt")));
+        const Checkpoint checkpoint = readCheckpoint(root.toStdString());
+        QVERIFY(checkpoint.shardSet);
+        QCOMPARE(checkpoint.shardSet->layout, ShardLayout::RunFolder);
+        QCOMPARE(checkpoint.shardSet->newestCheckpoint, std::string("checkpoint-0010"));
+        QVERIFY(fileNamed(checkpoint, "checkpoint-0010/scheduler.pt"));
+        QVERIFY(!fileNamed(checkpoint, "checkpoint-9/scheduler.pt"));
+        const auto& left = checkpoint.shardSet->foldersLeftOut;
+        QVERIFY(std::find(left.begin(), left.end(), "checkpoint-9") != left.end());
+        QVERIFY(!checkpoint.hasErrors());
+
+        // The newest holds no checkpoint file: an error that names it, not "no checkpoint".
+        QVERIFY(QDir(root).mkpath(QStringLiteral("checkpoint-11")));
+        const Checkpoint empty = readCheckpoint(root.toStdString());
+        QVERIFY(empty.shardSet);
+        QCOMPARE(empty.shardSet->newestCheckpoint, std::string("checkpoint-11"));
+        bool said = false;
+        for (const Finding& finding : empty.findings)
+            said = said
+                || (finding.code == FindingCode::RunFolderNewestCheckpoint
+                    && finding.severity == Severity::Error
+                    && finding.message.find("holds no checkpoint file") != std::string::npos);
+        QVERIFY(said);
     }
 
     // A model folder alone still opens as the model it is (not a run folder).
@@ -217,6 +271,31 @@ private Q_SLOTS:
         for (const Finding& finding : report.findings)
             reported = reported || finding.code == FindingCode::RunFolderFileUnreadable;
         QVERIFY(reported);
+    }
+
+    // A truncated file inside the newest checkpoint's DeepSpeed step: named, the others shown.
+    void truncatedFileInNewestCheckpointIsNamed()
+    {
+        const Checkpoint checkpoint
+            = readCheckpoint(runFolder(QStringLiteral("trainer_output_broken")).toStdString());
+        QVERIFY(checkpoint.shardSet);
+        QCOMPARE(checkpoint.shardSet->layout, ShardLayout::RunFolder);
+        QCOMPARE(checkpoint.shardSet->newestCheckpoint, std::string("checkpoint-2"));
+        const std::string badName = "checkpoint-2/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt";
+        const ShardFile* bad = fileNamed(checkpoint, badName);
+        QVERIFY(bad);
+        QVERIFY(!bad->problem.empty());
+        bool named = false;
+        for (const Finding& finding : checkpoint.findings)
+            named = named
+                || (finding.code == FindingCode::RunFolderFileUnreadable && finding.record == badName
+                    && finding.message.starts_with(badName));
+        QVERIFY(named);
+        const ShardFile* model
+            = fileNamed(checkpoint, "checkpoint-2/global_step2/mp_rank_00_model_states.pt");
+        QVERIFY(model);
+        QVERIFY2(model->problem.empty(), model->problem.c_str());
+        QCOMPARE(model->storageCount, std::uint32_t(7)); // torch.load's (trainer_output_broken.expected.json)
     }
 
     // Saving: only files whose devices change are rewritten, the rest copied byte for byte, never
@@ -264,6 +343,80 @@ private Q_SLOTS:
         QVERIFY(!inside.written());
         QVERIFY2(inside.why.find("inside the input folder") != std::string::npos, inside.why.c_str());
         QVERIFY(!QFile::exists(input + QStringLiteral("/inside")));
+    }
+
+    // training_args.bin (a pickled TrainingArguments) rates "cannot verify". Copying it byte for
+    // byte runs nothing of it, so a save that rewrites only other files needs no override; the
+    // file keeps its rating, and the copy says it carries it. A dangerous file the plan rewrites
+    // still needs the override.
+    void copiedFilesNeedNoOverride()
+    {
+        const QString input = runFolder(QStringLiteral("trainer/checkpoint-2"));
+        const Checkpoint checkpoint = readCheckpoint(input.toStdString());
+        QVERIFY(rateShardSafety(checkpoint).dangerous()); // the folder's verdict stays truthful
+        PlacementPlan plan(checkpoint);
+        plan.apply(PlacementRule {PlacementRule::Kind::MapTag, "cuda:0", "cpu"});
+        QCOMPARE(runFolderFilesToRewrite(checkpoint, plan), std::vector<std::string>({"optimizer.pt"}));
+        QVERIFY(!refuseSaveCopy(checkpoint, false, false, &plan));
+        QVERIFY(refuseSaveCopy(checkpoint, false)); // without the plan, the whole folder is judged
+
+        QTemporaryDir dir;
+        SaveCopyRequest request;
+        request.input = &checkpoint;
+        request.plan = &plan;
+        request.outputPath = QString(dir.path() + QStringLiteral("/out")).toStdString();
+        const SaveCopyOutcome outcome = saveRemappedCopy(request);
+        QVERIFY2(outcome.written(), outcome.why.c_str());
+        QCOMPARE(
+            outcome.assessment.dangerousCopiedUnchanged, std::vector<std::string>({"training_args.bin"}));
+        QCOMPARE(sha256Of(dir.path() + QStringLiteral("/out/training_args.bin")),
+            sha256Of(input + QStringLiteral("/training_args.bin")));
+        QVERIFY(outcome.carriesDanger());
+        QVERIFY(outcome.copySafety && outcome.copySafety->dangerous());
+        bool said = false;
+        for (const Finding& finding : outcome.findings)
+            said = said
+                || (finding.code == FindingCode::CopyAsDangerous
+                    && finding.message.find("training_args.bin") != std::string::npos);
+        QVERIFY(said);
+
+        // A folder with a whole pickled model (cannot verify, storages on the CPU): a plan that
+        // rewrites it needs the override; one that leaves it alone does not.
+        const QString mixed = dir.path() + QStringLiteral("/mixed");
+        QVERIFY(QDir().mkpath(mixed));
+        for (const char* name : {"optimizer.pt", "training_args.bin", "trainer_state.json"})
+            QVERIFY(QFile::copy(input + QLatin1Char('/') + QLatin1String(name),
+                mixed + QLatin1Char('/') + QLatin1String(name)));
+        QVERIFY(QFile::copy(
+            fixturePath(QStringLiteral("torch-2/whole_module.pt")), mixed + QStringLiteral("/model.pt")));
+        const Checkpoint folder = readCheckpoint(mixed.toStdString());
+        QVERIFY(folder.shardSet);
+        PlacementPlan moveModel(folder);
+        moveModel.apply(PlacementRule {PlacementRule::Kind::MoveModule, "model.pt", "cuda:1"});
+        const auto refused = refuseSaveCopy(folder, false, false, &moveModel);
+        QVERIFY(refused);
+        QCOMPARE(refused->status, SaveCopyStatus::RefusedDangerous);
+        QVERIFY2(refused->why.starts_with("model.pt"), refused->why.c_str());
+        request.input = &folder;
+        request.plan = &moveModel;
+        request.outputPath = QString(dir.path() + QStringLiteral("/mixed-model")).toStdString();
+        QCOMPARE(saveRemappedCopy(request).status, SaveCopyStatus::RefusedDangerous);
+        QVERIFY(!QFile::exists(dir.path() + QStringLiteral("/mixed-model")));
+        request.allowDangerous = true;
+        const SaveCopyOutcome anyway = saveRemappedCopy(request);
+        QVERIFY2(anyway.written(), anyway.why.c_str());
+        PlacementPlan moveOptimizer(folder);
+        moveOptimizer.apply(PlacementRule {PlacementRule::Kind::MoveModule, "optimizer.pt", "cpu"});
+        QVERIFY(!refuseSaveCopy(folder, false, false, &moveOptimizer));
+        request.allowDangerous = false;
+        request.plan = &moveOptimizer;
+        request.outputPath = QString(dir.path() + QStringLiteral("/mixed-optimizer")).toStdString();
+        const SaveCopyOutcome optimizerOnly = saveRemappedCopy(request);
+        QVERIFY2(optimizerOnly.written(), optimizerOnly.why.c_str());
+        QCOMPARE(optimizerOnly.assessment.dangerousCopiedUnchanged,
+            std::vector<std::string>({"model.pt", "training_args.bin"}));
+        QCOMPARE(sha256Of(dir.path() + QStringLiteral("/mixed-optimizer/model.pt")),
+            sha256Of(mixed + QStringLiteral("/model.pt")));
     }
 
     void damagedFileThePlanChangesRefuses()

@@ -80,6 +80,26 @@ private Q_SLOTS:
                                           QStringLiteral(
                                               "global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt"),
                                           QStringLiteral("latest"), QStringLiteral("zero_to_fp32.py")};
+        // A Trainer output_dir: the final model, and the newest checkpoint-N's files (not checkpoint-5's).
+        QTest::newRow("trainer output")
+            << QStringLiteral("trainer_output")
+            << QStringList {QStringLiteral("model.safetensors"), QStringLiteral("training_args.bin"),
+                   QStringLiteral("config.json"), QStringLiteral("generation_config.json"),
+                   QStringLiteral("checkpoint-10/model.safetensors"),
+                   QStringLiteral("checkpoint-10/optimizer.pt"), QStringLiteral("checkpoint-10/scheduler.pt"),
+                   QStringLiteral("checkpoint-10/rng_state.pth"),
+                   QStringLiteral("checkpoint-10/training_args.bin"),
+                   QStringLiteral("checkpoint-10/trainer_state.json"),
+                   QStringLiteral("checkpoint-10/config.json"),
+                   QStringLiteral("checkpoint-10/generation_config.json")};
+        QTest::newRow("trainer output, deepspeed")
+            << QStringLiteral("trainer_output_ds")
+            << QStringList {QStringLiteral("checkpoint-2/global_step2/mp_rank_00_model_states.pt"),
+                   QStringLiteral("checkpoint-2/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt"),
+                   QStringLiteral("checkpoint-2/rng_state.pth"),
+                   QStringLiteral("checkpoint-2/training_args.bin"),
+                   QStringLiteral("checkpoint-2/trainer_state.json"), QStringLiteral("checkpoint-2/latest"),
+                   QStringLiteral("checkpoint-2/zero_to_fp32.py")};
         QTest::newRow("truncated") << QStringLiteral("broken_truncated")
                                    << QStringList {QStringLiteral("model.pt"), QStringLiteral("optim.pt"),
                                           QStringLiteral("train.pt"), QStringLiteral("config.yaml")};
@@ -139,6 +159,37 @@ private Q_SLOTS:
                 QCOMPARE(tensor.device.value_or("?"), std::string("cpu"));
             else if (tensor.name.starts_with("model.pt."))
                 QCOMPARE(tensor.device.value_or("?"), std::string("cuda:0"));
+    }
+
+    // A Trainer output_dir saved from the app: its training_args.bin files are copied byte for byte,
+    // so no "may run code" question stops the save; checkpoint-10's optimizer is rewritten.
+    void trainerOutputSavesWithoutTheQuestion()
+    {
+        ckpt::MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        const QString input = runFolder(QStringLiteral("trainer_output"));
+        QVERIFY(ckpt::testing::openAndWait(window, input));
+        ckpt::CheckpointDocument* document = window.document();
+        document->move({ckpt::PlacementRule {ckpt::PlacementRule::Kind::MapTag, "cuda:0", "cpu"}},
+            QStringLiteral("cuda:0 to the CPU"));
+        QTemporaryDir out;
+        const QString folder = out.filePath(QStringLiteral("run-remapped"));
+        QSignalSpy finished(&window, &ckpt::MainWindow::saveFinished);
+        window.saveRemappedCopyTo(folder);
+        QVERIFY(finished.wait(60000));
+        QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(1).toString()));
+        for (const char* same : {"training_args.bin", "checkpoint-10/training_args.bin", "model.safetensors"})
+            QCOMPARE(ckpt::testing::sha256Of(folder + QLatin1Char('/') + QLatin1String(same)),
+                ckpt::testing::sha256Of(input + QLatin1Char('/') + QLatin1String(same)));
+        QVERIFY(!QFile::exists(folder + QStringLiteral("/checkpoint-5")));
+        const ckpt::Checkpoint written = ckpt::readCheckpoint(folder.toStdString());
+        QVERIFY(written.shardSet);
+        QCOMPARE(written.shardSet->newestCheckpoint, std::string("checkpoint-10"));
+        for (const ckpt::TensorEntry& tensor : written.tensors)
+            if (tensor.name.starts_with("checkpoint-10/optimizer.pt."))
+                QCOMPARE(tensor.device.value_or("?"), std::string("cpu"));
     }
 
 private:

@@ -33,12 +33,13 @@ SafetyVerdict DangerousSaveGuard::rate(const Checkpoint& checkpoint)
     return assessSaveCopy(checkpoint).inputSafety;
 }
 
-bool DangerousSaveGuard::refuse(const Checkpoint& checkpoint, const QString& outputPath)
+bool DangerousSaveGuard::refuse(
+    const Checkpoint& checkpoint, const QString& outputPath, const PlacementPlan* plan)
 {
-    const std::optional<SaveCopyOutcome> refusal = refuseSaveCopy(checkpoint, false);
+    const std::optional<SaveCopyOutcome> refusal = refuseSaveCopy(checkpoint, false, false, plan);
     if (!refusal || refusal->status != SaveCopyStatus::RefusedDangerous)
         return false; // saved, or refused by the save job for another reason, with its message
-    const SafetyVerdict& verdict = refusal->assessment.inputSafety;
+    const SafetyVerdict& verdict = refusal->assessment.gatingSafety();
     const std::optional<std::string>& cannotRemap = refusal->assessment.cannotRemap;
     const QString name = QFileInfo(fromStd(refusal->input)).fileName();
     const QString headline = tr("Refusing to write a copy of %1: %2").arg(name, fromStd(verdict.headline));

@@ -14,6 +14,7 @@ class QWidget;
 namespace ckpt {
 
 struct Checkpoint;
+class PlacementPlan;
 
 // The app's side of `ckpt-inspect remap`'s refusal (exit 4), asked before the save job starts: a
 // file (or folder) rated dangerous, or that cannot be verified, gets no remapped copy unless the
@@ -35,7 +36,8 @@ public:
     // True when saving `checkpoint` is refused as dangerous without the override: then the dialog
     // "dangerousSaveDialog" is open (window-modal, not blocking), and either remapApproved() or
     // finished(false, ...) follows its answer.
-    bool refuse(const Checkpoint& checkpoint, const QString& outputPath);
+    // `plan`: a run folder's save judges only the files the plan rewrites (savecopy.h).
+    bool refuse(const Checkpoint& checkpoint, const QString& outputPath, const PlacementPlan* plan = nullptr);
     QMessageBox* dialog() const { return m_dialog; }
 
 Q_SIGNALS:
