@@ -65,7 +65,7 @@ struct DcpChunk {
     std::uint64_t fileOffset = 0;
     std::uint64_t length = 0;
     bool located = false; // storage_data has an entry for it
-    // _StorageInfo.transform_descriptors (torch 2.8+ writer extensions, e.g. "stream:zstd"): the
+    // _StorageInfo.transform_descriptors (torch 2.8+ writer extensions, e.g. "stream.zstd/1"): the
     // bytes at fileOffset are the chunk passed through these, not a torch.save archive as it is.
     std::vector<std::string> transforms;
 };
@@ -91,12 +91,16 @@ struct DcpItem {
     bool isBytes = false;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    // What the range holds: "torch.save archive", "raw bytes", "transformed (stream:zstd)",
-    // "past the end of the file", "not a torch.save archive"
+    // What the range holds: "torch.save archive", "raw bytes", "not a torch.save archive", each with
+    // " through stream.zstd/1" when undone from writer extensions; "transformed (...), not undone",
+    // "stored through an unknown writer extension (...)", "past the end of the file"
     std::string content;
     std::string archiveDtype; // tensor chunks read as an archive: the one tensor it holds
     std::vector<std::int64_t> archiveShape;
     std::string problem; // why the range is not what .metadata says, empty when it is
+    // Its _StorageInfo.transform_descriptors ("stream.zstd/1"): the range is the item's bytes passed
+    // through these writer extensions, undone in this order before it is read.
+    std::vector<std::string> transforms;
 };
 
 // A data file of a DCP folder read as the sequence of ranges it is.

@@ -4,6 +4,7 @@
 // inert graph is walked by the dataclasses' field names.
 #include "core/read/dcpreader.h"
 
+#include "core/format/streamtransforms.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/dtype.h"
@@ -161,6 +162,20 @@ bool startsWithZip(ByteView bytes, std::uint64_t offset, std::uint64_t length)
         && bytes[offset + 2] == 3 && bytes[offset + 3] == 4;
 }
 
+// What undoing a transformed range may produce at most (a hostile stream cannot balloon in memory):
+// a tensor chunk's archive is its elements plus a few KiB of zip and pickle; a bytes entry's value
+// has no recorded size.
+constexpr std::uint64_t kBytesEntryLimit = std::uint64_t(1) << 30;
+
+std::uint64_t chunkLimit(const DcpEntry& entry, const DcpChunk& chunk)
+{
+    std::uint64_t numel = 1;
+    for (std::int64_t size : chunk.sizes)
+        numel *= static_cast<std::uint64_t>(std::max<std::int64_t>(size, 0));
+    const auto info = dtypeByName(entry.dtype);
+    return (info ? info->bytesFor(numel) : numel * 16) + (std::uint64_t(16) << 20);
+}
+
 std::string joined(const std::vector<std::string>& parts)
 {
     std::string text;
@@ -185,8 +200,7 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
             item.chunk = entry.isBytes ? -1 : static_cast<std::int32_t>(c);
             item.offset = chunk.fileOffset;
             item.length = chunk.length;
-            if (!chunk.transforms.empty())
-                item.content = "transformed (" + joined(chunk.transforms) + ")";
+            item.transforms = chunk.transforms;
             byName[chunk.file].name = chunk.file;
             byName[chunk.file].items.push_back(std::move(item));
         }
@@ -223,14 +237,44 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
                     + std::to_string(end);
                 continue;
             }
-            if (!item.content.empty())
-                continue; // transformed: not a torch.save archive as it lies
-            const bool zip = startsWithZip(file->bytes(), item.offset, item.length);
+            // Through writer extensions (zstd): the range is undone first, as DCP's reader does.
+            const DcpChunk* chunk
+                = item.isBytes ? nullptr : &entryOf[item.fqn]->chunks[static_cast<std::size_t>(item.chunk)];
+            const std::vector<std::string>& transforms = item.transforms;
+            std::shared_ptr<const MappedFile> range;
+            std::string through;
+            if (!transforms.empty()) {
+                if (const std::string unknown = unknownStreamTransforms(transforms); !unknown.empty()) {
+                    item.content = "stored through an unknown writer extension (" + unknown + ")";
+                    item.problem
+                        = "DCP's load fails with \"Unknown extension\" unless the writer's extension ("
+                        + unknown + ") is registered; its bytes are not undone here";
+                    continue;
+                }
+                if (dcp.archivesRead >= kArchiveBudget) {
+                    item.content = "transformed (" + joined(transforms) + ")";
+                    ++dcp.archivesNotRead;
+                    continue;
+                }
+                auto undone = undoStreamTransforms(file->bytes().subspan(item.offset, item.length),
+                    transforms, item.isBytes ? kBytesEntryLimit : chunkLimit(*entryOf[item.fqn], *chunk));
+                if (!undone) {
+                    item.content = "transformed (" + joined(transforms) + "), not undone";
+                    item.problem = joined(transforms) + ": " + undone.error().message;
+                    continue;
+                }
+                through = " through " + joined(transforms);
+                range = MappedFile::fromBuffer(std::move(*undone), name + "@" + std::to_string(item.offset));
+            } else
+                range = MappedFile::slice(file, item.offset, item.length);
+            if (!range)
+                continue;
+            const bool zip = startsWithZip(range->bytes(), 0, range->size());
             if (item.isBytes) {
-                item.content = zip ? "torch.save archive" : "raw bytes";
+                item.content = (zip ? "torch.save archive" : "raw bytes") + through;
                 continue;
             }
-            item.content = zip ? "torch.save archive" : "not a torch.save archive";
+            item.content = (zip ? "torch.save archive" : "not a torch.save archive") + through;
             if (!zip) {
                 item.problem = "a tensor chunk does not start with a torch.save archive";
                 continue;
@@ -240,10 +284,7 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
                 continue;
             }
             ++dcp.archivesRead;
-            auto slice = MappedFile::slice(file, item.offset, item.length);
-            if (!slice)
-                continue;
-            const Checkpoint archive = readCheckpoint(slice);
+            const Checkpoint archive = readCheckpoint(range);
             if (archive.tensors.size() != 1) {
                 item.problem = "the archive holds " + std::to_string(archive.tensors.size())
                     + " tensors, not one (" + archive.container.description + ")";
@@ -252,9 +293,7 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
             item.archiveDtype = archive.tensors.front().dtype;
             item.archiveShape.assign(
                 archive.tensors.front().shape.begin(), archive.tensors.front().shape.end());
-            const DcpEntry& entry = *entryOf[item.fqn];
-            const DcpChunk& chunk = entry.chunks[static_cast<std::size_t>(item.chunk)];
-            if (item.archiveDtype != entry.dtype || item.archiveShape != chunk.sizes)
+            if (item.archiveDtype != entryOf[item.fqn]->dtype || item.archiveShape != chunk->sizes)
                 item.problem = "the archive holds a " + item.archiveDtype
                     + " tensor of another shape or dtype "
                       "than .metadata records for this chunk";
@@ -645,10 +684,43 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
                     + ", which has neither a tensor's fields (properties, size, chunks) nor a bytes entry's; "
                       "it is listed, not read",
                 ".metadata");
+    // Writer extensions: one finding for the items torch's registry cannot undo, one per corrupt stream.
+    std::map<std::string, std::vector<std::string>> unknownTransforms;
+    for (const DcpDataFile& dataFile : dcp.files)
+        for (const DcpItem& item : dataFile.items) {
+            if (item.content.starts_with("stored through an unknown writer extension")) {
+                const std::size_t open = item.content.find('(');
+                unknownTransforms[item.content.substr(open + 1, item.content.size() - open - 2)].push_back(
+                    item.fqn);
+                continue;
+            }
+            if (item.content.starts_with("transformed (") && !item.problem.empty())
+                merged.addFinding(Severity::Error, FindingCode::DcpTransformCorrupt,
+                    dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn
+                        + "): " + item.problem,
+                    dataFile.name, item.offset);
+        }
+    for (const auto& [transforms, fqns] : unknownTransforms) {
+        std::string names;
+        for (std::size_t i = 0; i < fqns.size() && i < 8; ++i)
+            names += (i ? ", " : "") + fqns[i];
+        if (fqns.size() > 8)
+            names += ", ...";
+        merged.addFinding(Severity::Error, FindingCode::DcpTransformUnknown,
+            std::to_string(fqns.size())
+                + " item(s) are stored through a writer extension torch's default registry "
+                  "does not know ("
+                + transforms + ": " + names
+                + "). DCP's load fails with \"Unknown extension\" unless the writer's extension is "
+                  "registered; "
+                  "their values are not read here, the metadata's dtypes and shapes are shown",
+            ".metadata");
+    }
     for (const DcpDataFile& dataFile : dcp.files)
         for (const DcpItem& item : dataFile.items)
             if (!item.problem.empty() && item.content != "past the end of the file"
-                && item.content != "not a torch.save archive")
+                && item.content != "not a torch.save archive" && !item.content.starts_with("stored through")
+                && !item.content.starts_with("transformed ("))
                 merged.addFinding(Severity::Error, FindingCode::DcpChunkMismatch,
                     dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn
                         + "): " + item.problem,
