@@ -80,6 +80,9 @@ struct DcpEntry {
     std::vector<std::string> plannerPath; // planner_data: the nested-dict path of the fqn
     std::string className; // the class .metadata names for it ("...TensorStorageMetadata", a subclass)
     bool recognised = true; // false: neither a tensor's nor a bytes entry's shape (shown, not read)
+    // Per-rank metadata (use_collectives=False): the rank whose __R.metadata lists it, else -1. With
+    // several ranks' files, fqn starts with "rankR:".
+    std::int32_t rank = -1;
 };
 
 // One byte range of a .distcp file, as .metadata's storage_data places it. Each is written by its
@@ -123,6 +126,8 @@ struct DcpMetadata {
     std::vector<std::string> extraFields; // fields beyond DCP's own (Megatron's mcore_data, all_local_plans)
     std::string checkpointId; // storage_meta.checkpoint_id, when recorded as text or a path
     std::vector<DcpDataFile> files; // every data file .metadata names, read range by range
+    // The metadata files read: ".metadata", or each rank's own "__R.metadata" (use_collectives=False).
+    std::vector<std::string> metadataFiles;
     std::uint32_t archivesRead = 0; // tensor chunk archives opened to check what they hold
     std::uint32_t archivesNotRead = 0; // past the reader's budget: located, not opened
     // A framework's own files beside .metadata (Megatron-core: common.pt, metadata.json), by name,

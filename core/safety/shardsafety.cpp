@@ -44,21 +44,29 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
     };
     const ShardSet& set = *checkpoint.shardSet;
     if (set.layout == ShardLayout::Distributed) {
-        if (auto file = MappedFile::open(set.indexPath)) {
-            SafetyVerdict metadata = ratePickleSafety((*file)->bytes());
-            // DCP reads .metadata with pickle.load, never torch.load: torch's weights_only list has
-            // no say there, and a pickle of vetted inert classes only (DCP's dataclasses, paths)
-            // cannot run code. No add_safe_globals call would help anyone load it.
-            if (metadata.rating == PickleSafety::NeedsAllowlist) {
-                metadata.rating = PickleSafety::KnownInert;
-                metadata.headline = "known inert: every global is a vetted inert class (DCP's metadata "
-                                    "dataclasses; DCP reads it with pickle.load, not torch.load); loading it "
-                                    "cannot run code";
-                metadata.addSafeGlobals113.clear();
-                metadata.addSafeGlobals2.clear();
+        // .metadata, or each rank's own __R.metadata (use_collectives=False).
+        std::vector<std::string> metadataFiles;
+        if (set.dcp)
+            metadataFiles = set.dcp->metadataFiles;
+        if (metadataFiles.empty())
+            metadataFiles.push_back(std::filesystem::path(set.indexPath).filename().string());
+        for (const std::string& metadataName : metadataFiles)
+            if (auto file = MappedFile::open((std::filesystem::path(set.folder) / metadataName).string())) {
+                SafetyVerdict metadata = ratePickleSafety((*file)->bytes());
+                // DCP reads .metadata with pickle.load, never torch.load: torch's weights_only list has
+                // no say there, and a pickle of vetted inert classes only (DCP's dataclasses, paths)
+                // cannot run code. No add_safe_globals call would help anyone load it.
+                if (metadata.rating == PickleSafety::NeedsAllowlist) {
+                    metadata.rating = PickleSafety::KnownInert;
+                    metadata.headline
+                        = "known inert: every global is a vetted inert class (DCP's metadata "
+                          "dataclasses; DCP reads it with pickle.load, not torch.load); loading it "
+                          "cannot run code";
+                    metadata.addSafeGlobals113.clear();
+                    metadata.addSafeGlobals2.clear();
+                }
+                merge(metadataName, std::move(metadata));
             }
-            merge(".metadata", std::move(metadata));
-        }
         // A bytes entry is loaded by DCP with torch.load(weights_only=False) (the default planner
         // writes a torch.save of the value; Megatron-core writes its ShardedObjects' torch.save
         // as they are): whatever its pickle calls runs on load. Every such range is rated; the

@@ -245,6 +245,35 @@ private Q_SLOTS:
         QVERIFY2(checked.out.contains("4 tensors of a dcp folder equal"), qPrintable(describe(checked)));
     }
 
+    // A DCP folder saved rank by rank (use_collectives=False: __0.metadata, __1.metadata): every
+    // rank's tensors, named rankR:<key>, hold what DCP's load on that rank gave back (SHA-256 of the
+    // bytes in per_rank.expected.json, computed by each rank's own load when it was written).
+    void perRankDcpConvertsAsEachRankLoadsIt()
+    {
+        const QString input = fixturesDir() + QStringLiteral("/dcp/per_rank");
+        const QString written = m_dir.filePath(QStringLiteral("dcp-per-rank.safetensors"));
+        const CommandResult converted
+            = runInspect({QStringLiteral("convert"), input, QStringLiteral("-o"), written});
+        QVERIFY2(converted.exitCode == 0, qPrintable(describe(converted)));
+        const CommandResult checked = runProgram(m_modern,
+            {QStringLiteral("-c"),
+                QStringLiteral(
+                    "import hashlib, json, sys, torch\n"
+                    "from safetensors.torch import load_file\n"
+                    "got = load_file(sys.argv[2])\n"
+                    "truth = json.load(open(sys.argv[1] + '.expected.json'))\n"
+                    "want = {f'rank{r}:{k}': e['sha256'] for r, v in truth['ranks'].items()\n"
+                    "        for k, e in v['loaded'].items() if 'sha256' in e}\n"
+                    "assert sorted(got) == sorted(want), (sorted(got), sorted(want))\n"
+                    "for k, t in got.items():\n"
+                    "    h = hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()\n"
+                    "    assert h == want[k], k\n"
+                    "print(len(got), 'tensors equal')\n"),
+                input, written});
+        QVERIFY2(checked.exitCode == 0, qPrintable(describe(checked)));
+        QVERIFY2(checked.out.contains("6 tensors equal"), qPrintable(describe(checked)));
+    }
+
     // What a dangerous file leaves behind is named with the safety verdict's callables, in the
     // line the app shows too (tests/ui/tst_exportweights.cpp), whichever format is written.
     void dangerousFileNamesWhatItLeavesBehind()

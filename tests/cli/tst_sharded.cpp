@@ -345,6 +345,44 @@ private Q_SLOTS:
         QCOMPARE(ours.member("safety").member("rating").toString(), std::string("dangerous"));
     }
 
+    // A folder saved rank by rank without coordination (use_collectives=False: __0.metadata and
+    // __1.metadata, no .metadata): each rank's keys as DCP's load on that rank gives them back,
+    // named rankR:<key>.
+    void perRankDcpListsEachRanksState()
+    {
+        const QString folder = fixturesDir() + QStringLiteral("/dcp/per_rank");
+        const JsonValue truth = readJsonFile(folder + QStringLiteral(".expected.json"));
+        const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"), folder});
+        const JsonValue ours = parse(result.out);
+        QVERIFY2(ours.isObject(), qPrintable(describe(result)));
+        QCOMPARE(ours.member("format").toString(), std::string("dcp"));
+        QCOMPARE(ours.member("dcp").member("metadata_files").size(), truth.member("ranks").members().size());
+        std::map<std::string, const JsonValue*> tensors;
+        for (const JsonValue& tensor : ours.member("tensors").items())
+            tensors[tensor.member("name").toString()] = &tensor;
+        std::size_t loadedTensors = 0;
+        std::size_t entries = 0;
+        for (const JsonMember& rank : truth.member("ranks").members()) {
+            entries += rank.value.member("dcp").member("entries").size();
+            for (const JsonMember& loaded : rank.value.member("loaded").members()) {
+                if (loaded.value.member("dtype").isNull())
+                    continue;
+                ++loadedTensors;
+                const std::string name = "rank" + rank.key + ":" + loaded.key;
+                QVERIFY2(tensors.count(name), name.c_str());
+                QCOMPARE(tensors[name]->member("dtype"), loaded.value.member("dtype"));
+                QCOMPARE(tensors[name]->member("shape"), loaded.value.member("shape"));
+            }
+        }
+        QCOMPARE(tensors.size(), loadedTensors);
+        QCOMPARE(ours.member("dcp").member("entries").size(), entries);
+        QCOMPARE(result.exitCode, 0); // DCP's own classes only, in both ranks' metadata
+        bool said = false;
+        for (const JsonValue& finding : ours.member("findings").items())
+            said = said || finding.member("code").toString() == "dcp-per-rank-metadata";
+        QVERIFY(said);
+    }
+
     // A .metadata cut short: named as unreadable, with where it stops; nothing else is claimed.
     void truncatedDcpMetadataSaysWhere()
     {

@@ -8,6 +8,7 @@
 #include "core/io/mappedfile.h"
 #include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/shardedreader.h"
 #include "core/read/tensorlocator.h"
 #include "core/safety/picklecatalog.h"
 #include "core/safety/pickleverdict.h"
@@ -45,6 +46,7 @@ private Q_SLOTS:
     void zstdChunksAreUndoneAndRead();
     void unknownWriterExtensionIsNamed();
     void corruptZstdChunkIsNamed();
+    void perRankMetadataIsReadRankByRank();
 };
 
 namespace {
@@ -393,6 +395,46 @@ void TestDcpMetadata::corruptZstdChunkIsNamed()
     QVERIFY(!located.front().checkpoint);
     QVERIFY2(located.front().problem.find("could not be undone") != std::string::npos,
         located.front().problem.c_str());
+}
+
+void TestDcpMetadata::perRankMetadataIsReadRankByRank()
+{
+    const std::string folder = testing::fixturePath("dcp/per_rank").toStdString();
+    // The folder, a rank's metadata file and a rank's data file all open the folder.
+    for (const std::string& path : {folder, folder + "/__1.metadata", folder + "/__0_0.distcp"}) {
+        const auto input = resolveShardedInput(path);
+        QVERIFY2(input && input->layout == ShardLayout::Distributed, path.c_str());
+        QCOMPARE(input->indexPath, folder + "/__0.metadata");
+    }
+    const auto shared = std::make_shared<const Checkpoint>(readCheckpoint(folder));
+    const Checkpoint& checkpoint = *shared;
+    QCOMPARE(checkpoint.format, CheckpointFormat::Distributed);
+    QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+    const DcpMetadata& dcp = *checkpoint.shardSet->dcp;
+    QCOMPARE(dcp.metadataFiles, (std::vector<std::string> {"__0.metadata", "__1.metadata"}));
+    QCOMPARE(dcp.entries.size(), std::size_t(8)); // three tensors and an int on each rank
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(6));
+    QCOMPARE(dcp.files.size(), std::size_t(2));
+    QCOMPARE(dcp.archivesRead, std::uint32_t(6));
+    // Each rank's own value of the same key, from its own data file.
+    const DcpItem* rng0 = itemOf(dcp, "rank0:rng");
+    const DcpItem* rng1 = itemOf(dcp, "rank1:rng");
+    QVERIFY(rng0 && rng1);
+    QCOMPARE(rng1->archiveDtype, std::string("uint8"));
+    QVERIFY(hasNode(checkpoint, "rng", "rank1"));
+    QVERIFY(hasNode(checkpoint, "rank", "rank0"));
+    QVERIFY(std::any_of(checkpoint.findings.begin(), checkpoint.findings.end(),
+        [](const Finding& finding) { return finding.code == FindingCode::DcpPerRankMetadata; }));
+    for (const Finding& finding : checkpoint.findings)
+        QVERIFY2(finding.severity != Severity::Error, finding.message.c_str());
+    const std::vector<LocatedTensor> located = locateTensors(shared);
+    for (const LocatedTensor& tensor : located)
+        QVERIFY2(tensor.checkpoint, tensor.problem.c_str());
+    // Every rank's metadata and bytes entries rated.
+    const SafetyVerdict verdict = rateShardSafety(checkpoint);
+    QVERIFY2(verdict.rating == PickleSafety::KnownInert, verdict.headline.c_str());
+    QVERIFY(std::any_of(verdict.pickles.begin(), verdict.pickles.end(),
+        [](const std::string& pickle) { return pickle.starts_with("__1.metadata: "); }));
 }
 
 QTEST_GUILESS_MAIN(TestDcpMetadata)
