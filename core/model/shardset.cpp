@@ -149,6 +149,10 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
     json.member("records_device", false);
     json.member("metadata_class", set.dcp->metadataClass);
     json.memberOrNull("framework", set.dcp->framework);
+    json.key("metadata_files").beginArray();
+    for (const std::string& name : set.dcp->metadataFiles)
+        json.value(name);
+    json.endArray();
     json.key("extra_fields").beginArray();
     for (const std::string& name : set.dcp->extraFields)
         json.value(name);

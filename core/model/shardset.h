@@ -65,7 +65,7 @@ struct DcpChunk {
     std::uint64_t fileOffset = 0;
     std::uint64_t length = 0;
     bool located = false; // storage_data has an entry for it
-    // _StorageInfo.transform_descriptors (torch 2.8+ writer extensions, e.g. "stream:zstd"): the
+    // _StorageInfo.transform_descriptors (torch 2.8+ writer extensions, e.g. "stream.zstd/1"): the
     // bytes at fileOffset are the chunk passed through these, not a torch.save archive as it is.
     std::vector<std::string> transforms;
 };
@@ -80,6 +80,9 @@ struct DcpEntry {
     std::vector<std::string> plannerPath; // planner_data: the nested-dict path of the fqn
     std::string className; // the class .metadata names for it ("...TensorStorageMetadata", a subclass)
     bool recognised = true; // false: neither a tensor's nor a bytes entry's shape (shown, not read)
+    // Per-rank metadata (use_collectives=False): the rank whose __R.metadata lists it, else -1. With
+    // several ranks' files, fqn starts with "rankR:".
+    std::int32_t rank = -1;
 };
 
 // One byte range of a .distcp file, as .metadata's storage_data places it. Each is written by its
@@ -91,12 +94,16 @@ struct DcpItem {
     bool isBytes = false;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    // What the range holds: "torch.save archive", "raw bytes", "transformed (stream:zstd)",
-    // "past the end of the file", "not a torch.save archive"
+    // What the range holds: "torch.save archive", "raw bytes", "not a torch.save archive", each with
+    // " through stream.zstd/1" when undone from writer extensions; "transformed (...), not undone",
+    // "stored through an unknown writer extension (...)", "past the end of the file"
     std::string content;
     std::string archiveDtype; // tensor chunks read as an archive: the one tensor it holds
     std::vector<std::int64_t> archiveShape;
     std::string problem; // why the range is not what .metadata says, empty when it is
+    // Its _StorageInfo.transform_descriptors ("stream.zstd/1"): the range is the item's bytes passed
+    // through these writer extensions, undone in this order before it is read.
+    std::vector<std::string> transforms;
 };
 
 // A data file of a DCP folder read as the sequence of ranges it is.
@@ -119,6 +126,8 @@ struct DcpMetadata {
     std::vector<std::string> extraFields; // fields beyond DCP's own (Megatron's mcore_data, all_local_plans)
     std::string checkpointId; // storage_meta.checkpoint_id, when recorded as text or a path
     std::vector<DcpDataFile> files; // every data file .metadata names, read range by range
+    // The metadata files read: ".metadata", or each rank's own "__R.metadata" (use_collectives=False).
+    std::vector<std::string> metadataFiles;
     std::uint32_t archivesRead = 0; // tensor chunk archives opened to check what they hold
     std::uint32_t archivesNotRead = 0; // past the reader's budget: located, not opened
     // A framework's own files beside .metadata (Megatron-core: common.pt, metadata.json), by name,

@@ -4,6 +4,7 @@
 // inert graph is walked by the dataclasses' field names.
 #include "core/read/dcpreader.h"
 
+#include "core/format/streamtransforms.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/dtype.h"
@@ -161,6 +162,20 @@ bool startsWithZip(ByteView bytes, std::uint64_t offset, std::uint64_t length)
         && bytes[offset + 2] == 3 && bytes[offset + 3] == 4;
 }
 
+// What undoing a transformed range may produce at most (a hostile stream cannot balloon in memory):
+// a tensor chunk's archive is its elements plus a few KiB of zip and pickle; a bytes entry's value
+// has no recorded size.
+constexpr std::uint64_t kBytesEntryLimit = std::uint64_t(1) << 30;
+
+std::uint64_t chunkLimit(const DcpEntry& entry, const DcpChunk& chunk)
+{
+    std::uint64_t numel = 1;
+    for (std::int64_t size : chunk.sizes)
+        numel *= static_cast<std::uint64_t>(std::max<std::int64_t>(size, 0));
+    const auto info = dtypeByName(entry.dtype);
+    return (info ? info->bytesFor(numel) : numel * 16) + (std::uint64_t(16) << 20);
+}
+
 std::string joined(const std::vector<std::string>& parts)
 {
     std::string text;
@@ -185,8 +200,7 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
             item.chunk = entry.isBytes ? -1 : static_cast<std::int32_t>(c);
             item.offset = chunk.fileOffset;
             item.length = chunk.length;
-            if (!chunk.transforms.empty())
-                item.content = "transformed (" + joined(chunk.transforms) + ")";
+            item.transforms = chunk.transforms;
             byName[chunk.file].name = chunk.file;
             byName[chunk.file].items.push_back(std::move(item));
         }
@@ -223,14 +237,44 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
                     + std::to_string(end);
                 continue;
             }
-            if (!item.content.empty())
-                continue; // transformed: not a torch.save archive as it lies
-            const bool zip = startsWithZip(file->bytes(), item.offset, item.length);
+            // Through writer extensions (zstd): the range is undone first, as DCP's reader does.
+            const DcpChunk* chunk
+                = item.isBytes ? nullptr : &entryOf[item.fqn]->chunks[static_cast<std::size_t>(item.chunk)];
+            const std::vector<std::string>& transforms = item.transforms;
+            std::shared_ptr<const MappedFile> range;
+            std::string through;
+            if (!transforms.empty()) {
+                if (const std::string unknown = unknownStreamTransforms(transforms); !unknown.empty()) {
+                    item.content = "stored through an unknown writer extension (" + unknown + ")";
+                    item.problem
+                        = "DCP's load fails with \"Unknown extension\" unless the writer's extension ("
+                        + unknown + ") is registered; its bytes are not undone here";
+                    continue;
+                }
+                if (dcp.archivesRead >= kArchiveBudget) {
+                    item.content = "transformed (" + joined(transforms) + ")";
+                    ++dcp.archivesNotRead;
+                    continue;
+                }
+                auto undone = undoStreamTransforms(file->bytes().subspan(item.offset, item.length),
+                    transforms, item.isBytes ? kBytesEntryLimit : chunkLimit(*entryOf[item.fqn], *chunk));
+                if (!undone) {
+                    item.content = "transformed (" + joined(transforms) + "), not undone";
+                    item.problem = joined(transforms) + ": " + undone.error().message;
+                    continue;
+                }
+                through = " through " + joined(transforms);
+                range = MappedFile::fromBuffer(std::move(*undone), name + "@" + std::to_string(item.offset));
+            } else
+                range = MappedFile::slice(file, item.offset, item.length);
+            if (!range)
+                continue;
+            const bool zip = startsWithZip(range->bytes(), 0, range->size());
             if (item.isBytes) {
-                item.content = zip ? "torch.save archive" : "raw bytes";
+                item.content = (zip ? "torch.save archive" : "raw bytes") + through;
                 continue;
             }
-            item.content = zip ? "torch.save archive" : "not a torch.save archive";
+            item.content = (zip ? "torch.save archive" : "not a torch.save archive") + through;
             if (!zip) {
                 item.problem = "a tensor chunk does not start with a torch.save archive";
                 continue;
@@ -240,10 +284,7 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
                 continue;
             }
             ++dcp.archivesRead;
-            auto slice = MappedFile::slice(file, item.offset, item.length);
-            if (!slice)
-                continue;
-            const Checkpoint archive = readCheckpoint(slice);
+            const Checkpoint archive = readCheckpoint(range);
             if (archive.tensors.size() != 1) {
                 item.problem = "the archive holds " + std::to_string(archive.tensors.size())
                     + " tensors, not one (" + archive.container.description + ")";
@@ -252,9 +293,7 @@ void readDataFiles(const std::string& folder, DcpMetadata& dcp)
             item.archiveDtype = archive.tensors.front().dtype;
             item.archiveShape.assign(
                 archive.tensors.front().shape.begin(), archive.tensors.front().shape.end());
-            const DcpEntry& entry = *entryOf[item.fqn];
-            const DcpChunk& chunk = entry.chunks[static_cast<std::size_t>(item.chunk)];
-            if (item.archiveDtype != entry.dtype || item.archiveShape != chunk.sizes)
+            if (item.archiveDtype != entryOf[item.fqn]->dtype || item.archiveShape != chunk->sizes)
                 item.problem = "the archive holds a " + item.archiveDtype
                     + " tensor of another shape or dtype "
                       "than .metadata records for this chunk";
@@ -383,6 +422,26 @@ void readCompanions(Checkpoint& merged, ShardSet& set, const ReadOptions& option
 
 } // namespace
 
+std::vector<std::pair<std::int32_t, std::string>> perRankMetadataFiles(const std::string& folder)
+{
+    std::vector<std::pair<std::int32_t, std::string>> found;
+    std::error_code error;
+    for (const auto& item : fs::directory_iterator(folder, error)) {
+        const std::string name = item.path().filename().string();
+        // "__" digits ".metadata", as FileSystemWriter names a rank's own metadata
+        if (name.size() < 12 || name.size() > 21 || !name.starts_with("__") || !name.ends_with(".metadata"))
+            continue;
+        const std::string digits = name.substr(2, name.size() - 11);
+        if (digits.empty()
+            || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })
+            || !item.is_regular_file(error))
+            continue;
+        found.emplace_back(static_cast<std::int32_t>(std::stol(digits)), name);
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
 Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOptions& options)
 {
     Checkpoint merged;
@@ -397,79 +456,148 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         "a torch.distributed.checkpoint folder: .metadata (a plain pickle of Metadata) and .distcp data "
         "files"};
 
-    auto file = MappedFile::open(input.indexPath);
-    if (!file) {
-        merged.format = CheckpointFormat::NotACheckpoint;
-        merged.addFinding(Severity::Error, FindingCode::CannotOpen, file.error().message, ".metadata");
-        merged.shardSet = set;
-        return merged;
-    }
-    merged.fileSize = (*file)->size();
-    PickleSection section;
-    section.record = ".metadata";
-    section.run = PickleMachine(options.pickleLimits).run((*file)->bytes(), merged.graph);
-    const PickleGraph& graph = merged.graph;
-    const NodeId root = section.run.root;
-    if (!section.run.complete() || !hasMetadataShape(graph, root)) {
-        merged.format = CheckpointFormat::NotACheckpoint;
-        merged.addFinding(Severity::Error, FindingCode::DcpMetadataUnreadable,
-            section.run.error
-                ? ".metadata could not be read to its end (" + std::to_string(merged.fileSize)
-                    + " bytes): " + *section.run.error
-                : ".metadata is a pickle, but not of torch.distributed.checkpoint's Metadata (it holds "
-                    + (graph.calleeName(root).empty() ? std::string("something else")
-                                                      : graph.calleeName(root))
-                    + ", with no state_dict_metadata)",
-            ".metadata",
-            section.run.error ? std::optional<std::uint64_t>(section.run.errorOffset) : std::nullopt);
-        merged.pickles.push_back(std::move(section));
-        merged.shardSet = set;
-        return merged;
-    }
-
+    // The metadata: .metadata, or, in a folder saved without rank coordination
+    // (use_collectives=False), every rank's own __R.metadata, each rank's keys then named "rankR:".
+    std::vector<std::pair<std::int32_t, std::string>> metadataFiles;
+    const std::string indexName = fs::path(input.indexPath).filename().string();
+    if (indexName != ".metadata")
+        metadataFiles = perRankMetadataFiles(input.folder);
+    if (metadataFiles.empty())
+        metadataFiles.emplace_back(-1, indexName);
+    const bool severalRanks = metadataFiles.size() > 1;
     DcpMetadata dcp;
-    dcp.metadataClass = graph.calleeName(root);
-    const auto metadata = fieldsOf(graph, root);
-    for (const auto& [name, value] : metadata)
-        if (!isDcpField(name))
-            dcp.extraFields.push_back(name);
-    if (graph.isString(field(metadata, "version")))
-        dcp.version = std::string(graph.text(field(metadata, "version")));
-    if (const auto storageMeta = fieldsOf(graph, field(metadata, "storage_meta")); !storageMeta.empty()) {
-        for (NodeId module : graph.sequence(field(storageMeta, "modules")))
-            if (graph.isString(module))
-                dcp.modules.emplace_back(graph.text(module));
-        dcp.checkpointId = textOrPath(graph, field(storageMeta, "checkpoint_id"));
-    }
-
-    // storage_data: MetadataIndex(fqn, offset) -> _StorageInfo(relative_path, offset, length,
-    // transform_descriptors), matched by their fields whatever classes name them.
     std::map<std::string, StorageLocation> locations;
     std::set<std::string> files;
-    if (const ContainerBody* body = graph.bodyOf(field(metadata, "storage_data"));
-        body && graph.kind(field(metadata, "storage_data")) == NodeKind::Dict)
-        for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
-            const auto index = fieldsOf(graph, body->dictItems[i]);
-            const auto info = fieldsOf(graph, body->dictItems[i + 1]);
-            const NodeId fqn = field(index, "fqn");
-            const NodeId path = field(info, "relative_path");
-            if (!graph.isString(fqn) || !graph.isString(path))
-                continue;
-            const auto offsets = sizeOf(graph, field(index, "offset"));
-            StorageLocation location;
-            location.file = std::string(graph.text(path));
-            location.offset = static_cast<std::uint64_t>(
-                std::max<std::int64_t>(graph.intValue(field(info, "offset")), 0));
-            location.length = static_cast<std::uint64_t>(
-                std::max<std::int64_t>(graph.intValue(field(info, "length")), 0));
-            for (NodeId descriptor : graph.sequence(field(info, "transform_descriptors")))
-                if (graph.isString(descriptor))
-                    location.transforms.emplace_back(graph.text(descriptor));
-            files.insert(location.file);
-            locations[offsetsKey(
-                std::string(graph.text(fqn)), offsets.value_or(std::vector<std::int64_t> {}))]
-                = location;
+    std::map<std::string, std::vector<std::string>> plannerPaths;
+    bool first = true;
+    for (const auto& [rank, metadataName] : metadataFiles) {
+        const std::string prefix = severalRanks ? "rank" + std::to_string(rank) + ":" : std::string();
+        auto file = MappedFile::open((fs::path(input.folder) / metadataName).string());
+        if (!file) {
+            merged.addFinding(Severity::Error, FindingCode::CannotOpen, file.error().message, metadataName);
+            continue;
         }
+        merged.fileSize += (*file)->size();
+        PickleSection section;
+        section.record = metadataName;
+        section.run = PickleMachine(options.pickleLimits).run((*file)->bytes(), merged.graph);
+        const PickleGraph& graph = merged.graph;
+        const NodeId root = section.run.root;
+        if (!section.run.complete() || !hasMetadataShape(graph, root)) {
+            merged.addFinding(Severity::Error, FindingCode::DcpMetadataUnreadable,
+                section.run.error ? metadataName + " could not be read to its end ("
+                        + std::to_string((*file)->size()) + " bytes): " + *section.run.error
+                                  : metadataName
+                        + " is a pickle, but not of torch.distributed.checkpoint's Metadata (it holds "
+                        + (graph.calleeName(root).empty() ? std::string("something else")
+                                                          : graph.calleeName(root))
+                        + ", with no state_dict_metadata)",
+                metadataName,
+                section.run.error ? std::optional<std::uint64_t>(section.run.errorOffset) : std::nullopt);
+            merged.pickles.push_back(std::move(section));
+            continue;
+        }
+        dcp.metadataFiles.push_back(metadataName);
+        const auto metadata = fieldsOf(graph, root);
+        if (first) { // what the folder's metadata says of itself: the first readable file's
+            dcp.metadataClass = graph.calleeName(root);
+            for (const auto& [name, value] : metadata)
+                if (!isDcpField(name))
+                    dcp.extraFields.push_back(name);
+            if (graph.isString(field(metadata, "version")))
+                dcp.version = std::string(graph.text(field(metadata, "version")));
+            if (const auto storageMeta = fieldsOf(graph, field(metadata, "storage_meta"));
+                !storageMeta.empty()) {
+                for (NodeId module : graph.sequence(field(storageMeta, "modules")))
+                    if (graph.isString(module))
+                        dcp.modules.emplace_back(graph.text(module));
+                dcp.checkpointId = textOrPath(graph, field(storageMeta, "checkpoint_id"));
+            }
+            first = false;
+        }
+
+        // storage_data: MetadataIndex(fqn, offset) -> _StorageInfo(relative_path, offset, length,
+        // transform_descriptors), matched by their fields whatever classes name them.
+        if (const ContainerBody* body = graph.bodyOf(field(metadata, "storage_data"));
+            body && graph.kind(field(metadata, "storage_data")) == NodeKind::Dict)
+            for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
+                const auto index = fieldsOf(graph, body->dictItems[i]);
+                const auto info = fieldsOf(graph, body->dictItems[i + 1]);
+                const NodeId fqn = field(index, "fqn");
+                const NodeId path = field(info, "relative_path");
+                if (!graph.isString(fqn) || !graph.isString(path))
+                    continue;
+                const auto offsets = sizeOf(graph, field(index, "offset"));
+                StorageLocation location;
+                location.file = std::string(graph.text(path));
+                location.offset = static_cast<std::uint64_t>(
+                    std::max<std::int64_t>(graph.intValue(field(info, "offset")), 0));
+                location.length = static_cast<std::uint64_t>(
+                    std::max<std::int64_t>(graph.intValue(field(info, "length")), 0));
+                for (NodeId descriptor : graph.sequence(field(info, "transform_descriptors")))
+                    if (graph.isString(descriptor))
+                        location.transforms.emplace_back(graph.text(descriptor));
+                files.insert(location.file);
+                locations[offsetsKey(
+                    prefix + std::string(graph.text(fqn)), offsets.value_or(std::vector<std::int64_t> {}))]
+                    = location;
+            }
+        if (const ContainerBody* body = graph.bodyOf(field(metadata, "planner_data"));
+            body && graph.kind(field(metadata, "planner_data")) == NodeKind::Dict)
+            for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
+                if (!graph.isString(body->dictItems[i]))
+                    continue;
+                std::vector<std::string> path;
+                for (NodeId part : graph.sequence(body->dictItems[i + 1]))
+                    path.push_back(graph.isString(part) ? std::string(graph.text(part))
+                                                        : std::to_string(graph.intValue(part)));
+                plannerPaths[prefix + std::string(graph.text(body->dictItems[i]))] = std::move(path);
+            }
+
+        // state_dict_metadata: each entry by its shape. A tensor's has properties, size and chunks
+        // (TensorStorageMetadata or a subclass); a bytes entry's has no state (BytesStorageMetadata).
+        if (const ContainerBody* body = graph.bodyOf(field(metadata, "state_dict_metadata")))
+            for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
+                if (!graph.isString(body->dictItems[i]))
+                    continue;
+                DcpEntry entry;
+                entry.fqn = prefix + std::string(graph.text(body->dictItems[i]));
+                entry.rank = rank;
+                const NodeId value = body->dictItems[i + 1];
+                entry.className = graph.calleeName(value);
+                if (const auto it = plannerPaths.find(entry.fqn); it != plannerPaths.end())
+                    entry.plannerPath = it->second;
+                const auto fields = fieldsOf(graph, value);
+                const bool tensorShape
+                    = field(fields, "chunks") != kNoNode && field(fields, "size") != kNoNode;
+                if (!tensorShape && isObject(graph, value)
+                    && (fields.empty() || className(graph, value) == "BytesStorageMetadata")) {
+                    entry.isBytes = true;
+                    DcpChunk chunk;
+                    entry.chunks.push_back(std::move(chunk));
+                } else if (tensorShape) {
+                    entry.dtype = dtypeOfProperties(graph, field(fields, "properties"));
+                    entry.size = sizeOf(graph, field(fields, "size")).value_or(std::vector<std::int64_t> {});
+                    for (NodeId chunkNode : graph.sequence(field(fields, "chunks"))) {
+                        const auto chunkFields = fieldsOf(graph, chunkNode);
+                        DcpChunk chunk;
+                        chunk.offsets = sizeOf(graph, field(chunkFields, "offsets"))
+                                            .value_or(std::vector<std::int64_t> {});
+                        chunk.sizes = sizeOf(graph, field(chunkFields, "sizes"))
+                                          .value_or(std::vector<std::int64_t> {});
+                        entry.chunks.push_back(std::move(chunk));
+                    }
+                } else
+                    entry.recognised = false;
+                dcp.entries.push_back(std::move(entry));
+            }
+        merged.pickles.push_back(std::move(section));
+    }
+    if (dcp.metadataFiles.empty()) {
+        merged.format = CheckpointFormat::NotACheckpoint;
+        merged.shardSet = set;
+        return merged;
+    }
     auto place = [&](DcpChunk& chunk, const std::string& key) {
         if (const auto it = locations.find(key); it != locations.end()) {
             chunk.located = true;
@@ -479,19 +607,6 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
             chunk.transforms = it->second.transforms;
         }
     };
-
-    std::map<std::string, std::vector<std::string>> plannerPaths;
-    if (const ContainerBody* body = graph.bodyOf(field(metadata, "planner_data"));
-        body && graph.kind(field(metadata, "planner_data")) == NodeKind::Dict)
-        for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
-            if (!graph.isString(body->dictItems[i]))
-                continue;
-            std::vector<std::string> path;
-            for (NodeId part : graph.sequence(body->dictItems[i + 1]))
-                path.push_back(graph.isString(part) ? std::string(graph.text(part))
-                                                    : std::to_string(graph.intValue(part)));
-            plannerPaths[std::string(graph.text(body->dictItems[i]))] = std::move(path);
-        }
 
     // The data files, one "shard" each, so totals per file and the chunk checks can name them.
     std::map<std::string, std::int32_t> shardOfFile;
@@ -508,43 +623,11 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         set->shards.push_back(std::move(shard));
     }
 
-    // state_dict_metadata: each entry by its shape. A tensor's has properties, size and chunks
-    // (TensorStorageMetadata or a subclass); a bytes entry's has no state (BytesStorageMetadata).
-    if (const ContainerBody* body = graph.bodyOf(field(metadata, "state_dict_metadata")))
-        for (std::size_t i = 0; i + 1 < body->dictItems.size(); i += 2) {
-            if (!graph.isString(body->dictItems[i]))
-                continue;
-            DcpEntry entry;
-            entry.fqn = std::string(graph.text(body->dictItems[i]));
-            const NodeId value = body->dictItems[i + 1];
-            entry.className = graph.calleeName(value);
-            if (const auto it = plannerPaths.find(entry.fqn); it != plannerPaths.end())
-                entry.plannerPath = it->second;
-            const auto fields = fieldsOf(graph, value);
-            const bool tensorShape = field(fields, "chunks") != kNoNode && field(fields, "size") != kNoNode;
-            if (!tensorShape && isObject(graph, value)
-                && (fields.empty() || className(graph, value) == "BytesStorageMetadata")) {
-                entry.isBytes = true;
-                DcpChunk chunk;
-                place(chunk, offsetsKey(entry.fqn, {}));
-                entry.chunks.push_back(std::move(chunk));
-            } else if (tensorShape) {
-                entry.dtype = dtypeOfProperties(graph, field(fields, "properties"));
-                entry.size = sizeOf(graph, field(fields, "size")).value_or(std::vector<std::int64_t> {});
-                for (NodeId chunkNode : graph.sequence(field(fields, "chunks"))) {
-                    const auto chunkFields = fieldsOf(graph, chunkNode);
-                    DcpChunk chunk;
-                    chunk.offsets
-                        = sizeOf(graph, field(chunkFields, "offsets")).value_or(std::vector<std::int64_t> {});
-                    chunk.sizes
-                        = sizeOf(graph, field(chunkFields, "sizes")).value_or(std::vector<std::int64_t> {});
-                    place(chunk, offsetsKey(entry.fqn, chunk.offsets));
-                    entry.chunks.push_back(std::move(chunk));
-                }
-            } else
-                entry.recognised = false;
-            dcp.entries.push_back(std::move(entry));
-        }
+    for (DcpEntry& entry : dcp.entries)
+        for (std::size_t c = 0; c < entry.chunks.size(); ++c)
+            place(entry.chunks[c],
+                offsetsKey(
+                    entry.fqn, entry.isBytes ? std::vector<std::int64_t> {} : entry.chunks[c].offsets));
     readDataFiles(input.folder, dcp);
 
     // The merged view: each tensor one storage (its global size; DCP records no device), each
@@ -555,24 +638,44 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
             if (item.isBytes)
                 bytesItems[item.fqn] = &item;
     std::map<std::string, std::uint32_t> keyNodes;
+    std::map<std::int32_t, std::uint32_t> rankNodes;
     for (const DcpEntry& entry : dcp.entries) {
         std::string leaf;
+        // Several ranks' own metadata: each rank's keys below a node of its own ("rank1"), named
+        // there without the "rank1:" their tensors carry.
+        std::uint32_t base = 0;
+        std::string fqn = entry.fqn;
+        if (severalRanks && entry.rank >= 0) {
+            auto known = rankNodes.find(entry.rank);
+            if (known == rankNodes.end()) {
+                const std::string name = "rank" + std::to_string(entry.rank);
+                known
+                    = rankNodes.emplace(entry.rank, merged.addTreeNode(0, TreeNodeKind::Module, name)).first;
+                merged.tree[known->second].summary = "__" + std::to_string(entry.rank)
+                    + ".metadata: what DCP's load on rank " + std::to_string(entry.rank) + " reads";
+            }
+            base = known->second;
+            fqn = entry.fqn.substr(entry.fqn.find(':') + 1);
+        }
         // Megatron-core names ShardedObjects "<key>/shard_<offsets>_<fragments>", dots in the suffix:
         // the suffix is one leaf below the key's node.
-        const std::size_t slash = entry.fqn.rfind('/');
+        const std::size_t slash = fqn.rfind('/');
         std::uint32_t parent = 0;
-        if (slash != std::string::npos && slash > 0 && slash + 1 < entry.fqn.size()) {
-            const std::string key = entry.fqn.substr(0, slash);
-            auto known = keyNodes.find(key);
+        if (slash != std::string::npos && slash > 0 && slash + 1 < fqn.size()) {
+            const std::string key = fqn.substr(0, slash);
+            auto known = keyNodes.find(std::to_string(base) + "|" + key);
             if (known == keyNodes.end()) {
                 std::string last;
-                const std::uint32_t above = merged.modulePathFor(0, key, last);
-                known = keyNodes.emplace(key, merged.addTreeNode(above, TreeNodeKind::Module, last)).first;
+                const std::uint32_t above = merged.modulePathFor(base, key, last);
+                known = keyNodes
+                            .emplace(std::to_string(base) + "|" + key,
+                                merged.addTreeNode(above, TreeNodeKind::Module, last))
+                            .first;
             }
             parent = known->second;
-            leaf = entry.fqn.substr(slash + 1);
+            leaf = fqn.substr(slash + 1);
         } else
-            parent = merged.modulePathFor(0, entry.fqn, leaf);
+            parent = merged.modulePathFor(base, fqn, leaf);
         const std::string firstFile = entry.chunks.empty() ? std::string() : entry.chunks.front().file;
         if (!entry.recognised) {
             const std::uint32_t node = merged.addTreeNode(parent, TreeNodeKind::Placeholder, leaf);
@@ -633,6 +736,16 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
         "DCP records no device: torch.distributed.checkpoint saves CPU copies of every chunk and places "
         "tensors "
         "only when they are loaded into a model's state_dict, so every tensor shows no recorded device");
+    if (indexName != ".metadata")
+        merged.addFinding(Severity::Info, FindingCode::DcpPerRankMetadata,
+            "saved without rank coordination (dcp.save(..., use_collectives=False)): no .metadata, but "
+                + std::to_string(dcp.metadataFiles.size())
+                + " rank(s) each wrote its own __R.metadata of its own state. DCP's load on rank R reads "
+                  "__R.metadata (a process without a group reads __0.metadata)"
+                + (severalRanks
+                        ? std::string("; each rank's keys are shown below its node, named rankR:<key>")
+                        : std::string()),
+            dcp.metadataFiles.front());
     for (const ShardFile& shard : set->shards)
         if (!shard.present)
             merged.addFinding(Severity::Error, FindingCode::ShardMissing,
@@ -645,15 +758,47 @@ Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOption
                     + ", which has neither a tensor's fields (properties, size, chunks) nor a bytes entry's; "
                       "it is listed, not read",
                 ".metadata");
+    // Writer extensions: one finding for the items torch's registry cannot undo, one per corrupt stream.
+    std::map<std::string, std::vector<std::string>> unknownTransforms;
+    for (const DcpDataFile& dataFile : dcp.files)
+        for (const DcpItem& item : dataFile.items) {
+            if (item.content.starts_with("stored through an unknown writer extension")) {
+                const std::size_t open = item.content.find('(');
+                unknownTransforms[item.content.substr(open + 1, item.content.size() - open - 2)].push_back(
+                    item.fqn);
+                continue;
+            }
+            if (item.content.starts_with("transformed (") && !item.problem.empty())
+                merged.addFinding(Severity::Error, FindingCode::DcpTransformCorrupt,
+                    dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn
+                        + "): " + item.problem,
+                    dataFile.name, item.offset);
+        }
+    for (const auto& [transforms, fqns] : unknownTransforms) {
+        std::string names;
+        for (std::size_t i = 0; i < fqns.size() && i < 8; ++i)
+            names += (i ? ", " : "") + fqns[i];
+        if (fqns.size() > 8)
+            names += ", ...";
+        merged.addFinding(Severity::Error, FindingCode::DcpTransformUnknown,
+            std::to_string(fqns.size())
+                + " item(s) are stored through a writer extension torch's default registry "
+                  "does not know ("
+                + transforms + ": " + names
+                + "). DCP's load fails with \"Unknown extension\" unless the writer's extension is "
+                  "registered; "
+                  "their values are not read here, the metadata's dtypes and shapes are shown",
+            ".metadata");
+    }
     for (const DcpDataFile& dataFile : dcp.files)
         for (const DcpItem& item : dataFile.items)
             if (!item.problem.empty() && item.content != "past the end of the file"
-                && item.content != "not a torch.save archive")
+                && item.content != "not a torch.save archive" && !item.content.starts_with("stored through")
+                && !item.content.starts_with("transformed ("))
                 merged.addFinding(Severity::Error, FindingCode::DcpChunkMismatch,
                     dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn
                         + "): " + item.problem,
                     dataFile.name, item.offset);
-    merged.pickles.push_back(std::move(section));
     set->dcp = std::move(dcp);
     readCompanions(merged, *set, options);
     merged.shardSet = std::move(set);

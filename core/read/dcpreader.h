@@ -11,7 +11,13 @@ namespace ckpt {
 
 struct Checkpoint;
 
-// A DCP folder: reads .metadata with the symbolic pickle machine (never executed).
+// A DCP folder: reads .metadata with the symbolic pickle machine (never executed). A folder saved
+// without rank coordination (dcp.save(..., use_collectives=False)) has no .metadata but one
+// __R.metadata per rank: each is read, every rank's state under a node of its own.
 Checkpoint readDistributedCheckpoint(const ShardedInput& input, const ReadOptions& options = {});
+
+// The per-rank metadata files of `folder` ("__0.metadata", "__1.metadata", ...) by rank, with their
+// ranks; empty when there are none.
+std::vector<std::pair<std::int32_t, std::string>> perRankMetadataFiles(const std::string& folder);
 
 } // namespace ckpt

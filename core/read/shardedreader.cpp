@@ -118,6 +118,10 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path)
         if (isFile((fs::path(folder) / ".metadata").string()))
             return ShardedInput {
                 ShardLayout::Distributed, folder, (fs::path(folder) / ".metadata").string(), {}};
+        // Saved without rank coordination: __R.metadata of each rank, no .metadata.
+        if (const auto ranks = perRankMetadataFiles(folder); !ranks.empty())
+            return ShardedInput {
+                ShardLayout::Distributed, folder, (fs::path(folder) / ranks.front().second).string(), {}};
         // A training run's folder: checkpoint files besides (or instead of) one model's weights.
         if (isRunFolder(folder))
             return ShardedInput {ShardLayout::RunFolder, folder, {}, {}};
@@ -149,6 +153,11 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path)
     if (name == ".metadata"
         || (name.ends_with(".distcp") && isFile((fs::path(parent) / ".metadata").string())))
         return ShardedInput {ShardLayout::Distributed, parent, (fs::path(parent) / ".metadata").string(), {}};
+    if (!isFile((fs::path(parent) / ".metadata").string())
+        && (name.ends_with(".distcp") || (name.starts_with("__") && name.ends_with(".metadata"))))
+        if (const auto ranks = perRankMetadataFiles(parent); !ranks.empty())
+            return ShardedInput {
+                ShardLayout::Distributed, parent, (fs::path(parent) / ranks.front().second).string(), {}};
     if (name.ends_with(".index.json"))
         return ShardedInput {layoutOfIndex(name), parent, path, {}};
     return indexListingShard(path);

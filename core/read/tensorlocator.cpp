@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/read/tensorlocator.h"
 
+#include "core/format/streamtransforms.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/dtype.h"
@@ -34,13 +35,6 @@ std::shared_ptr<Checkpoint> chunkArchive(
         problem = ".metadata records no bytes for it";
         return nullptr;
     }
-    if (!chunk.transforms.empty()) {
-        problem = "its chunk in " + chunk.file + " is stored through writer extensions (";
-        for (std::size_t i = 0; i < chunk.transforms.size(); ++i)
-            problem += (i ? ", " : "") + chunk.transforms[i];
-        problem += "), which are not undone here";
-        return nullptr;
-    }
     auto& file = files[chunk.file];
     if (!file) {
         // Only names beside .metadata are followed (as the shard reader does for indexes).
@@ -60,6 +54,23 @@ std::shared_ptr<Checkpoint> chunkArchive(
         problem = chunk.file + " ends before its chunk (bytes " + std::to_string(chunk.fileOffset) + " to "
             + std::to_string(chunk.fileOffset + chunk.length) + ")";
         return nullptr;
+    }
+    if (!chunk.transforms.empty()) {
+        // Written through writer extensions (zstd): undone in memory as DCP's reader does, at most
+        // the chunk's elements plus 16 MiB of archive around them.
+        std::uint64_t limit = std::uint64_t(16) << 20;
+        std::uint64_t numel = 1;
+        for (std::int64_t size : chunk.sizes)
+            numel *= static_cast<std::uint64_t>(std::max<std::int64_t>(size, 0));
+        limit += numel * 16;
+        auto undone = undoStreamTransforms(slice->bytes(), chunk.transforms, limit);
+        if (!undone) {
+            problem = "its chunk in " + chunk.file + " at byte " + std::to_string(chunk.fileOffset)
+                + " could not be undone: " + undone.error().message;
+            return nullptr;
+        }
+        slice = MappedFile::fromBuffer(
+            std::move(*undone), set.folder + "/" + chunk.file + "@" + std::to_string(chunk.fileOffset));
     }
     return std::make_shared<Checkpoint>(readCheckpoint(slice));
 }

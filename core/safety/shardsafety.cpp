@@ -2,6 +2,7 @@
 // The safety verdict of a checkpoint of several files (shardsafety.h).
 #include "core/safety/shardsafety.h"
 
+#include "core/format/streamtransforms.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
@@ -43,21 +44,29 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
     };
     const ShardSet& set = *checkpoint.shardSet;
     if (set.layout == ShardLayout::Distributed) {
-        if (auto file = MappedFile::open(set.indexPath)) {
-            SafetyVerdict metadata = ratePickleSafety((*file)->bytes());
-            // DCP reads .metadata with pickle.load, never torch.load: torch's weights_only list has
-            // no say there, and a pickle of vetted inert classes only (DCP's dataclasses, paths)
-            // cannot run code. No add_safe_globals call would help anyone load it.
-            if (metadata.rating == PickleSafety::NeedsAllowlist) {
-                metadata.rating = PickleSafety::KnownInert;
-                metadata.headline = "known inert: every global is a vetted inert class (DCP's metadata "
-                                    "dataclasses; DCP reads it with pickle.load, not torch.load); loading it "
-                                    "cannot run code";
-                metadata.addSafeGlobals113.clear();
-                metadata.addSafeGlobals2.clear();
+        // .metadata, or each rank's own __R.metadata (use_collectives=False).
+        std::vector<std::string> metadataFiles;
+        if (set.dcp)
+            metadataFiles = set.dcp->metadataFiles;
+        if (metadataFiles.empty())
+            metadataFiles.push_back(std::filesystem::path(set.indexPath).filename().string());
+        for (const std::string& metadataName : metadataFiles)
+            if (auto file = MappedFile::open((std::filesystem::path(set.folder) / metadataName).string())) {
+                SafetyVerdict metadata = ratePickleSafety((*file)->bytes());
+                // DCP reads .metadata with pickle.load, never torch.load: torch's weights_only list has
+                // no say there, and a pickle of vetted inert classes only (DCP's dataclasses, paths)
+                // cannot run code. No add_safe_globals call would help anyone load it.
+                if (metadata.rating == PickleSafety::NeedsAllowlist) {
+                    metadata.rating = PickleSafety::KnownInert;
+                    metadata.headline
+                        = "known inert: every global is a vetted inert class (DCP's metadata "
+                          "dataclasses; DCP reads it with pickle.load, not torch.load); loading it "
+                          "cannot run code";
+                    metadata.addSafeGlobals113.clear();
+                    metadata.addSafeGlobals2.clear();
+                }
+                merge(metadataName, std::move(metadata));
             }
-            merge(".metadata", std::move(metadata));
-        }
         // A bytes entry is loaded by DCP with torch.load(weights_only=False) (the default planner
         // writes a torch.save of the value; Megatron-core writes its ShardedObjects' torch.save
         // as they are): whatever its pickle calls runs on load. Every such range is rated; the
@@ -66,7 +75,27 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
             std::map<std::string, std::shared_ptr<const MappedFile>> files;
             for (const DcpDataFile& dataFile : set.dcp->files)
                 for (const DcpItem& item : dataFile.items) {
-                    if (!item.isBytes || item.content != "torch.save archive")
+                    const std::string label
+                        = dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn + ")";
+                    if (item.isBytes && !item.transforms.empty()
+                        && !item.content.starts_with("torch.save archive")
+                        && !item.content.starts_with("raw bytes")
+                        && item.content != "past the end of the file") {
+                        // Through a writer extension not undone here: the pickle DCP would
+                        // torch.load(weights_only=False) cannot be seen.
+                        SafetyVerdict unseen;
+                        unseen.rating = PickleSafety::DangerousOrUnknown;
+                        const std::string unknown = unknownStreamTransforms(item.transforms);
+                        unseen.headline
+                            = "cannot verify: a pickled value DCP loads with torch.load(weights_only=False) "
+                              "is stored through "
+                            + (unknown.empty() ? std::string("a writer extension that could not be undone")
+                                               : "a writer extension not undone here (" + unknown + ")");
+                        unseen.cannotVerify.push_back(unseen.headline);
+                        merge(label, std::move(unseen));
+                        continue;
+                    }
+                    if (!item.isBytes || !item.content.starts_with("torch.save archive"))
                         continue;
                     auto& file = files[dataFile.name];
                     if (!file)
@@ -75,7 +104,14 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
                             file = *opened;
                     if (!file || item.offset + item.length > file->size())
                         continue;
-                    SafetyVerdict verdict = ratePickleSafety(file->bytes().subspan(item.offset, item.length));
+                    const ByteView raw = file->bytes().subspan(item.offset, item.length);
+                    std::optional<Expected<ByteBuffer>> undone;
+                    if (!item.transforms.empty())
+                        undone = undoStreamTransforms(raw, item.transforms, std::uint64_t(1) << 30);
+                    if (undone && !*undone)
+                        continue; // the reader read it once; the same bytes do not change
+                    SafetyVerdict verdict
+                        = ratePickleSafety(undone ? ByteView((**undone).data(), (**undone).size()) : raw);
                     if (verdict.rating == PickleSafety::NeedsAllowlist) {
                         verdict.rating = PickleSafety::KnownInert;
                         verdict.headline
@@ -84,8 +120,7 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
                         verdict.addSafeGlobals113.clear();
                         verdict.addSafeGlobals2.clear();
                     }
-                    merge(dataFile.name + " @" + std::to_string(item.offset) + " (" + item.fqn + ")",
-                        std::move(verdict));
+                    merge(label, std::move(verdict));
                 }
         }
         // A framework's torch.save file beside the data (Megatron-core's common.pt), rated as any file.

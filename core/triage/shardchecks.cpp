@@ -335,9 +335,11 @@ void checkDistributed(const Checkpoint& checkpoint, std::vector<Finding>& findin
                 continue;
             }
             // Every chunk is a complete torch.save archive (§7.1): it starts with a zip local header.
+            // Through writer extensions (zstd) it does not; the reader checks it once undone.
             const ByteView bytes = file->second->bytes();
-            if (chunk.length < 4 || bytes[chunk.fileOffset] != 'P' || bytes[chunk.fileOffset + 1] != 'K'
-                || bytes[chunk.fileOffset + 2] != 3 || bytes[chunk.fileOffset + 3] != 4)
+            if (chunk.transforms.empty()
+                && (chunk.length < 4 || bytes[chunk.fileOffset] != 'P' || bytes[chunk.fileOffset + 1] != 'K'
+                    || bytes[chunk.fileOffset + 2] != 3 || bytes[chunk.fileOffset + 3] != 4))
                 notTorchSave.push_back(entry.fqn);
         }
         if (entry.isBytes)

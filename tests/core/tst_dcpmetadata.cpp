@@ -8,6 +8,8 @@
 #include "core/io/mappedfile.h"
 #include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/shardedreader.h"
+#include "core/read/tensorlocator.h"
 #include "core/safety/picklecatalog.h"
 #include "core/safety/pickleverdict.h"
 #include "core/safety/shardsafety.h"
@@ -39,6 +41,12 @@ private Q_SLOTS:
     void planClassesAndBytesBuffersAreVetted();
     void truncatedDistcpNamesEachRangePastItsEnd();
     void damagedChunkIsNamed();
+    // Issue 26: writer extensions (FileSystemWriter(_extensions=[ZStandard()])) and per-rank
+    // metadata (use_collectives=False), written by torch 2.14's DCP (generate_dcp_more.py).
+    void zstdChunksAreUndoneAndRead();
+    void unknownWriterExtensionIsNamed();
+    void corruptZstdChunkIsNamed();
+    void perRankMetadataIsReadRankByRank();
 };
 
 namespace {
@@ -283,6 +291,150 @@ void TestDcpMetadata::damagedChunkIsNamed()
     // The chunk after it is still read.
     const DcpItem* next = itemOf(*damaged.shardSet->dcp, "model.proj.weight");
     QVERIFY(next && next->archiveDtype == "bfloat16");
+}
+
+void TestDcpMetadata::zstdChunksAreUndoneAndRead()
+{
+    const auto shared
+        = std::make_shared<const Checkpoint>(readCheckpoint(testing::fixturePath("dcp/zstd").toStdString()));
+    const Checkpoint& checkpoint = *shared;
+    QCOMPARE(checkpoint.format, CheckpointFormat::Distributed);
+    QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+    const DcpMetadata& dcp = *checkpoint.shardSet->dcp;
+    QCOMPARE(dcp.entries.size(), std::size_t(8));
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(4));
+    QCOMPARE(dcp.archivesRead, std::uint32_t(4)); // each chunk decompressed and read as its archive
+    for (const DcpDataFile& file : dcp.files)
+        for (const DcpItem& item : file.items) {
+            QCOMPARE(item.transforms, (std::vector<std::string> {"stream.zstd/1"}));
+            QVERIFY2(item.content == "torch.save archive through stream.zstd/1", item.content.c_str());
+            QVERIFY2(item.problem.empty(), item.problem.c_str());
+        }
+    const DcpItem* bf16 = itemOf(dcp, "model.proj.weight");
+    QVERIFY(bf16);
+    QCOMPARE(bf16->archiveDtype, std::string("bfloat16"));
+    QCOMPARE(bf16->archiveShape, (std::vector<std::int64_t> {4, 8}));
+    for (const Finding& finding : checkpoint.findings)
+        QVERIFY2(finding.severity != Severity::Error, finding.message.c_str());
+    for (const Finding& finding : checkShards(checkpoint))
+        QVERIFY2(finding.code != FindingCode::DcpChunkNotTorchSave, finding.message.c_str());
+    // The values: every tensor located in its decompressed archive.
+    const std::vector<LocatedTensor> located = locateTensors(shared);
+    QCOMPARE(located.size(), std::size_t(4));
+    for (const LocatedTensor& tensor : located) {
+        QVERIFY2(tensor.checkpoint, tensor.problem.c_str());
+        QVERIFY(tensor.checkpoint->storages.front().bytesComplete());
+    }
+    // The bytes entries are decompressed and rated as DCP's torch.load(weights_only=False) sees them.
+    const SafetyVerdict verdict = rateShardSafety(checkpoint);
+    QVERIFY2(verdict.rating == PickleSafety::KnownInert, verdict.headline.c_str());
+    QCOMPARE(verdict.pickles.size(), std::size_t(5));
+}
+
+void TestDcpMetadata::unknownWriterExtensionIsNamed()
+{
+    const auto shared = std::make_shared<const Checkpoint>(
+        readCheckpoint(testing::fixturePath("dcp/unknown_transform").toStdString()));
+    const Checkpoint& checkpoint = *shared;
+    QCOMPARE(checkpoint.format, CheckpointFormat::Distributed);
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(4)); // the metadata's dtypes and shapes still shown
+    QCOMPARE(checkpoint.tensors.front().dtype, std::string("float32"));
+    const auto named = std::find_if(checkpoint.findings.begin(), checkpoint.findings.end(),
+        [](const Finding& finding) { return finding.code == FindingCode::DcpTransformUnknown; });
+    QVERIFY(named != checkpoint.findings.end());
+    QVERIFY2(named->message.find("stream.xor@example.org/1") != std::string::npos, named->message.c_str());
+    QVERIFY(named->message.find("8 item(s)") != std::string::npos);
+    QCOMPARE(std::count_if(checkpoint.findings.begin(), checkpoint.findings.end(),
+                 [](const Finding& finding) { return finding.code == FindingCode::DcpChunkMismatch; }),
+        std::ptrdiff_t(0));
+    for (const LocatedTensor& tensor : locateTensors(shared)) {
+        QVERIFY(!tensor.checkpoint);
+        QVERIFY2(tensor.problem.find("Unknown extension name='stream.xor@example.org'") != std::string::npos,
+            tensor.problem.c_str());
+    }
+    // The pickled values cannot be seen: not called inert.
+    const SafetyVerdict verdict = rateShardSafety(checkpoint);
+    QVERIFY(verdict.dangerous());
+    QVERIFY(!verdict.cannotVerify.empty());
+}
+
+void TestDcpMetadata::corruptZstdChunkIsNamed()
+{
+    QTemporaryDir work;
+    QVERIFY(work.isValid());
+    const QString folder = copyOf(work, QStringLiteral("dcp/zstd"));
+    const Checkpoint intact = readCheckpoint(folder.toStdString());
+    QVERIFY(intact.shardSet && intact.shardSet->dcp);
+    const DcpItem* target = itemOf(*intact.shardSet->dcp, "model.embed.weight");
+    QVERIFY(target);
+    QFile data(folder + QStringLiteral("/__0_0.distcp"));
+    QVERIFY(data.open(QIODevice::ReadWrite));
+    // The zstd frame's magic number of model.embed.weight's chunk, then the end of the last chunk.
+    QVERIFY(data.seek(static_cast<qint64>(target->offset)));
+    QCOMPARE(data.write("XXXX", 4), qint64(4));
+    QVERIFY(data.resize(data.size() - 40));
+    data.close();
+    const auto shared = std::make_shared<const Checkpoint>(readCheckpoint(folder.toStdString()));
+    const Checkpoint& damaged = *shared;
+    QCOMPARE(damaged.tensors.size(), std::size_t(4));
+    const DcpItem* item = itemOf(*damaged.shardSet->dcp, "model.embed.weight");
+    QVERIFY(item);
+    QVERIFY2(item->content.starts_with("transformed (stream.zstd/1)"), item->content.c_str());
+    QVERIFY2(item->problem.find("zstd stream is corrupt") != std::string::npos, item->problem.c_str());
+    QVERIFY(std::any_of(damaged.findings.begin(), damaged.findings.end(), [](const Finding& finding) {
+        return finding.code == FindingCode::DcpTransformCorrupt
+            && finding.message.find("model.embed.weight") != std::string::npos;
+    }));
+    // The chunk after it is still read; the last one lies past the end.
+    const DcpItem* next = itemOf(*damaged.shardSet->dcp, "model.head.bias");
+    QVERIFY(next && next->archiveDtype == "int64");
+    const DcpItem* last = itemOf(*damaged.shardSet->dcp, "model.proj.weight");
+    QVERIFY(last);
+    QCOMPARE(last->content, std::string("past the end of the file"));
+    const std::vector<LocatedTensor> located = locateTensors(shared);
+    QVERIFY(!located.front().checkpoint);
+    QVERIFY2(located.front().problem.find("could not be undone") != std::string::npos,
+        located.front().problem.c_str());
+}
+
+void TestDcpMetadata::perRankMetadataIsReadRankByRank()
+{
+    const std::string folder = testing::fixturePath("dcp/per_rank").toStdString();
+    // The folder, a rank's metadata file and a rank's data file all open the folder.
+    for (const std::string& path : {folder, folder + "/__1.metadata", folder + "/__0_0.distcp"}) {
+        const auto input = resolveShardedInput(path);
+        QVERIFY2(input && input->layout == ShardLayout::Distributed, path.c_str());
+        QCOMPARE(input->indexPath, folder + "/__0.metadata");
+    }
+    const auto shared = std::make_shared<const Checkpoint>(readCheckpoint(folder));
+    const Checkpoint& checkpoint = *shared;
+    QCOMPARE(checkpoint.format, CheckpointFormat::Distributed);
+    QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+    const DcpMetadata& dcp = *checkpoint.shardSet->dcp;
+    QCOMPARE(dcp.metadataFiles, (std::vector<std::string> {"__0.metadata", "__1.metadata"}));
+    QCOMPARE(dcp.entries.size(), std::size_t(8)); // three tensors and an int on each rank
+    QCOMPARE(checkpoint.tensors.size(), std::size_t(6));
+    QCOMPARE(dcp.files.size(), std::size_t(2));
+    QCOMPARE(dcp.archivesRead, std::uint32_t(6));
+    // Each rank's own value of the same key, from its own data file.
+    const DcpItem* rng0 = itemOf(dcp, "rank0:rng");
+    const DcpItem* rng1 = itemOf(dcp, "rank1:rng");
+    QVERIFY(rng0 && rng1);
+    QCOMPARE(rng1->archiveDtype, std::string("uint8"));
+    QVERIFY(hasNode(checkpoint, "rng", "rank1"));
+    QVERIFY(hasNode(checkpoint, "rank", "rank0"));
+    QVERIFY(std::any_of(checkpoint.findings.begin(), checkpoint.findings.end(),
+        [](const Finding& finding) { return finding.code == FindingCode::DcpPerRankMetadata; }));
+    for (const Finding& finding : checkpoint.findings)
+        QVERIFY2(finding.severity != Severity::Error, finding.message.c_str());
+    const std::vector<LocatedTensor> located = locateTensors(shared);
+    for (const LocatedTensor& tensor : located)
+        QVERIFY2(tensor.checkpoint, tensor.problem.c_str());
+    // Every rank's metadata and bytes entries rated.
+    const SafetyVerdict verdict = rateShardSafety(checkpoint);
+    QVERIFY2(verdict.rating == PickleSafety::KnownInert, verdict.headline.c_str());
+    QVERIFY(std::any_of(verdict.pickles.begin(), verdict.pickles.end(),
+        [](const std::string& pickle) { return pickle.starts_with("__1.metadata: "); }));
 }
 
 QTEST_GUILESS_MAIN(TestDcpMetadata)

@@ -413,6 +413,48 @@ private Q_SLOTS:
         QVERIFY2(banner->text().contains(QStringLiteral("MCoreMetadata")), qPrintable(banner->text()));
     }
 
+    // Issue 26: a DCP folder written through torch's ZStandard writer extension (dcp/zstd) and one
+    // saved rank by rank without coordination (dcp/per_rank: __0.metadata, __1.metadata) open in
+    // the window: every tensor DCP loads, each rank's state below its own node.
+    void zstdAndPerRankDcpFoldersOpen()
+    {
+        {
+            ckpt::MainWindow window;
+            window.setSuppressModalDialogs(true);
+            useDescribedMachine(window);
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QVERIFY(dropFolderAndWait(window, QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/dcp/zstd")));
+            const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+            QCOMPARE(checkpoint.format, ckpt::CheckpointFormat::Distributed);
+            QCOMPARE(checkpoint.tensors.size(), std::size_t(4));
+            QVERIFY(findPath(window.treeModel(), QStringLiteral("model")).isValid());
+            const std::uint32_t t = tensorNamed(checkpoint, "model.proj.weight");
+            QVERIFY(t != UINT32_MAX);
+            QCOMPARE(checkpoint.tensors[t].dtype, std::string("bfloat16"));
+            QVERIFY(checkpoint.shardSet && checkpoint.shardSet->dcp);
+            for (const ckpt::DcpDataFile& file : checkpoint.shardSet->dcp->files)
+                for (const ckpt::DcpItem& item : file.items)
+                    QVERIFY2(item.content.ends_with("through stream.zstd/1"), item.content.c_str());
+        }
+        ckpt::MainWindow window;
+        window.setSuppressModalDialogs(true);
+        useDescribedMachine(window);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(dropFolderAndWait(window, QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/dcp/per_rank")));
+        const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
+        QCOMPARE(checkpoint.format, ckpt::CheckpointFormat::Distributed);
+        QCOMPARE(checkpoint.tensors.size(), std::size_t(6)); // three tensors on each of two ranks
+        QVERIFY(findPath(window.treeModel(), QStringLiteral("rank0")).isValid());
+        QVERIFY(findPath(window.treeModel(), QStringLiteral("rank1")).isValid());
+        const std::uint32_t local = tensorNamed(checkpoint, "rank1:local.rank1.weight");
+        QVERIFY(local != UINT32_MAX);
+        QCOMPARE(std::vector<std::int64_t>(
+                     checkpoint.tensors[local].shape.begin(), checkpoint.tensors[local].shape.end()),
+            (std::vector<std::int64_t> {3, 3}));
+    }
+
     // The details pane's per-file totals, against what the shards hold read on their own: the root
     // lists every file of the set; a module spread over two files lists its split, which adds up
     // to the module's own total.
