@@ -9,6 +9,7 @@ prints that port on its first line of output. The first path segment says how it
   /norange/PATH  ignores Range: 200 and the whole file
   /drop/PATH     honours Range, announces the whole body, then closes the connection half-way
   /lie/PATH      honours Range, but its Content-Length says 100 bytes fewer than the body it sends
+  /slow/PATH     honours Range, 1 KiB of body every 0.1 s (for the app's Cancel)
   /stats         JSON: {"requests": N, "body_bytes": N} served so far (what the client really read)
 
 It binds the loopback address only; no test touches any other address.
@@ -19,6 +20,7 @@ import os
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
@@ -34,7 +36,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _file(self):
         parts = self.path.split("?", 1)[0].lstrip("/").split("/", 1)
-        if len(parts) != 2 or parts[0] not in ("ok", "norange", "drop", "lie"):
+        if len(parts) != 2 or parts[0] not in ("ok", "norange", "drop", "lie", "slow"):
             return None, None
         mode, rest = parts
         real_root = os.path.realpath(self.root)
@@ -104,10 +106,13 @@ class Handler(BaseHTTPRequestHandler):
             remaining = to_send
             try:
                 while remaining > 0:
-                    chunk = f.read(min(remaining, 1 << 20))
+                    chunk = f.read(min(remaining, 1024 if mode == "slow" else 1 << 20))
                     if not chunk:
                         break
+                    if mode == "slow":
+                        time.sleep(0.1)
                     self.wfile.write(chunk)
+                    self.wfile.flush()
                     remaining -= len(chunk)
                     with LOCK:
                         STATS["body_bytes"] += len(chunk)
