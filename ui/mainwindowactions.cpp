@@ -308,9 +308,9 @@ void MainWindow::createMenus()
     // The menus as a table: an action or submenu by object name, "-" for a separator.
     const std::pair<QString, std::vector<const char*>> menus[] = {
         {tr("&File"),
-            {"actionOpen", "actionOpenFolder", "actionOpenUrl", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
-                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-",
-                "actionClose", "actionQuit"}},
+            {"actionOpen", "actionOpenFolder", "actionOpenUrl", "recentMenu", "-", "actionSaveRemapped",
+                "actionExportWeights", "actionExportMapLocation", "actionExportDeviceMap", "-",
+                "actionCompareWith", "-", "actionClose", "actionQuit"}},
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
             {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",

@@ -6,9 +6,9 @@
 #include "remoteinput.h"
 #include "terminal.h"
 
+#include "core/base/textformat.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
-#include "core/base/textformat.h"
 #include "core/model/checkpoint.h"
 #include "core/read/checkpointreader.h"
 #include "core/report/safetyreport.h"
@@ -66,7 +66,8 @@ int runCheck(CheckArguments& arguments)
 
     RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
     input.download = arguments.download;
-    const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    const ckpt::Checkpoint& checkpoint
+        = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
     if (input.remote()) {
         // Every record's CRC would download every tensor byte: said as a finding, not done.
         options.checkRecordCrcs = false;

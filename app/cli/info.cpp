@@ -40,7 +40,8 @@ int runInfo(const InfoArguments& arguments)
 {
     RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
     input.download = arguments.download;
-    const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    const ckpt::Checkpoint& checkpoint
+        = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
     std::ostream& out = input.out();
     const ckpt::SafetyVerdict& safety
         = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
@@ -72,8 +73,8 @@ Command addInfoCommand(CLI::App& program)
     CLI::App* command = program.add_subcommand("info",
         "The tree of tensors with dtype, shape, size and the device each storage was recorded on; totals "
         "per device; findings. Exit 0 read, 1 warnings, 2 errors, 3 could not read.");
-    addPathArgument(
-        *command, "FILE", arguments->file, "a checkpoint file, a folder of shards or an index, or an http(s) URL of one");
+    addPathArgument(*command, "FILE", arguments->file,
+        "a checkpoint file, a folder of shards or an index, or an http(s) URL of one");
     addJsonFlag(*command, arguments->json);
     addDownloadFlag(*command, arguments->download);
     return {command, [arguments] { return runInfo(*arguments); }};

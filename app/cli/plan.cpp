@@ -53,7 +53,8 @@ int runPlan(PlanArguments& arguments)
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file, input.readOptions());
     if (input.remote() && !input.finish("plan"))
         return 3; // a fetch failed: its cause, nothing else
-    if (input.remote() && !arguments.save.empty() && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
+    if (input.remote() && !arguments.save.empty()
+        && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
         // A remapped copy is every tensor byte: said before anything is downloaded.
         std::cerr << "ckpt-inspect plan: --save copies every tensor byte: it would download "
                   << ckpt::formatBytes(input.bytesLeftToRead())

@@ -28,6 +28,9 @@ struct RemoteOptions {
     // Called from the fetching thread with (bytes read so far, file size); return false to cancel.
     std::function<bool(std::uint64_t, std::uint64_t)> progress;
     const std::atomic<bool>* cancel = nullptr;
+    // What one fault fetches at least (0: 64 KiB, or $CKPT_REMOTE_BLOCK_BYTES, which also turns
+    // the fetch plan off, for the differential test); rounded up to whole pages.
+    std::uint64_t blockSize = 0;
 };
 
 // What a remote file cost so far, for "read 412 KiB of 13.5 GB".
@@ -50,7 +53,8 @@ public:
     // Opens the URL: the first range GET learns the size and whether ranges are honoured, and
     // keeps the first block; a safetensors header or a zip's end records are fetched before any
     // reader asks (the fetch plan, an optimisation: the faults would fetch them anyway).
-    static Expected<std::shared_ptr<RemoteFile>> open(const std::string& url, const RemoteOptions& options = {});
+    static Expected<std::shared_ptr<RemoteFile>> open(
+        const std::string& url, const RemoteOptions& options = {});
     ~RemoteFile();
     RemoteFile(const RemoteFile&) = delete;
     RemoteFile& operator=(const RemoteFile&) = delete;

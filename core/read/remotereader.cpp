@@ -47,7 +47,8 @@ Checkpoint readRemoteCheckpoint(const std::string& url, const ReadOptions& optio
         input.folder = path.substr(0, slash);
         input.indexPath = url;
         bool indexOpened = false;
-        auto openIndexThenShards = [&](const std::string& fileUrl) -> Expected<std::shared_ptr<const MappedFile>> {
+        auto openIndexThenShards
+            = [&](const std::string& fileUrl) -> Expected<std::shared_ptr<const MappedFile>> {
             auto file = open(fileUrl);
             if (!indexOpened && !file) {
                 // No index, no set: the cause is the answer (a shard that cannot be opened is a finding).

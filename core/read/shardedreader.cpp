@@ -70,7 +70,8 @@ std::vector<std::string> indexFilesIn(const std::string& folder)
     return found;
 }
 
-std::optional<JsonValue> readIndexJson(const std::string& path, std::string& problem, const ShardFileOpener& open = {})
+std::optional<JsonValue> readIndexJson(
+    const std::string& path, std::string& problem, const ShardFileOpener& open = {})
 {
     auto file = open ? open(path) : MappedFile::open(path);
     if (!file) {
@@ -158,7 +159,8 @@ namespace {
 
 // Opens every shard on its own, several at a time: each is a memory map plus its central
 // directory and pickle, so the work is small and independent.
-void readShardsInParallel(std::vector<ShardFile>& shards, const ReadOptions& options, const ShardFileOpener& open)
+void readShardsInParallel(
+    std::vector<ShardFile>& shards, const ReadOptions& options, const ShardFileOpener& open)
 {
     std::atomic<std::size_t> next {0};
     auto work = [&]() {
@@ -269,7 +271,8 @@ CheckpointFormat formatOfShards(const ShardSet& set)
 
 } // namespace
 
-Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& options, const ShardFileOpener& openFile)
+Checkpoint readShardedCheckpoint(
+    const ShardedInput& input, const ReadOptions& options, const ShardFileOpener& openFile)
 {
     if (input.layout == ShardLayout::Distributed)
         return readDistributedCheckpoint(input, options);

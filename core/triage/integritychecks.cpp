@@ -581,8 +581,9 @@ std::vector<Finding> checkIntegrity(
         }
         if (records > 0)
             findings.push_back(Finding {Severity::Info, FindingCode::RecordCrcsNotChecked,
-                "the CRC-32 of " + std::to_string(records) + " record(s) was not checked: checking would download "
-                    + formatBytes(bytes) + " of the remote file"});
+                "the CRC-32 of " + std::to_string(records)
+                    + " record(s) was not checked: checking would download " + formatBytes(bytes)
+                    + " of the remote file"});
     } else if (zipFormat) {
         // The reader already verifies nothing by CRC; skip records it already flagged.
         std::vector<Finding> crcFindings;

@@ -48,8 +48,9 @@ public:
     {
         const CommandResult stats = ckpt::testing::runProgram(QStringLiteral("/usr/bin/python3"),
             {QStringLiteral("-c"),
-                QStringLiteral("import urllib.request,sys;sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read()."
-                               "decode())"),
+                QStringLiteral(
+                    "import urllib.request,sys;sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read()."
+                    "decode())"),
                 url(QStringLiteral("stats"), QString()).chopped(1)},
             30'000);
         return parse(stats.out).member("body_bytes").toUInt64().value_or(UINT64_MAX);
@@ -90,8 +91,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("localPath"); // what opens the same thing on disk
         const QDir fixtures(fixturesDir());
         for (const QString& folder : {QStringLiteral("torch-1.13"), QStringLiteral("torch-2")}) {
-            QDirIterator files(fixturesDir() + u'/' + folder, {QStringLiteral("*.pt"), QStringLiteral("*.ptl")},
-                QDir::Files);
+            QDirIterator files(fixturesDir() + u'/' + folder,
+                {QStringLiteral("*.pt"), QStringLiteral("*.ptl")}, QDir::Files);
             while (files.hasNext()) {
                 const QString relative = fixtures.relativeFilePath(files.next());
                 QTest::newRow(qPrintable(relative)) << relative << relative;
@@ -100,8 +101,9 @@ private Q_SLOTS:
         QTest::newRow("safetensors") << QStringLiteral("dtypes/newdtypes.safetensors")
                                      << QStringLiteral("dtypes/newdtypes.safetensors");
         // An index URL opens the set, as the folder (or the index) does on disk.
-        QTest::newRow("index safetensors") << QStringLiteral("sharded/safetensors/model.safetensors.index.json")
-                                           << QStringLiteral("sharded/safetensors/model.safetensors.index.json");
+        QTest::newRow("index safetensors")
+            << QStringLiteral("sharded/safetensors/model.safetensors.index.json")
+            << QStringLiteral("sharded/safetensors/model.safetensors.index.json");
         QTest::newRow("index bin") << QStringLiteral("sharded/bin_cpu/pytorch_model.bin.index.json")
                                    << QStringLiteral("sharded/bin_cpu/pytorch_model.bin.index.json");
     }
@@ -116,11 +118,21 @@ private Q_SLOTS:
         QVERIFY2(remote.exitCode == file.exitCode, qPrintable(describe(remote)));
         QVERIFY2(parse(file.out).isObject(), qPrintable(describe(file)));
         // Sharded: the folder is the URL's folder.
-        const QByteArray ours = asLocal(asLocal(remote.out, url, path),
-            url.left(url.lastIndexOf(u'/')), path.left(path.lastIndexOf(u'/')));
+        const QByteArray ours = asLocal(asLocal(remote.out, url, path), url.left(url.lastIndexOf(u'/')),
+            path.left(path.lastIndexOf(u'/')));
         QCOMPARE(ours, file.out);
         QVERIFY2(QString::fromUtf8(remote.err).contains(QRegularExpression(QStringLiteral("read .+ of .+"))),
             qPrintable(describe(remote)));
+        // Again with a fault for every page the readers touch (4 KiB blocks, no fetch plan, no
+        // readahead): a reader that read a byte without its fault would differ here.
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("CKPT_REMOTE_BLOCK_BYTES"), QStringLiteral("4096"));
+        const CommandResult paged = ckpt::testing::runProgram(QStringLiteral(CKPT_INSPECT_BINARY),
+            {QStringLiteral("info"), QStringLiteral("--json"), url}, 120'000, environment);
+        QVERIFY2(paged.exitCode == file.exitCode, qPrintable(describe(paged)));
+        QCOMPARE(asLocal(asLocal(paged.out, url, path), url.left(url.lastIndexOf(u'/')),
+                     path.left(path.lastIndexOf(u'/'))),
+            file.out);
         // And the text, the face a person reads (one file of each kind: the JSON holds the rest).
         if (!relative.contains(u"devices_mixed") && !relative.contains(u"legacy_state_dict")
             && !relative.endsWith(u".json") && !relative.endsWith(u".safetensors"))
@@ -145,15 +157,16 @@ private Q_SLOTS:
         QVERIFY2(!checkFile.out.contains("record-crcs-not-checked"), qPrintable(describe(checkFile)));
         QVERIFY2(check.err.contains("read "), qPrintable(describe(check)));
         const QString spec = QStringLiteral("cuda:0=1GiB,cpu=4GiB");
-        const CommandResult planFile
-            = runInspect({QStringLiteral("plan"), QStringLiteral("--json"), QStringLiteral("--target"), spec, path});
-        const CommandResult planUrl
-            = runInspect({QStringLiteral("plan"), QStringLiteral("--json"), QStringLiteral("--target"), spec, url});
+        const CommandResult planFile = runInspect(
+            {QStringLiteral("plan"), QStringLiteral("--json"), QStringLiteral("--target"), spec, path});
+        const CommandResult planUrl = runInspect(
+            {QStringLiteral("plan"), QStringLiteral("--json"), QStringLiteral("--target"), spec, url});
         QVERIFY2(planUrl.exitCode == planFile.exitCode, qPrintable(describe(planUrl)));
         QCOMPARE(asLocal(planUrl.out, url, path), planFile.out);
         // What needs every tensor byte says how much before it starts, and does not start.
         const CommandResult values = runInspect({QStringLiteral("check"), QStringLiteral("--values"), url});
-        QVERIFY2(values.exitCode == 64 && values.err.contains("would download"), qPrintable(describe(values)));
+        QVERIFY2(
+            values.exitCode == 64 && values.err.contains("would download"), qPrintable(describe(values)));
     }
 
     // Servers that misbehave: their cause on standard error, nothing on standard output, exit 3.
@@ -161,19 +174,21 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("mode");
         QTest::addColumn<QString>("cause");
-        QTest::newRow("ranges refused") << QStringLiteral("norange")
-                                        << QStringLiteral("does not honour range requests");
+        QTest::newRow("ranges refused")
+            << QStringLiteral("norange") << QStringLiteral("does not honour range requests");
         QTest::newRow("connection dropped") << QStringLiteral("drop") << QStringLiteral("connection dropped");
-        QTest::newRow("Content-Length lies") << QStringLiteral("lie") << QStringLiteral("Content-Length lies");
+        QTest::newRow("Content-Length lies")
+            << QStringLiteral("lie") << QStringLiteral("Content-Length lies");
         QTest::newRow("not found") << QStringLiteral("ok") << QStringLiteral("HTTP 404");
     }
     void misbehavingServers()
     {
         QFETCH(QString, mode);
         QFETCH(QString, cause);
-        const QString relative
-            = mode == u"ok" ? QStringLiteral("torch-2/no-such-file.pt") : QStringLiteral("torch-2/devices_mixed.pt");
-        for (const QString& command : {QStringLiteral("info"), QStringLiteral("check"), QStringLiteral("plan")}) {
+        const QString relative = mode == u"ok" ? QStringLiteral("torch-2/no-such-file.pt")
+                                               : QStringLiteral("torch-2/devices_mixed.pt");
+        for (const QString& command :
+            {QStringLiteral("info"), QStringLiteral("check"), QStringLiteral("plan")}) {
             const CommandResult result = runInspect({command, m_server->url(mode, relative)});
             QVERIFY2(result.exitCode == 3, qPrintable(describe(result)));
             QVERIFY2(result.out.isEmpty(), qPrintable(describe(result)));
@@ -188,8 +203,8 @@ private Q_SLOTS:
         const QString relative = QStringLiteral("torch-1.13/legacy_state_dict.pt");
         const QString url = m_server->url(QStringLiteral("norange"), relative);
         const QString path = fixturesDir() + u'/' + relative;
-        const CommandResult remote
-            = runInspect({QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("--download"), url});
+        const CommandResult remote = runInspect(
+            {QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("--download"), url});
         QVERIFY2(remote.exitCode == 0, qPrintable(describe(remote)));
         QVERIFY2(remote.err.contains("downloaded whole"), qPrintable(describe(remote)));
         const CommandResult file = runInspect({QStringLiteral("info"), QStringLiteral("--json"), path});
@@ -217,11 +232,12 @@ torch.save(state, os.path.join(folder, "big.pt.part"))
 os.remove(zeros)
 os.rename(os.path.join(folder, "big.pt.part"), os.path.join(folder, "big.pt"))
 )");
-            const CommandResult written = ckpt::testing::runProgram(QStringLiteral(CKPT_LEGACY_PYTHON),
-                {QStringLiteral("-c"), script, folder}, 600'000);
+            const CommandResult written = ckpt::testing::runProgram(
+                QStringLiteral(CKPT_LEGACY_PYTHON), {QStringLiteral("-c"), script, folder}, 600'000);
             QVERIFY2(written.exitCode == 0, qPrintable(describe(written)));
             // Holes again where torch wrote zeros, so the file costs /tmp almost nothing.
-            ckpt::testing::runProgram(QStringLiteral("fallocate"), {QStringLiteral("--dig-holes"), path}, 600'000);
+            ckpt::testing::runProgram(
+                QStringLiteral("fallocate"), {QStringLiteral("--dig-holes"), path}, 600'000);
         }
         const auto size = static_cast<std::uint64_t>(QFileInfo(path).size());
         QVERIFY(size > (2ull << 30));

@@ -60,8 +60,8 @@ private Q_SLOTS:
         qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_config.path()));
         QSettings().clear();
         m_server.start(QStringLiteral("/usr/bin/python3"),
-            {ckpt::testing::sourcePath(QStringLiteral("tests/tools/range-server.py")), QStringLiteral("--root"),
-                ckpt::testing::sourcePath(QStringLiteral("tests/fixtures"))});
+            {ckpt::testing::sourcePath(QStringLiteral("tests/tools/range-server.py")),
+                QStringLiteral("--root"), ckpt::testing::sourcePath(QStringLiteral("tests/fixtures"))});
         QVERIFY(m_server.waitForStarted(10'000));
         while (!m_server.canReadLine() && m_server.waitForReadyRead(10'000)) { }
         m_port = QString::fromLatin1(m_server.readLine().trimmed()).toInt();
@@ -96,7 +96,8 @@ private Q_SLOTS:
         QFETCH(QString, relative);
         ckpt::MainWindow local;
         local.setSuppressModalDialogs(true);
-        QVERIFY(ckpt::testing::openAndWait(local, ckpt::testing::sourcePath(u"tests/fixtures/"_qs + relative)));
+        QVERIFY(
+            ckpt::testing::openAndWait(local, ckpt::testing::sourcePath(u"tests/fixtures/"_qs + relative)));
         ckpt::MainWindow remote;
         remote.setSuppressModalDialogs(true);
         QVERIFY(ckpt::testing::openAndWait(remote, url(QStringLiteral("ok"), relative)));

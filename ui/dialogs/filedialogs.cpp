@@ -36,14 +36,14 @@ QString askCheckpointUrlToOpen(QWidget* parent)
         url = QInputDialog::getText(parent, QObject::tr("Open URL"),
             QObject::tr("The http(s) URL of a checkpoint, or of an index (*.index.json) whose shards lie "
                         "beside it.\nOnly the bytes the tree needs are read (HTTP range requests)."),
-                  QLineEdit::Normal, url, &accepted)
+            QLineEdit::Normal, url, &accepted)
                   .trimmed();
         if (!accepted || url.isEmpty())
             return {};
         if (isRemoteUrl(url.toStdString()))
             return url;
-        QMessageBox::warning(parent, QObject::tr("Open URL"),
-            QObject::tr("%1 is not an http:// or https:// URL.").arg(url));
+        QMessageBox::warning(
+            parent, QObject::tr("Open URL"), QObject::tr("%1 is not an http:// or https:// URL.").arg(url));
     }
 }
 
