@@ -15,6 +15,8 @@ packages=(
     qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev libgl-dev
     # The core's libraries: zlib (zip records, CRC) and xxHash (diff's content hashes)
     zlib1g-dev libxxhash-dev
+    # Remote checkpoints: http(s) URLs read through range requests (core/io/remotefile)
+    libcurl4-openssl-dev
     # The safety verdict unpacks gzip/bzip2/xz/zstd/7z-wrapped pickles through libarchive
     libarchive-dev libbz2-dev liblzma-dev libzstd-dev
     # ckpt-inspect's command line (CLI11, header-only: the CLI stays free of Qt)

@@ -78,6 +78,13 @@ void MainWindow::createActions()
                 if (const QString folder = askCheckpointFolderToOpen(this, m_currentFile); !folder.isEmpty())
                     openFile(folder);
             }},
+        // A checkpoint where it lies: read through HTTP range requests, only what the tree needs.
+        {"actionOpenUrl", tr("Open &URL…"), {},
+            tr("Open an http(s) URL of a checkpoint or of an index (*.index.json) without downloading it"),
+            [this] {
+                if (const QString url = askCheckpointUrlToOpen(this); !url.isEmpty())
+                    openFile(url);
+            }},
         {"actionSaveRemapped", tr("&Save Remapped Copy…"), QKeySequence(Qt::CTRL | Qt::Key_S),
             tr("Write a copy whose recorded devices are the planned ones (never over the input)"),
             [this] { chooseSaveTarget(); }},
@@ -304,9 +311,9 @@ void MainWindow::createMenus()
     // The menus as a table: an action or submenu by object name, "-" for a separator.
     const std::pair<QString, std::vector<const char*>> menus[] = {
         {tr("&File"),
-            {"actionOpen", "actionOpenFolder", "recentMenu", "-", "actionSaveRemapped", "actionExportWeights",
-                "actionExportMapLocation", "actionExportDeviceMap", "-", "actionCompareWith", "-",
-                "actionClose", "actionQuit"}},
+            {"actionOpen", "actionOpenFolder", "actionOpenUrl", "recentMenu", "-", "actionSaveRemapped",
+                "actionExportWeights", "actionExportMapLocation", "actionExportDeviceMap", "-",
+                "actionCompareWith", "-", "actionClose", "actionQuit"}},
         {tr("&Edit"), {"actionUndo", "actionRedo", "-", "actionSelectSharing", "actionFilter"}},
         {tr("&Plan"),
             {"moveSelectionMenu", "-", "actionEverythingToCpu", "actionMapEvery", "-", "actionAutoBalanced",

@@ -3,8 +3,10 @@
 // salvaged), placement smells, what torch.load would do on the target, the weights_only verdict and,
 // with --values, each tensor's value statistics (through the libtorch helper).
 #include "command.h"
+#include "remoteinput.h"
 #include "terminal.h"
 
+#include "core/base/textformat.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -25,6 +27,7 @@ namespace {
 struct CheckArguments {
     std::string file, target, mapLocationText, torchText = "both", importsText = "torch";
     bool json = false;
+    bool download = false;
     ckpt::TriageOptions options;
 };
 
@@ -61,7 +64,23 @@ int runCheck(CheckArguments& arguments)
     }
     options.imports = *imports;
 
-    const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file));
+    RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
+    input.download = arguments.download;
+    const ckpt::Checkpoint& checkpoint
+        = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    if (input.remote()) {
+        // Every record's CRC would download every tensor byte: said as a finding, not done.
+        options.checkRecordCrcs = false;
+        if (options.values && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
+            if (!input.finish("check"))
+                return 3;
+            std::cerr << "ckpt-inspect check: --values reads every tensor byte: it would download "
+                      << ckpt::formatBytes(input.bytesLeftToRead())
+                      << " more of this URL; download the file and run check --values on it\n";
+            return kUsageError;
+        }
+    }
+    std::ostream& out = input.out();
     // Values before triage (core/tasks/valuescan, as the app's Scan Values): the helper's record
     // CRCs spare the integrity check a read of every byte. Their findings still come after
     // triage's, as before.
@@ -84,7 +103,7 @@ int runCheck(CheckArguments& arguments)
 
     if (arguments.json) {
         // Streamed as it is written, like info --json: the document is never held whole.
-        ckpt::JsonWriter writer(std::cout, ckpt::JsonStyle::Pretty);
+        ckpt::JsonWriter writer(out, ckpt::JsonStyle::Pretty);
         writer.beginObject();
         writer.member("file", arguments.file);
         writer.member("format", format);
@@ -94,15 +113,15 @@ int runCheck(CheckArguments& arguments)
             ckpt::writeValueScanJsonMembers(writer, *values);
         writer.endObject();
         writer.flush();
-        std::cout << "\n";
-        return exitCode;
+        out << "\n";
+        return input.finish("check") ? exitCode : 3;
     }
 
-    std::cout << shown(arguments.file) << ": " << shown(format) << "\n" << ckpt::safetyText(report.safety);
-    ckpt::writeTriageText(std::cout, checkpoint, report, options);
+    out << shown(arguments.file) << ": " << shown(format) << "\n" << ckpt::safetyText(report.safety);
+    ckpt::writeTriageText(out, checkpoint, report, options);
     if (values)
-        ckpt::writeValueScanText(std::cout, *values);
-    return exitCode;
+        ckpt::writeValueScanText(out, *values);
+    return input.finish("check") ? exitCode : 3;
 }
 
 } // namespace
@@ -115,7 +134,8 @@ Command addCheckCommand(CLI::App& program)
         "what "
         "torch.load would do on the target (torch 1.13 and 2.6+) and the weights_only verdict. Exit 0 clean, "
         "1 warnings, 2 errors, 3 could not read, 4 dangerous or cannot verify (loading it may run code).");
-    addPathArgument(*command, "FILE", arguments->file, "a checkpoint file, or a folder of shards");
+    addPathArgument(
+        *command, "FILE", arguments->file, "a checkpoint file, a folder of shards, or an http(s) URL of one");
     command
         ->add_option("--target", arguments->target,
             "a machine: a saved target's name or a SPEC such as cuda:0=24GiB,cpu=64GiB (default: this "
@@ -148,6 +168,7 @@ Command addCheckCommand(CLI::App& program)
     command->add_flag("--values", arguments->options.values,
         "add each tensor's NaN/Inf/zero counts, range, mean, std and histogram (through libtorch)");
     addJsonFlag(*command, arguments->json);
+    addDownloadFlag(*command, arguments->download);
     return {command, [arguments] { return runCheck(*arguments); }};
 }
 

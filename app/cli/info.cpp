@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ckpt-inspect info: the tree of tensors, totals per device and findings, led by the safety rating.
 #include "command.h"
+#include "remoteinput.h"
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -34,11 +35,16 @@ int exitCodeFor(const ckpt::Checkpoint& checkpoint)
 struct InfoArguments {
     std::string file;
     bool json = false;
+    bool download = false;
 };
 
 int runInfo(const InfoArguments& arguments)
 {
-    const ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file));
+    RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
+    input.download = arguments.download;
+    const ckpt::Checkpoint& checkpoint
+        = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    std::ostream& out = input.out();
     const ckpt::SafetyVerdict& safety
         = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
                                             : ckpt::ratePickleSafety(checkpoint));
@@ -46,7 +52,7 @@ int runInfo(const InfoArguments& arguments)
     if (arguments.json) {
         // The rating leads the document, as it leads the text. Streamed as it is written: the
         // document of a 100,000-tensor file is never held whole.
-        ckpt::JsonWriter writer(std::cout, ckpt::JsonStyle::Pretty);
+        ckpt::JsonWriter writer(out, ckpt::JsonStyle::Pretty);
         writer.beginObject();
         writer.key("safety");
         ckpt::writeSafetyJson(writer, safety);
@@ -54,12 +60,14 @@ int runInfo(const InfoArguments& arguments)
         ckpt::writeQuantGroupsJson(writer, checkpoint, quant);
         writer.endObject();
         writer.flush();
-        std::cout << "\n";
+        out << "\n";
     } else {
-        std::cout << ckpt::safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
+        out << ckpt::safetyText(safety) << "\n" << ckpt::checkpointToText(checkpoint);
         if (const std::string groups = ckpt::quantGroupsText(checkpoint, quant); !groups.empty())
-            std::cout << "\n" << groups;
+            out << "\n" << groups;
     }
+    if (!input.finish("info"))
+        return 3; // a fetch failed: the cause, and nothing read from bytes that never came
     return exitCodeFor(checkpoint);
 }
 
@@ -71,9 +79,10 @@ Command addInfoCommand(CLI::App& program)
     CLI::App* command = program.add_subcommand("info",
         "The tree of tensors with dtype, shape, size and the device each storage was recorded on; totals "
         "per device; findings. Exit 0 read, 1 warnings, 2 errors, 3 could not read.");
-    addPathArgument(
-        *command, "FILE", arguments->file, "a checkpoint file, or a folder of shards or an index");
+    addPathArgument(*command, "FILE", arguments->file,
+        "a checkpoint file, a folder of shards or an index, or an http(s) URL of one");
     addJsonFlag(*command, arguments->json);
+    addDownloadFlag(*command, arguments->download);
     return {command, [arguments] { return runInfo(*arguments); }};
 }
 

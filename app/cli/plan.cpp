@@ -2,10 +2,12 @@
 // ckpt-inspect plan: every storage placed automatically on a target machine, with the reasons and the
 // memory per device; saved as a remapped copy or exported for Python.
 #include "command.h"
+#include "remoteinput.h"
 #include "savecopywording.h"
 #include "terminal.h"
 
 #include "core/devices/cudaruntime.h"
+#include "core/base/textformat.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -32,6 +34,7 @@ struct PlanArguments {
     std::string file, target, save, exportKind;
     bool json = false;
     bool measure = false, trial = false, trialLoad = false;
+    bool download = false;
     std::uint64_t noSplitDepth = 0;
     ckpt::AutoPlacementOptions options;
 };
@@ -63,7 +66,19 @@ int runPlan(PlanArguments& arguments)
         measurement = ckpt::measureCudaDevices(*runtime, ckpt::systemNvmlFreeSnapshot());
         ckpt::applyMeasurement(*machine, *measurement);
     }
-    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
+    RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
+    input.download = arguments.download;
+    const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file, input.readOptions());
+    if (input.remote() && !input.finish("plan"))
+        return 3; // a fetch failed: its cause, nothing else
+    if (input.remote() && !arguments.save.empty()
+        && checkpoint.format != ckpt::CheckpointFormat::NotACheckpoint) {
+        // A remapped copy is every tensor byte: said before anything is downloaded.
+        std::cerr << "ckpt-inspect plan: --save copies every tensor byte: it would download "
+                  << ckpt::formatBytes(input.bytesLeftToRead())
+                  << " more of this URL; download the file and save its copy from there\n";
+        return kUsageError;
+    }
     if (checkpoint.format == ckpt::CheckpointFormat::NotACheckpoint) {
         std::cerr << "ckpt-inspect plan: " << shown(arguments.file) << ": "
                   << shown(checkpoint.container.description) << "\n";
@@ -148,7 +163,8 @@ Command addPlanCommand(CLI::App& program)
         "Places every storage automatically on the target (this machine when no --target), shows why each "
         "block went where, and memory per device; --save writes the remapped copy, --export prints the plan "
         "for Python. Exit 1 when something did not fit.");
-    addPathArgument(*command, "FILE", arguments->file, "a checkpoint file, or a folder of shards");
+    addPathArgument(
+        *command, "FILE", arguments->file, "a checkpoint file, a folder of shards, or an http(s) URL of one");
     command
         ->add_option("--target", arguments->target,
             "a machine: a saved target's name or a SPEC such as cuda:0=24GiB,cuda:1=24GiB,cpu=64GiB")
@@ -190,6 +206,7 @@ Command addPlanCommand(CLI::App& program)
         ->check(CLI::IsMember({"device-map", "map-location"}).description(""))
         ->type_name("device-map|map-location");
     addJsonFlag(*command, arguments->json);
+    addDownloadFlag(*command, arguments->download);
     return {command, [arguments] { return runPlan(*arguments); }};
 }
 

@@ -123,6 +123,16 @@ std::shared_ptr<const MappedFile> MappedFile::slice(
     return file;
 }
 
+std::shared_ptr<const MappedFile> MappedFile::fromExternal(
+    ByteView bytes, std::shared_ptr<const void> owner, std::string name)
+{
+    auto file = std::shared_ptr<MappedFile>(new MappedFile());
+    file->m_bytes = bytes;
+    file->m_owner = std::move(owner);
+    file->m_path = std::move(name);
+    return file;
+}
+
 MappedFile::~MappedFile()
 {
     if (m_mapping)

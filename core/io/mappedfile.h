@@ -23,6 +23,11 @@ public:
     static std::shared_ptr<const MappedFile> slice(
         std::shared_ptr<const MappedFile> whole, std::uint64_t offset, std::uint64_t length);
 
+    // Bytes mapped by someone else (a remote file's mirror, remotefile.h), kept mapped while
+    // `owner` lives.
+    static std::shared_ptr<const MappedFile> fromExternal(
+        ByteView bytes, std::shared_ptr<const void> owner, std::string name);
+
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -38,6 +43,7 @@ private:
     std::size_t m_mappingSize = 0;
     ByteBuffer m_ownedBuffer;
     std::shared_ptr<const MappedFile> m_whole; // a slice's file
+    std::shared_ptr<const void> m_owner; // an external mapping's owner
     std::string m_path;
 };
 

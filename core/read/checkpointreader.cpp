@@ -9,6 +9,7 @@
 #include "core/read/dtyperelease.h"
 #include "core/read/legacyreader.h"
 #include "core/read/picklesection.h"
+#include "core/read/remotereader.h"
 #include "core/read/safetensorsreader.h"
 #include "core/read/shardedreader.h"
 #include "core/read/tarreader.h"
@@ -36,6 +37,9 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
 
 Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
 {
+    // An http(s) URL: read through range requests, only the bytes the reader touches (remotereader.h).
+    if (isRemoteUrl(path))
+        return readRemoteCheckpoint(path, options);
     // A folder, an index, DCP metadata or one listed shard: every file of the set, shown as one (§7).
     if (auto sharded = resolveShardedInput(path)) {
         Checkpoint checkpoint = readShardedCheckpoint(*sharded, options);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/io/remotefile.h"
 #include "core/model/checkpoint.h"
 #include "core/pickle/picklemachine.h"
 
@@ -15,6 +16,10 @@ struct ReadOptions {
     // A compressed checkpoint member of a bundle (bundlereader.h) larger than this is decompressed
     // into an anonymous temporary file instead of memory.
     std::uint64_t maxBundleMemberInMemory = 1ull << 30;
+    // An http(s) URL (remotereader.h): how its requests behave, and the session that counts
+    // what every file of the read cost (null: not counted).
+    RemoteOptions remote;
+    RemoteSession* remoteSession = nullptr;
 };
 
 // Opens any file: sniffs the container from its bytes, reads what can be read, and explains the

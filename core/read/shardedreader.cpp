@@ -70,9 +70,10 @@ std::vector<std::string> indexFilesIn(const std::string& folder)
     return found;
 }
 
-std::optional<JsonValue> readIndexJson(const std::string& path, std::string& problem)
+std::optional<JsonValue> readIndexJson(
+    const std::string& path, std::string& problem, const ShardFileOpener& open = {})
 {
-    auto file = MappedFile::open(path);
+    auto file = open ? open(path) : MappedFile::open(path);
     if (!file) {
         problem = file.error().message;
         return std::nullopt;
@@ -167,7 +168,8 @@ namespace {
 
 // Opens every shard on its own, several at a time: each is a memory map plus its central
 // directory and pickle, so the work is small and independent.
-void readShardsInParallel(std::vector<ShardFile>& shards, const ReadOptions& options)
+void readShardsInParallel(
+    std::vector<ShardFile>& shards, const ReadOptions& options, const ShardFileOpener& open)
 {
     std::atomic<std::size_t> next {0};
     auto work = [&]() {
@@ -176,7 +178,7 @@ void readShardsInParallel(std::vector<ShardFile>& shards, const ReadOptions& opt
             if (!shard.present)
                 continue;
             // The mapped-file overload: the path one would see the index beside and open the set again.
-            auto file = MappedFile::open(shard.path);
+            auto file = open ? open(shard.path) : MappedFile::open(shard.path);
             if (!file) {
                 shard.problem = file.error().message;
                 continue;
@@ -283,7 +285,8 @@ CheckpointFormat formatOfShards(const ShardSet& set)
 
 } // namespace
 
-Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& options)
+Checkpoint readShardedCheckpoint(
+    const ShardedInput& input, const ReadOptions& options, const ShardFileOpener& openFile)
 {
     if (input.layout == ShardLayout::Distributed)
         return readDistributedCheckpoint(input, options);
@@ -301,7 +304,7 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
     std::vector<std::string> names = input.shardNames;
     if (!input.indexPath.empty()) {
         std::string problem;
-        const auto index = readIndexJson(input.indexPath, problem);
+        const auto index = readIndexJson(input.indexPath, problem, openFile);
         if (!index) {
             merged.container = {ContainerKind::JsonText, problem};
             merged.addFinding(Severity::Error, FindingCode::IndexUnreadable,
@@ -343,12 +346,12 @@ Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& o
         // An index names files beside it; a name that leaves the folder is not followed.
         const bool outside = name.empty() || name.find('/') != std::string::npos
             || name.find('\\') != std::string::npos || name == "." || name == "..";
-        shard.present = !outside && isFile(shard.path);
+        shard.present = !outside && (openFile || isFile(shard.path)); // a URL is tried when read
         if (outside)
             shard.problem = "the index names a file outside its folder; it is not opened";
         set->shards.push_back(std::move(shard));
     }
-    readShardsInParallel(set->shards, options);
+    readShardsInParallel(set->shards, options, openFile);
     mergeShards(merged, *set);
     merged.format = formatOfShards(*set);
     merged.container = {

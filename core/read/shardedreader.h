@@ -5,6 +5,7 @@
 #include "core/model/shardset.h"
 #include "core/read/checkpointreader.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,10 @@ struct ShardedInput {
     std::vector<std::string> shardNames; // without an index: the files found, sorted
 };
 
+// How the index and each shard are opened: null for files on disk (MappedFile::open); a remote
+// index passes one (remotereader.h), and then the input's folder is the URL the shards lie under.
+using ShardFileOpener = std::function<Expected<std::shared_ptr<const MappedFile>>(const std::string& path)>;
+
 // A folder, an index JSON, a DCP .metadata or .distcp file, or a file that an index beside it
 // lists as one of its shards. Nothing for a lone checkpoint file (read it on its own).
 std::optional<ShardedInput> resolveShardedInput(const std::string& path);
@@ -27,6 +32,7 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path);
 // storage remembering its shard (Checkpoint::shardSet). Shards that are missing or unreadable
 // become findings; the rest is still shown. A folder that holds no checkpoint comes back as
 // NotACheckpoint with the reason.
-Checkpoint readShardedCheckpoint(const ShardedInput& input, const ReadOptions& options = {});
+Checkpoint readShardedCheckpoint(
+    const ShardedInput& input, const ReadOptions& options = {}, const ShardFileOpener& openFile = {});
 
 } // namespace ckpt

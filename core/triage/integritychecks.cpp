@@ -559,7 +559,7 @@ void checkCodeDevices(const Checkpoint& checkpoint, std::vector<Finding>& findin
 } // namespace
 
 std::vector<Finding> checkIntegrity(
-    const Checkpoint& checkpoint, const std::vector<KnownRecordCrc>& knownRecordCrcs)
+    const Checkpoint& checkpoint, const std::vector<KnownRecordCrc>& knownRecordCrcs, bool checkRecordCrcs)
 {
     std::vector<Finding> findings;
     const StoragesByRecord storagesByRecord(checkpoint);
@@ -573,7 +573,18 @@ std::vector<Finding> checkIntegrity(
     }
     const bool zipFormat = checkpoint.format == CheckpointFormat::TorchZip
         || checkpoint.format == CheckpointFormat::TorchScript;
-    if (zipFormat) {
+    if (zipFormat && !checkRecordCrcs && checkpoint.file) {
+        std::uint64_t records = 0, bytes = 0;
+        for (const ZipEntry& entry : checkpoint.zipArchive()->entries()) {
+            ++records;
+            bytes += entry.compressedSize;
+        }
+        if (records > 0)
+            findings.push_back(Finding {Severity::Info, FindingCode::RecordCrcsNotChecked,
+                "the CRC-32 of " + std::to_string(records)
+                    + " record(s) was not checked: checking would download " + formatBytes(bytes)
+                    + " of the remote file"});
+    } else if (zipFormat) {
         // The reader already verifies nothing by CRC; skip records it already flagged.
         std::vector<Finding> crcFindings;
         checkCrcs(checkpoint, storagesByRecord, knownRecordCrcs, crcFindings);

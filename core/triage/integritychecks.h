@@ -28,8 +28,10 @@ struct KnownRecordCrc {
 // Integrity (CRC of every record, sizes, views, truncation and salvage, files that are not
 // checkpoints) and placement smells (mixed devices in a module, optimizer state away from its
 // parameters, TorchScript code that names a device), as findings.
-std::vector<Finding> checkIntegrity(
-    const Checkpoint& checkpoint, const std::vector<KnownRecordCrc>& knownRecordCrcs = {});
+// `checkRecordCrcs` false (a remote file, where it would download every record) says so in a
+// finding instead of reading the records.
+std::vector<Finding> checkIntegrity(const Checkpoint& checkpoint,
+    const std::vector<KnownRecordCrc>& knownRecordCrcs = {}, bool checkRecordCrcs = true);
 std::vector<Finding> checkPlacementSmells(const Checkpoint& checkpoint);
 
 } // namespace ckpt

@@ -5,6 +5,7 @@
 
 #include "core/base/textformat.h"
 #include "core/devices/detectmachine.h"
+#include "core/io/remotefile.h"
 #include "core/model/checkpoint.h"
 #include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
@@ -342,7 +343,8 @@ int TriageReport::exitCode() const
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
 {
     TriageReport report;
-    report.findings = checkIntegrity(checkpoint, options.knownRecordCrcs);
+    report.findings = checkIntegrity(
+        checkpoint, options.knownRecordCrcs, options.checkRecordCrcs && !isRemoteUrl(checkpoint.path));
     std::vector<Finding> smells = checkPlacementSmells(checkpoint);
     report.findings.insert(report.findings.end(), std::make_move_iterator(smells.begin()),
         std::make_move_iterator(smells.end()));

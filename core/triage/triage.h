@@ -37,6 +37,9 @@ struct TriageOptions {
     TorchImports imports;
     bool values = false; // compute value statistics (through libtorch; see torchbridge)
     std::vector<KnownRecordCrc> knownRecordCrcs;
+    // false for a checkpoint read where it lies (an http(s) URL): the CRC of every record would
+    // download every tensor byte, so a finding says it was not checked instead.
+    bool checkRecordCrcs = true;
 };
 
 struct TriageReport {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/dialogs/filedialogs.h"
 
+#include "core/io/remotefile.h"
 #include "core/model/shardset.h"
 #include "ui/document/checkpointdocument.h"
 
@@ -12,6 +13,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QInputDialog>
 #include <QMessageBox>
 
 #include <set>
@@ -29,6 +31,25 @@ QString askCheckpointFolderToOpen(QWidget* parent, const QString& currentFile)
 {
     return QFileDialog::getExistingDirectory(parent, QObject::tr("Open Checkpoint Folder"),
         currentFile.isEmpty() ? QString() : QFileInfo(currentFile).absolutePath());
+}
+
+QString askCheckpointUrlToOpen(QWidget* parent)
+{
+    QString url;
+    for (;;) {
+        bool accepted = false;
+        url = QInputDialog::getText(parent, QObject::tr("Open URL"),
+            QObject::tr("The http(s) URL of a checkpoint, or of an index (*.index.json) whose shards lie "
+                        "beside it.\nOnly the bytes the tree needs are read (HTTP range requests)."),
+            QLineEdit::Normal, url, &accepted)
+                  .trimmed();
+        if (!accepted || url.isEmpty())
+            return {};
+        if (isRemoteUrl(url.toStdString()))
+            return url;
+        QMessageBox::warning(
+            parent, QObject::tr("Open URL"), QObject::tr("%1 is not an http:// or https:// URL.").arg(url));
+    }
 }
 
 QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document)

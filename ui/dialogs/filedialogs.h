@@ -20,6 +20,9 @@ QString askCheckpointToOpen(QWidget* parent, const QString& currentFile);
 QString askCheckpointFolderToOpen(QWidget* parent, const QString& currentFile);
 // Proposes "<name>-<device>.pt" when the plan sends everything to one device, else
 // "<name>-remapped.pt", beside the input; for a folder of shards, the folder "<name>-<device>".
+// An http(s) URL of a checkpoint or an index, read where it lies (core/read/remotereader.h); asked
+// again, with the reason, until it is one or the question is cancelled.
+QString askCheckpointUrlToOpen(QWidget* parent);
 QString askRemappedCopyPath(QWidget* parent, const CheckpointDocument& document);
 QString askWeightsExportPath(QWidget* parent, const CheckpointDocument& document);
 // What Export Weights… writes differently, as `convert`/`extract` take it: --dtype (floating

@@ -82,6 +82,10 @@ void DocumentController::openFile(const QString& path)
             options.pickleLimits.progress = [&progress](std::uint64_t done, std::uint64_t total) {
                 return progress.report(done, total);
             };
+            // An http(s) URL: its requests report and stop with the same progress (Cancel stops a
+            // request at once; what was read is dropped).
+            options.remote.progress = options.pickleLimits.progress;
+            options.remote.cancel = &progress.cancelled;
             ReadResult result {std::make_shared<Checkpoint>(readCheckpoint(file, options)), false, nullptr};
             result.cancelled = progress.cancelled;
             if (!result.cancelled && result.checkpoint->format != CheckpointFormat::NotACheckpoint
