@@ -133,13 +133,14 @@ std::vector<FormatCapabilities> makeTable()
         "torch.export archive (.pt2: PT2 archive, or the torch 2.1-2.5 layout)", "formats-pt2.md"));
     exported.readable = exported.recordsDevices = exported.pickled = true;
     exported.extractable = exported.exportsWeights = true; // its weights, constants and sample inputs
-    // Rewritten: the copy's weights and constants configs record the planned devices, every
-    // other member copied byte for byte (core/write/pt2writer.h). The 2.1-2.5 layout keeps its
-    // devices in nested torch.save files and is refused (a caveat of the row).
+    // Rewritten: the copy's weights and constants configs record the planned devices, nested
+    // torch.save files whose devices change (use_pickle weights, the 2.1-2.5 layout's state dict
+    // and constants) are rewritten by the zip remap writer, every other member copied byte for
+    // byte (core/write/pt2writer.h).
     exported.copyWithPlan = CopyWithPlan::Rewritten;
     exported.caveat
-        = "a copy is written for the PT2 archive (archive_format \"pt2\"), not for the torch 2.1-2.5 "
-          "layout; weights kept in nested torch.save files (use_pickle) keep their devices";
+        = "a copy is written for the PT2 archive and the torch 2.1-2.5 layout; sample inputs keep their "
+          "devices, and an AOTInductor package's own weights are not moved (its compiled loader places them)";
 
     auto& bundle = table.emplace_back(row(ShardLayout::Bundle, std::nullopt,
         "an archive that carries checkpoint files (AllenNLP model.tar.gz, NeMo .nemo, a zip of checkpoints)",

@@ -94,6 +94,9 @@ private Q_SLOTS:
         QTest::newRow("run folder") << fixturePath("runfolder/olmo") << QStringLiteral("run-folder");
         QTest::newRow("torch.export pt2")
             << fixturePath("torch-export/small.pt2") << QStringLiteral("torch-export");
+        // The torch 2.1-2.5 layout is remapped too (its nested state dict rewritten).
+        QTest::newRow("torch.export 2.1-2.5 layout")
+            << fixturePath("torch-export/legacy_2_5.pt2") << QStringLiteral("torch-export");
         QTest::newRow("bundle") << fixturePath("bundles/nemo_model.nemo") << QStringLiteral("bundle");
         QTest::newRow("not a checkpoint") << fixturePath("README.md") << QStringLiteral("not-a-checkpoint");
         QTest::newRow("pickle.dump of tensors")
