@@ -3,6 +3,7 @@
 // salvaged), placement smells, what torch.load would do on the target, the weights_only verdict and,
 // with --values, each tensor's value statistics (through the libtorch helper).
 #include "command.h"
+#include "progressbar.h"
 #include "terminal.h"
 
 #include "core/devices/deviceinventory.h"
@@ -70,7 +71,14 @@ int runCheck(CheckArguments& arguments)
         ckpt::ValueScanRequest request;
         request.path = arguments.file;
         request.recordCrcs = true;
+        ProgressBar bar("scanning values");
+        request.progress = bar.callback();
         values = ckpt::scanValues(request);
+        bar.finish();
+        if (bar.cancelled()) { // Ctrl-C: the helper was stopped (or died of the same SIGINT)
+            std::cerr << "ckpt-inspect check: cancelled\n";
+            return kCancelledExit;
+        }
         options.knownRecordCrcs = values->recordCrcs;
     }
     ckpt::TriageReport& report = keptUntilExit(ckpt::triage(checkpoint, options));
