@@ -14,7 +14,9 @@
 # disk free shared by nine people, so a folder of 50+ GB cannot be written here; evicting the
 # files before each run gives the cold read the bigger folder would force, at a size the disk
 # holds. Set SHARDS and SHARD_MIB for a larger run where the disk allows. Not a test.
-#   usage: bench/run-cold-scan-benchmark.sh [BUILD_DIR]   (default build/dev)
+#   usage: bench/run-cold-scan-benchmark.sh [BUILD_DIR [BEFORE_DIR]]   (default build/dev)
+# BEFORE_DIR: a folder holding an earlier build's app/ckpt-inspect and app/ckpt-inspect-values,
+# whose check --values and diff --no-values are timed in the same rounds, for before/after figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/dev}
@@ -56,11 +58,11 @@ print(f"wrote {out}/a and {out}/b: {shards} shards of {shard_mib} MiB each, torc
 PY
 fi
 
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
-"$py" - "$out" "$cli" "$results" <<'PY'
-import glob, json, os, statistics, subprocess, sys, time
-out, cli, results = sys.argv[1:4]
+# Round robin: each command once per round, so that the load other people put on the shared disk
+# falls on every command alike (the median of ROUNDS rounds, default 5, is printed).
+"$py" - "$out" "$cli" "${ROUNDS:-5}" "${2:-}" <<'PY'
+import glob, os, statistics, subprocess, sys, time
+out, cli, rounds, before = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 a = sorted(glob.glob(os.path.join(out, "a", "*.safetensors")))
 b = sorted(glob.glob(os.path.join(out, "b", "*.safetensors")))
 
@@ -76,35 +78,43 @@ def cached_mib(files):
                           capture_output=True, text=True).stdout.split()
     return sum(int(x) for x in text) / 2**20
 
-def timed(label, files, command, runs=3):
-    walls, cpus, left = [], [], []
-    for _ in range(runs):
+runs = [
+    ("cat A > /dev/null", a, ["cat", *a]),
+    ("check --values A", a, [cli, "check", "--values", os.path.join(out, "a")]),
+    ("cat A B > /dev/null", a + b, ["cat", *a, *b]),
+    ("diff --no-values A B", a + b, [cli, "diff", "--no-values", os.path.join(out, "a"), os.path.join(out, "b")]),
+    ("diff A B (with value differences)", a + b, [cli, "diff", os.path.join(out, "a"), os.path.join(out, "b")]),
+]
+if before:
+    old = os.path.join(before, "app", "ckpt-inspect")
+    runs.insert(2, ("check --values A, before", a, [old, "check", "--values", os.path.join(out, "a")]))
+    runs.insert(5, ("diff --no-values A B, before", a + b, [old, "diff", "--no-values", os.path.join(out, "a"), os.path.join(out, "b")]))
+walls = {label: [] for label, _, _ in runs}
+cpus = {label: [] for label, _, _ in runs}
+left = 0.0
+for _ in range(rounds):
+    for label, files, command in runs:
         evict(files)
-        left.append(cached_mib(files))
+        left = max(left, cached_mib(files))
         start = time.perf_counter()
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
-        walls.append(time.perf_counter() - start)
-        cpus.append(usage.ru_utime + usage.ru_stime)
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1, 2):
-            sys.exit(f"{label}: exit code {code}")
+        walls[label].append(time.perf_counter() - start)
+        cpus[label].append(usage.ru_utime + usage.ru_stime)
+        if os.waitstatus_to_exitcode(status) not in (0, 1, 2):
+            sys.exit(f"{label}: exit code {os.waitstatus_to_exitcode(status)}")
+print(f"cold cache before every run (at most {left:.0f} MiB of the files left cached); medians of {rounds} rounds")
+rate = {}
+for label, files, _ in runs:
     nbytes = sum(os.path.getsize(f) for f in files)
-    row = {"label": label, "bytes": nbytes, "wall": statistics.median(walls), "cpu": statistics.median(cpus),
-           "cached_mib_before": max(left)}
-    with open(results, "a") as f:
-        f.write(json.dumps(row) + "\n")
-    print(f"{label:44s} wall {row['wall']:6.2f} s  {nbytes / row['wall'] / 2**20:7.1f} MiB/s  cpu {row['cpu']:6.2f} s"
-          f"  (at most {row['cached_mib_before']:.0f} MiB cached before a run)", flush=True)
-    return row
-
-cat_a = timed("cat A > /dev/null (cold)", a, ["cat", *a])
-values = timed("check --values A (cold)", a, [cli, "check", "--values", os.path.join(out, "a")])
-cat_ab = timed("cat A B > /dev/null (cold)", a + b, ["cat", *a, *b])
-diff_hash = timed("diff --no-values A B (cold)", a + b, [cli, "diff", "--no-values", os.path.join(out, "a"), os.path.join(out, "b")])
-diff_values = timed("diff A B (cold, with value differences)", a + b, [cli, "diff", os.path.join(out, "a"), os.path.join(out, "b")])
+    wall = statistics.median(walls[label])
+    rate[label] = nbytes / wall
+    print(f"{label:36s} wall {wall:6.2f} s  {rate[label] / 2**20:7.1f} MiB/s  cpu {statistics.median(cpus[label]):6.2f} s"
+          f"  (runs {' '.join(f'{w:.1f}' for w in walls[label])})")
 print()
-rate = lambda r: r["bytes"] / r["wall"]  # noqa: E731
-for row, base in ((values, cat_a), (diff_hash, cat_ab), (diff_values, cat_ab)):
-    print(f"{row['label']:44s} {rate(row) / rate(base):5.2f}x cat's cold rate (aim >= 0.90)")
+for label, base in (("check --values A", "cat A > /dev/null"), ("check --values A, before", "cat A > /dev/null"),
+                    ("diff --no-values A B", "cat A B > /dev/null"), ("diff --no-values A B, before", "cat A B > /dev/null"),
+                    ("diff A B (with value differences)", "cat A B > /dev/null")):
+    if label in rate:
+        print(f"{label:36s} {rate[label] / rate[base]:5.2f}x cat's cold rate (aim >= 0.90)")
 PY
