@@ -6,8 +6,10 @@ For each input (every file and shard folder under tests/fixtures, tests/hostile 
 /work/shared/corpus/files, or the paths given with --inputs), it records the exit code and the
 output of `info --json`, `check`, `check --json`, and of `remap --map '*=cpu' --allow-dangerous`:
 its text and JSON answers, and the SHA-256 of every file the remap wrote. Wall-clock figures (the
-"written in 0.04 s" of a remap, "seconds" in JSON) are the only thing blanked out: they differ on
-every run.
+"written in 0.04 s" of a remap, "seconds" in JSON) are blanked out, and so are the two outputs
+that differ between two runs of the same binary: the CPU budget of an exported plan (max_memory's
+'cpu', this machine's free memory at the time) and the gzip header's time of a remapped .tar.gz or
+.nemo (hashed decompressed).
 
     python3 bench/outputs-snapshot.py BUILD_DIR SNAPSHOT_DIR [--inputs PATH...]
     diff -r BEFORE_SNAPSHOT AFTER_SNAPSHOT     # no output: byte-identical
@@ -15,6 +17,7 @@ every run.
 Build the commit before and the commit after (two build folders, or one rebuilt), snapshot each,
 and diff the two folders. Nothing here fails on a difference; `diff -r` says it.
 """
+import gzip
 import hashlib
 import os
 import re
@@ -27,7 +30,9 @@ ROOT = os.path.dirname(HERE)
 CORPUS = "/work/shared/corpus/files"
 
 # Figures of time, the only thing that may differ between two runs of the same binary.
+MEMORY_PATTERN = (re.compile(rb"""(['"]cpu['"]: ?)[0-9]+"""), rb"\1<free memory>")
 TIME_PATTERNS = [
+    MEMORY_PATTERN,
     (re.compile(rb'("(?:[a-z_]*seconds|[a-z_]*_ms)": )-?[0-9.eE+-]+'), rb"\1<time>"),
     (re.compile(rb"\b[0-9]+(?:\.[0-9]+)? (s|ms)\b"), rb"<time> \1"),
 ]
@@ -103,7 +108,13 @@ def main():
                 for name in sorted(filenames):
                     full = os.path.join(dirpath, name)
                     with open(full, "rb") as f:
-                        digest = hashlib.sha256(f.read()).hexdigest()
+                        data = f.read()
+                    if data[:2] == b"\x1f\x8b":  # gzip: its header holds the time it was written
+                        try:
+                            data = gzip.decompress(data)
+                        except (OSError, EOFError):
+                            pass
+                    digest = hashlib.sha256(MEMORY_PATTERN[0].sub(MEMORY_PATTERN[1], data)).hexdigest()
                     lines.append(f"== written {os.path.relpath(full, scratch)} {digest}\n".encode())
         with open(os.path.join(snapshot, label + ".txt"), "wb") as f:
             f.write(b"".join(lines))
