@@ -13,13 +13,18 @@
 // --crc (from `check --values`): the CRC-32 of every storage a tensor covers whole is computed in
 // the same read as its statistics and listed under "crcs" (record, offset, length, crc), so check
 // compares those records' CRCs without reading their bytes a second time.
+#include "core/io/mappedfile.h"
+#include "core/io/readahead.h"
 #include "core/json/json.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/tensorbytes.h"
 #include "core/read/tensorlocator.h"
 #include "tensordiff.h"
 #include "tensorstatistics.h"
 
+#include <algorithm>
 #include <charconv>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -76,13 +81,49 @@ int compareValues(const char* fileA, const char* fileB)
 // The statistics of a tensor where its bytes lie. A checkpoint of several files (a folder of
 // shards, a DCP folder) has no single map: the values come from the tensor's own shard or chunk,
 // where it has another index.
-ckpt::Expected<ckpt::TensorStatistics> statisticsOf(const ckpt::LocatedTensor& located, bool crc)
+// `reading`, when given, hears how far into the tensor's bytes the scan has read.
+ckpt::Expected<ckpt::TensorStatistics> statisticsOf(const ckpt::LocatedTensor& located, bool crc,
+    const std::function<void(std::uint64_t done, std::uint64_t of)>& reading = {})
 {
     if (!located.checkpoint)
         return ckpt::makeError(located.problem);
     ckpt::StatisticsOptions options;
     options.crc = crc;
-    return ckpt::computeTensorStatistics(*located.checkpoint, located.tensor, options);
+    ckpt::ValueProgress progress;
+    if (reading) {
+        // With a histogram every value is read twice; the first pass is the one that reads the file.
+        const std::uint64_t passes = options.histogramBins > 0 ? 2 : 1;
+        progress = [&reading, passes](std::uint64_t done, std::uint64_t total) {
+            reading(std::min(done * passes, total), total);
+            return true;
+        };
+    }
+    return ckpt::computeTensorStatistics(*located.checkpoint, located.tensor, options, progress);
+}
+
+// The bytes the scan will read, tensor by tensor in its order, for the read-ahead: a contiguous
+// tensor's run in its file's map, anything else counted but not hinted.
+std::vector<ckpt::ReadAhead::Range> scanRanges(
+    const ckpt::Checkpoint& checkpoint, const std::vector<ckpt::LocatedTensor>& located)
+{
+    std::vector<ckpt::ReadAhead::Range> ranges;
+    ranges.reserve(checkpoint.tensors.size());
+    for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+        const ckpt::TensorEntry& tensor = checkpoint.tensors[t];
+        if (tensor.storage < 0)
+            continue;
+        ckpt::ReadAhead::Range range {nullptr, tensor.nbytes()};
+        const ckpt::Checkpoint* owner = located[t].checkpoint.get();
+        if (owner && owner->file && located[t].tensor < owner->tensors.size()) {
+            const auto layout = ckpt::tensorByteLayout(*owner, owner->tensors[located[t].tensor]);
+            if (layout && layout->contiguous && !layout->deflated && layout->nbytes == range.length
+                && layout->fileOffset <= owner->file->size()
+                && layout->nbytes <= owner->file->size() - layout->fileOffset)
+                range.data = owner->file->bytes().data() + layout->fileOffset;
+        }
+        ranges.push_back(range);
+    }
+    return ranges;
 }
 
 // The storage record whose every byte the tensor covers, in order: its CRC is the CRC of the
@@ -166,6 +207,12 @@ int main(int argc, char** argv)
     };
     std::vector<RecordCrc> crcs;
     std::vector<bool> storageCrcDone(checkpoint.storages.size());
+    // A whole scan reads every tensor in order: the next bytes are asked of the disk while these
+    // are computed (core/io/readahead.h).
+    std::optional<ckpt::ReadAhead> readAhead;
+    if (!only)
+        readAhead.emplace(scanRanges(checkpoint, located));
+    std::uint64_t scanPosition = 0; // bytes of the tensors before this one, as the read-ahead counts them
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
         const ckpt::TensorEntry& tensor = checkpoint.tensors[t];
         if (only && t != *only)
@@ -177,8 +224,16 @@ int main(int argc, char** argv)
         // Only where the tensor lies in the opened file itself (not in another shard).
         const bool inThisFile = located[t].checkpoint.get() == &checkpoint && located[t].tensor == t;
         const ckpt::StorageRecord* whole = crc && inThisFile ? wholeStorageOf(checkpoint, tensor) : nullptr;
+        const std::uint64_t tensorStart = scanPosition;
+        scanPosition += tensor.nbytes();
+        const auto reading = [&](std::uint64_t done, std::uint64_t of) {
+            readAhead->reached(tensorStart + (of ? done * tensor.nbytes() / of : 0));
+        };
+        if (readAhead)
+            readAhead->reached(tensorStart);
         const auto statistics
-            = statisticsOf(located[t], whole && !storageCrcDone[std::size_t(tensor.storage)]);
+            = statisticsOf(located[t], whole && !storageCrcDone[std::size_t(tensor.storage)],
+                readAhead ? std::function<void(std::uint64_t, std::uint64_t)>(reading) : nullptr);
         if (whole && statistics && statistics->bytesCrc) {
             storageCrcDone[std::size_t(tensor.storage)] = true;
             crcs.push_back({whole->record(), *whole->dataOffset, whole->nbytes, *statistics->bytesCrc});

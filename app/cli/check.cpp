@@ -4,6 +4,7 @@
 // with --values, each tensor's value statistics (through the libtorch helper).
 #include "command.h"
 #include "remoteinput.h"
+#include "progressbar.h"
 #include "terminal.h"
 
 #include "core/base/textformat.h"
@@ -89,7 +90,14 @@ int runCheck(CheckArguments& arguments)
         ckpt::ValueScanRequest request;
         request.path = arguments.file;
         request.recordCrcs = true;
+        ProgressBar bar("scanning values");
+        request.progress = bar.callback();
         values = ckpt::scanValues(request);
+        bar.finish();
+        if (bar.cancelled()) { // Ctrl-C: the helper was stopped (or died of the same SIGINT)
+            std::cerr << "ckpt-inspect check: cancelled\n";
+            return kCancelledExit;
+        }
         options.knownRecordCrcs = values->recordCrcs;
     }
     ckpt::TriageReport& report = keptUntilExit(ckpt::triage(checkpoint, options));

@@ -3,6 +3,7 @@
 // content hashes first; for float tensors whose values changed, how far apart (through libtorch,
 // in the ckpt-inspect-values helper, so this program never loads libtorch).
 #include "command.h"
+#include "progressbar.h"
 
 #include "core/json/json.h"
 #include "core/report/diffreport.h"
@@ -31,7 +32,14 @@ int runDiff(const DiffArguments& arguments)
     request.pathB = arguments.paths[1];
     request.values = arguments.values;
     request.threads = static_cast<unsigned>(arguments.threads);
+    ProgressBar bar("comparing");
+    request.progress = bar.callback();
     const ckpt::ComparisonOutcome outcome = ckpt::compareCheckpoints(request);
+    bar.finish();
+    if (bar.cancelled()) { // Ctrl-C: hashing stopped, or the helper was stopped (or died of the SIGINT)
+        std::cerr << "ckpt-inspect diff: cancelled\n";
+        return kCancelledExit;
+    }
     if (!outcome.error.empty()) {
         std::cerr << "ckpt-inspect diff: " << outcome.unreadablePath << ": " << outcome.error << "\n";
         return outcome.exitCode();

@@ -60,6 +60,27 @@ public:
         ++m_used;
     }
 
+    // find() and, when nothing matches, insert() of `index`, in one walk of the probe sequence:
+    // the index already there (nothing is added), or nullopt when `index` was added.
+    template<typename Matches>
+    std::optional<std::uint32_t> findOrInsert(std::uint64_t hash, std::uint32_t index, Matches&& matches)
+    {
+        if ((m_used + 1) * 2 > m_slots.size())
+            rehash(m_used + 1);
+        const auto tag = static_cast<std::uint32_t>(hash);
+        const std::size_t mask = m_slots.size() - 1;
+        for (std::size_t at = tag & mask;; at = (at + 1) & mask) {
+            Slot& slot = m_slots[at];
+            if (slot.indexPlusOne == 0) { // where insert() would place it: after every equal hash
+                slot = {tag, index + 1};
+                ++m_used;
+                return std::nullopt;
+            }
+            if (slot.hash == tag && matches(slot.indexPlusOne - 1))
+                return slot.indexPlusOne - 1;
+        }
+    }
+
 private:
     struct Slot {
         std::uint32_t hash = 0; // the low 32 bits of the key's hash: the home slot, and a cheap test

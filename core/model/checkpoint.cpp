@@ -210,10 +210,9 @@ bool Checkpoint::indexStorage(std::uint32_t index)
 {
     const std::string_view key = storages.at(index).key;
     const std::uint64_t hash = std::hash<std::string_view> {}(key);
-    if (storageKeyIndex.find(hash, [&](std::uint32_t other) { return storages[other].key == key; }))
-        return false;
-    storageKeyIndex.insert(hash, index);
-    return true;
+    // One probe: the key's first storage, or this one added (issue 28).
+    return !storageKeyIndex.findOrInsert(
+        hash, index, [&](std::uint32_t other) { return storages[other].key == key; });
 }
 
 std::uint32_t Checkpoint::modulePathFor(

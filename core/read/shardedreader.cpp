@@ -215,6 +215,19 @@ std::string shardProblem(const ShardFile& shard)
 // across shards from the dotted names.
 void mergeShards(Checkpoint& merged, ShardSet& set)
 {
+    // Sized once: a 160-shard folder of 92,000 tensors grew each array a dozen times, moving
+    // every record it held each time (issue 28).
+    std::size_t storages = 0, tensors = 0;
+    for (const ShardFile& shard : set.shards)
+        if (shard.checkpoint) {
+            storages += shard.checkpoint->storages.size();
+            tensors += shard.checkpoint->tensors.size();
+        }
+    merged.storages.reserve(merged.storages.size() + storages);
+    merged.tensors.reserve(merged.tensors.size() + tensors);
+    merged.storageKeyIndex.reserve(merged.storages.size() + storages);
+    set.storageShard.reserve(set.storageShard.size() + storages);
+    set.storageInShard.reserve(set.storageInShard.size() + storages);
     for (std::size_t s = 0; s < set.shards.size(); ++s) {
         ShardFile& shard = set.shards[s];
         shard.problem = shardProblem(shard);

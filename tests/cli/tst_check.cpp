@@ -7,6 +7,7 @@
 #include "fixturecomparison.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
@@ -14,6 +15,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <csignal>
 
 using namespace ckpt;
 
@@ -256,6 +258,60 @@ private Q_SLOTS:
         QCOMPARE(parse(missing.out).member("values_error").toString(),
             std::string("value statistics need ckpt-inspect-values (CKPT_VALUES_HELPER names "
                         "/nonexistent/ckpt-inspect-values, which is not an executable file)"));
+    }
+
+    // check --values draws a progress bar on standard error only when it is a terminal (or
+    // CKPT_INSPECT_PROGRESS=1 says to): the report is the same either way, and a pipe gets no bar.
+    void valuesProgressBarOnlyWhereAsked()
+    {
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("CKPT_VALUES_HELPER"),
+            QStringLiteral(CKPT_SOURCE_DIR "/tests/tools/fake-values-helper.py"));
+        environment.remove(QStringLiteral("CKPT_INSPECT_PROGRESS"));
+        const QStringList arguments = {QStringLiteral("check"), QStringLiteral("--values"),
+            fixturesDir() + u"/torch-2/state_dict.pt"_qs};
+        const auto quiet = runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
+        QCOMPARE(quiet.exitCode, 1);
+        QVERIFY2(!quiet.err.contains("scanning values"), qPrintable(quiet.describe()));
+        environment.insert(QStringLiteral("CKPT_INSPECT_PROGRESS"), QStringLiteral("1"));
+        const auto shown = runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
+        QCOMPARE(shown.exitCode, 1);
+        QVERIFY2(shown.err.contains("\rscanning values [") && shown.err.contains("] 100%"),
+            qPrintable(shown.describe()));
+        QVERIFY2(shown.err.endsWith("\r\x1b[K"), qPrintable(shown.describe())); // erased before the report
+        QCOMPARE(shown.out, quiet.out);
+    }
+
+    // Ctrl-C during check --values stops the helper and says so: exit 130, no report.
+    void valuesScanCancelledByInterrupt()
+    {
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("CKPT_VALUES_HELPER"),
+            QStringLiteral(CKPT_SOURCE_DIR "/tests/tools/fake-values-helper.py"));
+        environment.insert(QStringLiteral("FAKE_VALUES_SLEEP"), QStringLiteral("60"));
+        environment.insert(QStringLiteral("CKPT_INSPECT_PROGRESS"), QStringLiteral("1"));
+        QProcess process;
+        process.setProcessEnvironment(environment);
+        QElapsedTimer timer;
+        timer.start();
+        process.start(QStringLiteral(CKPT_INSPECT_BINARY),
+            {QStringLiteral("check"), QStringLiteral("--values"),
+                fixturesDir() + u"/torch-2/state_dict.pt"_qs});
+        QVERIFY(process.waitForStarted());
+        process.setReadChannel(QProcess::StandardError); // what waitForReadyRead waits for
+        QByteArray err;
+        while (!err.contains("scanning values [") && timer.elapsed() < 60'000
+            && process.waitForReadyRead(60'000))
+            err += process.readAllStandardError();
+        QVERIFY2(err.contains("scanning values ["), err.constData());
+        ::kill(static_cast<pid_t>(process.processId()), SIGINT);
+        QVERIFY(process.waitForFinished(30'000));
+        err += process.readAllStandardError();
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 130);
+        QVERIFY2(err.contains("ckpt-inspect check: cancelled"), err.constData());
+        QVERIFY(process.readAllStandardOutput().isEmpty());
+        QVERIFY2(timer.elapsed() < 50'000, "the helper was not stopped"); // it sleeps 60 s
     }
 
     // The value helper loads libtorch only for a tensor the native kernels lack: a file of

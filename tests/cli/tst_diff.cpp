@@ -122,6 +122,31 @@ private Q_SLOTS:
             std::string("ckpt-inspect-values failed (exit status 3: boom: no such tensor)"));
     }
 
+    // diff's progress bar (hashing, then the value differences) goes to standard error only on a
+    // terminal or with CKPT_INSPECT_PROGRESS=1; the report is the same either way.
+    void progressBarOnlyWhereAsked()
+    {
+        const QString steps = m_dir.filePath(QStringLiteral("steps"));
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.remove(QStringLiteral("CKPT_INSPECT_PROGRESS"));
+        const QStringList arguments = {QStringLiteral("diff"), steps + u"/step0.pt"_qs,
+            steps + u"/step1.pt"_qs, QStringLiteral("--no-values"), QStringLiteral("--json")};
+        const auto quiet = runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
+        QCOMPARE(quiet.exitCode, 1);
+        QVERIFY2(quiet.err.isEmpty(), qPrintable(quiet.describe()));
+        environment.insert(QStringLiteral("CKPT_INSPECT_PROGRESS"), QStringLiteral("1"));
+        const auto shown = runProgram(QStringLiteral(CKPT_INSPECT_BINARY), arguments, 120'000, environment);
+        QCOMPARE(shown.exitCode, 1);
+        QVERIFY2(shown.err.contains("\rcomparing [") && shown.err.contains("] 100%"),
+            qPrintable(shown.describe()));
+        QVERIFY2(shown.err.endsWith("\r\x1b[K"), qPrintable(shown.describe()));
+        const auto withoutSeconds = [](QByteArray json) { // the hashing time differs from run to run
+            const qsizetype at = json.indexOf("\"hash_seconds\"");
+            return at < 0 ? json : json.left(at) + json.mid(json.indexOf('\n', at));
+        };
+        QCOMPARE(withoutSeconds(shown.out), withoutSeconds(quiet.out));
+    }
+
     void renamesAndDtypeChangesAreNamed()
     {
         const QString steps = m_dir.filePath(QStringLiteral("steps"));

@@ -93,6 +93,32 @@ private Q_SLOTS:
         QVERIFY(!index.find(hash + 5000, [](std::uint32_t) { return true; }));
     }
 
+    // findOrInsert is find() then, when nothing matched, insert(), in one probe: the same answers
+    // and the same table as the two calls, colliding hashes and wrapped runs included.
+    void findOrInsertIsFindThenInsert()
+    {
+        FlatIndex single, pair;
+        std::uint32_t added = 0;
+        for (std::uint32_t i = 0; i < 3000; ++i) {
+            const std::uint64_t hash = i % 5 == 0 ? 15 : (i * 2654435761u) % 97; // runs that wrap, repeats
+            const std::uint32_t key = i % 1300; // every key is offered two or three times
+            const auto same = [&](std::uint32_t v) { return v % 1300 == key; };
+            const std::optional<std::uint32_t> found = pair.find(hash, same);
+            if (!found)
+                pair.insert(hash, i);
+            const std::optional<std::uint32_t> answer = single.findOrInsert(hash, i, same);
+            QCOMPARE(answer, found);
+            added += answer ? 0 : 1;
+        }
+        QCOMPARE(single.size(), pair.size());
+        QCOMPARE(single.size(), std::size_t(added));
+        for (std::uint32_t key = 0; key < 1300; ++key)
+            for (std::uint64_t hash = 0; hash < 97; ++hash) {
+                const auto same = [&](std::uint32_t v) { return v % 1300 == key; };
+                QCOMPARE(single.find(hash, same), pair.find(hash, same));
+            }
+    }
+
     void reserveKeepsEverything()
     {
         FlatIndex index;

@@ -2,14 +2,18 @@
 // MappedFile: read-only maps of whole files, and the errors a person sees when a path is wrong.
 
 #include "core/io/mappedfile.h"
+#include "core/io/readahead.h"
 
 #include <QCryptographicHash>
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -35,6 +39,19 @@ bool writeFile(const QString& path, const QByteArray& content)
     if (!file.open(QIODevice::WriteOnly))
         return false;
     return file.write(content) == content.size();
+}
+
+// Pages of [offset, offset + length) of a mapping in the page cache, by mincore (which reads nothing).
+std::size_t residentPages(const std::uint8_t* mapping, std::size_t offset, std::size_t length)
+{
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> flags((length + page - 1) / page);
+    if (mincore(const_cast<std::uint8_t*>(mapping + offset), length, flags.data()) != 0)
+        return 0;
+    std::size_t resident = 0;
+    for (unsigned char flag : flags)
+        resident += flag & 1u;
+    return resident;
 }
 
 } // namespace
@@ -249,6 +266,42 @@ private Q_SLOTS:
 
     // A DCP chunk is read as a file of its own: a slice shares the map, keeps it alive after the
     // whole is let go, and a range past the end is refused rather than clamped.
+    // ReadAhead asks the kernel for the bytes the pass will read next, up to its window ahead of
+    // it, without touching them: a cold file's pages come into the cache while this process reads
+    // none of them, and nothing past the window is asked for until the pass moves.
+    void readAheadAsksForTheBytesAheadOfThePass()
+    {
+        constexpr std::size_t kMiB = std::size_t(1) << 20;
+        const QString path = m_dir.filePath(QStringLiteral("cold.bin"));
+        QVERIFY(writeFile(path, QByteArray(24 * kMiB, 'x')));
+        {
+            const int fd = ::open(path.toLocal8Bit().constData(), O_RDONLY);
+            QVERIFY(fd >= 0);
+            ::fsync(fd);
+            ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            ::close(fd);
+        }
+        auto file = MappedFile::open(path.toStdString());
+        QVERIFY(file);
+        const std::uint8_t* data = (*file)->bytes().data();
+        if (residentPages(data, 0, 24 * kMiB) != 0)
+            QSKIP("this file system keeps the file cached (tmpfs?): nothing to read ahead");
+        const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+        const auto waitForResident = [&](std::size_t offset, std::size_t length) {
+            QDeadlineTimer deadline(20'000);
+            while (residentPages(data, offset, length) < length / page && !deadline.hasExpired())
+                QTest::qWait(20);
+            return residentPages(data, offset, length) == length / page;
+        };
+        ReadAhead readAhead({{nullptr, 2 * kMiB}, {data, 24 * kMiB}}, 8 * kMiB);
+        readAhead.reached(0); // 2 MiB not in a map, then the first 6 MiB of the file
+        QVERIFY(waitForResident(0, 6 * kMiB));
+        QTest::qWait(200);
+        QCOMPARE(residentPages(data, 16 * kMiB, 8 * kMiB), std::size_t(0)); // past the window: not asked
+        readAhead.reached(2 * kMiB + 16 * kMiB);
+        QVERIFY(waitForResident(16 * kMiB, 8 * kMiB));
+    }
+
     void sliceIsAFileOfItsOwn()
     {
         const QString path = m_dir.filePath(QStringLiteral("sliced.bin"));

@@ -6,6 +6,7 @@
 #
 #   FAKE_VALUES_FAIL=TEXT   write TEXT on stderr and exit with status 3
 #   FAKE_VALUES_BYTES=N     after the tensor holding NaN, finite tensors until the answer passes N bytes
+#   FAKE_VALUES_SLEEP=S     with --progress, wait S seconds after the first progress line (a long scan to cancel)
 #
 # Scan modes ([--tensor=I] [--progress] [--crc] FILE): tensor 0, "bad", holds 2 NaN, 1 +Inf and
 # 0 -Inf of its 10 values. --diff A B: every pair read on stdin measured as 4 values, 1 differing,
@@ -33,6 +34,9 @@ progress = "--progress" in args
 if progress:
     sys.stderr.write("progress 0 100\n")
     sys.stderr.flush()
+    if os.environ.get("FAKE_VALUES_SLEEP"):
+        import time
+        time.sleep(float(os.environ["FAKE_VALUES_SLEEP"]))
 counts = [0] * 64
 counts[10] = 7
 bad = {"index": 0, "name": "bad", "domain": "values", "count": 10, "nan": 2, "posinf": 1, "neginf": 0,
