@@ -4,6 +4,7 @@
 #include "command.h"
 #include "extractoptions.h"
 #include "planoptions.h"
+#include "remoteinput.h"
 
 #include "core/devices/deviceinventory.h"
 #include "core/model/checkpoint.h"
@@ -40,6 +41,8 @@ struct ConvertArguments {
 // `extract` and the app's File > Export Weights….
 int runConvert(const ConvertArguments& arguments)
 {
+    if (refusedRemote("convert", arguments.input, "a converted copy"))
+        return kUsageError;
     ckpt::ExportWeightsRequest request;
     request.input = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(arguments.input));
     request.outputPath = arguments.output;

@@ -4,6 +4,7 @@
 // in the ckpt-inspect-values helper, so this program never loads libtorch).
 #include "command.h"
 #include "progressbar.h"
+#include "remoteinput.h"
 
 #include "core/json/json.h"
 #include "core/report/diffreport.h"
@@ -25,6 +26,9 @@ struct DiffArguments {
 
 int runDiff(const DiffArguments& arguments)
 {
+    for (const std::string& path : arguments.paths)
+        if (refusedRemote("diff", path, "a comparison of content hashes"))
+            return kUsageError;
     // core/tasks/comparison, as the app's Compare With: hashes, then the value differences of
     // changed float tensors from the helper, which opens A and B as given.
     ckpt::ComparisonRequest request;

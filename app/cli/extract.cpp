@@ -4,6 +4,7 @@
 #include "command.h"
 #include "extractoptions.h"
 #include "planoptions.h"
+#include "remoteinput.h"
 
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
@@ -26,6 +27,8 @@ struct ExtractArguments {
 
 int runExtract(const ExtractArguments& arguments)
 {
+    if (refusedRemote("extract", arguments.file, "an extracted state_dict"))
+        return kUsageError;
     ckpt::ExportWeightsRequest request;
     request.input = std::make_shared<const ckpt::Checkpoint>(ckpt::readCheckpoint(arguments.file));
     request.outputPath = arguments.output;

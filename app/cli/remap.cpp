@@ -3,6 +3,7 @@
 // torch.load puts them there; or the plan printed as a map_location.
 #include "command.h"
 #include "planoptions.h"
+#include "remoteinput.h"
 #include "savecopywording.h"
 #include "terminal.h"
 
@@ -39,6 +40,8 @@ int runRemap(const RemapArguments& arguments)
         std::cerr << "ckpt-inspect remap: give FILE and -o OUT (or --print-map-location)\n";
         return kUsageError;
     }
+    if (refusedRemote("remap", arguments.file, "a remapped copy"))
+        return kUsageError;
 
     const ckpt::Checkpoint checkpoint = ckpt::readCheckpoint(arguments.file);
     if (arguments.printMapLocation) { // prints a plan; writes nothing, so runs nothing either

@@ -54,6 +54,16 @@ std::uint64_t RemoteInput::bytesLeftToRead() const
     return traffic.fileSize > traffic.bytesRead ? traffic.fileSize - traffic.bytesRead : 0;
 }
 
+bool refusedRemote(const std::string& command, const std::string& path, const std::string& what)
+{
+    if (!ckpt::isRemoteUrl(path))
+        return false;
+    std::cerr << "ckpt-inspect " << command << ": " << shown(path) << ": " << what
+              << " needs every tensor byte of the file: download it first (info, check and plan read a URL's "
+                 "headers only)\n";
+    return true;
+}
+
 void addDownloadFlag(CLI::App& command, bool& download)
 {
     command.add_flag("--download", download,

@@ -34,6 +34,12 @@ private:
     std::ostringstream m_buffer;
 };
 
+// The commands that write or compare every tensor byte (remap, extract, convert, diff) do not read
+// URLs: through the mirror they would download the whole file a block at a time, and a write from
+// bytes not fetched yet fails in the kernel (EFAULT). True, with the reason on standard error,
+// when `path` is a URL.
+bool refusedRemote(const std::string& command, const std::string& path, const std::string& what);
+
 // --download: when the server does not honour range requests, download the whole file (with
 // progress on standard error) instead of stopping.
 void addDownloadFlag(CLI::App& command, bool& download);

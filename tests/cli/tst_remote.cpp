@@ -9,6 +9,7 @@
 
 #include <QDir>
 #include <QDirIterator>
+#include <QFile>
 #include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
@@ -167,6 +168,28 @@ private Q_SLOTS:
         const CommandResult values = runInspect({QStringLiteral("check"), QStringLiteral("--values"), url});
         QVERIFY2(
             values.exitCode == 64 && values.err.contains("would download"), qPrintable(describe(values)));
+    }
+
+    // The commands that write or compare every tensor byte refuse a URL before fetching anything:
+    // nothing is written.
+    void writersRefuseUrls()
+    {
+        const QString url = m_server->url(QStringLiteral("ok"), QStringLiteral("torch-2/devices_mixed.pt"));
+        const QString path = fixturesDir() + QStringLiteral("/torch-2/devices_mixed.pt");
+        const QString out = QDir::temp().filePath(QStringLiteral("ckpt-remote-refused.pt"));
+        QFile::remove(out);
+        const QList<QStringList> commands {
+            {QStringLiteral("remap"), url, QStringLiteral("-o"), out},
+            {QStringLiteral("extract"), url, QStringLiteral("-o"), out},
+            {QStringLiteral("convert"), url, QStringLiteral("-o"), out},
+            {QStringLiteral("diff"), path, url},
+        };
+        for (const QStringList& arguments : commands) {
+            const CommandResult result = runInspect(arguments);
+            QVERIFY2(result.exitCode == 64, qPrintable(describe(result)));
+            QVERIFY2(result.err.contains("download it first"), qPrintable(describe(result)));
+            QVERIFY2(!QFile::exists(out), qPrintable(describe(result)));
+        }
     }
 
     // Servers that misbehave: their cause on standard error, nothing on standard output, exit 3.
