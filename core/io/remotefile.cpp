@@ -31,8 +31,8 @@ namespace ckpt {
 
 namespace {
 
-constexpr std::uint64_t kDefaultBlock = 64 * 1024; // what one fault fetches at least
-constexpr std::uint64_t kMaxRun = 4 * 1024 * 1024; // readahead grows to this on sequential faults
+constexpr std::uint64_t kDefaultBlock = 64ULL * 1024; // what one fault fetches at least
+constexpr std::uint64_t kMaxRun = 4ULL * 1024 * 1024; // readahead grows to this on sequential faults
 constexpr std::size_t kSlots = 256; // remote files open at once
 
 // One live mirror, as the signal handler sees it: only atomics, read without locks.
@@ -73,8 +73,8 @@ void faultHandler(int signal, siginfo_t* info, void* context)
             break;
         FaultRequest request;
         request.address = address;
-        FaultRequest* pointer = &request;
-        if (::write(fd, &pointer, sizeof pointer) != static_cast<ssize_t>(sizeof pointer))
+        const auto message = reinterpret_cast<std::uintptr_t>(&request); // the request, by address
+        if (::write(fd, &message, sizeof message) != static_cast<ssize_t>(sizeof message))
             break; // the fetcher is gone: fall through to the previous handler (a crash, honestly)
         while (request.done.load(std::memory_order_acquire) == 0)
             futex(&request.done, FUTEX_WAIT_PRIVATE, 0);
@@ -277,7 +277,7 @@ struct RemoteFile::State {
             g_slots[static_cast<std::size_t>(slot)].requestFd.store(-1);
         }
         if (fetcher.joinable()) {
-            FaultRequest* stop = nullptr;
+            const std::uintptr_t stop = 0;
             (void)!::write(requestPipe[1], &stop, sizeof stop);
             fetcher.join();
         }
@@ -440,12 +440,13 @@ struct RemoteFile::State {
     void serve()
     {
         for (;;) {
-            FaultRequest* request = nullptr;
-            const ssize_t n = ::read(requestPipe[0], &request, sizeof request);
+            std::uintptr_t message = 0;
+            const ssize_t n = ::read(requestPipe[0], &message, sizeof message);
             if (n < 0 && errno == EINTR)
                 continue;
-            if (n != static_cast<ssize_t>(sizeof request) || !request)
+            if (n != static_cast<ssize_t>(sizeof message) || message == 0)
                 return;
+            auto* request = reinterpret_cast<FaultRequest*>(message); // sleeping in faultHandler
             const auto block = static_cast<std::size_t>(
                 (request->address - reinterpret_cast<std::uintptr_t>(view)) / blockBytes);
             if (block < blocks && !blockFetched(block)) {
