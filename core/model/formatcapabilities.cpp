@@ -130,8 +130,9 @@ std::vector<FormatCapabilities> makeTable()
     // record copied byte for byte (core/write/remapwriter.cpp, remappedModelJson).
     scriptJson.copyWithPlan = CopyWithPlan::Rewritten;
     scriptJson.caveat
-        = "no torch here loads this layout (torch 1.4 and later are built without its importer): "
-          "remapped copies are checked by this tool's reader, not by torch";
+        = "no torch here loads this layout (Debian's torch 1.13 and torch 2.x lack its importer): "
+          "remapped copies are checked by this tool's reader, not by torch; proto_version 1 files "
+          "(PyTorch 1.0) hold no attributes.pkl, so no pickle";
 
     auto& exported = table.emplace_back(row(CheckpointFormat::ExportArchive,
         "torch.export archive (.pt2: PT2 archive, or the torch 2.1-2.5 layout)", "formats-pt2.md"));
