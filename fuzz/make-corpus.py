@@ -40,6 +40,7 @@ SOURCES = [
     os.path.join(ROOT, 'tests', 'fixtures', 'nested'),
     # deflated storage records and TorchScript's model.json layout (issue 26)
     os.path.join(ROOT, 'tests', 'fixtures', 'zipold'),
+    os.path.join(ROOT, 'tests', 'fixtures', 'modeljson'),  # model.json with attributes.pkl (issue 26)
     os.path.join(ROOT, 'tests', 'fixtures', 'torch-export'),  # torch.export archives (.pt2)
     os.path.join(ROOT, 'tests', 'fixtures', 'bundles'),  # tar, tar.gz, .nemo and zip bundles
     # NumPy scalars and arrays of every dtype (protocols 2 and 4) that extract --plain-values decodes

@@ -125,9 +125,14 @@ std::vector<FormatCapabilities> makeTable()
     scriptJson.readable = scriptJson.recordsDevices = true; // every TensorDef records its device
     scriptJson.torchLoadSimulated = true; // torch.load fails on it: no data.pkl
     scriptJson.extractable = scriptJson.exportsWeights = true;
+    scriptJson.pickled = true; // attributes.pkl (proto_version 2+), rated like every pickle
+    // Rewritten: the copy's model.json gives every TensorDef its planned device, every other
+    // record copied byte for byte (core/write/remapwriter.cpp, remappedModelJson).
+    scriptJson.copyWithPlan = CopyWithPlan::Rewritten;
     scriptJson.caveat
-        = "read, checked, extracted and converted; a remapped copy in this layout is not written "
-          "(extract gives a torch.save state_dict that records the devices)";
+        = "no torch here loads this layout (Debian's torch 1.13 and torch 2.x lack its importer): "
+          "remapped copies are checked by this tool's reader, not by torch; proto_version 1 files "
+          "(PyTorch 1.0) hold no attributes.pkl, so no pickle";
 
     auto& exported = table.emplace_back(row(CheckpointFormat::ExportArchive,
         "torch.export archive (.pt2: PT2 archive, or the torch 2.1-2.5 layout)", "formats-pt2.md"));

@@ -277,6 +277,12 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
     if (modelJson) {
         // TorchScript's oldest layout (PyTorch 1.0-1.3): model.json describes the tensors.
         readModelJson(checkpoint, zip, *modelJson, prefix, recordUsed);
+        // Its attribute values (proto_version 2+, PyTorch 1.1-1.3): a pickle import_legacy.cpp
+        // runs with the jit unpickler, rated like every other pickle. Its tensors are references
+        // into model.json's table (torch.jit._pickle.build_tensor_from_id), listed there.
+        if (const ZipEntry* attributes = record("attributes.pkl"))
+            readPickleRecord(
+                checkpoint, zip, *attributes, options, "tensors/", "tensors/", "attributes", recordUsed);
     } else if (!dataPickle) {
         checkpoint.addFinding(Severity::Error, FindingCode::DataPklMissing,
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "

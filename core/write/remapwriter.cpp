@@ -9,6 +9,7 @@
 #include "core/format/zipformat.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
+#include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/formatcapabilities.h"
 #include "core/pickle/pickleemitter.h"
@@ -85,6 +86,43 @@ const NestedBlob* nestedBlobOf(const Checkpoint& checkpoint, const StorageRecord
     return nullptr;
 }
 
+// TorchScript's model.json layout (PyTorch 1.0-1.3) records each tensor's device in its TensorDef
+// (`device`, caffe2/proto/torch.proto; import_legacy.cpp puts the tensor's storage there). The
+// copy's model.json gives every TensorDef the planned device of the storage (tensors/N record) it
+// views: import_legacy.cpp requires one device per record, and the plan places storages whole.
+// Every other member is kept as read (protobuf's JSON parser reads any layout of the text); no
+// device moved: nothing (the record is copied byte for byte).
+Expected<std::optional<ByteBuffer>> remappedModelJson(
+    const Checkpoint& checkpoint, const PlacementPlan& plan, const ZipArchive& zip, const ZipEntry& entry)
+{
+    auto bytes = zip.readPayload(entry, 256ull << 20);
+    if (!bytes)
+        return makeError("cannot read " + std::string(entry.name()) + ": " + bytes.error().message);
+    auto model = parseJson(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+    if (!model || !model->isObject())
+        return makeError(std::string(entry.name()) + " is not a JSON object");
+    JsonValue* tensors = model->find("tensors");
+    bool changed = false;
+    if (tensors && tensors->array()) {
+        for (JsonValue& tensorDef : *tensors->array()) {
+            const JsonValue& data = tensorDef.member("data");
+            const std::string& key = data.member("key").toString();
+            const auto storage = checkpoint.storageIndex(key);
+            if (key.empty() || !storage)
+                continue;
+            const std::optional<std::string> planned = plan.plannedDeviceOfStorage(*storage);
+            if (!planned || tensorDef.member("device").toString() == *planned)
+                continue;
+            tensorDef.set("device", JsonValue(*planned));
+            changed = true;
+        }
+    }
+    if (!changed)
+        return std::optional<ByteBuffer>();
+    const std::string text = model->toJson(JsonStyle::Pretty);
+    return std::optional<ByteBuffer>(ByteBuffer(text.begin(), text.end()));
+}
+
 bool isMetadataOnly(const StorageRecord& storage)
 {
     return storage.key.starts_with("traced_inputs/")
@@ -100,11 +138,6 @@ Status whyCannotBeRemapped(const Checkpoint& checkpoint)
     const FormatCapabilities& row = formatCapabilities(checkpoint.format);
     if (!row.readable)
         return makeError("not a PyTorch checkpoint: " + checkpoint.container.description);
-    if (checkpoint.format == CheckpointFormat::TorchScriptJson)
-        return makeError(
-            "a remapped copy of TorchScript's model.json layout (PyTorch 1.0-1.3) is not written: "
-            "`ckpt-inspect extract` writes its tensors as a torch.save state_dict, on the planned "
-            "devices");
     if (row.copyWithPlan != CopyWithPlan::Rewritten && row.copyWithPlan != CopyWithPlan::ConvertedToZip)
         return makeError(std::string(row.noDeviceReason) + ", so there is nothing to remap");
     if (checkpoint.format == CheckpointFormat::ExportArchive)
@@ -412,6 +445,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     std::uint64_t expectedSize = checkpoint.fileSize;
     for (const auto& [section, bytes] : rewrittenPickles)
         expectedSize += bytes.size() + 4096;
+    if (checkpoint.format == CheckpointFormat::TorchScriptJson) // model.json, rewritten
+        expectedSize += checkpoint.fileSize / 4 + 4096;
     for (const StorageRecord& storage : checkpoint.storages)
         if (storage.deflated) // written stored: its inflated size
             expectedSize += storage.availableBytes.value_or(0);
@@ -466,6 +501,18 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                     alignment = parsed;
             }
         }
+        // TorchScript's model.json layout: the devices are in model.json, rewritten; the
+        // pickles (attributes.pkl) name no device and are copied.
+        const ZipEntry* modelJson = checkpoint.format == CheckpointFormat::TorchScriptJson
+            ? zip.find(prefix + "model.json")
+            : nullptr;
+        std::optional<ByteBuffer> rewrittenModelJson;
+        if (modelJson) {
+            auto rewritten = remappedModelJson(checkpoint, plan, zip, *modelJson);
+            if (!rewritten)
+                return rewritten.error();
+            rewrittenModelJson = std::move(*rewritten);
+        }
         std::map<std::string, std::uint32_t, std::less<>> sectionByRecord;
         for (std::uint32_t section = 0; section < checkpoint.pickles.size(); ++section)
             sectionByRecord[checkpoint.pickles[section].record] = section;
@@ -497,7 +544,10 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
         for (const ZipEntry* entry : entries) {
             Status status;
             auto section = sectionByRecord.find(entry->name());
-            if (section != sectionByRecord.end() && rewrittenPickles.count(section->second)) {
+            if (entry == modelJson && rewrittenModelJson) {
+                status = writer.addRecord(entry->name(), *rewrittenModelJson);
+                ++result.recordsRewritten;
+            } else if (section != sectionByRecord.end() && rewrittenPickles.count(section->second)) {
                 status = writer.addRecord(entry->name(), rewrittenPickles[section->second]);
                 ++result.recordsRewritten;
             } else if (entry->name() == prefix + ".data/serialization_id") {

@@ -18,6 +18,8 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 
+#include <set>
+
 namespace {
 
 const QString kGenerator = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/zipold/generate_zipold.py");
@@ -25,6 +27,15 @@ const QString kGenerator = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/zipol
 QString zipold(const QString& name)
 {
     return fixturesDir() + QStringLiteral("/zipold/") + name;
+}
+
+// The model.json layout with attributes.pkl (tests/fixtures/modeljson/README.md).
+const QString kModelJsonGenerator
+    = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/modeljson/generate_modeljson.py");
+
+QString modeljson(const QString& name)
+{
+    return fixturesDir() + QStringLiteral("/modeljson/") + name;
 }
 
 // A signal (a crash) reads as exit code -1 or 128+n; every refusal of the tool is a small code.
@@ -166,16 +177,147 @@ private Q_SLOTS:
         }
     }
 
-    // A remapped copy of the model.json layout is refused with the way out; nothing is written.
-    void modelJsonRemapRefused()
+    // The model.json layout with attributes.pkl: every tensor as the published format says, the
+    // pickle shown under "attributes" and rated by the safety verdict with its findings.
+    void modelJsonAttributes_data()
     {
-        const CommandResult result = runInspect({QStringLiteral("remap"), QStringLiteral("--map"),
-            QStringLiteral("cpu=cuda:0"), zipold(QStringLiteral("torchscript_modeljson.pt")),
-            QStringLiteral("-o"), out(QStringLiteral("never.pt"))});
-        QVERIFY(result.exitCode != 0 && exitedCleanly(result));
-        QVERIFY2(result.err.contains("model.json") && result.err.contains("extract"),
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<bool>("hostile");
+        QTest::newRow("attributes") << QStringLiteral("torchscript_attributes") << false;
+        QTest::newRow("hostile attributes") << QStringLiteral("torchscript_attributes_hostile") << true;
+    }
+    void modelJsonAttributes()
+    {
+        QFETCH(QString, fixture);
+        QFETCH(bool, hostile);
+        const QString path = modeljson(fixture + QStringLiteral(".pt"));
+        compareWithTorch(path, modeljson(fixture + QStringLiteral(".expected.json")), {});
+        if (QTest::currentTestFailed())
+            return;
+        const CommandResult result = runInspect({QStringLiteral("info"), QStringLiteral("--json"), path});
+        QVERIFY2(exitedCleanly(result), qPrintable(describe(result)));
+        const JsonValue json = parse(result.out);
+        QVERIFY2(result.out.contains("attributes.pkl"), qPrintable(describe(result)));
+        const std::string rating = json.member("safety").member("rating").toString();
+        QVERIFY2(!rating.empty() && rating != "no-pickle", qPrintable(describe(result)));
+        // Its globals are the file's (torch.jit._pickle's builders, and what an attacker added).
+        std::set<std::string> globals;
+        for (const JsonValue& global : json.member("globals").items())
+            globals.insert(global.toString());
+        QVERIFY2(globals.count("torch.jit._pickle.build_tensor_from_id"), qPrintable(describe(result)));
+        QCOMPARE(globals.count("posix.system") == 1, hostile);
+        QVERIFY2(json.member("safety").member("pickles").at(0).toString().find("attributes.pkl")
+                != std::string::npos,
             qPrintable(describe(result)));
-        QVERIFY(!QFile::exists(out(QStringLiteral("never.pt"))));
+        bool namesSystem = false;
+        for (const JsonValue& unsafe : json.member("safety").member("unsafe").items())
+            namesSystem = namesSystem
+                || (unsafe.member("name").toString() == "posix.system"
+                    && unsafe.member("where").toString().find("attributes.pkl") != std::string::npos);
+        QCOMPARE(namesSystem, hostile);
+        QCOMPARE(rating == "dangerous", hostile);
+    }
+
+    // remap of the model.json layout: the copy's model.json records the planned devices, every other
+    // record is the original's byte for byte, read back by the verifier; Python's zipfile and json
+    // check it (no torch here loads the layout: generate_modeljson.py --check-copies).
+    void modelJsonRemap()
+    {
+        struct Case {
+            QStringList arguments;
+            QString original, copy;
+            QStringList devices; // of every TensorDef in the copy's model.json, in table order
+        };
+        const QString attributes = modeljson(QStringLiteral("torchscript_attributes.pt"));
+        const QString hostile = modeljson(QStringLiteral("torchscript_attributes_hostile.pt"));
+        const QString plain = zipold(QStringLiteral("torchscript_modeljson.pt"));
+        const QString cpu = QStringLiteral("cpu"), cuda1 = QStringLiteral("cuda:1");
+        const std::vector<Case> cases {
+            {{QStringLiteral("remap"), QStringLiteral("--json"), QStringLiteral("--map"),
+                 QStringLiteral("cuda:0=cpu"), attributes, QStringLiteral("-o"),
+                 out(QStringLiteral("attr_cpu.pt"))},
+                attributes, out(QStringLiteral("attr_cpu.pt")), {cpu, cpu, cpu}},
+            {{QStringLiteral("remap"), QStringLiteral("--json"), QStringLiteral("--map"),
+                 QStringLiteral("*=cuda:1"), plain, QStringLiteral("-o"),
+                 out(QStringLiteral("plain_cuda1.pt"))},
+                plain, out(QStringLiteral("plain_cuda1.pt")), QStringList(9, cuda1)},
+            {{QStringLiteral("remap"), QStringLiteral("--json"), QStringLiteral("--allow-dangerous"),
+                 QStringLiteral("--map"), QStringLiteral("cuda:0=cpu"), hostile, QStringLiteral("-o"),
+                 out(QStringLiteral("hostile_cpu.pt"))},
+                hostile, out(QStringLiteral("hostile_cpu.pt")), {cpu, cpu, cpu}},
+        };
+        QJsonArray spec;
+        for (const Case& c : cases) {
+            const CommandResult result = runInspect(c.arguments);
+            QVERIFY2(result.exitCode == 0, qPrintable(c.arguments.join(u' ') + u": "_qs + describe(result)));
+            const JsonValue json = parse(result.out);
+            QVERIFY2(json.member("verified").toBool(), qPrintable(describe(result)));
+            // The copy reads back in its own layout with the planned devices.
+            const CommandResult info = runInspect({QStringLiteral("info"), QStringLiteral("--json"), c.copy});
+            const JsonValue back = parse(info.out);
+            QCOMPARE(back.member("format").toString(), std::string("torchscript-json"));
+            for (const JsonValue& tensor : back.member("tensors").items())
+                QVERIFY2(c.devices.contains(QString::fromStdString(tensor.member("device").toString())),
+                    qPrintable(show(tensor)));
+            spec.append(
+                QJsonObject {{QStringLiteral("original"), c.original}, {QStringLiteral("copy"), c.copy},
+                    {QStringLiteral("devices"), QJsonArray::fromStringList(c.devices)}});
+        }
+        QFile specFile(out(QStringLiteral("modeljson_spec.json")));
+        QVERIFY(specFile.open(QIODevice::WriteOnly));
+        specFile.write(QJsonDocument(spec).toJson());
+        specFile.close();
+        const CommandResult checked = runProgram(QStringLiteral(CKPT_LEGACY_PYTHON),
+            {kModelJsonGenerator, QStringLiteral("--check-copies"), specFile.fileName()});
+        QVERIFY2(checked.exitCode == 0 && !checked.out.contains("FAIL"), qPrintable(describe(checked)));
+        QCOMPARE(checked.out.count("ok    "), qsizetype(cases.size()));
+    }
+
+    // Cut off inside attributes.pkl, or inside a tensors/ record: what can be read is shown with the
+    // cause named, remap refuses, nothing crashes and nothing is written.
+    void modelJsonTruncated_data()
+    {
+        QTest::addColumn<QString>("record");
+        QTest::addColumn<QString>("code"); // the finding that names the cut record
+        QTest::newRow("in attributes.pkl")
+            << QStringLiteral("attributes.pkl") << QStringLiteral("record-unreadable");
+        QTest::newRow("in tensors/1") << QStringLiteral("tensors/1") << QStringLiteral("zip-truncated");
+    }
+    void modelJsonTruncated()
+    {
+        QFETCH(QString, record);
+        QFETCH(QString, code);
+        const QString original = modeljson(QStringLiteral("torchscript_attributes_hostile.pt"));
+        auto file = MappedFile::open(original.toStdString());
+        QVERIFY(file.hasValue());
+        const ZipArchive zip = ZipArchive::open(*file);
+        std::uint64_t cutAt = 0;
+        for (const ZipEntry& entry : zip.entries())
+            if (QString::fromStdString(std::string(entry.name())).endsWith(record))
+                cutAt = entry.dataOffset + entry.uncompressedSize / 2;
+        QVERIFY(cutAt > 0);
+        QFile in(original);
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        QFile cut(out(QStringLiteral("cut_") + QString(record).replace(u'/', u'_') + QStringLiteral(".pt")));
+        QVERIFY(cut.open(QIODevice::WriteOnly));
+        cut.write(in.readAll().left(qsizetype(cutAt)));
+        cut.close();
+        const CommandResult info
+            = runInspect({QStringLiteral("info"), QStringLiteral("--json"), cut.fileName()});
+        QVERIFY2(exitedCleanly(info), qPrintable(describe(info)));
+        const JsonValue json = parse(info.out);
+        QVERIFY2(json.member("tensors").size() > 0, qPrintable(describe(info)));
+        bool named = false;
+        for (const JsonValue& finding : json.member("findings").items())
+            named = named
+                || (finding.member("code").toString() == code.toStdString()
+                    && QString::fromStdString(finding.member("record").toString()).endsWith(record));
+        QVERIFY2(named, qPrintable(describe(info)));
+        const QString copy = out(QStringLiteral("cut_copy.pt"));
+        const CommandResult remap = runInspect({QStringLiteral("remap"), QStringLiteral("--allow-dangerous"),
+            QStringLiteral("--map"), QStringLiteral("*=cpu"), cut.fileName(), QStringLiteral("-o"), copy});
+        QVERIFY2(remap.exitCode != 0 && exitedCleanly(remap), qPrintable(describe(remap)));
+        QVERIFY(!QFile::exists(copy));
     }
 
     // Stored and deflated records of the same tensors hash alike: diff sees no change.

@@ -104,8 +104,9 @@ private Q_SLOTS:
         // Archives from other writers (issue 26): deflated storage records are a torch zip like any.
         QTest::newRow("torch zip, deflated records")
             << fixturePath("zipold/deflated_mixed.pt") << QStringLiteral("torch-zip");
+        // proto_version 2 (PyTorch 1.1-1.3): attributes.pkl, the layout's pickle, rated; remapped.
         QTest::newRow("torchscript model.json")
-            << fixturePath("zipold/torchscript_modeljson.pt") << QStringLiteral("torchscript-json");
+            << fixturePath("modeljson/torchscript_attributes.pt") << QStringLiteral("torchscript-json");
         // The 0.1.x tar layout: real files only in the shared corpus (torch has not written it since 0.2).
         const QString tar = tarFile();
         if (QFile::exists(tar))

@@ -3,12 +3,14 @@
 // are deflated and TorchScript's model.json layout (tests/fixtures/zipold/README.md). The window's
 // tree shows every tensor torch (or the published format) reports, with its dtype, shape and
 // recorded device; the details pane says how a deflated storage is kept.
+#include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 #include "tests/common/uitesthelpers.h"
 #include "ui/document/checkpointdocument.h"
 #include "ui/mainwindow.h"
 #include "ui/models/tensortreemodel.h"
 #include "ui/widgets/detailspane.h"
+#include "ui/widgets/safetybanner.h"
 
 #include <QAbstractProxyModel>
 #include <QApplication>
@@ -17,6 +19,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -65,6 +68,10 @@ private Q_SLOTS:
         QTest::newRow("deflated storages") << QStringLiteral("deflated_state_dict");
         QTest::newRow("stored and deflated") << QStringLiteral("deflated_mixed");
         QTest::newRow("model.json TorchScript") << QStringLiteral("torchscript_modeljson");
+        QTest::newRow("model.json with attributes.pkl")
+            << QStringLiteral("../modeljson/torchscript_attributes");
+        QTest::newRow("model.json, hostile attributes.pkl")
+            << QStringLiteral("../modeljson/torchscript_attributes_hostile");
     }
     void treeShowsWhatTorchReports()
     {
@@ -108,6 +115,46 @@ private Q_SLOTS:
             QVERIFY2(details.contains(u"deflated in its zip record"_qs), qPrintable(details));
         else
             QVERIFY2(details.contains(u"Offset in file"_qs), qPrintable(details));
+    }
+
+    // attributes.pkl of the model.json layout: a row "attributes" in the tree, rated by the safety
+    // banner (posix.system: dangerous), and File > Save remapped copy writes the layout with the
+    // planned devices, read back by the project's reader.
+    void modelJsonAttributesAndSaveCopy()
+    {
+        {
+            ckpt::MainWindow window;
+            window.setSuppressModalDialogs(true);
+            window.show();
+            QVERIFY(ckpt::testing::openAndWait(
+                window, zipold(QStringLiteral("../modeljson/torchscript_attributes_hostile.pt"))));
+            const QAbstractItemModel* model = window.treeView()->model();
+            bool attributesRow = false;
+            for (int row = 0; row < model->rowCount(); ++row)
+                attributesRow = attributesRow || model->index(row, 0).data().toString() == u"attributes"_qs;
+            QVERIFY(attributesRow);
+            QTRY_COMPARE_WITH_TIMEOUT(
+                window.safetyBanner()->rating(), ckpt::PickleSafety::DangerousOrUnknown, 30000);
+        }
+        ckpt::MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.show();
+        QVERIFY(ckpt::testing::openAndWait(
+            window, zipold(QStringLiteral("../modeljson/torchscript_attributes.pt"))));
+        QTRY_COMPARE_WITH_TIMEOUT(window.safetyBanner()->rating(), ckpt::PickleSafety::KnownInert, 30000);
+        window.document()->move({ckpt::PlacementRule {ckpt::PlacementRule::Kind::MapTag, "*", "cpu"}},
+            QStringLiteral("Map every device to cpu"));
+        QTemporaryDir out;
+        const QString copy = out.filePath(QStringLiteral("attributes_cpu.pt"));
+        QSignalSpy finished(&window, &ckpt::MainWindow::saveFinished);
+        window.saveRemappedCopyTo(copy);
+        QVERIFY(finished.wait(60000));
+        QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(1).toString()));
+        const ckpt::Checkpoint written = ckpt::readCheckpoint(copy.toStdString());
+        QCOMPARE(written.format, ckpt::CheckpointFormat::TorchScriptJson);
+        QCOMPARE(written.tensors.size(), window.document()->checkpoint().tensors.size());
+        for (const ckpt::TensorEntry& tensor : written.tensors)
+            QCOMPARE(tensor.device.value_or("none").str(), std::string("cpu"));
     }
 };
 
