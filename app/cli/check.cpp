@@ -3,8 +3,8 @@
 // salvaged), placement smells, what torch.load would do on the target, the weights_only verdict and,
 // with --values, each tensor's value statistics (through the libtorch helper).
 #include "command.h"
-#include "remoteinput.h"
 #include "progressbar.h"
+#include "remoteinput.h"
 #include "terminal.h"
 
 #include "core/base/textformat.h"

@@ -6,8 +6,8 @@
 #include "savecopywording.h"
 #include "terminal.h"
 
-#include "core/devices/cudaruntime.h"
 #include "core/base/textformat.h"
+#include "core/devices/cudaruntime.h"
 #include "core/devices/deviceinventory.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
