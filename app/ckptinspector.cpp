@@ -9,6 +9,8 @@
 #include <QFileInfo>
 #include <QTimer>
 
+#include <memory>
+
 #include <cstdio>
 
 namespace {
@@ -76,7 +78,13 @@ int main(int argc, char* argv[])
     if (parser.isSet(quitAfterLoad) || !screenshotPath.isEmpty()) {
         // Nothing may wait for a click: errors are only emitted, and reported here.
         window.setSuppressModalDialogs(true);
-        QObject::connect(&window, &ckpt::MainWindow::checkpointOpened, &app, [&window, screenshotPath] {
+        // The picture is taken once the Findings panel shows the file's triage (a screenshot of
+        // "Checking what loading this file would run..." shows nothing a reader came for), or after
+        // 30 s without it; --quit-after-load ends as soon as the tree shows the file.
+        auto finish = [&window, screenshotPath, done = std::make_shared<bool>(false)] {
+            if (*done)
+                return;
+            *done = true;
             // A turn of the event loop first, so the tree, the cards and the chart are laid out.
             QTimer::singleShot(0, &window, [&window, screenshotPath] {
                 if (!screenshotPath.isEmpty() && !window.grab().save(screenshotPath, "PNG")) {
@@ -87,7 +95,16 @@ int main(int argc, char* argv[])
                 std::fprintf(stdout, "ckpt-inspector: opened %s\n", qPrintable(window.currentFile()));
                 QApplication::exit(0);
             });
-        });
+        };
+        QObject::connect(
+            &window, &ckpt::MainWindow::checkpointOpened, &app, [&window, screenshotPath, finish] {
+                if (screenshotPath.isEmpty())
+                    finish();
+                else
+                    QTimer::singleShot(30'000, &window, finish);
+            });
+        if (!screenshotPath.isEmpty())
+            QObject::connect(&window, &ckpt::MainWindow::triageFinished, &app, finish);
         // Queued: a file that fails at once fails inside openFile(), before exec() could see exit().
         QObject::connect(
             &window, &ckpt::MainWindow::openFailed, &app,
