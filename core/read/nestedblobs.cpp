@@ -136,9 +136,10 @@ std::int32_t CheckpointBuilder::storageFromNestedBlob(NodeId call)
     }
     // Storage.__reduce__ saves exactly one storage; the one its pickle's root names is the value.
     StorageRecord storage = inner.storages.front();
+    const std::string innerRecord = storage.record(); // before the key changes: a zip record ends in it
     storage.key = "bytes" + std::to_string(number) + "/" + storage.key;
     const std::string stem = "bytes #" + std::to_string(number) + ", ";
-    storage.setRecord(InternedString(stem + storage.record()));
+    storage.setRecord(InternedString(stem + innerRecord));
     storage.persistentIdTuples = {};
     storage.firstPersistentId = kNoNode;
     storage.tensors = {};
