@@ -234,6 +234,11 @@ private:
                 return Step::Invalid;
             return skipLine(printable);
         case 'V':
+            // raw-unicode-escape text: pickle escapes only \0, \n, \r, \x1a (and \\); every other
+            // byte, control characters and latin-1 ones included, is written as it is (bytes
+            // pickled at protocol 0 are _codecs.encode of such text: pickle.dump of a tensor).
+            m_allowEmptyLine = true;
+            return skipLine([](std::uint8_t byte) { return byte != 0 && byte != '\r' && byte != 0x1a; });
         case 'P':
             m_allowEmptyLine = true;
             return skipLine([](std::uint8_t byte) { return byte >= 0x20 || byte == '\t'; });
@@ -549,6 +554,20 @@ ContainerGuess sniffContainer(ByteView fileBytes)
                     + byteCount(size - 8) + " follow: the file is truncated (download or copy it again)");
     }
 
+    // Before the zip end record is looked for: a pickle may hold whole zip archives in its bytes
+    // (pickle.dump of tensors whose storages were saved as torch.save zips), the last one's end
+    // record near the end of the file.
+    if (size >= 2 && bytes[0] == 0x80 && bytes[1] >= 2 && bytes[1] <= 5)
+        return guess(ContainerKind::PlainPickle,
+            "a Python pickle (protocol " + std::to_string(bytes[1]) + ", " + sizeText
+                + ") without PyTorch's magic number: an ordinary pickled object, not a torch.save "
+                  "checkpoint. Loading it with pickle or torch.load(weights_only=False) would run any "
+                  "code it names");
+    if (OldPickleProbe(bytes).looksLikePickle())
+        return guess(ContainerKind::PlainPickle,
+            "a Python pickle in the old text protocol 0/1 (" + sizeText
+                + ", typical of Python 2), without PyTorch's magic number: not a torch.save checkpoint. "
+                  "Loading it with pickle would run any code it names");
     if (const auto zip = zipStartFromEnd(bytes); zip && zip->start > 0) {
         const std::string prefix = byteCount(zip->start);
         return guess(ContainerKind::ZipWithPrefix,
@@ -561,18 +580,6 @@ ContainerGuess sniffContainer(ByteView fileBytes)
                         : "its offsets count from the start of the file, so after cutting off the first "
                             + prefix + " they must be adjusted too (zip -A does that)"));
     }
-
-    if (size >= 2 && bytes[0] == 0x80 && bytes[1] >= 2 && bytes[1] <= 5)
-        return guess(ContainerKind::PlainPickle,
-            "a Python pickle (protocol " + std::to_string(bytes[1]) + ", " + sizeText
-                + ") without PyTorch's magic number: an ordinary pickled object, not a torch.save "
-                  "checkpoint. Loading it with pickle or torch.load(weights_only=False) would run any "
-                  "code it names");
-    if (OldPickleProbe(bytes).looksLikePickle())
-        return guess(ContainerKind::PlainPickle,
-            "a Python pickle in the old text protocol 0/1 (" + sizeText
-                + ", typical of Python 2), without PyTorch's magic number: not a torch.save checkpoint. "
-                  "Loading it with pickle would run any code it names");
 
     if (const auto zipStart = zipStartByScanning(bytes); zipStart && *zipStart > 0)
         return guess(ContainerKind::ZipWithPrefix,

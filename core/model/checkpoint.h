@@ -84,11 +84,18 @@ struct StorageRecord {
     // Its zip record is deflated (other writers than torch.save, §1.6 of docs/formats.md): no
     // dataOffset, availableBytes is the inflated size; core/read/storagebytes.h reads it.
     bool deflated = false;
+    // Its bytes lie in a torch.save file inside bytes that the pickle holds as latin-1 text (pickle
+    // protocols 0-2, core/read/nestedblobs.cpp): not in the file as such, no dataOffset;
+    // availableBytes counts them in the decoded copy its NestedBlob keeps (storagebytes.h reads it).
+    bool inDecodedBlob = false;
 
     // Its bytes lie whole and uncompressed in the file, from dataOffset.
     bool bytesComplete() const { return availableBytes && *availableBytes >= nbytes && dataOffset; }
-    // Its bytes can be read whole: in place, or by inflating its record.
-    bool bytesReadable() const { return bytesComplete() || (deflated && availableBytes >= nbytes); }
+    // Its bytes can be read whole: in place, by inflating its record, or from a decoded blob.
+    bool bytesReadable() const
+    {
+        return bytesComplete() || ((deflated || inDecodedBlob) && availableBytes >= nbytes);
+    }
     // Where its bytes live: zip record name ("archive/data/0"), or a description.
     std::string record() const { return recordName().str(); }
     // The same, as a view of its two parts: compares and sorts as record() does, builds no string.
@@ -189,6 +196,10 @@ struct NestedBlob {
     std::optional<std::uint64_t> fileOffset; // where the bytes lie in the file verbatim, if they do
     CheckpointFormat innerFormat = CheckpointFormat::TorchLegacy;
     bool bytesComplete = false; // the storage's bytes are whole in the file inside the bytes
+    // Bytes held as text (protocols 0-2): the torch.save file decoded from it, and where the
+    // storage's bytes start there (StorageRecord::inDecodedBlob). Null where the bytes lie in the file.
+    std::shared_ptr<const MappedFile> decoded;
+    std::uint64_t decodedDataOffset = 0;
 };
 
 // A torch.save file kept whole as a zip member of a torch.export archive (core/read/pt2reader.cpp):

@@ -88,7 +88,8 @@ std::int32_t CheckpointBuilder::storageFromNestedBlob(NodeId call)
     const std::size_t number = m_checkpoint.nestedBlobs.size();
     // Where the bytes lie in the file as they are (protocol 3 and later write them verbatim): the
     // storage's bytes are then located in the file itself. Text-encoded bytes (protocols 0-2) are
-    // read from a copy, and their storage bytes are not in the file as such.
+    // read from a decoded copy, which the NestedBlob keeps: their storage bytes are not in the file
+    // as such.
     std::optional<std::uint64_t> blobOffset;
     std::shared_ptr<const MappedFile> file;
     if (m_checkpoint.file && !blob->empty()) {
@@ -135,23 +136,31 @@ std::int32_t CheckpointBuilder::storageFromNestedBlob(NodeId call)
     }
     // Storage.__reduce__ saves exactly one storage; the one its pickle's root names is the value.
     StorageRecord storage = inner.storages.front();
+    const std::string innerRecord = storage.record(); // before the key changes: a zip record ends in it
     storage.key = "bytes" + std::to_string(number) + "/" + storage.key;
     const std::string stem = "bytes #" + std::to_string(number) + ", ";
-    storage.setRecord(InternedString(stem + storage.record()));
+    storage.setRecord(InternedString(stem + innerRecord));
     storage.persistentIdTuples = {};
     storage.firstPersistentId = kNoNode;
     storage.tensors = {};
     storage.pickleSection = static_cast<std::uint32_t>(m_checkpoint.pickles.size());
-    if (storage.dataOffset && blobOffset)
+    NestedBlob record;
+    if (storage.dataOffset && blobOffset) {
         storage.dataOffset = *storage.dataOffset + *blobOffset;
-    else {
+    } else if (storage.dataOffset && !storage.deflated) {
+        // Bytes held as text (protocols 0-2): the storage's bytes exist only in the decoded copy,
+        // which the record keeps so that extract, convert and the value scan can read them.
+        record.decoded = file;
+        record.decodedDataOffset = *storage.dataOffset;
+        storage.dataOffset.reset();
+        storage.inDecodedBlob = true;
+    } else {
         storage.dataOffset.reset();
         storage.availableBytes.reset();
     }
     const auto index = static_cast<std::uint32_t>(m_checkpoint.storages.size());
     m_checkpoint.storages.push_back(std::move(storage));
     m_checkpoint.indexStorage(index);
-    NestedBlob record;
     record.call = call;
     record.storage = index;
     record.fileOffset = blobOffset;

@@ -18,6 +18,20 @@ const ZipEntry* deflatedRecordOf(const Checkpoint& checkpoint, const StorageReco
     return entry && entry->method == zipformat::kMethodDeflate ? entry : nullptr;
 }
 
+const NestedBlob* decodedBlobOf(const Checkpoint& checkpoint, const StorageRecord& storage)
+{
+    if (!storage.inDecodedBlob || checkpoint.storages.empty() || &storage < checkpoint.storages.data()
+        || &storage >= checkpoint.storages.data() + checkpoint.storages.size())
+        return nullptr;
+    const auto index = static_cast<std::uint32_t>(&storage - checkpoint.storages.data());
+    // The blobs are recorded as their storages are added: in the order of the storages' indices.
+    const auto found = std::lower_bound(checkpoint.nestedBlobs.begin(), checkpoint.nestedBlobs.end(), index,
+        [](const NestedBlob& blob, std::uint32_t wanted) { return blob.storage < wanted; });
+    if (found == checkpoint.nestedBlobs.end() || found->storage != index || !found->decoded)
+        return nullptr;
+    return &*found;
+}
+
 namespace {
 
 ReadError notComplete(const StorageRecord& storage)
@@ -27,13 +41,25 @@ ReadError notComplete(const StorageRecord& storage)
         std::nullopt, storage.record());
 }
 
+// The first `length` bytes of a storage whose bytes lie in a decoded blob, or nothing.
+std::optional<ByteView> decodedBytesOf(
+    const Checkpoint& checkpoint, const StorageRecord& storage, std::uint64_t length)
+{
+    const NestedBlob* blob = decodedBlobOf(checkpoint, storage);
+    if (!blob || !storage.bytesReadable() || length > *storage.availableBytes)
+        return std::nullopt;
+    return subView(blob->decoded->bytes(), blob->decodedDataOffset, length);
+}
+
 } // namespace
 
 Status forEachStorageByteChunk(const Checkpoint& checkpoint, const StorageRecord& storage,
     std::uint64_t length, const std::function<Status(ByteView)>& sink)
 {
-    if (storage.bytesComplete() && checkpoint.file) {
-        const auto bytes = subView(checkpoint.file->bytes(), *storage.dataOffset, length);
+    if ((storage.bytesComplete() && checkpoint.file) || storage.inDecodedBlob) {
+        const auto bytes = storage.inDecodedBlob
+            ? decodedBytesOf(checkpoint, storage, length)
+            : subView(checkpoint.file->bytes(), *storage.dataOffset, length);
         if (!bytes || length > *storage.availableBytes)
             return notComplete(storage);
         constexpr std::uint64_t kSlice = 64ull << 20;
@@ -60,6 +86,13 @@ Expected<StorageBytes> readStorageBytes(const Checkpoint& checkpoint, const Stor
             return notComplete(storage);
         result.bytes = *bytes;
         return result;
+    }
+    if (storage.inDecodedBlob) {
+        const auto bytes = decodedBytesOf(checkpoint, storage, storage.nbytes);
+        if (!bytes)
+            return notComplete(storage);
+        result.bytes = *bytes;
+        return result; // a view of the decoded copy, which the checkpoint keeps
     }
     const ZipEntry* entry = deflatedRecordOf(checkpoint, storage);
     if (!entry || !storage.bytesReadable())

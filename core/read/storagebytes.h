@@ -11,16 +11,22 @@
 namespace ckpt {
 
 struct Checkpoint;
+struct NestedBlob;
 struct StorageRecord;
 struct ZipEntry;
 
 // The bytes of a storage whichever way its file keeps them: in place (a view of the file's map),
-// or in a deflated zip record (StorageRecord::deflated: TorchSharp and other zip writers, which
-// torch.load inflates), inflated here. Every reader of storage bytes that may meet a deflated
-// record goes through these.
+// in a deflated zip record (StorageRecord::deflated: TorchSharp and other zip writers, which
+// torch.load inflates), inflated here, or in the decoded copy of a torch.save file a pickle holds
+// as text (StorageRecord::inDecodedBlob: pickle protocols 0-2). Every reader of storage bytes that
+// may meet a deflated record or a decoded blob goes through these.
 
 // The deflated zip record holding the storage's bytes, or null (stored, or not a zip).
 const ZipEntry* deflatedRecordOf(const Checkpoint& checkpoint, const StorageRecord& storage);
+
+// The storage inside bytes whose decoded copy holds `storage`'s bytes, or null (`storage` must be
+// one of checkpoint.storages).
+const NestedBlob* decodedBlobOf(const Checkpoint& checkpoint, const StorageRecord& storage);
 
 // The storage's first `length` bytes, in order, into `sink`: slices of the map, or the record
 // inflated piece by piece (memory stays flat). Fails, naming the record, when the bytes are not

@@ -17,10 +17,12 @@ struct TensorByteLayout {
     std::uint64_t elementSize = 0;
     std::uint64_t numel = 0;
     std::uint64_t nbytes = 0; // numel x element size: the bytes it shows
-    std::uint64_t fileOffset = 0; // of its first element (deflated: in the storage's inflated bytes)
+    std::uint64_t fileOffset = 0; // of its first element (deflated: in the storage's own bytes)
     bool contiguous = false; // the values are one run of bytes from fileOffset, in C order
     bool wholeStorage = false; // ... and that run is its whole storage
-    bool deflated = false; // its storage's record is deflated: the bytes are read by inflating it
+    // Its storage's bytes are not in the file's map as they are (a deflated record, inflated; a
+    // decoded blob, StorageRecord::inDecodedBlob): they are read through core/read/storagebytes.h.
+    bool deflated = false;
 };
 
 // Checks that a strided tensor with a storage lies inside its storage and its storage inside the

@@ -2367,8 +2367,17 @@ void Scanner::scanFile(ByteView bytes, const std::string& label, int depth, bool
         scanNpy(bytes, label, depth);
         return;
     }
-    const bool zip = signatureAt(bytes, 0, zipformat::kLocalHeaderSignature)
-        || (topLevel && findEndOfCentralDirectory(bytes).has_value());
+    bool zip = signatureAt(bytes, 0, zipformat::kLocalHeaderSignature);
+    if (!zip && topLevel && findEndOfCentralDirectory(bytes).has_value()) {
+        // A pickle whose bytes hold zip archives (pickle.dump of storages saved as torch.save zips,
+        // torch.storage._load_from_bytes(b'PK...')) has the last one's end record near its end; but
+        // its loaders (pickle.load; torch.load, which tries a zip only where byte 0 starts one)
+        // unpickle it from byte 0 to a STOP at its last byte. Such a file is rated as that pickle,
+        // the archives inside through the loader they are handed to; a pickle that ends before
+        // the end record is followed by a zip, rated as both.
+        const OpcodeScan whole = scanOpcodes(bytes, 0, true, false);
+        zip = !whole.reachedStop || whole.end != bytes.size();
+    }
     if (zip) {
         scanZip(bytes, label, depth);
         return;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Storages saved inside bytes (core/read/nestedblobs.cpp) get their planned device by rewriting the
-// torch.save file in the bytes, the way the remap writer rewrites a legacy stream's main pickle:
-// its persistent id's location re-emitted, every other byte (header pickles, key list, storage
-// bytes) kept; the outer pickle then carries the new bytes where the old ones stood and is
-// otherwise re-emitted unchanged.
+// torch.save file in the bytes, the way the remap writer rewrites a main pickle: its persistent
+// id's location re-emitted, every other byte kept (a legacy stream's header pickles, key list and
+// storage bytes; a zip archive's other records, rewritten record by record with torch.save's
+// framing); the outer pickle then carries the new bytes where the old ones stood and is otherwise
+// re-emitted unchanged.
 
 #include "core/base/expected.h"
 

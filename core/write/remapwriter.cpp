@@ -16,6 +16,7 @@
 #include "core/pickle/picklemachine.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
+#include "core/read/storagebytes.h"
 #include "core/write/nestedblobwriter.h"
 #include "core/write/pt2writer.h"
 #include "core/write/readbackverifier.h"
@@ -463,10 +464,20 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     // Storages inside bytes: the input's CRC of their bytes where those lie in the file.
     for (const NestedBlob& blob : checkpoint.nestedBlobs) {
         const StorageRecord& storage = checkpoint.storages[blob.storage];
-        if (storage.bytesComplete() && checkpoint.file)
+        if (storage.bytesComplete() && checkpoint.file) {
             expectedCrcs.push_back({storage.key,
                 crc32Update(0, checkpoint.file->bytes().data() + *storage.dataOffset, storage.nbytes),
                 storage.nbytes});
+        } else if (storage.inDecodedBlob) { // held as text (protocols 0-2): the decoded bytes' CRC
+            std::uint32_t crc = 0;
+            const Status read
+                = forEachStorageByteChunk(checkpoint, storage, storage.nbytes, [&](ByteView piece) {
+                      crc = crc32Update(crc, piece.data(), piece.size());
+                      return Status();
+                  });
+            if (!read)
+                expectedCrcs.push_back({storage.key, crc, storage.nbytes});
+        }
     }
 
     if (checkpoint.format == CheckpointFormat::PlainPickle) {

@@ -320,6 +320,26 @@ private Q_SLOTS:
             QVERIFY(sniffContainer(viewOf(bytes)).kind != ContainerKind::Safetensors);
         }
     }
+
+    // pickle.dump of tensors (tests/fixtures/nested): at protocol 0 the nested torch.save files are
+    // raw-unicode-escape text holding control and latin-1 bytes; pickled as zip archives, the last
+    // one's end record lies near the end of the file. Both are pickles from byte 0, as pickle.load
+    // reads them, not unknown data nor a zip after a prefix.
+    void picklesHoldingTorchSaveFiles()
+    {
+        for (const char* name :
+            {"torch-2/pickled_dict_protocol0.pkl", "torch-1.13/pickled_dict_protocol1.pkl",
+                "torch-2/pickled_dict_zipblobs.pkl", "torch-1.13/pickled_dict_zipblobs_protocol0.pkl",
+                "torch-2/pickled_dict_zipblobs_protocol1.pkl",
+                "torch-1.13/pickled_dict_zipblobs_protocol2.pkl"}) {
+            const QByteArray bytes = readAll(
+                ckpt::testing::sourcePath(u"tests/fixtures/nested/"_qs + QString::fromLatin1(name)));
+            QVERIFY2(!bytes.isEmpty(), name);
+            const ContainerGuess guess = sniffContainer(viewOf(bytes));
+            QVERIFY2(guess.kind == ContainerKind::PlainPickle,
+                (std::string(name) + ": " + guess.description).c_str());
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestFormatSniffer)

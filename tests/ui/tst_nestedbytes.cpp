@@ -47,11 +47,23 @@ class TestNestedBytesInApp : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // Protocol 5 keeps the nested files verbatim; protocols 0-2 as latin-1 text; the *_zipblobs
+    // files hold zip archives instead of legacy streams (tests/fixtures/nested/README.md).
+    void pickledTensorsShowTheirDevices_data()
+    {
+        QTest::addColumn<QString>("file");
+        for (const char* name : {"torch-2/pickled_dict.pkl", "torch-2/pickled_dict_protocol0.pkl",
+                 "torch-1.13/pickled_dict_protocol1.pkl", "torch-2/pickled_dict_zipblobs.pkl",
+                 "torch-1.13/pickled_dict_zipblobs_protocol0.pkl"})
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+
     void pickledTensorsShowTheirDevices()
     {
+        QFETCH(QString, file);
         ckpt::MainWindow window;
         window.setSuppressModalDialogs(true);
-        QVERIFY(ckpt::testing::openAndWait(window, nested(QStringLiteral("torch-2/pickled_dict.pkl"))));
+        QVERIFY(ckpt::testing::openAndWait(window, nested(file)));
         QVERIFY(window.document());
         QCOMPARE(window.document()->checkpoint().tensors.size(), std::size_t(5));
         const ckpt::TensorTreeModel* model = window.treeModel();
