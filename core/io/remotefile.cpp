@@ -457,7 +457,8 @@ struct RemoteFile::State {
                           && block <= lastBlock + run / blockBytes + 1)
                     ? std::min(run * 2, kMaxRun)
                     : blockBytes;
-                std::size_t last = block + static_cast<std::size_t>(run / blockBytes);
+                // The run stops at the file's last block (fetched[] has one flag per block).
+                std::size_t last = std::min(blocks, block + static_cast<std::size_t>(run / blockBytes));
                 for (std::size_t b = block + 1; b < last; ++b)
                     if (blockFetched(b)) {
                         last = b;
