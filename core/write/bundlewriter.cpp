@@ -5,6 +5,7 @@
 #include "core/format/crc32.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
+#include "core/io/temporaryfolder.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
@@ -16,38 +17,12 @@
 
 #include <chrono>
 #include <filesystem>
-#include <random>
 
 namespace ckpt {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct RemoveFolderUnlessKept {
-    std::string path;
-    ~RemoveFolderUnlessKept()
-    {
-        if (!path.empty()) {
-            std::error_code error;
-            fs::remove_all(path, error);
-        }
-    }
-};
-
-std::string temporaryFolderBeside(const fs::path& target)
-{
-    std::random_device random;
-    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    for (int attempt = 0; attempt < 16; ++attempt) {
-        const fs::path candidate
-            = parent / ("." + target.filename().string() + ".members-" + std::to_string(random() % 1000000));
-        std::error_code error;
-        if (fs::create_directory(candidate, error))
-            return candidate.string();
-    }
-    return {};
-}
 
 // The member's own plan: each of its storages goes where the bundle's plan puts it. Also says
 // whether any of them moves.
@@ -176,7 +151,7 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
     result.outputFolder = outputPath;
     // 1. Each member whose devices change, remapped on its own (read back and verified by the one
     // verifier) into a temporary folder beside the target.
-    RemoveFolderUnlessKept cleanup;
+    RemoveFolderOnExit cleanup;
     std::vector<std::shared_ptr<const MappedFile>> rewritten(set.shards.size());
     for (std::size_t s = 0; s < set.shards.size(); ++s) {
         const ShardFile& shard = set.shards[s];
@@ -187,7 +162,7 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
         if (Status why = whyCannotBeRemapped(*shard.checkpoint))
             return makeError(shard.name + ": " + why->message);
         if (cleanup.path.empty()) {
-            cleanup.path = temporaryFolderBeside(fs::path(outputPath));
+            cleanup.path = makeTemporaryFolderBeside(fs::path(outputPath), "members");
             if (cleanup.path.empty())
                 return makeError(
                     "cannot create a temporary folder beside " + outputPath + " (is its folder writable?)");

@@ -7,6 +7,7 @@
 #include "core/io/atomicoutputfile.h"
 #include "core/io/inputdescriptor.h"
 #include "core/io/mappedfile.h"
+#include "core/io/temporaryfolder.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/plan/placementplan.h"
@@ -20,7 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <random>
 
 namespace ckpt {
 
@@ -33,34 +33,6 @@ bool isRawStorage(const StorageRecord& storage)
 }
 
 namespace fs = std::filesystem;
-
-struct RemoveFolder {
-    std::string path;
-    RemoveFolder() = default;
-    RemoveFolder(const RemoveFolder&) = delete;
-    RemoveFolder& operator=(const RemoveFolder&) = delete;
-    ~RemoveFolder()
-    {
-        if (!path.empty()) {
-            std::error_code error;
-            fs::remove_all(path, error);
-        }
-    }
-};
-
-std::string temporaryFolderBeside(const fs::path& target)
-{
-    std::random_device random;
-    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    for (int attempt = 0; attempt < 16; ++attempt) {
-        const fs::path candidate
-            = parent / ("." + target.filename().string() + ".nested-" + std::to_string(random() % 1000000));
-        std::error_code error;
-        if (fs::create_directory(candidate, error))
-            return candidate.string();
-    }
-    return {};
-}
 
 // serialize.py serialize_device's shape: {"type": "cuda", "index": 1}, index null without one.
 JsonValue deviceJson(const std::string& device)
@@ -325,7 +297,7 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
 
     // The nested torch.save files whose devices change, rewritten in a temporary folder beside the
     // target (removed whatever happens).
-    RemoveFolder temporary;
+    RemoveFolderOnExit temporary;
     std::map<std::string, std::shared_ptr<const MappedFile>> rewrittenNested; // member -> its new bytes
     for (std::size_t n = 0; n < nestedArchives.size(); ++n) {
         if (!nestedMoves[n])
@@ -335,7 +307,7 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
         if (!entry)
             return makeError("the nested torch.save file " + nested.member + " is no longer in the archive");
         if (temporary.path.empty()) {
-            temporary.path = temporaryFolderBeside(fs::path(outputPath));
+            temporary.path = makeTemporaryFolderBeside(fs::path(outputPath), "nested");
             if (temporary.path.empty())
                 return makeError(
                     "cannot create a temporary folder beside " + outputPath + " (is its folder writable?)");

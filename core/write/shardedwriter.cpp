@@ -2,6 +2,7 @@
 #include "core/write/shardedwriter.h"
 
 #include "core/base/textformat.h"
+#include "core/io/temporaryfolder.h"
 #include "core/model/checkpoint.h"
 #include "core/model/formatcapabilities.h"
 #include "core/model/shardset.h"
@@ -12,7 +13,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 
 namespace ckpt {
@@ -59,36 +59,6 @@ std::optional<std::string> whyFolderCannotBeRemapped(const Checkpoint& checkpoin
     return std::nullopt;
 }
 
-namespace {
-
-std::string temporaryFolderBeside(const fs::path& target)
-{
-    std::random_device random;
-    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    for (int attempt = 0; attempt < 16; ++attempt) {
-        const fs::path candidate
-            = parent / ("." + target.filename().string() + ".tmp-" + std::to_string(random() % 1000000));
-        std::error_code error;
-        if (fs::create_directory(candidate, error))
-            return candidate.string();
-    }
-    return {};
-}
-
-struct RemoveUnlessKept {
-    std::string path;
-    bool keep = false;
-    ~RemoveUnlessKept()
-    {
-        if (!keep && !path.empty()) {
-            std::error_code error;
-            fs::remove_all(path, error);
-        }
-    }
-};
-
-} // namespace
-
 Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, const PlacementPlan& plan,
     const std::string& outputFolder, const RemapOptions& options)
 {
@@ -108,11 +78,12 @@ Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, c
             return makeError(
                 target.string() + " already exists and is not an empty folder; choose a new folder");
     }
-    const std::string temporary = temporaryFolderBeside(target);
+    const std::string temporary = makeTemporaryFolderBeside(target, "tmp");
     if (temporary.empty())
         return makeError(
             "cannot create a temporary folder beside " + target.string() + " (is its parent writable?)");
-    RemoveUnlessKept cleanup {temporary};
+    RemoveFolderOnExit cleanup;
+    cleanup.path = temporary;
 
     ShardedRemapResult result;
     if (set.layout == ShardLayout::RunFolder) {
