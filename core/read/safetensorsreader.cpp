@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ckpt {
 
@@ -154,13 +155,14 @@ std::string shapeText(const std::vector<std::int64_t>& shape)
 struct DataSpan {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
-    std::string name;
+    std::string_view name; // into the header or its parsed tree, both alive until the read ends
 };
 
 class SafetensorsReader {
 public:
-    explicit SafetensorsReader(Checkpoint& checkpoint)
+    SafetensorsReader(Checkpoint& checkpoint, SafetensorsHeaderReading reading)
         : m_checkpoint(checkpoint)
+        , m_reading(reading)
     { }
 
     void read();
@@ -169,12 +171,20 @@ private:
     void report(Severity severity, FindingCode code, std::string message, std::string record = {},
         std::optional<std::uint64_t> offset = std::nullopt);
     void reportSuppressed();
+    bool readScanned(std::string_view header);
+    void readParsed(std::string_view header);
     void readMetadata(const JsonValue& metadata);
     void readTensor(const std::string& name, const JsonValue& info);
+    bool checkOffsets(std::string_view name, std::uint64_t begin, std::uint64_t end);
+    void addTensor(std::string_view name, std::string_view dtypeName, const std::vector<std::int64_t>& shape,
+        bool offsetsValid, std::uint64_t begin, std::uint64_t end);
+    void reserveEntries(std::size_t entries);
+    void reportUnaligned();
     void checkCoverage();
     std::uint32_t parentFor(std::string_view dottedName, std::string& leafName);
 
     Checkpoint& m_checkpoint;
+    SafetensorsHeaderReading m_reading;
     std::uint64_t m_fileSize = 0;
     std::uint64_t m_dataStart = 0; // 8 + N
     std::vector<DataSpan> m_spans;
@@ -307,6 +317,334 @@ void SafetensorsReader::read()
         header = header.substr(0, contentLength);
     }
 
+    // Headers as safetensors writers produce them are read by a streaming scan straight into the
+    // records; anything else (escapes, non-ASCII text, a malformed or unusual header) goes through
+    // the JSON parser, whose tree-based checks say exactly what is wrong.
+    if (m_reading == SafetensorsHeaderReading::Parse || !readScanned(header))
+        readParsed(header);
+}
+
+void SafetensorsReader::reportUnaligned()
+{
+    const std::uint64_t n = m_dataStart - 8;
+    if (n % 8 != 0)
+        report(Severity::Info, FindingCode::HeaderUnaligned,
+            "The header is " + formatThousands(n)
+                + " bytes, not a multiple of 8, so tensor data does not start 8-byte aligned. safetensors "
+                  "writers since 0.3.1 pad the header; this file comes from an older or different writer. "
+                  "It still loads.",
+            "header", 8);
+}
+
+void SafetensorsReader::reserveEntries(std::size_t entries)
+{
+    m_checkpoint.tensors.reserve(m_checkpoint.tensors.size() + entries);
+    m_checkpoint.storages.reserve(m_checkpoint.storages.size() + entries);
+    m_checkpoint.storageKeyIndex.reserve(m_checkpoint.storageKeyIndex.size() + entries);
+    m_checkpoint.tree.reserve(m_checkpoint.tree.size() + entries); // tensor nodes; modules come on top
+    m_spans.reserve(entries);
+}
+
+// A header in the plain form every safetensors writer produces, scanned without building a JSON
+// tree (issue 28: a 160-shard folder spent a third of its opening in parsing and freeing the
+// trees). The scan accepts only what it can vouch for: the object starts with '{'; keys and string
+// values are printable ASCII without escapes; each tensor entry has exactly one dtype (a string),
+// shape (non-negative integers) and data_offsets (two non-negative integers); __metadata__ is an
+// object of strings; names are not repeated. Anything else returns false before the checkpoint is
+// touched, and the JSON parser reads the header instead, with every finding it raises.
+class HeaderScanner {
+public:
+    struct Entry {
+        std::string_view name;
+        std::string_view dtype; // tensors
+        std::uint32_t firstDim = 0; // tensors: their shape in dims()[firstDim, firstDim + dimCount)
+        std::uint32_t dimCount = 0;
+        std::uint64_t begin = 0;
+        std::uint64_t end = 0;
+        bool metadata = false; // __metadata__: its members in metadata()[firstDim, firstDim + dimCount)
+    };
+
+    explicit HeaderScanner(std::string_view text)
+        : m_text(text)
+    { }
+
+    bool scan()
+    {
+        if (m_text.empty() || m_text.front() != '{')
+            return false;
+        ++m_pos;
+        if (!countValue())
+            return false;
+        skipSpace();
+        if (peek() == '}') {
+            ++m_pos;
+        } else {
+            for (;;) {
+                Entry entry;
+                if (!string(entry.name) || !colon())
+                    return false;
+                entry.metadata = entry.name == "__metadata__";
+                if (!(entry.metadata ? metadataObject(entry) : tensorObject(entry)))
+                    return false;
+                m_entries.push_back(entry);
+                skipSpace();
+                if (peek() == ',') {
+                    ++m_pos;
+                    skipSpace();
+                    continue;
+                }
+                if (peek() != '}')
+                    return false;
+                ++m_pos;
+                break;
+            }
+        }
+        skipSpace();
+        return m_pos == m_text.size() && namesUnique();
+    }
+
+    const std::vector<Entry>& entries() const { return m_entries; }
+    const std::vector<std::int64_t>& dims() const { return m_dims; }
+    const std::vector<std::pair<std::string_view, std::string_view>>& metadata() const { return m_metadata; }
+
+private:
+    // Below the parser's limit of values in one document (JsonParseLimits::maxValues): a header near
+    // it goes to the parser, which says whether it passes.
+    static constexpr std::size_t kMaxValues = 9'000'000;
+
+    char peek() const { return m_pos < m_text.size() ? m_text[m_pos] : '\0'; }
+
+    void skipSpace()
+    {
+        while (m_pos < m_text.size()) {
+            const char c = m_text[m_pos];
+            if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
+                return;
+            ++m_pos;
+        }
+    }
+
+    bool countValue() { return ++m_values <= kMaxValues; }
+
+    bool expect(char c)
+    {
+        skipSpace();
+        if (peek() != c)
+            return false;
+        ++m_pos;
+        return true;
+    }
+
+    bool colon()
+    {
+        if (!expect(':'))
+            return false;
+        skipSpace();
+        return true;
+    }
+
+    // A string of printable ASCII without escapes (the parser reads every other string).
+    bool string(std::string_view& out)
+    {
+        if (peek() != '"')
+            return false;
+        const std::size_t start = ++m_pos;
+        while (m_pos < m_text.size()) {
+            const auto c = static_cast<unsigned char>(m_text[m_pos]);
+            if (c == '"') {
+                out = m_text.substr(start, m_pos - start);
+                ++m_pos;
+                return countValue();
+            }
+            if (c < 0x20 || c >= 0x80 || c == '\\')
+                return false;
+            ++m_pos;
+        }
+        return false;
+    }
+
+    // A non-negative integer as JSON writes it: no sign, no leading zero, no fraction or exponent.
+    bool integer(std::uint64_t& out)
+    {
+        const std::size_t start = m_pos;
+        std::uint64_t value = 0;
+        while (m_pos < m_text.size() && m_text[m_pos] >= '0' && m_text[m_pos] <= '9') {
+            if (__builtin_mul_overflow(value, std::uint64_t {10}, &value)
+                || __builtin_add_overflow(value, static_cast<std::uint64_t>(m_text[m_pos] - '0'), &value))
+                return false;
+            ++m_pos;
+        }
+        const std::size_t digits = m_pos - start;
+        if (digits == 0 || (digits > 1 && m_text[start] == '0'))
+            return false;
+        const char next = peek();
+        if (next == '.' || next == 'e' || next == 'E')
+            return false;
+        out = value;
+        return countValue();
+    }
+
+    bool shape(Entry& entry)
+    {
+        if (peek() != '[' || !countValue())
+            return false;
+        ++m_pos;
+        entry.firstDim = static_cast<std::uint32_t>(m_dims.size());
+        skipSpace();
+        if (peek() == ']') {
+            ++m_pos;
+            return true;
+        }
+        for (;;) {
+            std::uint64_t dim = 0;
+            if (!integer(dim) || dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                return false;
+            m_dims.push_back(static_cast<std::int64_t>(dim));
+            ++entry.dimCount;
+            skipSpace();
+            if (peek() == ']') {
+                ++m_pos;
+                return true;
+            }
+            if (peek() != ',')
+                return false;
+            ++m_pos;
+            skipSpace();
+        }
+    }
+
+    bool offsets(Entry& entry)
+    {
+        if (peek() != '[' || !countValue())
+            return false;
+        ++m_pos;
+        skipSpace();
+        if (!integer(entry.begin) || !expect(','))
+            return false;
+        skipSpace();
+        return integer(entry.end) && expect(']');
+    }
+
+    bool tensorObject(Entry& entry)
+    {
+        if (peek() != '{' || !countValue())
+            return false;
+        ++m_pos;
+        bool dtype = false, shapeSeen = false, offsetsSeen = false;
+        skipSpace();
+        for (;;) {
+            std::string_view key;
+            if (!string(key) || !colon())
+                return false;
+            if (key == "dtype" && !dtype) {
+                dtype = string(entry.dtype);
+                if (!dtype)
+                    return false;
+            } else if (key == "shape" && !shapeSeen) {
+                shapeSeen = shape(entry);
+                if (!shapeSeen)
+                    return false;
+            } else if (key == "data_offsets" && !offsetsSeen) {
+                offsetsSeen = offsets(entry);
+                if (!offsetsSeen)
+                    return false;
+            } else {
+                return false;
+            }
+            skipSpace();
+            if (peek() == '}') {
+                ++m_pos;
+                return dtype && shapeSeen && offsetsSeen;
+            }
+            if (peek() != ',')
+                return false;
+            ++m_pos;
+            skipSpace();
+        }
+    }
+
+    bool metadataObject(Entry& entry)
+    {
+        if (peek() != '{' || !countValue())
+            return false;
+        ++m_pos;
+        entry.firstDim = static_cast<std::uint32_t>(m_metadata.size());
+        skipSpace();
+        if (peek() == '}') {
+            ++m_pos;
+            return true;
+        }
+        for (;;) {
+            std::string_view key;
+            std::string_view value;
+            if (!string(key) || !colon() || !string(value))
+                return false;
+            m_metadata.emplace_back(key, value);
+            ++entry.dimCount;
+            skipSpace();
+            if (peek() == '}') {
+                ++m_pos;
+                return true;
+            }
+            if (peek() != ',')
+                return false;
+            ++m_pos;
+            skipSpace();
+        }
+    }
+
+    // A repeated name (or __metadata__ twice) is reported by the parser's path, which lists every one.
+    bool namesUnique() const
+    {
+        std::unordered_set<std::string_view> names;
+        names.reserve(m_entries.size());
+        for (const Entry& entry : m_entries)
+            if (!names.insert(entry.name).second)
+                return false;
+        return true;
+    }
+
+    std::string_view m_text;
+    std::size_t m_pos = 0;
+    std::size_t m_values = 0;
+    std::vector<Entry> m_entries;
+    std::vector<std::int64_t> m_dims;
+    std::vector<std::pair<std::string_view, std::string_view>> m_metadata;
+};
+
+bool SafetensorsReader::readScanned(std::string_view header)
+{
+    HeaderScanner scanner(header);
+    if (!scanner.scan())
+        return false;
+    // The findings the parser's path raises before the entries, in its order (the header starts
+    // with '{' and repeats no name, or the scan would have refused it).
+    reportUnaligned();
+    reserveEntries(scanner.entries().size());
+    std::vector<std::int64_t> shape;
+    for (const HeaderScanner::Entry& entry : scanner.entries()) {
+        if (entry.metadata) {
+            const std::uint32_t dict = m_checkpoint.addTreeNode(0, TreeNodeKind::Dict, "__metadata__");
+            for (std::uint32_t i = 0; i < entry.dimCount; ++i) {
+                const auto& [key, value] = scanner.metadata()[entry.firstDim + i];
+                const std::uint32_t node
+                    = m_checkpoint.addTreeNode(dict, TreeNodeKind::Value, std::string(key));
+                m_checkpoint.tree[node].summary = pythonStringSummary(value);
+            }
+            continue;
+        }
+        const bool offsetsValid = checkOffsets(entry.name, entry.begin, entry.end);
+        shape.assign(scanner.dims().begin() + entry.firstDim,
+            scanner.dims().begin() + entry.firstDim + entry.dimCount);
+        addTensor(entry.name, entry.dtype, shape, offsetsValid, entry.begin, entry.end);
+    }
+    checkCoverage();
+    reportSuppressed();
+    return true;
+}
+
+void SafetensorsReader::readParsed(std::string_view header)
+{
     JsonParseLimits limits;
     limits.maxBytes = static_cast<std::size_t>(kMaxHeaderSize);
     limits.maxDepth = kMaxHeaderDepth;
@@ -335,13 +673,7 @@ void SafetensorsReader::read()
             "The header does not start with '{': the format requires it, and newer safetensors versions may "
             "refuse the file.",
             "header", 8);
-    if (n % 8 != 0)
-        report(Severity::Info, FindingCode::HeaderUnaligned,
-            "The header is " + formatThousands(n)
-                + " bytes, not a multiple of 8, so tensor data does not start 8-byte aligned. safetensors "
-                  "writers since 0.3.1 pad the header; this file comes from an older or different writer. "
-                  "It still loads.",
-            "header", 8);
+    reportUnaligned();
     for (const std::string& key : root.duplicateKeys())
         report(Severity::Error, FindingCode::DuplicateTensorName,
             "The header names " + quoted(key)
@@ -349,12 +681,7 @@ void SafetensorsReader::read()
                   "is meant. Every entry is listed here.",
             key, 8);
 
-    const std::size_t entries = root.size();
-    m_checkpoint.tensors.reserve(m_checkpoint.tensors.size() + entries);
-    m_checkpoint.storages.reserve(m_checkpoint.storages.size() + entries);
-    m_checkpoint.storageKeyIndex.reserve(m_checkpoint.storageKeyIndex.size() + entries);
-    m_checkpoint.tree.reserve(m_checkpoint.tree.size() + entries); // tensor nodes; modules come on top
-    m_spans.reserve(entries);
+    reserveEntries(root.size());
     for (const JsonMember& member : root.members()) {
         if (member.key == "__metadata__")
             readMetadata(member.value);
@@ -391,6 +718,28 @@ void SafetensorsReader::readMetadata(const JsonValue& metadata)
     }
 }
 
+// The offsets' own rules; a span that passes them is kept for the coverage check.
+bool SafetensorsReader::checkOffsets(std::string_view name, std::uint64_t begin, std::uint64_t end)
+{
+    const auto tensorLabel = [&] { return "Tensor " + quoted(name); }; // only built for findings
+    if (end < begin) {
+        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
+            tensorLabel() + ": its data_offsets [" + formatThousands(begin) + ", " + formatThousands(end)
+                + "] end before they begin; its bytes cannot be located.",
+            std::string(name), 8);
+        return false;
+    }
+    if (begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
+        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
+            tensorLabel() + ": its data_offsets begin at " + formatThousands(begin)
+                + ", beyond any possible file size; its bytes cannot be located.",
+            std::string(name), 8);
+        return false;
+    }
+    m_spans.push_back(DataSpan {begin, end, name});
+    return true;
+}
+
 void SafetensorsReader::readTensor(const std::string& name, const JsonValue& info)
 {
     const auto tensorLabel = [&] { return "Tensor " + quoted(name); }; // only built for findings
@@ -410,28 +759,13 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         begin = offsetsValue->at(0).toUInt64();
         end = offsetsValue->at(1).toUInt64();
     }
-    bool offsetsValid = begin && end;
-    if (!offsetsValid) {
+    const bool offsetsValid = begin && end ? checkOffsets(name, *begin, *end) : false;
+    if (!begin || !end)
         report(Severity::Error, FindingCode::TensorOffsetsInvalid,
             tensorLabel() + ": its data_offsets are "
                 + (offsetsValue ? shorten(offsetsValue->toJson(), 200) : std::string("missing"))
                 + ", not two non-negative integers [BEGIN, END]; its bytes cannot be located.",
             name, 8);
-    } else if (*end < *begin) {
-        offsetsValid = false;
-        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
-            tensorLabel() + ": its data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
-                + "] end before they begin; its bytes cannot be located.",
-            name, 8);
-    } else if (*begin > std::numeric_limits<std::uint64_t>::max() - m_dataStart) {
-        offsetsValid = false;
-        report(Severity::Error, FindingCode::TensorOffsetsInvalid,
-            tensorLabel() + ": its data_offsets begin at " + formatThousands(*begin)
-                + ", beyond any possible file size; its bytes cannot be located.",
-            name, 8);
-    }
-    if (offsetsValid)
-        m_spans.push_back(DataSpan {*begin, *end, name});
 
     const JsonValue* dtypeValue = info.find("dtype");
     if (!dtypeValue || !dtypeValue->isString()) {
@@ -465,7 +799,16 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             name, 8);
         return;
     }
+    addTensor(name, dtypeValue->toString(), shape, offsetsValid, offsetsValid ? *begin : 0,
+        offsetsValid ? *end : 0);
+}
 
+// A tensor whose dtype is a string and whose shape is a list of non-negative integers: the checks
+// of its size against its dtype and offsets, then its storage, tensor and tree node.
+void SafetensorsReader::addTensor(std::string_view name, std::string_view dtypeName,
+    const std::vector<std::int64_t>& shape, bool offsetsValid, std::uint64_t begin, std::uint64_t end)
+{
+    const auto tensorLabel = [&] { return "Tensor " + quoted(name); }; // only built for findings
     // Elements and their size, with every multiplication checked: shapes come from the file.
     std::uint64_t numel = 1;
     bool overflow = false;
@@ -476,11 +819,10 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             tensorLabel() + ": its shape " + shapeText(shape)
                 + " has more elements than 64 bits can count; the header is damaged. It is listed without "
                   "its bytes.",
-            name, 8);
+            std::string(name), 8);
         numel = 0;
     }
 
-    const std::string& dtypeName = dtypeValue->toString();
     const SafetensorsDType* format = findSafetensorsDType(dtypeName);
     std::optional<DTypeInfo> torchDType = dtypeBySafetensorsName(dtypeName);
     // F4 counts 4-bit values; torch's float4_e2m1fn_x2 holds two of them in each element, so its
@@ -491,14 +833,14 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
         const std::int64_t per = torchDType->safetensorsPerElement;
         if (shape.empty() || shape.back() % per != 0) {
             report(Severity::Error, FindingCode::DtypeWithoutTorchEquivalent,
-                tensorLabel() + " has dtype " + dtypeName + " and shape " + shapeText(shape)
-                    + ": torch holds " + dtypeName + " as " + std::string(torchDType->name) + ", "
-                    + std::to_string(per)
+                tensorLabel() + " has dtype " + std::string(dtypeName) + " and shape " + shapeText(shape)
+                    + ": torch holds " + std::string(dtypeName) + " as " + std::string(torchDType->name)
+                    + ", " + std::to_string(per)
                     + " values an element along the last dimension, so safetensors.torch refuses it (\"f4_x2 "
                       "dtype requires that the last dim be divisible by 2 in torch: got "
                     + shapeText(shape) + "\"); it is listed as " + quoted(lowercase(dtypeName))
                     + " without its bytes.",
-                name, 8);
+                std::string(name), 8);
             torchDType.reset();
         } else {
             torchShape.back() = shape.back() / per;
@@ -511,20 +853,20 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
             tensorLabel() + " has dtype " + quoted(dtypeName) + ", which is not a safetensors dtype (known: "
                 + knownDTypeList() + "); it is listed as " + quoted(lowercase(dtypeName))
                 + " without its bytes. A newer safetensors version may have added it.",
-            name, 8);
+            std::string(name), 8);
     } else if (!overflow) {
         std::uint64_t bits = 0;
         if (__builtin_mul_overflow(numel, std::uint64_t {format->bits}, &bits)) {
             report(Severity::Error, FindingCode::TensorSizeOverflow,
                 tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
                     + " are more bytes than 64 bits can count; the header is damaged.",
-                name, 8);
+                std::string(name), 8);
         } else if (bits % 8 != 0) {
             report(Severity::Error, FindingCode::TensorSizeMisaligned,
                 tensorLabel() + ": " + formatThousands(numel) + " elements of " + std::string(format->name)
                     + " are " + formatThousands(bits)
                     + " bits, not a whole number of bytes; the safetensors library refuses such a tensor.",
-                name, 8);
+                std::string(name), 8);
         } else {
             expectedBytes = bits / 8;
         }
@@ -533,15 +875,15 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
                 tensorLabel() + " has dtype " + std::string(format->name)
                     + ", which has no torch dtype this inspector knows; it is listed as "
                     + quoted(lowercase(dtypeName)) + " without its bytes.",
-                name, 8);
+                std::string(name), 8);
     }
-    if (offsetsValid && expectedBytes && *end - *begin != *expectedBytes)
+    if (offsetsValid && expectedBytes && end - begin != *expectedBytes)
         report(Severity::Error, FindingCode::TensorSizeMismatch,
-            tensorLabel() + ": data_offsets [" + formatThousands(*begin) + ", " + formatThousands(*end)
-                + "] span " + formatThousands(*end - *begin) + " bytes, but shape " + shapeText(shape)
-                + " of " + std::string(format->name) + " needs " + formatThousands(*expectedBytes)
+            tensorLabel() + ": data_offsets [" + formatThousands(begin) + ", " + formatThousands(end)
+                + "] span " + formatThousands(end - begin) + " bytes, but shape " + shapeText(shape) + " of "
+                + std::string(format->name) + " needs " + formatThousands(*expectedBytes)
                 + "; the header is damaged and the safetensors library refuses the file.",
-            name, m_dataStart + *begin);
+            std::string(name), m_dataStart + begin);
 
     const auto tensorIndex = static_cast<std::uint32_t>(m_checkpoint.tensors.size());
     const auto storageIndex = static_cast<std::int32_t>(m_checkpoint.storages.size());
@@ -551,10 +893,10 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
     // number per name is remembered, so a header repeating one name a million times stays linear.
     if (m_checkpoint.storageIndex(storage.key)) {
-        std::uint64_t& copy = m_lastDuplicate[name]; // 0 until the first repeat
+        std::uint64_t& copy = m_lastDuplicate[std::string(name)]; // 0 until the first repeat
         do {
             copy = std::max<std::uint64_t>(copy, 1) + 1;
-            storage.key = name + " (duplicate " + std::to_string(copy) + ")";
+            storage.key = std::string(name) + " (duplicate " + std::to_string(copy) + ")";
         } while (m_checkpoint.storageIndex(storage.key));
     }
     storage.storageClass = "safetensors";
@@ -565,18 +907,18 @@ void SafetensorsReader::readTensor(const std::string& name, const JsonValue& inf
     if (storage.key == name)
         storage.setRecord(InternedString("tensor data of "), 0);
     else
-        storage.setRecord(InternedString("tensor data of " + name));
+        storage.setRecord(InternedString("tensor data of " + std::string(name)));
     storage.tensors.push_back(tensorIndex);
     // Bytes only for dtypes torch knows: for the others the element size a tool would use is unknown.
     std::uint64_t nbytes = 0;
     if (torchDType && !overflow
         && !__builtin_mul_overflow(torchNumel, std::uint64_t {torchDType->elementSize}, &nbytes)) {
         storage.nbytes = nbytes;
-        if (offsetsValid && checkedAdd(m_dataStart, *begin)) {
-            storage.dataOffset = *checkedAdd(m_dataStart, *begin);
+        if (offsetsValid && checkedAdd(m_dataStart, begin)) {
+            storage.dataOffset = *checkedAdd(m_dataStart, begin);
             const std::uint64_t present
                 = *storage.dataOffset < m_fileSize ? m_fileSize - *storage.dataOffset : 0;
-            storage.availableBytes = std::min(*end - *begin, present);
+            storage.availableBytes = std::min(end - begin, present);
         }
     }
     m_checkpoint.storages.push_back(std::move(storage));
@@ -618,7 +960,7 @@ void SafetensorsReader::checkCoverage()
         return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
     std::uint64_t cursor = 0;
-    const std::string* lastName = nullptr;
+    const std::string_view* lastName = nullptr;
     for (const DataSpan& span : m_spans) {
         if (span.begin > cursor) {
             report(Severity::Error, FindingCode::DataGap,
@@ -627,14 +969,15 @@ void SafetensorsReader::checkCoverage()
                     + formatThousands(m_dataStart + span.begin) + ") belong to no tensor, before tensor "
                     + quoted(span.name)
                     + ". The format allows no gaps and the safetensors library refuses the file.",
-                span.name, m_dataStart + cursor);
+                std::string(span.name), m_dataStart + cursor);
         } else if (span.begin < cursor) {
             report(Severity::Error, FindingCode::DataOverlap,
                 "Tensor " + quoted(span.name) + " (data_offsets [" + formatThousands(span.begin) + ", "
-                    + formatThousands(span.end) + "]) overlaps tensor " + quoted(lastName ? *lastName : "")
-                    + ", which ends at " + formatThousands(cursor)
+                    + formatThousands(span.end) + "]) overlaps tensor "
+                    + quoted(lastName ? *lastName : std::string_view()) + ", which ends at "
+                    + formatThousands(cursor)
                     + ". The format forbids shared bytes and the safetensors library refuses the file.",
-                span.name, m_dataStart + span.begin);
+                std::string(span.name), m_dataStart + span.begin);
         }
         if (span.end >= cursor) {
             cursor = span.end;
@@ -677,9 +1020,9 @@ void SafetensorsReader::checkCoverage()
 
 } // namespace
 
-void readSafetensors(Checkpoint& checkpoint)
+void readSafetensors(Checkpoint& checkpoint, SafetensorsHeaderReading reading)
 {
-    SafetensorsReader(checkpoint).read();
+    SafetensorsReader(checkpoint, reading).read();
 }
 
 } // namespace ckpt
