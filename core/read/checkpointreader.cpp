@@ -122,7 +122,8 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
         break;
     }
     addDtypeReleaseFindings(checkpoint);
-    addQuantScaleFindings(checkpoint);
+    if (options.quantScaleFindings)
+        addQuantScaleFindings(checkpoint);
     return checkpoint;
 }
 

@@ -20,6 +20,9 @@ struct ReadOptions {
     // what every file of the read cost (null: not counted).
     RemoteOptions remote;
     RemoteSession* remoteSession = nullptr;
+    // false: the quant-scale findings are left to the caller. A set's shards are read so: their
+    // weights and scales are judged across the set, and each shard's own pass was thrown away.
+    bool quantScaleFindings = true;
 };
 
 // Opens any file: sniffs the container from its bytes, reads what can be read, and explains the

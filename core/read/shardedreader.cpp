@@ -169,8 +169,13 @@ namespace {
 // Opens every shard on its own, several at a time: each is a memory map plus its central
 // directory and pickle, so the work is small and independent.
 void readShardsInParallel(
-    std::vector<ShardFile>& shards, const ReadOptions& options, const ShardFileOpener& open)
+    std::vector<ShardFile>& shards, const ReadOptions& setOptions, const ShardFileOpener& open)
 {
+    // A weight and its scale may lie in different shards: the merge drops each shard's own
+    // quant-scale findings and the set is judged whole, so the shards do not judge themselves
+    // (a quarter of opening a 160-shard FP8 folder, issue 28).
+    ReadOptions options = setOptions;
+    options.quantScaleFindings = false;
     std::atomic<std::size_t> next {0};
     auto work = [&]() {
         for (std::size_t i = next++; i < shards.size(); i = next++) {
@@ -211,6 +216,35 @@ std::string shardProblem(const ShardFile& shard)
     return {};
 }
 
+// Checkpoint::modulePathFor with the last module remembered: the tensors of one module come
+// together in every shard, so most names share the previous name's module path.
+struct LastModule {
+    std::string prefix;
+    std::uint32_t node = 0;
+
+    std::uint32_t parentFor(Checkpoint& merged, std::string_view dottedName, std::string& leafName)
+    {
+        // modulePathFor's split: an empty component ("a..b", a trailing dot) ends it.
+        std::size_t leafStart = 0;
+        for (;;) {
+            const std::size_t dot = dottedName.find('.', leafStart);
+            if (dot == std::string_view::npos || dot == leafStart || dot + 1 == dottedName.size())
+                break;
+            leafStart = dot + 1;
+        }
+        if (leafStart > 0 && node != 0 && dottedName.substr(0, leafStart - 1) == prefix) {
+            leafName = std::string(dottedName.substr(leafStart));
+            return node;
+        }
+        const std::uint32_t parent = merged.modulePathFor(0, dottedName, leafName);
+        if (leafStart > 0) {
+            prefix = std::string(dottedName.substr(0, leafStart - 1));
+            node = parent;
+        }
+        return parent;
+    }
+};
+
 // Copies each shard's storages and tensors into the merged checkpoint and builds the module tree
 // across shards from the dotted names.
 void mergeShards(Checkpoint& merged, ShardSet& set)
@@ -228,6 +262,7 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
     merged.storageKeyIndex.reserve(merged.storages.size() + storages);
     set.storageShard.reserve(set.storageShard.size() + storages);
     set.storageInShard.reserve(set.storageInShard.size() + storages);
+    LastModule modules;
     for (std::size_t s = 0; s < set.shards.size(); ++s) {
         ShardFile& shard = set.shards[s];
         shard.problem = shardProblem(shard);
@@ -278,7 +313,7 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
             tensor.node = kNoNode;
             tensor.deviceArgumentTuple = kNoNode;
             std::string leaf;
-            const std::uint32_t parent = merged.modulePathFor(0, tensor.name, leaf);
+            const std::uint32_t parent = modules.parentFor(merged, tensor.name, leaf);
             tensor.treeNode = merged.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
             merged.tree[tensor.treeNode].tensor = static_cast<std::int32_t>(merged.tensors.size());
             merged.tensors.push_back(std::move(tensor));
