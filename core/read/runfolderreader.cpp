@@ -122,7 +122,7 @@ void listFiles(const fs::path& folder, const std::string& prefix, std::vector<Li
 }
 
 // The shards each index inside the folder lists: they form one node, named by the index.
-void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files)
+void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files, ParsedIndexes* parsedIndexes)
 {
     std::map<std::string, std::string> groupOf; // file name -> group
     for (const ListedFile& file : files) {
@@ -139,9 +139,12 @@ void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files)
         auto parsed = parseJson(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
         if (!parsed)
             continue;
+        auto index = std::make_shared<const JsonValue>(std::move(*parsed));
         const std::string group = file.name.substr(0, file.name.size() - std::string(".index.json").size());
-        for (const JsonMember& member : parsed->member("weight_map").members())
+        for (const JsonMember& member : index->member("weight_map").members())
             groupOf.emplace(prefix + member.value.toString(), group);
+        if (parsedIndexes)
+            parsedIndexes->emplace_back(file.name, std::move(index));
     }
     (void)folder;
     for (ListedFile& file : files) {
@@ -240,11 +243,11 @@ void listLevel(const fs::path& folder, const std::string& prefix, Listing& listi
         listLevel(folder / newest, newest + "/", listing, false);
 }
 
-Listing listRunFolder(const std::string& folder)
+Listing listRunFolder(const std::string& folder, ParsedIndexes* parsedIndexes = nullptr)
 {
     Listing listing;
     listLevel(folder, {}, listing, true);
-    groupShardSets(folder, listing.files);
+    groupShardSets(folder, listing.files, parsedIndexes);
     std::set<std::string> groups;
     bool otherThanModel = false;
     for (const ListedFile& file : listing.files)
@@ -318,9 +321,9 @@ std::string fileProblem(const ShardFile& shard, const ListedFile& listed)
 
 } // namespace
 
-bool isRunFolder(const std::string& folder)
+bool isRunFolder(const std::string& folder, ParsedIndexes* parsedIndexes)
 {
-    const Listing listing = listRunFolder(folder);
+    const Listing listing = listRunFolder(folder, parsedIndexes);
     // A Trainer output_dir is a run folder whatever its checkpoint-N folders hold: the newest is the
     // one Trainer resumes from, and an empty one is said so rather than "no checkpoint".
     return !listing.newestCheckpoint.empty()

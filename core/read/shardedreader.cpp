@@ -97,13 +97,14 @@ std::optional<ShardedInput> indexListingShard(const std::string& file)
     const std::string folder = path.parent_path().empty() ? "." : path.parent_path().string();
     for (const std::string& indexName : indexFilesIn(folder)) {
         std::string problem;
-        const auto index = readIndexJson((fs::path(folder) / indexName).string(), problem);
+        auto index = readIndexJson((fs::path(folder) / indexName).string(), problem);
         if (!index)
             continue;
         for (const JsonMember& member : index->member("weight_map").members())
             if (member.value.toString() == name)
-                return ShardedInput {
-                    layoutOfIndex(indexName), folder, (fs::path(folder) / indexName).string(), {}};
+                return ShardedInput {layoutOfIndex(indexName), folder,
+                    (fs::path(folder) / indexName).string(), {},
+                    std::make_shared<const JsonValue>(std::move(*index))};
     }
     return std::nullopt;
 }
@@ -118,21 +119,27 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path)
             folder.pop_back();
         if (isFile((fs::path(folder) / ".metadata").string()))
             return ShardedInput {
-                ShardLayout::Distributed, folder, (fs::path(folder) / ".metadata").string(), {}};
+                ShardLayout::Distributed, folder, (fs::path(folder) / ".metadata").string(), {}, {}};
         // Saved without rank coordination: __R.metadata of each rank, no .metadata.
         if (const auto ranks = perRankMetadataFiles(folder); !ranks.empty())
             return ShardedInput {
-                ShardLayout::Distributed, folder, (fs::path(folder) / ranks.front().second).string(), {}};
+                ShardLayout::Distributed, folder, (fs::path(folder) / ranks.front().second).string(), {}, {}};
         // A training run's folder: checkpoint files besides (or instead of) one model's weights.
-        if (isRunFolder(folder))
-            return ShardedInput {ShardLayout::RunFolder, folder, {}, {}};
+        ParsedIndexes parsed; // the test parses the folder's indexes: the reader takes its one from there
+        if (isRunFolder(folder, &parsed))
+            return ShardedInput {ShardLayout::RunFolder, folder, {}, {}, {}};
         const auto indexes = indexFilesIn(folder);
-        if (!indexes.empty())
-            return ShardedInput {
-                layoutOfIndex(indexes.front()), folder, (fs::path(folder) / indexes.front()).string(), {}};
+        if (!indexes.empty()) {
+            ShardedInput input {layoutOfIndex(indexes.front()), folder,
+                (fs::path(folder) / indexes.front()).string(), {}, {}};
+            for (auto& [name, index] : parsed)
+                if (name == indexes.front())
+                    input.index = std::move(index);
+            return input;
+        }
         // No index: shards named the transformers way, else the single-file names, else nothing
         // (the caller explains).
-        ShardedInput input {ShardLayout::HuggingFaceBin, folder, {}, {}};
+        ShardedInput input {ShardLayout::HuggingFaceBin, folder, {}, {}, {}};
         std::error_code error;
         for (const auto& entry : fs::directory_iterator(folder, error)) {
             const std::string name = entry.path().filename().string();
@@ -153,14 +160,15 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path)
     const std::string parent = asPath.parent_path().empty() ? "." : asPath.parent_path().string();
     if (name == ".metadata"
         || (name.ends_with(".distcp") && isFile((fs::path(parent) / ".metadata").string())))
-        return ShardedInput {ShardLayout::Distributed, parent, (fs::path(parent) / ".metadata").string(), {}};
+        return ShardedInput {
+            ShardLayout::Distributed, parent, (fs::path(parent) / ".metadata").string(), {}, {}};
     if (!isFile((fs::path(parent) / ".metadata").string())
         && (name.ends_with(".distcp") || (name.starts_with("__") && name.ends_with(".metadata"))))
         if (const auto ranks = perRankMetadataFiles(parent); !ranks.empty())
             return ShardedInput {
-                ShardLayout::Distributed, parent, (fs::path(parent) / ranks.front().second).string(), {}};
+                ShardLayout::Distributed, parent, (fs::path(parent) / ranks.front().second).string(), {}, {}};
     if (name.ends_with(".index.json"))
-        return ShardedInput {layoutOfIndex(name), parent, path, {}};
+        return ShardedInput {layoutOfIndex(name), parent, path, {}, {}};
     return indexListingShard(path);
 }
 
@@ -352,7 +360,10 @@ Checkpoint readShardedCheckpoint(
     std::vector<std::string> names = input.shardNames;
     if (!input.indexPath.empty()) {
         std::string problem;
-        const auto index = readIndexJson(input.indexPath, problem, openFile);
+        std::optional<JsonValue> read;
+        if (!input.index)
+            read = readIndexJson(input.indexPath, problem, openFile);
+        const JsonValue* index = input.index ? input.index.get() : read ? &*read : nullptr;
         if (!index) {
             merged.container = {ContainerKind::JsonText, problem};
             merged.addFinding(Severity::Error, FindingCode::IndexUnreadable,

@@ -6,10 +6,13 @@
 #include "core/read/checkpointreader.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace ckpt {
+
+class JsonValue;
 
 // What a path names when it is part of a checkpoint of several files (torch-format.md §7).
 struct ShardedInput {
@@ -17,6 +20,9 @@ struct ShardedInput {
     std::string folder;
     std::string indexPath; // index JSON or .metadata; empty for shards found without an index
     std::vector<std::string> shardNames; // without an index: the files found, sorted
+    // The index already parsed while the path was resolved (the run-folder test parses it), or null:
+    // then readShardedCheckpoint reads indexPath itself.
+    std::shared_ptr<const JsonValue> index;
 };
 
 // How the index and each shard are opened: null for files on disk (MappedFile::open); a remote
