@@ -5,7 +5,7 @@
 
 Debian 12 has no python3-safetensors, so the modern-torch root runs this; the files (a few hundred
 bytes each) are committed, so the fuzz build does not need that root. They cover every dtype torch
-can write, 0-dim, empty and multi-dimensional tensors, shared-name prefixes and metadata.
+can write, 0-dim, empty and multi-dimensional tensors, shared-name prefixes and metadata, and names that need JSON escapes.
 """
 import os
 
@@ -38,6 +38,20 @@ def main():
     })
     write('metadata_only', {'x': torch.ones(1)}, metadata={'step': '100', 'note': 'caf\u00e9 \u2603'})
     write('single_byte', {'b': torch.tensor([7], dtype=torch.uint8)})
+    # The reader's header scan takes plain names and ASCII metadata; escaped and non-ASCII names, and
+    # names the dotted-path split stops at, go to the JSON parser (issue 28): both paths seeded.
+    write('names', {
+        'plain.module.weight': torch.ones(2),
+        'quote"name': torch.ones(1),
+        'back\\slash': torch.ones(1),
+        'tab\tname': torch.ones(1),
+        'caf\u00e9.weight': torch.ones(1),
+        'a..b': torch.ones(1),
+        '.lead': torch.ones(1),
+        'trail.': torch.ones(1),
+    }, metadata={'format': 'pt', 'step': '7'})
+    write('ascii_names', {'model.layers.0.w': torch.ones(2, 2), 'model.layers.0.b': torch.zeros(2),
+                          'model.layers.1.w': torch.ones(2, 2)}, metadata={'format': 'pt', 'step': '7'})
 
 
 if __name__ == '__main__':
