@@ -116,9 +116,17 @@ std::vector<std::int64_t> blockCandidates(std::int64_t size, std::int64_t count)
         return out;
     if (count == size)
         out.push_back(1);
-    for (std::int64_t c = 2; c <= (std::int64_t(1) << 24); c *= 2)
-        if (ceilDiv(size, c) == count)
+    // ceil(size / 2^k) by shifts, not two divisions a candidate (48 a dimension, for every scale
+    // of a DeepSeek-V3 folder's 68,000 groups), and no further once it falls below `count`: it
+    // only falls as the blocks grow.
+    for (int k = 1; k <= 24; ++k) {
+        const std::int64_t c = std::int64_t(1) << k;
+        const std::int64_t blocks = (size >> k) + ((size & (c - 1)) != 0 ? 1 : 0);
+        if (blocks < count)
+            break;
+        if (blocks == count)
             out.push_back(c);
+    }
     if (count == 1 && std::find(out.begin(), out.end(), size) == out.end())
         out.push_back(size);
     return out;
