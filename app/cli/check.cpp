@@ -111,7 +111,9 @@ int runCheck(CheckArguments& arguments)
 
     if (arguments.json) {
         // Streamed as it is written, like info --json: the document is never held whole.
-        ckpt::JsonWriter writer(out, ckpt::JsonStyle::Pretty);
+        // No control byte in it: past the terminal filter (terminal.h).
+        std::ostream json(bypassTerminalFilter(out));
+        ckpt::JsonWriter writer(json, ckpt::JsonStyle::Pretty);
         writer.beginObject();
         writer.member("file", arguments.file);
         writer.member("format", format);

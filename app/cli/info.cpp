@@ -2,6 +2,7 @@
 // ckpt-inspect info: the tree of tensors, totals per device and findings, led by the safety rating.
 #include "command.h"
 #include "remoteinput.h"
+#include "terminal.h"
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
@@ -52,7 +53,11 @@ int runInfo(const InfoArguments& arguments)
     if (arguments.json) {
         // The rating leads the document, as it leads the text. Streamed as it is written: the
         // document of a 100,000-tensor file is never held whole.
-        ckpt::JsonWriter writer(out, ckpt::JsonStyle::Pretty);
+        // The writer escapes every control byte and DEL itself, so its text would pass the
+        // terminal filter unchanged: it goes to the filter's target, without the filter's look at
+        // every byte (66 MB for 100,000 tensors).
+        std::ostream json(bypassTerminalFilter(out));
+        ckpt::JsonWriter writer(json, ckpt::JsonStyle::Pretty);
         writer.beginObject();
         writer.key("safety");
         ckpt::writeSafetyJson(writer, safety);

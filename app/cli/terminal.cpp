@@ -96,4 +96,12 @@ bool TerminalSafeBuffer::put(char c)
     return m_target->sputn(escaped, 4) == 4;
 }
 
+std::streambuf* bypassTerminalFilter(std::ostream& out)
+{
+    out.flush();
+    if (auto* filter = dynamic_cast<TerminalSafeBuffer*>(out.rdbuf()))
+        return filter->target();
+    return out.rdbuf();
+}
+
 } // namespace cli

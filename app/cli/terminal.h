@@ -2,6 +2,7 @@
 #pragma once
 // What ckpt-inspect prints to a terminal: a checkpoint is untrusted, so no byte taken from one may
 // reach the terminal as a control sequence.
+#include <ostream>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -39,5 +40,10 @@ private:
 
     std::streambuf* m_target;
 };
+
+// Where text that can hold no control byte (JSON from ckpt::JsonWriter, which escapes them and
+// DEL) may go to skip the filter's look at every byte: the filter's target when `out` writes
+// through a TerminalSafeBuffer, else the stream's own buffer. `out` is flushed first.
+std::streambuf* bypassTerminalFilter(std::ostream& out);
 
 } // namespace cli

@@ -528,6 +528,19 @@ private:
         m_stack.resize(mark);
         return items;
     }
+    // popMark() for the opcodes that only read the items (TUPLE, SETITEMS, APPENDS, ADDITEMS):
+    // into one vector kept for the run, not a new one each time (two per tensor of a state dict).
+    const std::vector<NodeId>& popMarkScratch(const char* opcode)
+    {
+        if (m_marks.empty())
+            throw Failure {std::string(opcode) + " at byte " + formatThousands(m_opcodeOffset)
+                + " needs a MARK but there is none: the pickle is malformed"};
+        const std::size_t mark = m_marks.back();
+        m_marks.pop_back();
+        m_scratch.assign(m_stack.begin() + static_cast<std::ptrdiff_t>(mark), m_stack.end());
+        m_stack.resize(mark);
+        return m_scratch;
+    }
     NodeId node(NodeId id)
     {
         if (m_graph.size() >= m_limits.maxNodes)
@@ -553,10 +566,11 @@ private:
             *slot = value;
             return;
         }
-        if (auto it = m_sparseMemo.find(key); !m_sparseMemo.empty() && it != m_sparseMemo.end()) {
-            it->second = value; // stored while it was far beyond the dense range
-            return;
-        }
+        if (!m_sparseMemo.empty())
+            if (auto it = m_sparseMemo.find(key); it != m_sparseMemo.end()) {
+                it->second = value; // stored while it was far beyond the dense range
+                return;
+            }
         if (m_memoCount >= m_limits.maxMemoEntries)
             throw Failure {"the pickle's memo grows past " + formatThousands(m_limits.maxMemoEntries)
                     + " entries, above the reader's limit",
@@ -1105,7 +1119,7 @@ private:
             return false;
         }
         case APPENDS: {
-            std::vector<NodeId> items = popMark("APPENDS");
+            const std::vector<NodeId>& items = popMarkScratch("APPENDS");
             const NodeId target = top("APPENDS");
             if (items.empty())
                 return false; // _pickle returns before it looks at the target
@@ -1259,7 +1273,7 @@ private:
             push(m_graph.addContainer(NodeKind::Set));
             return false;
         case ADDITEMS: {
-            std::vector<NodeId> items = popMark("ADDITEMS");
+            const std::vector<NodeId>& items = popMarkScratch("ADDITEMS");
             const NodeId target = top("ADDITEMS");
             if (items.empty())
                 return false; // _pickle returns before it looks at the target
@@ -1277,7 +1291,7 @@ private:
             return false;
         }
         case TUPLE: {
-            std::vector<NodeId> items = popMark("TUPLE");
+            const std::vector<NodeId>& items = popMarkScratch("TUPLE");
             checkNodeBudget();
             push(m_graph.addTuple(items.data(), items.size()));
             return false;
@@ -1307,7 +1321,7 @@ private:
             return false;
         }
         case SETITEMS: {
-            std::vector<NodeId> items = popMark("SETITEMS");
+            const std::vector<NodeId>& items = popMarkScratch("SETITEMS");
             const NodeId target = top("SETITEMS");
             if (items.empty())
                 return false; // both loaders set nothing, whatever the target
@@ -1375,6 +1389,7 @@ private:
     std::uint64_t m_pos = 0;
     std::uint64_t m_opcodeOffset = 0;
     std::vector<NodeId> m_stack;
+    std::vector<NodeId> m_scratch; // popMarkScratch()
     std::vector<std::size_t> m_marks;
     std::vector<NodeId> m_denseMemo; // by key; kNoNode where nothing is stored
     std::unordered_map<std::uint64_t, NodeId> m_sparseMemo; // keys far beyond the dense range

@@ -493,10 +493,11 @@ bool namesPickle(std::string_view name)
     name = name.substr(0, std::min(name.find('\0'), name.size()));
     if (name.size() < 4)
         return false;
-    std::string tail(name.substr(name.size() - 4));
-    for (char& c : tail)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return tail == ".pkl";
+    // ASCII case folding: what std::tolower does to the letters of ".pkl" in any locale, without
+    // a copy and a call per byte (100,000 member names in a large torch.save file).
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    const std::string_view tail = name.substr(name.size() - 4);
+    return tail[0] == '.' && lower(tail[1]) == 'p' && lower(tail[2]) == 'k' && lower(tail[3]) == 'l';
 }
 
 // The Python literal of an .npy header ({'descr': ..., 'fortran_order': ..., 'shape': ...}, read
@@ -1888,7 +1889,14 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         if (members.size() > before)
             directories.push_back({view.start, std::max(view.end, at)});
     }
-    if (views.size() > 1) {
+    // Offsets that rise from member to member (one view read, as torch's ZIP64 end records give
+    // beside the 32-bit one that points nowhere) hold no entry twice: no set is needed to see it
+    // (the set was a twentieth of `info --json` of 100,000 tensors).
+    const bool offsetsRise
+        = std::adjacent_find(members.begin(), members.end(),
+              [](const ZipMember& a, const ZipMember& b) { return a.localOffset >= b.localOffset; })
+        == members.end();
+    if (views.size() > 1 && !offsetsRise) {
         // The same entry seen by several views is rated once.
         std::set<std::tuple<std::uint64_t, std::string_view, std::uint64_t, std::uint16_t, std::uint16_t>>
             seen;

@@ -86,6 +86,33 @@ private Q_SLOTS:
         QVERIFY2(inErr.isEmpty(), qPrintable(inErr));
     }
 
+    // JSON goes to standard output past the terminal filter (terminal.h: the writer escapes
+    // control bytes itself), so nothing but its own line breaks may be a C0 control or DEL, and
+    // the hostile names are there as JSON escapes. (C1 controls and direction overrides are valid
+    // UTF-8 that JSON carries as they are, through the filter or not.)
+    void jsonOutputHoldsNoControlByte_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::newRow("info --json") << QStringList {
+            QStringLiteral("info"), QStringLiteral("--json"), kHostile};
+        QTest::newRow("check --json")
+            << QStringList {QStringLiteral("check"), QStringLiteral("--json"), kHostile};
+    }
+    void jsonOutputHoldsNoControlByte()
+    {
+        QFETCH(QStringList, arguments);
+        const CommandResult result = runInspect(arguments);
+        QVERIFY2(result.exitCode >= 0, "ckpt-inspect crashed");
+        for (qsizetype i = 0; i < result.out.size(); ++i) {
+            const auto byte = static_cast<unsigned char>(result.out[i]);
+            QVERIFY2((byte >= 0x20 || byte == '\n') && byte != 0x7f,
+                qPrintable(QStringLiteral("byte %1 at %2").arg(byte, 2, 16, QLatin1Char('0')).arg(i)));
+        }
+        for (const char* escaped :
+            {"up\\u001b[30A\\u001b[Jcleared", "os\\u001b[8m.system\\u001b[2J", "bell\\u0007tab\\tcr\\r"})
+            QVERIFY2(result.out.contains(escaped), escaped);
+    }
+
     // The names are still there, visibly escaped, and the dangerous global is named.
     void escapedNamesStayReadable()
     {
