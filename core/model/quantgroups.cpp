@@ -400,19 +400,21 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
     QuantScan scan;
     const auto& tensors = checkpoint.tensors;
     scan.groupOf.assign(tensors.size(), -1);
-    // Names to tensors, made at the first scale-like name only: most checkpoints hold none, and
-    // the map of every name was a tenth of `info --json` of 100,000 plain tensors (made twice).
-    std::unordered_map<std::string_view, std::uint32_t> byNameMap;
-    bool byNameMade = false;
-    auto byName = [&]() -> const std::unordered_map<std::string_view, std::uint32_t>& {
-        if (!byNameMade) {
-            byNameMade = true;
-            byNameMap.reserve(tensors.size());
+    // Tensor index by name (the first of a name), built at the first scale-like name: most
+    // checkpoints have none, and at a million tensors the index cost as much as the rest of the
+    // scan (the app's open ran this twice: the reader's findings and the tree's texts).
+    std::unordered_map<std::string_view, std::uint32_t> byName;
+    bool indexed = false;
+    const auto findByName = [&](std::string_view name) -> std::optional<std::uint32_t> {
+        if (!indexed) {
+            indexed = true;
+            byName.reserve(tensors.size());
             for (std::uint32_t t = 0; t < tensors.size(); ++t)
                 if (!tensors[t].name.empty())
-                    byNameMap.emplace(tensors[t].name, t);
+                    byName.emplace(tensors[t].name, t);
         }
-        return byNameMap;
+        const auto it = byName.find(name);
+        return it == byName.end() ? std::nullopt : std::optional<std::uint32_t>(it->second);
     };
 
     // 1. Scale-like names and the weight each names.
@@ -429,9 +431,8 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
                 for (std::string_view weight : convention.weights) {
                     if (weight.empty())
                         break;
-                    if (auto it = byName().find(std::string(prefix) + std::string(weight));
-                        it != byName().end()) {
-                        candidate.weight = it->second;
+                    if (const auto found = findByName(std::string(prefix) + std::string(weight))) {
+                        candidate.weight = *found;
                         break;
                     }
                 }
@@ -443,15 +444,15 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
                 // gpt-oss: X_scales with X_blocks; the others: X_scale_inv, X_scale with X.
                 const std::string weight
                     = std::string(prefix) + (convention.component == "_scales" ? stem + "_blocks" : stem);
-                auto it = byName().find(weight);
-                if (it == byName().end())
+                const auto found = findByName(weight);
+                if (!found)
                     break; // k_scale, v_scale, output_scale: an activation's, no weight of that name
-                const std::string_view dtype(tensors[it->second].dtype);
+                const std::string_view dtype(tensors[*found].dtype);
                 const bool quantized = isFloat8(dtype) || dtype == "float4_e2m1fn_x2" || dtype == "uint8"
                     || dtype == "int8" || dtype == "int32" || dtype == "uint32";
                 if (!quantized)
                     break;
-                candidate.weight = it->second;
+                candidate.weight = *found;
             }
             candidates.push_back(candidate);
             break;

@@ -104,9 +104,14 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
     m_storageDevice.assign(storageCount, 0);
     for (std::uint32_t s = 0; s < storageCount; ++s) {
         const StorageRecord& storage = checkpoint.storages[s];
-        const int recorded = deviceIndex(storage.device);
+        const std::int32_t unit = plan.unitOfStorage(s);
+        const int recorded = unit < 0
+            ? deviceIndex(storage.device)
+            : deviceIndexOfPlanTag(plan.recordedTag(static_cast<std::uint32_t>(unit)));
         m_recorded[static_cast<std::size_t>(recorded)] += storage.nbytes;
-        const int planned = deviceIndex(plan.plannedDeviceOfStorage(s));
+        const int planned = unit < 0
+            ? deviceIndex(std::nullopt)
+            : deviceIndexOfPlanTag(plan.plannedTag(static_cast<std::uint32_t>(unit)));
         m_storageDevice[s] = planned;
         m_planned[static_cast<std::size_t>(planned)] += storage.nbytes;
         m_allocated[static_cast<std::size_t>(planned)] += allocationSize(storage.nbytes);
@@ -128,6 +133,17 @@ int MemoryLedger::deviceIndex(const std::optional<std::string>& tag)
         m_count.push_back(0);
     }
     return it->second;
+}
+
+int MemoryLedger::deviceIndexOfPlanTag(std::uint32_t planTag)
+{
+    // A plan names a handful of devices: each looked up once, not once per storage.
+    if (planTag >= m_indexOfPlanTag.size())
+        m_indexOfPlanTag.resize(planTag + 1, -1);
+    int& index = m_indexOfPlanTag[planTag];
+    if (index < 0)
+        index = deviceIndex(m_plan.tag(planTag));
+    return index;
 }
 
 std::uint64_t MemoryLedger::allocationSize(std::uint64_t bytes) const
@@ -171,7 +187,7 @@ void MemoryLedger::apply(const PlacementChange& change)
         if (storage < 0)
             continue; // storage-less tensors hold no bytes
         const int from = m_storageDevice[static_cast<std::size_t>(storage)];
-        const int to = deviceIndex(m_plan.plannedDevice(unit));
+        const int to = deviceIndexOfPlanTag(m_plan.plannedTag(unit));
         move(static_cast<std::uint32_t>(storage), from, to);
     }
 }

@@ -79,6 +79,7 @@ public:
 
 private:
     int deviceIndex(const std::optional<std::string>& tag);
+    int deviceIndexOfPlanTag(std::uint32_t planTag); // deviceIndex(m_plan.tag(planTag)), cached
     std::uint64_t allocationSize(std::uint64_t bytes) const;
     void move(std::uint32_t storage, int from, int to);
 
@@ -90,6 +91,8 @@ private:
     static constexpr int kNoDeviceIndex = 0; // the constructor interns "(none)" first
     std::vector<std::string> m_tags; // interned device tags; index 0 is "(none)"
     std::unordered_map<std::string, int> m_tagIndex;
+    std::vector<int>
+        m_indexOfPlanTag; // per tag of the plan, its index in m_tags once looked up (-1: not yet)
     // Totals are kept in 128 bits: a damaged or hostile file may claim storages of nearly 2^64
     // bytes each, and a sum that wrapped would show a device as almost empty. Moves stay exact
     // (subtracting what was added) and lines() reports at most 2^64 - 1.

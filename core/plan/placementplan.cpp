@@ -57,7 +57,7 @@ std::string PlacementRule::describe() const
 PlacementPlan::PlacementPlan(const Checkpoint& checkpoint)
     : m_checkpoint(checkpoint)
 {
-    m_unitOfStorage.assign(checkpoint.storages.size(), -1);
+    m_tags.emplace_back(std::nullopt); // kNoDeviceTag
     m_unitOfTensor.assign(checkpoint.tensors.size(), -1);
     // Counted first so the units are allocated once: grown by doubling, a million units held the
     // old and the new block at once at the launch's peak.
@@ -66,32 +66,65 @@ PlacementPlan::PlacementPlan(const Checkpoint& checkpoint)
         if (tensor.deviceRecordedOutsideStorage && tensor.device)
             ++unitCount;
     m_units.reserve(unitCount);
+    // Storages come in runs of one device, and interned devices compare by pointer: the last tag
+    // is tried before the index.
+    std::optional<InternedString> lastDevice;
+    std::uint32_t lastTag = kNoDeviceTag;
     for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
-        m_unitOfStorage[s] = static_cast<std::int32_t>(m_units.size());
-        m_units.push_back({static_cast<std::int32_t>(s), -1, checkpoint.storages[s].device});
+        const std::optional<InternedString>& device = checkpoint.storages[s].device;
+        if (s == 0 || lastDevice != device) {
+            lastTag = device ? internTag(std::string_view(*device)) : kNoDeviceTag;
+            lastDevice = device;
+        }
+        m_units.push_back({static_cast<std::int32_t>(s), -1, lastTag});
     }
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
         const TensorEntry& tensor = checkpoint.tensors[t];
         if (tensor.deviceRecordedOutsideStorage && tensor.device) {
             // Its device is written beside its data (wrapper subclasses, device tensors, meta).
             m_unitOfTensor[t] = static_cast<std::int32_t>(m_units.size());
-            m_units.push_back({-1, static_cast<std::int32_t>(t), tensor.device});
+            m_units.push_back(
+                {-1, static_cast<std::int32_t>(t), internTag(std::string_view(*tensor.device))});
         } else if (tensor.storage >= 0) {
-            m_unitOfTensor[t] = m_unitOfStorage[static_cast<std::size_t>(tensor.storage)];
+            m_unitOfTensor[t] = unitOfStorage(static_cast<std::uint32_t>(tensor.storage));
         }
     }
-    m_sortedNames.reserve(checkpoint.tensors.size());
+    // Sorted as (name, index) pairs, which compare without a second indirection (sorting the
+    // indices through the tensors took half as long again), then kept as indices alone.
+    std::vector<std::pair<std::string_view, std::uint32_t>> names;
+    names.reserve(checkpoint.tensors.size());
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
-        m_sortedNames.emplace_back(checkpoint.tensors[t].name, t);
-    std::sort(m_sortedNames.begin(), m_sortedNames.end());
+        names.emplace_back(checkpoint.tensors[t].name, t);
+    if (!std::is_sorted(names.begin(), names.end()))
+        std::sort(names.begin(), names.end());
+    m_sortedTensors.reserve(names.size());
+    for (const auto& [name, t] : names)
+        m_sortedTensors.push_back(t);
     m_planned.reserve(m_units.size());
     for (const PlacementUnit& unit : m_units)
-        m_planned.push_back(unit.recorded);
+        m_planned.push_back(unit.recordedTag);
+}
+
+std::uint32_t PlacementPlan::internTag(const std::optional<std::string>& device)
+{
+    return device ? internTag(std::string_view(*device)) : kNoDeviceTag;
+}
+
+std::uint32_t PlacementPlan::internTag(std::string_view device)
+{
+    const auto [it, added]
+        = m_tagIndex.try_emplace(std::string(device), static_cast<std::uint32_t>(m_tags.size()));
+    if (added)
+        m_tags.emplace_back(std::string(device));
+    return it->second;
 }
 
 std::int32_t PlacementPlan::unitOfStorage(std::uint32_t storage) const
 {
-    return storage < m_unitOfStorage.size() ? m_unitOfStorage[storage] : -1;
+    // Every storage is a unit, in order.
+    return storage < m_checkpoint.storages.size() && storage < m_units.size()
+        ? static_cast<std::int32_t>(storage)
+        : -1;
 }
 
 std::int32_t PlacementPlan::unitOfTensor(std::uint32_t tensor) const
@@ -102,19 +135,19 @@ std::int32_t PlacementPlan::unitOfTensor(std::uint32_t tensor) const
 std::optional<std::string> PlacementPlan::plannedDeviceOfStorage(std::uint32_t storage) const
 {
     const std::int32_t unit = unitOfStorage(storage);
-    return unit < 0 ? std::nullopt : m_planned[static_cast<std::size_t>(unit)];
+    return unit < 0 ? std::nullopt : tag(m_planned[static_cast<std::size_t>(unit)]);
 }
 
 std::optional<std::string> PlacementPlan::plannedDeviceOfTensor(std::uint32_t tensor) const
 {
     const std::int32_t unit = unitOfTensor(tensor);
-    return unit < 0 ? std::nullopt : m_planned[static_cast<std::size_t>(unit)];
+    return unit < 0 ? std::nullopt : tag(m_planned[static_cast<std::size_t>(unit)]);
 }
 
 bool PlacementPlan::changesAnything() const
 {
     for (std::size_t u = 0; u < m_units.size(); ++u)
-        if (m_planned[u] != m_units[u].recorded)
+        if (m_planned[u] != m_units[u].recordedTag)
             return true;
     return false;
 }
@@ -127,16 +160,23 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
     std::vector<std::uint32_t> units;
     std::vector<std::uint32_t> namedTensors;
     bool metaSkipped = false;
-    const std::optional<std::string> meta("meta");
+    // Tags are interned, so a device is one index: "meta" is the tag spelled so, if any.
+    const auto metaFound = m_tagIndex.find("meta");
+    const std::uint32_t meta = metaFound == m_tagIndex.end() ? kNoDeviceTag : metaFound->second;
     switch (rule.kind) {
-    case PlacementRule::Kind::MapTag:
+    case PlacementRule::Kind::MapTag: {
         // Like a map_location dict: it looks at the tag recorded in the file.
+        const auto subjectFound = m_tagIndex.find(rule.subject);
+        const bool every = rule.subject == "*";
+        const std::uint32_t subject = subjectFound == m_tagIndex.end() ? kNoDeviceTag : subjectFound->second;
+        if (!every && subject == kNoDeviceTag)
+            break; // no unit is recorded on that device
         for (std::uint32_t u = 0; u < m_units.size(); ++u) {
-            const auto& recorded = m_units[u].recorded;
-            if (!recorded)
+            const std::uint32_t recorded = m_units[u].recordedTag;
+            if (recorded == kNoDeviceTag)
                 continue;
-            if (rule.subject == "*" || *recorded == rule.subject) {
-                if (*recorded == "meta") {
+            if (every || recorded == subject) {
+                if (recorded == meta) {
                     metaSkipped = true;
                     continue;
                 }
@@ -144,27 +184,29 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
             }
         }
         break;
+    }
     case PlacementRule::Kind::MoveTensor:
-    case PlacementRule::Kind::MoveModule:
+    case PlacementRule::Kind::MoveModule: {
         // Every name that matches starts with the subject: a range of the sorted names.
-        for (auto it = std::lower_bound(m_sortedNames.begin(), m_sortedNames.end(),
-                 std::pair<std::string_view, std::uint32_t>(rule.subject, 0));
-             it != m_sortedNames.end() && it->first.starts_with(rule.subject); ++it) {
-            const std::string_view name = it->first;
-            const std::uint32_t t = it->second;
+        const auto& tensors = m_checkpoint.tensors;
+        const std::string_view subject = rule.subject;
+        for (auto it = std::lower_bound(m_sortedTensors.begin(), m_sortedTensors.end(), subject,
+                 [&tensors](std::uint32_t t, std::string_view wanted) { return tensors[t].name < wanted; });
+             it != m_sortedTensors.end() && std::string_view(tensors[*it].name).starts_with(subject); ++it) {
+            const std::string_view name = tensors[*it].name;
+            const std::uint32_t t = *it;
             const bool matches = rule.kind == PlacementRule::Kind::MoveTensor
-                ? name == rule.subject
-                : (name == rule.subject
-                    || (name.size() > rule.subject.size()
-                        && name.compare(0, rule.subject.size(), rule.subject) == 0
-                        && (name[rule.subject.size()] == '.' || name[rule.subject.size()] == '[')));
+                ? name == subject
+                : (name == subject
+                    || (name.size() > subject.size() && name.compare(0, subject.size(), subject) == 0
+                        && (name[subject.size()] == '.' || name[subject.size()] == '[')));
             if (!matches)
                 continue;
             namedTensors.push_back(t);
             const std::int32_t unit = m_unitOfTensor[t];
             if (unit < 0)
                 continue;
-            if (m_units[static_cast<std::size_t>(unit)].recorded == meta) {
+            if (meta != kNoDeviceTag && m_units[static_cast<std::size_t>(unit)].recordedTag == meta) {
                 metaSkipped = true;
                 continue;
             }
@@ -172,16 +214,18 @@ PlacementChange PlacementPlan::apply(const PlacementRule& rule)
         }
         break;
     }
+    }
     std::sort(units.begin(), units.end());
     units.erase(std::unique(units.begin(), units.end()), units.end());
     std::sort(namedTensors.begin(), namedTensors.end());
     namedTensors.erase(std::unique(namedTensors.begin(), namedTensors.end()), namedTensors.end());
     if (metaSkipped)
         change.notes.push_back("meta tensors hold no data and stay on meta");
+    const std::uint32_t target = units.empty() ? kNoDeviceTag : internTag(std::string_view(rule.target));
     for (std::uint32_t u : units) {
-        if (m_planned[u] != rule.target) {
-            change.previousDevices.push_back(m_planned[u]);
-            m_planned[u] = rule.target;
+        if (m_planned[u] != target) {
+            change.previousDevices.push_back(tag(m_planned[u]));
+            m_planned[u] = target;
             change.unitsChanged.push_back(u);
         }
         // Every other tensor viewing this storage goes with it.
@@ -201,10 +245,13 @@ PlacementChange PlacementPlan::restore(
 {
     PlacementChange change;
     for (const auto& [unit, device] : devices) {
-        if (unit >= m_planned.size() || m_planned[unit] == device)
+        if (unit >= m_planned.size())
             continue;
-        change.previousDevices.push_back(m_planned[unit]);
-        m_planned[unit] = device;
+        const std::uint32_t wanted = internTag(device);
+        if (m_planned[unit] == wanted)
+            continue;
+        change.previousDevices.push_back(tag(m_planned[unit]));
+        m_planned[unit] = wanted;
         change.unitsChanged.push_back(unit);
     }
     return change;
@@ -212,14 +259,22 @@ PlacementChange PlacementPlan::restore(
 
 std::optional<std::map<std::string, std::string>> PlacementPlan::asTagMapping() const
 {
-    std::map<std::string, std::string> mapping;
+    // Recorded tag -> planned tag, by index (tags are interned: equal indices, equal devices).
+    std::vector<std::uint32_t> plannedOf(m_tags.size(), kNoDeviceTag);
     for (std::size_t u = 0; u < m_units.size(); ++u) {
-        if (!m_units[u].recorded || !m_planned[u])
+        const std::uint32_t recorded = m_units[u].recordedTag;
+        const std::uint32_t planned = m_planned[u];
+        if (recorded == kNoDeviceTag || planned == kNoDeviceTag)
             continue;
-        auto [it, inserted] = mapping.emplace(*m_units[u].recorded, *m_planned[u]);
-        if (!inserted && it->second != *m_planned[u])
+        if (plannedOf[recorded] == kNoDeviceTag)
+            plannedOf[recorded] = planned;
+        else if (plannedOf[recorded] != planned)
             return std::nullopt; // two storages recorded alike go to different places
     }
+    std::map<std::string, std::string> mapping;
+    for (std::uint32_t recorded = 0; recorded < plannedOf.size(); ++recorded)
+        if (plannedOf[recorded] != kNoDeviceTag)
+            mapping.emplace(*m_tags[recorded], *m_tags[plannedOf[recorded]]);
     for (auto it = mapping.begin(); it != mapping.end();) {
         if (it->first == it->second)
             it = mapping.erase(it);

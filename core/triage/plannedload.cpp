@@ -36,9 +36,9 @@ StorageDevices StorageDevices::ofPlan(const PlacementPlan& plan, std::size_t sto
     for (std::uint32_t unit = 0; unit < units.size(); ++unit) {
         if (units[unit].storage < 0)
             continue; // a tensor without a storage: nothing of it is restored
-        const std::optional<std::string> planned = plan.plannedDevice(unit);
-        if (planned == units[unit].recorded)
-            continue;
+        if (plan.plannedTag(unit) == units[unit].recordedTag)
+            continue; // tags are interned: the same index is the same device
+        const std::optional<std::string>& planned = plan.tag(plan.plannedTag(unit));
         // A storage the plan leaves without a device is simulated as "cpu", as one the file
         // records without a device is.
         devices.set(static_cast<std::uint32_t>(units[unit].storage),

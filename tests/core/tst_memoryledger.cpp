@@ -12,6 +12,7 @@
 #include <QTest>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -278,6 +279,84 @@ private Q_SLOTS:
         }
         QCOMPARE(
             ledger.moduleBytes(static_cast<std::uint32_t>(checkpoint.tree.size())).size(), std::size_t(0));
+    }
+
+    // The plan keeps devices as indices into its distinct tags: each index stands for one device,
+    // a unit's recorded tag is its storage's (or its own) device, moves and undo compare by index,
+    // and name and prefix rules name exactly the tensors a scan of every name finds.
+    void planTagsAndNameRulesAgreeWithTheCheckpoint_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("devices_mixed")
+            << QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_mixed.pt");
+        QTest::newRow("devices_exotic")
+            << QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-2/devices_exotic.pt");
+        QTest::newRow("demo") << QStringLiteral(CKPT_SOURCE_DIR "/resources/demo/demo-checkpoint.pt");
+    }
+
+    void planTagsAndNameRulesAgreeWithTheCheckpoint()
+    {
+        QFETCH(QString, fixture);
+        const Checkpoint checkpoint = readCheckpoint(fixture.toStdString());
+        QVERIFY(!checkpoint.tensors.empty());
+        PlacementPlan plan(checkpoint);
+        QVERIFY(!plan.tag(PlacementPlan::kNoDeviceTag));
+        std::set<std::optional<std::string>> distinct {std::nullopt};
+        for (std::uint32_t u = 0; u < plan.units().size(); ++u) {
+            const PlacementUnit& unit = plan.units()[u];
+            const auto& device = unit.storage >= 0
+                ? checkpoint.storages[static_cast<std::size_t>(unit.storage)].device
+                : checkpoint.tensors[static_cast<std::size_t>(unit.tensor)].device;
+            const std::optional<std::string> expected
+                = device ? std::optional<std::string>(std::string(*device)) : std::nullopt;
+            QCOMPARE(plan.recordedDevice(u), expected);
+            QCOMPARE(plan.plannedDevice(u), expected);
+            QCOMPARE(plan.plannedTag(u), plan.recordedTag(u));
+            distinct.insert(expected);
+        }
+        QCOMPARE(plan.tagCount(), distinct.size()); // one tag a device, "no device" included
+        for (std::uint32_t a = 0; a < plan.tagCount(); ++a)
+            for (std::uint32_t b = a + 1; b < plan.tagCount(); ++b)
+                QVERIFY(plan.tag(a) != plan.tag(b));
+
+        // Every tree path as a module rule and every tensor name as a tensor rule, against a scan.
+        std::vector<std::pair<PlacementRule::Kind, std::string>> subjects;
+        for (std::uint32_t node = 1; node < checkpoint.tree.size(); ++node)
+            subjects.emplace_back(PlacementRule::Kind::MoveModule, checkpoint.treePath(node));
+        for (const TensorEntry& tensor : checkpoint.tensors)
+            subjects.emplace_back(PlacementRule::Kind::MoveTensor, tensor.name);
+        for (const auto& [kind, subject] : subjects) {
+            std::vector<std::uint32_t> expected;
+            for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
+                const std::string& name = checkpoint.tensors[t].name;
+                const bool below = kind == PlacementRule::Kind::MoveModule && name.size() > subject.size()
+                    && name.starts_with(subject)
+                    && (name[subject.size()] == '.' || name[subject.size()] == '[');
+                if (name == subject || below)
+                    expected.push_back(t);
+            }
+            PlacementPlan fresh(checkpoint);
+            const PlacementChange change = fresh.apply({kind, subject, "cuda:7"});
+            QCOMPARE(change.tensorsNamed, expected);
+            for (std::uint32_t u : change.unitsChanged)
+                QCOMPARE(fresh.plannedDevice(u), std::optional<std::string>("cuda:7"));
+            // Undo: every unit back on its recorded device, by index too.
+            std::vector<std::pair<std::uint32_t, std::optional<std::string>>> previous;
+            for (std::size_t i = 0; i < change.unitsChanged.size(); ++i)
+                previous.emplace_back(change.unitsChanged[i], change.previousDevices[i]);
+            fresh.restore(previous);
+            QVERIFY(!fresh.changesAnything());
+            for (std::uint32_t u = 0; u < fresh.units().size(); ++u)
+                QCOMPARE(fresh.plannedTag(u), fresh.recordedTag(u));
+        }
+
+        // A tag mapping: every device that is recorded somewhere, onto one new device.
+        plan.apply({PlacementRule::Kind::MapTag, "*", "cuda:7"});
+        const auto mapping = plan.asTagMapping();
+        QVERIFY(mapping);
+        for (const auto& device : distinct)
+            if (device && *device != "meta" && *device != "cuda:7")
+                QCOMPARE(mapping->at(*device), std::string("cuda:7"));
     }
 
     void sharedStorageCountsOnce()

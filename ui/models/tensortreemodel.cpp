@@ -48,19 +48,33 @@ TensorTreeModel::TensorTreeModel(CheckpointDocument* document, QObject* parent)
                 order.push_back(child);
     }
     QHash<QString, std::int32_t> tagIndex;
+    const auto indexOfTag = [&](const std::optional<std::string>& recorded) {
+        const QString tag = recorded ? QString::fromStdString(*recorded) : QStringLiteral("(none)");
+        auto found = tagIndex.find(tag);
+        if (found == tagIndex.end()) {
+            found = tagIndex.insert(tag, static_cast<std::int32_t>(m_recordedTags.size()));
+            m_recordedTags.push_back(tag);
+        }
+        return found.value();
+    };
+    // The plan's few recorded tags, each made a QString once, not once per tensor.
+    const PlacementPlan& plan = m_document->plan();
+    std::vector<std::int32_t> indexOfPlanTag(plan.tagCount(), -1);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         const std::uint32_t node = *it;
         const TreeNode& treeNode = checkpoint.tree[node];
         if (treeNode.kind == TreeNodeKind::Tensor && treeNode.tensor >= 0) {
             const auto tensor = static_cast<std::uint32_t>(treeNode.tensor);
-            const auto recorded = recordedDeviceOfTensor(tensor);
-            const QString tag = recorded ? QString::fromStdString(*recorded) : QStringLiteral("(none)");
-            auto found = tagIndex.find(tag);
-            if (found == tagIndex.end()) {
-                found = tagIndex.insert(tag, static_cast<std::int32_t>(m_recordedTags.size()));
-                m_recordedTags.push_back(tag);
+            const std::int32_t unit = plan.unitOfTensor(tensor);
+            std::int32_t own = 0;
+            if (unit >= 0) {
+                std::int32_t& cached = indexOfPlanTag[plan.recordedTag(static_cast<std::uint32_t>(unit))];
+                if (cached < 0)
+                    cached = indexOfTag(recordedDeviceOfTensor(tensor));
+                own = cached;
+            } else {
+                own = indexOfTag(recordedDeviceOfTensor(tensor));
             }
-            const std::int32_t own = found.value();
             const std::int32_t fromChildren = m_recordedDevice[node];
             m_recordedDevice[node] = fromChildren == kNoDevice || fromChildren == own ? own : kMixedDevices;
             m_tensorCount[node] += 1;
@@ -146,7 +160,7 @@ std::optional<std::string> TensorTreeModel::recordedDeviceOfTensor(std::uint32_t
     const PlacementPlan& plan = m_document->plan();
     const std::int32_t unit = plan.unitOfTensor(tensor);
     if (unit >= 0)
-        return plan.units()[static_cast<std::size_t>(unit)].recorded;
+        return plan.recordedDevice(static_cast<std::uint32_t>(unit));
     return m_document->checkpoint().tensors[tensor].device;
 }
 
@@ -174,15 +188,36 @@ void TensorTreeModel::deviceTagsOfTensors(
         tags.append(tag ? QString::fromStdString(*tag) : QStringLiteral("(none)"));
         return static_cast<std::uint16_t>(seen.size() - 1);
     };
+    // Each of the plan's tags looked up once (in the order first met, as before), not per tensor.
+    const PlacementPlan& plan = m_document->plan();
+    constexpr std::uint32_t kUnseen = UINT32_MAX;
+    std::vector<std::uint32_t> ofPlanTag(plan.tagCount(), kUnseen);
+    const auto indexOfPlanTag = [&](std::uint32_t planTag) {
+        if (ofPlanTag[planTag] == kUnseen)
+            ofPlanTag[planTag] = indexOf(plan.tag(planTag));
+        return static_cast<std::uint16_t>(ofPlanTag[planTag]);
+    };
     for (std::uint32_t t = 0; t < count; ++t) {
-        recorded[t] = indexOf(recordedDeviceOfTensor(t));
-        planned[t] = indexOf(plannedDeviceOfTensor(t));
+        const std::int32_t unit = plan.unitOfTensor(t);
+        if (unit < 0) {
+            recorded[t] = indexOf(recordedDeviceOfTensor(t));
+            planned[t] = indexOf(plannedDeviceOfTensor(t));
+            continue;
+        }
+        recorded[t] = indexOfPlanTag(plan.recordedTag(static_cast<std::uint32_t>(unit)));
+        planned[t] = indexOfPlanTag(plan.plannedTag(static_cast<std::uint32_t>(unit)));
     }
 }
 
 bool TensorTreeModel::isTensorChanged(std::uint32_t tensor) const
 {
-    return plannedDeviceOfTensor(tensor) != recordedDeviceOfTensor(tensor);
+    // A tensor that is no unit of its own stays where it was recorded; a unit's tags are interned,
+    // so comparing their indices compares the devices.
+    const PlacementPlan& plan = m_document->plan();
+    const std::int32_t unit = plan.unitOfTensor(tensor);
+    return unit >= 0
+        && plan.plannedTag(static_cast<std::uint32_t>(unit))
+        != plan.recordedTag(static_cast<std::uint32_t>(unit));
 }
 
 bool TensorTreeModel::isDraggable(std::uint32_t node) const
