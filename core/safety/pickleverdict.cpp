@@ -36,6 +36,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <archive.h>
@@ -1889,17 +1890,30 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
             directories.push_back({view.start, std::max(view.end, at)});
     }
     if (views.size() > 1) {
-        // The same entry seen by several views is rated once.
-        std::set<std::tuple<std::uint64_t, std::string_view, std::uint64_t, std::uint16_t, std::uint16_t>>
-            seen;
-        std::vector<ZipMember> unique;
-        unique.reserve(members.size());
-        for (const ZipMember& member : members)
-            if (seen.insert(
-                        {member.localOffset, member.name, member.compressedSize, member.method, member.flags})
-                    .second)
-                unique.push_back(member);
-        members.swap(unique);
+        // The same entry seen by several views is rated once: the first in directory order stays.
+        // Found by sorting the members' indices (4 bytes a member), not a set of their entries
+        // beside a second copy of the members: at 100,000 records those two were 15 MB at the
+        // peak of info --json, though torch's files have one view that finds members (the second
+        // is the 32-bit end record's, which names no central header).
+        auto entry = [&](std::uint32_t i) {
+            const ZipMember& member = members[i];
+            return std::tie(
+                member.localOffset, member.name, member.compressedSize, member.method, member.flags);
+        };
+        std::vector<std::uint32_t> order(members.size());
+        for (std::uint32_t i = 0; i < order.size(); ++i)
+            order[i] = i;
+        std::stable_sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return entry(a) < entry(b); });
+        std::vector<bool> repeated(members.size());
+        for (std::size_t k = 1; k < order.size(); ++k)
+            if (entry(order[k]) == entry(order[k - 1]))
+                repeated[order[k]] = true;
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < members.size(); ++i)
+            if (!repeated[i])
+                members[kept++] = members[i];
+        members.resize(kept);
     }
     // Local headers: those the central directory names, and any it does not (gaps, a missing
     // directory): a reader that recovers entries from local headers would find them.
