@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/mappedfile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -131,6 +132,19 @@ std::shared_ptr<const MappedFile> MappedFile::fromExternal(
     file->m_owner = std::move(owner);
     file->m_path = std::move(name);
     return file;
+}
+
+void MappedFile::releaseResidentPages(std::uint64_t offset, std::uint64_t length) const
+{
+    if (!m_mapping || offset >= m_mappingSize)
+        return;
+    length = std::min<std::uint64_t>(length, m_mappingSize - offset);
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t first = (offset + page - 1) / page * page;
+    const std::uint64_t end = (offset + length) / page * page;
+    if (end > first)
+        ::madvise(static_cast<std::uint8_t*>(m_mapping) + first, static_cast<std::size_t>(end - first),
+            MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile()

@@ -36,6 +36,13 @@ public:
     std::uint64_t size() const { return m_bytes.size(); }
     const std::string& path() const { return m_path; }
 
+    // Gives the pages of bytes [offset, offset + length) that this process has touched back to the
+    // page cache (madvise MADV_DONTNEED; the whole pages inside the range): a reader that walked a
+    // region once (a pickle run, a zip's local headers) need not keep it resident, and touching it
+    // again reads it again from the page cache, unchanged, as the mapping is read-only. Only for a
+    // file this object mapped itself: a buffer, a slice or an external mapping is left as it is.
+    void releaseResidentPages(std::uint64_t offset, std::uint64_t length) const;
+
 private:
     MappedFile() = default;
     ByteView m_bytes;

@@ -54,6 +54,33 @@ std::size_t residentPages(const std::uint8_t* mapping, std::size_t offset, std::
     return resident;
 }
 
+// Kilobytes of this process's resident set in the mapping that holds `address`, from
+// /proc/self/smaps (its "Rss:" line): the pages this process has touched, not the page cache's.
+long residentKilobytesOfMapping(const void* address)
+{
+    QFile smaps(QStringLiteral("/proc/self/smaps"));
+    if (!smaps.open(QIODevice::ReadOnly))
+        return -1;
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    bool inside = false;
+    for (const QByteArray& line : smaps.readAll().split('\n')) {
+        const int dash = line.indexOf('-');
+        const int space = line.indexOf(' ');
+        if (dash > 0 && space > dash && !line.startsWith("Rss")) {
+            bool ok1 = false, ok2 = false;
+            const auto start = line.left(dash).toULongLong(&ok1, 16);
+            const auto end = line.mid(dash + 1, space - dash - 1).toULongLong(&ok2, 16);
+            if (ok1 && ok2) {
+                inside = start <= at && at < end;
+                continue;
+            }
+        }
+        if (inside && line.startsWith("Rss:"))
+            return line.mid(4).trimmed().split(' ').front().toLong();
+    }
+    return -1;
+}
+
 } // namespace
 
 class TestMappedFile : public QObject {
@@ -262,6 +289,44 @@ private Q_SLOTS:
         auto empty = MappedFile::fromBuffer({}, "nothing");
         QCOMPARE(empty->size(), std::uint64_t {0});
         QVERIFY(empty->bytes().empty());
+    }
+
+    // A reader gives back the pages it walked (issue 28): they leave this process's resident set,
+    // the bytes read the same when touched again, and bytes this object did not map itself (a
+    // buffer, whose memory MADV_DONTNEED would zero, or a slice) are left as they are.
+    void releasedPagesLeaveTheResidentSetNotTheBytes()
+    {
+        const auto page = static_cast<qsizetype>(sysconf(_SC_PAGESIZE));
+        QByteArray content(64 * page, '\0');
+        for (qsizetype i = 0; i < content.size(); ++i)
+            content[i] = static_cast<char>((i * 7 + i / page) & 0xff);
+        const QString path = m_dir.filePath(QStringLiteral("released.bin"));
+        QVERIFY(writeFile(path, content));
+        auto opened = MappedFile::open(path.toStdString());
+        QVERIFY(opened.hasValue());
+        const auto& file = *opened;
+        QCOMPARE(bytesOf(file->bytes()), content); // touches every page
+        QVERIFY(residentKilobytesOfMapping(file->bytes().data()) >= 64 * page / 1024);
+        // Only whole pages inside the range: of [0.5, 10.5 pages) the nine from page 1 to 9 go.
+        file->releaseResidentPages(
+            static_cast<std::uint64_t>(page / 2), static_cast<std::uint64_t>(10 * page));
+        QCOMPARE(residentKilobytesOfMapping(file->bytes().data()), long(55 * page / 1024));
+        file->releaseResidentPages(0, file->size() + 12345); // clamped to the file
+        QCOMPARE(residentKilobytesOfMapping(file->bytes().data()), 0L);
+        QCOMPARE(bytesOf(file->bytes()), content);
+
+        auto slice
+            = MappedFile::slice(file, static_cast<std::uint64_t>(page), static_cast<std::uint64_t>(4 * page));
+        QVERIFY(slice);
+        slice->releaseResidentPages(0, slice->size());
+        QCOMPARE(
+            residentKilobytesOfMapping(file->bytes().data()), long(64 * page / 1024)); // nothing given back
+        QCOMPARE(bytesOf(slice->bytes()), content.mid(page, 4 * page));
+
+        ByteBuffer buffer(static_cast<std::size_t>(8 * page), 0x5a);
+        auto held = MappedFile::fromBuffer(std::move(buffer), "inflated record");
+        held->releaseResidentPages(0, held->size());
+        QCOMPARE(bytesOf(held->bytes()), QByteArray(8 * page, '\x5a'));
     }
 
     // A DCP chunk is read as a file of its own: a slice shares the map, keeps it alive after the

@@ -367,6 +367,39 @@ private Q_SLOTS:
             verdict.cannotVerify.front().c_str());
     }
 
+    // A torch file whose 32-bit end record names the directory from its second entry while the
+    // ZIP64 record names it from the first: two readers' views that find the same entries at the
+    // same offsets. Each entry is rated once (issue 28 made the check an index sort, not a set):
+    // rated twice, every name after the first was reported as two members of that name.
+    void zipViewsThatShareEntriesRateEachOnce()
+    {
+        QFile fixture(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/torch-1.13/devices_cuda0.pt"));
+        QVERIFY(fixture.open(QIODevice::ReadOnly));
+        std::string bytes = fixture.readAll().toStdString();
+        const std::size_t end = bytes.rfind(raw("PK\x05\x06"));
+        QVERIFY(end != std::string::npos && end + 22 <= bytes.size());
+        auto le = [&](std::size_t at, int size) {
+            std::uint32_t value = 0;
+            for (int i = 0; i < size; ++i)
+                value |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at + i])) << (8 * i);
+            return value;
+        };
+        const std::uint32_t first = le(end + 16, 4);
+        QCOMPARE(bytes.substr(first, 4), raw("PK\x01\x02"));
+        const std::uint32_t second = first + 46 + le(first + 28, 2) + le(first + 30, 2) + le(first + 32, 2);
+        QCOMPARE(bytes.substr(second, 4), raw("PK\x01\x02"));
+        for (int i = 0; i < 4; ++i)
+            bytes[end + 16 + i] = static_cast<char>((second >> (8 * i)) & 0xFF);
+
+        const SafetyVerdict untouched
+            = rate(fixture.seek(0) ? fixture.readAll().toStdString() : std::string());
+        const SafetyVerdict verdict = rate(bytes);
+        QCOMPARE(verdict.rating, untouched.rating);
+        for (const std::string& note : verdict.notes)
+            QVERIFY2(note.find("two members are named") == std::string::npos, note.c_str());
+        QCOMPARE(verdict.notes.size(), untouched.notes.size());
+    }
+
     void fixturesTorch113AcceptsAreLoadable()
     {
         torchAcceptsMeansLoadable(QStringLiteral(CKPT_LEGACY_PYTHON), false);
