@@ -287,7 +287,7 @@ step tests env QT_QPA_PLATFORM=offscreen ctest --preset ci --output-on-failure -
 # The same suites with AddressSanitizer and UBSan. Leak checking stays on, Qt tests included: with
 # the offscreen platform Qt frees what it allocates, so a reported leak is ours (a parentless
 # widget, say). UB stops the test. Qt Test's 5-minute limit per test function is too short for the
-# truncation sweeps at -O1 with ASan on 2 busy cores (tst_ziparchive's corpusTruncation took
+# truncation sweeps at -Og with ASan on 2 busy cores (tst_ziparchive's corpusTruncation took
 # 307 s); ctest's 900 s still applies.
 asan_env=(env QT_QPA_PLATFORM=offscreen "ASAN_OPTIONS=detect_leaks=1"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" QTEST_FUNCTION_TIMEOUT=900000)
