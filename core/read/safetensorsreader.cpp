@@ -15,6 +15,7 @@
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
+#include "core/model/dottedname.h"
 #include "core/model/dtype.h"
 
 #include <algorithm>
@@ -228,13 +229,7 @@ void SafetensorsReader::reportSuppressed()
 // is quadratic for a header with a million distinct top-level names.
 std::uint32_t SafetensorsReader::parentFor(std::string_view dottedName, std::string& leafName)
 {
-    std::size_t leafStart = 0;
-    for (;;) {
-        const std::size_t dot = dottedName.find('.', leafStart);
-        if (dot == std::string_view::npos || dot == leafStart || dot + 1 == dottedName.size())
-            break;
-        leafStart = dot + 1;
-    }
+    const std::size_t leafStart = dottedLeafStart(dottedName);
     leafName = std::string(dottedName.substr(leafStart));
     if (leafStart == 0)
         return 0;
@@ -377,30 +372,18 @@ public:
         ++m_pos;
         if (!countValue())
             return false;
-        skipSpace();
-        if (peek() == '}') {
-            ++m_pos;
-        } else {
-            for (;;) {
-                Entry entry;
-                if (!string(entry.name) || !colon())
-                    return false;
-                entry.metadata = entry.name == "__metadata__";
-                if (!(entry.metadata ? metadataObject(entry) : tensorObject(entry)))
-                    return false;
-                m_entries.push_back(entry);
-                skipSpace();
-                if (peek() == ',') {
-                    ++m_pos;
-                    skipSpace();
-                    continue;
-                }
-                if (peek() != '}')
-                    return false;
-                ++m_pos;
-                break;
-            }
-        }
+        const bool entries = items('}', true, [&] {
+            Entry entry;
+            if (!string(entry.name) || !colon())
+                return false;
+            entry.metadata = entry.name == "__metadata__";
+            if (!(entry.metadata ? metadataObject(entry) : tensorObject(entry)))
+                return false;
+            m_entries.push_back(entry);
+            return true;
+        });
+        if (!entries)
+            return false;
         skipSpace();
         return m_pos == m_text.size() && namesUnique();
     }
@@ -443,6 +426,30 @@ private:
             return false;
         skipSpace();
         return true;
+    }
+
+    // The items of an array or object, its opening bracket read: each read by readItem, separated
+    // by commas, up to and including `close`; none at all only where allowEmpty.
+    template<typename ReadItem> bool items(char close, bool allowEmpty, ReadItem readItem)
+    {
+        skipSpace();
+        if (allowEmpty && peek() == close) {
+            ++m_pos;
+            return true;
+        }
+        for (;;) {
+            if (!readItem())
+                return false;
+            skipSpace();
+            if (peek() == close) {
+                ++m_pos;
+                return true;
+            }
+            if (peek() != ',')
+                return false;
+            ++m_pos;
+            skipSpace();
+        }
     }
 
     // A string of printable ASCII without escapes (the parser reads every other string).
@@ -492,27 +499,14 @@ private:
             return false;
         ++m_pos;
         entry.firstDim = static_cast<std::uint32_t>(m_dims.size());
-        skipSpace();
-        if (peek() == ']') {
-            ++m_pos;
-            return true;
-        }
-        for (;;) {
+        return items(']', true, [&] {
             std::uint64_t dim = 0;
             if (!integer(dim) || dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
                 return false;
             m_dims.push_back(static_cast<std::int64_t>(dim));
             ++entry.dimCount;
-            skipSpace();
-            if (peek() == ']') {
-                ++m_pos;
-                return true;
-            }
-            if (peek() != ',')
-                return false;
-            ++m_pos;
-            skipSpace();
-        }
+            return true;
+        });
     }
 
     bool offsets(Entry& entry)
@@ -533,36 +527,25 @@ private:
             return false;
         ++m_pos;
         bool dtype = false, shapeSeen = false, offsetsSeen = false;
-        skipSpace();
-        for (;;) {
+        const bool members = items('}', false, [&] {
             std::string_view key;
             if (!string(key) || !colon())
                 return false;
             if (key == "dtype" && !dtype) {
                 dtype = string(entry.dtype);
-                if (!dtype)
-                    return false;
-            } else if (key == "shape" && !shapeSeen) {
+                return dtype;
+            }
+            if (key == "shape" && !shapeSeen) {
                 shapeSeen = shape(entry);
-                if (!shapeSeen)
-                    return false;
-            } else if (key == "data_offsets" && !offsetsSeen) {
+                return shapeSeen;
+            }
+            if (key == "data_offsets" && !offsetsSeen) {
                 offsetsSeen = offsets(entry);
-                if (!offsetsSeen)
-                    return false;
-            } else {
-                return false;
+                return offsetsSeen;
             }
-            skipSpace();
-            if (peek() == '}') {
-                ++m_pos;
-                return dtype && shapeSeen && offsetsSeen;
-            }
-            if (peek() != ',')
-                return false;
-            ++m_pos;
-            skipSpace();
-        }
+            return false;
+        });
+        return members && dtype && shapeSeen && offsetsSeen;
     }
 
     bool metadataObject(Entry& entry)
@@ -571,28 +554,15 @@ private:
             return false;
         ++m_pos;
         entry.firstDim = static_cast<std::uint32_t>(m_metadata.size());
-        skipSpace();
-        if (peek() == '}') {
-            ++m_pos;
-            return true;
-        }
-        for (;;) {
+        return items('}', true, [&] {
             std::string_view key;
             std::string_view value;
             if (!string(key) || !colon() || !string(value))
                 return false;
             m_metadata.emplace_back(key, value);
             ++entry.dimCount;
-            skipSpace();
-            if (peek() == '}') {
-                ++m_pos;
-                return true;
-            }
-            if (peek() != ',')
-                return false;
-            ++m_pos;
-            skipSpace();
-        }
+            return true;
+        });
     }
 
     // A repeated name (or __metadata__ twice) is reported by the parser's path, which lists every one.

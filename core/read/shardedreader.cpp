@@ -5,6 +5,7 @@
 #include "core/base/textformat.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
+#include "core/model/dottedname.h"
 #include "core/read/dcpreader.h"
 #include "core/read/runfolderreader.h"
 
@@ -232,14 +233,7 @@ struct LastModule {
 
     std::uint32_t parentFor(Checkpoint& merged, std::string_view dottedName, std::string& leafName)
     {
-        // modulePathFor's split: an empty component ("a..b", a trailing dot) ends it.
-        std::size_t leafStart = 0;
-        for (;;) {
-            const std::size_t dot = dottedName.find('.', leafStart);
-            if (dot == std::string_view::npos || dot == leafStart || dot + 1 == dottedName.size())
-                break;
-            leafStart = dot + 1;
-        }
+        const std::size_t leafStart = dottedLeafStart(dottedName);
         if (leafStart > 0 && node != 0 && dottedName.substr(0, leafStart - 1) == prefix) {
             leafName = std::string(dottedName.substr(leafStart));
             return node;
