@@ -17,6 +17,7 @@
 // (torchmessages.h, core/pickle/picklesummary.h).
 #include "core/safety/pickleverdict.h"
 
+#include "core/base/escaping.h"
 #include "core/base/textformat.h"
 #include "core/format/crc32.h"
 #include "core/format/zipformat.h"
@@ -1685,11 +1686,19 @@ void Scanner::scanStream(
         // Also in any bytes that open as a pickle does (PROTO): a member a loader may be pointed at.
         const bool moduleSuffices = (topLevel && index < 5)
             || (index == 0 && rest.size() >= 2 && rest[0] == pickleop::PROTO && rest[1] <= 5);
+        // From the first byte of any bytes a reader hands out (a zip member under any name), an
+        // attribute that is no name still imports its module: CPython's _pickle decodes both lines
+        // as UTF-8 and calls find_class, which imports before it fails on the attribute. A GLOBAL
+        // of 'os' and 'sy\0stem ...' in a member named data.txt is that (the container differential,
+        // seed 1795820759). Past the first pickle, tensor bytes follow: there the name must be one.
+        const bool attributeAnyText = index == 0;
         auto namedGlobal = [&] {
-            auto names = [moduleSuffices](const OpcodeScan& scan) {
+            auto names = [moduleSuffices, attributeAnyText](const OpcodeScan& scan) {
                 bool found = moduleSuffices && scan.extension;
                 for (const auto& name : scan.names)
-                    found |= isIdentifierPath(name.module) && (moduleSuffices || isIdentifierPath(name.name));
+                    found |= isIdentifierPath(name.module)
+                        && (moduleSuffices || isIdentifierPath(name.name)
+                            || (attributeAnyText && isValidUtf8(name.name)));
                 return found;
             };
             if (!namedGlobalFound)

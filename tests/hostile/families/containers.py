@@ -34,6 +34,7 @@ def generate(h):
     add("c05_data_pkl_upper_case.pt", zip_case("case"), "2,6")
     add("c06_nul_in_member_name.pt", zip_case("nul"), "2,5")
     add("c07_encrypted_data_pkl.pt", lambda: _encrypted(bases), "5,27", ())
+    add("c08_member_global_attribute_not_a_name.pt", lambda: _attribute_not_a_name(bases), "2,5,12", ("os.",))
     # 0.1.x tar: Python's tarfile takes a v7 header; pickles behind storage bytes
     add("c10_v7_tar_pickle.pt", lambda: cd.tar_bytes(cd.legacy_tar("pickle", cd.payload(0)), v7_magic=True), "1,9")
     add("c11_tar_storage_views_broken.pt",
@@ -63,6 +64,18 @@ def _count_lie(bases):
         if name == "count_lie.pt":
             return blob
     raise RuntimeError("no seed gave the count lie")
+
+
+def _attribute_not_a_name(bases):
+    """Seed 1795820759, case 3249: an extra member, archive/data.txt (another name in its local
+    header), holding a protocol-0 GLOBAL of 'os' whose attribute line is no name (NULs, spaces).
+    torch's reader hands the member out; CPython's _pickle imports os before it fails on the
+    attribute. The tool rated only data.pkl and called the file known inert."""
+    entries = [cd.Entry(n, d) for n, d in bases.members]
+    prefix = bases.members[0][0].split("/")[0]
+    evil = b"cos\ns\x01stem\x00\x00\x00\x00" + cd.MARKER.encode() + b"'\ntR."
+    entries.append(cd.Entry(prefix + "/data.txt", evil, local_name=prefix[:4].encode() + b"\xbeve/data#\x02\x00\x00"))
+    return cd.finish(*cd.build_zip(entries)[:3])
 
 
 def _encrypted(bases):
