@@ -365,7 +365,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     // The weights_only verdict of the torch asked for (2.6+ unless only 1.13 is), in the state of
     // its process that was asked for.
     const TorchGeneration judged = options.torch.value_or(TorchGeneration::Torch26Plus);
-    report.weightsOnly = judgeWeightsOnly(checkpoint, judged, options.imports);
+    report.weightsOnly = options.sharedVerdicts
+        ? *options.sharedVerdicts->get(checkpoint, judged, options.imports)
+        : judgeWeightsOnly(checkpoint, judged, options.imports);
     // The load simulation of torch 2.6+ needs the same verdict of this file's own pickles (not the
     // worst shard's, nor the rating raised by the safety verdict below): kept, not judged again.
     const WeightsOnlyVerdict ownVerdict = report.weightsOnly;

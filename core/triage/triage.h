@@ -16,6 +16,7 @@
 #include "core/triage/shardchecks.h"
 #include "core/triage/weightsonlyverdict.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ struct TriageOptions {
     // false for a checkpoint read where it lies (an http(s) URL): the CRC of every record would
     // download every tensor byte, so a finding says it was not checked instead.
     bool checkRecordCrcs = true;
+    // The weights_only judgement of the checkpoint's own pickles, shared with another caller that
+    // needs it (the app's load simulation bar); none: judged here.
+    std::shared_ptr<SharedWeightsOnlyVerdicts> sharedVerdicts;
 };
 
 struct TriageReport {

@@ -397,4 +397,36 @@ WeightsOnlyVerdict judgeWeightsOnly(
     return verdict;
 }
 
+std::shared_ptr<const WeightsOnlyVerdict> SharedWeightsOnlyVerdicts::get(
+    const Checkpoint& checkpoint, TorchGeneration generation, const TorchImports& imports)
+{
+    const std::lock_guard lock(m_mutex); // held while judging: a second caller waits for the answer
+    ++m_asked;
+    if (!m_checkpoint)
+        m_checkpoint = &checkpoint;
+    if (m_checkpoint != &checkpoint)
+        return std::make_shared<const WeightsOnlyVerdict>(judgeWeightsOnly(checkpoint, generation, imports));
+    for (const std::shared_ptr<const WeightsOnlyVerdict>& judged : m_judged)
+        if (judged->generation == generation && judged->imports == imports)
+            return judged;
+    constexpr std::size_t kKept = 8; // imports the person tried one after another
+    if (m_judged.size() == kKept)
+        m_judged.erase(m_judged.begin());
+    ++m_judgements;
+    return m_judged.emplace_back(
+        std::make_shared<const WeightsOnlyVerdict>(judgeWeightsOnly(checkpoint, generation, imports)));
+}
+
+std::size_t SharedWeightsOnlyVerdicts::asked() const
+{
+    const std::lock_guard lock(m_mutex);
+    return m_asked;
+}
+
+std::size_t SharedWeightsOnlyVerdicts::judged() const
+{
+    const std::lock_guard lock(m_mutex);
+    return m_judgements;
+}
+
 } // namespace ckpt

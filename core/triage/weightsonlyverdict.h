@@ -9,6 +9,8 @@
 #include "core/safety/torchgeneration.h"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,5 +66,25 @@ struct WeightsOnlyVerdict {
 
 WeightsOnlyVerdict judgeWeightsOnly(
     const Checkpoint& checkpoint, TorchGeneration generation, const TorchImports& imports = {});
+
+// One checkpoint's judgements shared by every caller that needs the same one: the app's triage and
+// its load simulation bar start on two threads as a file opens, and judging the pickle of a million
+// tensors costs half a second. The first caller of a generation and imports judges; another asking
+// for the same meanwhile waits for that answer instead of judging again. Judgements of another
+// checkpoint than the first one asked about are made and not kept.
+class SharedWeightsOnlyVerdicts {
+public:
+    std::shared_ptr<const WeightsOnlyVerdict> get(
+        const Checkpoint& checkpoint, TorchGeneration generation, const TorchImports& imports = {});
+    // How many times it was asked, and how many judgements that took.
+    std::size_t asked() const;
+    std::size_t judged() const;
+
+private:
+    mutable std::mutex m_mutex;
+    std::size_t m_asked = 0, m_judgements = 0;
+    const Checkpoint* m_checkpoint = nullptr;
+    std::vector<std::shared_ptr<const WeightsOnlyVerdict>> m_judged; // a few: one per generation and imports
+};
 
 } // namespace ckpt

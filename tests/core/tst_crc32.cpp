@@ -146,6 +146,32 @@ private Q_SLOTS:
         }
     }
 
+    // Regular files are read through mappings of their pages: a range that reaches past the end of
+    // the file (a record whose size lies) fails as a read does, with the cause, and never touches
+    // a mapped page the file does not have (SIGBUS); the bytes before it are still read.
+    void rangePastTheEndFailsAsARead()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("short.bin"));
+        const std::vector<std::uint8_t> bytes = noise((5u << 20) + 11, 5);
+        QVERIFY(writeFile(path, bytes));
+        const int fd = ::open(path.toLocal8Bit().constData(), O_RDONLY);
+        QVERIFY(fd >= 0);
+        const std::uint64_t size = bytes.size();
+        for (const FileRange& range : {FileRange {0, size + 1}, FileRange {4096, size}, FileRange {size, 1},
+                 FileRange {size + (1u << 20), 1u << 20}, FileRange {~std::uint64_t(0) - 8, 64}}) {
+            const auto crcs = crc32OfFileRanges(fd, {range}, 2);
+            QVERIFY2(!crcs.hasValue(), qPrintable(QStringLiteral("offset %1").arg(range.offset)));
+            QVERIFY(crcs.error().message.find("cannot read") != std::string::npos);
+        }
+        const auto whole = crc32OfFileRanges(fd, {FileRange {0, size}, FileRange {size - 3, 3}}, 2);
+        ::close(fd);
+        QVERIFY(whole.hasValue());
+        QCOMPARE((*whole)[0], crc32Update(0, bytes.data(), bytes.size()));
+        QCOMPARE((*whole)[1], crc32Update(0, bytes.data() + size - 3, 3));
+    }
+
     void unreadableRangeSaysWhy()
     {
         const auto crcs = crc32OfFileRanges(-1, {FileRange {0, 10}});

@@ -11,6 +11,7 @@
 #include "torchprobe.h"
 
 #include <algorithm>
+#include <thread>
 
 #include <QDir>
 #include <QTest>
@@ -25,6 +26,7 @@ private:
 
 private Q_SLOTS:
     void hostileFilesAreDangerous();
+    void sharedVerdictsJudgeOnce();
     void aPickleOnlyTheReaderRanIsRated();
     void aGlobalTheVerdictLacksIsHandedToIt();
     void everySectionSaysWhatTheRatingSays();
@@ -88,6 +90,40 @@ void TestWeightsOnlyVerdict::hostileFilesAreDangerous()
                 "%s: %s", qPrintable(c.path.section(u'/', -1)), verdict.dangerousCallChains.front().c_str());
         }
     }
+}
+
+// The app's triage and load simulation bar ask on two threads at once: one judgement, the same
+// answer for both, equal to judging alone; other imports or another generation are judged apart;
+// another checkpoint is judged and not kept.
+void TestWeightsOnlyVerdict::sharedVerdictsJudgeOnce()
+{
+    const auto checkpoint = readCheckpoint(CKPT_SOURCE_DIR "/tests/data/hostile/builtins_eval.pt");
+    const auto other = readCheckpoint(CKPT_SOURCE_DIR "/tests/data/hostile/os_system.pt");
+    SharedWeightsOnlyVerdicts shared;
+    std::shared_ptr<const WeightsOnlyVerdict> first, second;
+    {
+        const std::jthread a([&] { first = shared.get(checkpoint, TorchGeneration::Torch26Plus); });
+        const std::jthread b([&] { second = shared.get(checkpoint, TorchGeneration::Torch26Plus); });
+    }
+    QVERIFY(first && first == second);
+    QCOMPARE(shared.judged(), std::size_t(1));
+    const WeightsOnlyVerdict alone = judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus);
+    QVERIFY(first->rating == alone.rating && first->torchMessage == alone.torchMessage);
+    QCOMPARE(first->globals.size(), alone.globals.size());
+
+    auto imports = TorchImports::parse("all");
+    QVERIFY(imports.hasValue());
+    const auto withNumpy = shared.get(checkpoint, TorchGeneration::Torch26Plus, *imports);
+    QVERIFY(withNumpy != first && withNumpy->imports == *imports);
+    const auto old = shared.get(checkpoint, TorchGeneration::Torch113);
+    QVERIFY(old != first && old->generation == TorchGeneration::Torch113);
+    QCOMPARE(shared.get(checkpoint, TorchGeneration::Torch26Plus), first);
+    QCOMPARE(shared.judged(), std::size_t(3));
+
+    const auto ofOther = shared.get(other, TorchGeneration::Torch26Plus);
+    QVERIFY(ofOther != first && ofOther->torchMessage != first->torchMessage);
+    QCOMPARE(shared.get(checkpoint, TorchGeneration::Torch26Plus), first);
+    QCOMPARE(shared.asked(), std::size_t(7));
 }
 
 namespace {

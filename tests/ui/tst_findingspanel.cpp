@@ -133,6 +133,22 @@ private Q_SLOTS:
         QCOMPARE(proxy.index(0, FindingsModel::CodeColumn).data().toString(), QStringLiteral("crc-mismatch"));
     }
 
+    // The triage and the load simulation bar start together as a file opens; the weights_only
+    // judgement of its pickles (half a second for a million tensors) is made once for both.
+    void triageAndSimulationJudgeOnce()
+    {
+        MainWindow window;
+        window.setSuppressModalDialogs(true);
+        window.setTarget(cpuOnly(), QString());
+        QVERIFY(openAndTriage(window, fixture("fixtures/torch-2/devices_cuda1.pt")));
+        LoadSimulationBar* bar = window.findingsPanel()->simulationBar();
+        QTRY_VERIFY2(
+            bar->resultText().contains(QStringLiteral("The file as it is")), qPrintable(bar->resultText()));
+        const auto& verdicts = window.document()->weightsOnlyVerdicts();
+        QTRY_COMPARE(verdicts->asked(), std::size_t(2));
+        QCOMPARE(verdicts->judged(), std::size_t(1));
+    }
+
     void cudaFileOnCpuTarget()
     {
         MainWindow window;

@@ -5,6 +5,7 @@
 #include "core/model/checkpoint.h"
 #include "core/plan/memoryledger.h"
 #include "core/plan/placementplan.h"
+#include "core/triage/weightsonlyverdict.h"
 #include "ui/document/placementmime.h"
 
 #include <QObject>
@@ -40,6 +41,12 @@ public:
 
     const Checkpoint& checkpoint() const { return *m_checkpoint; }
     std::shared_ptr<const Checkpoint> sharedCheckpoint() const { return m_checkpoint; }
+    // The weights_only judgements of the checkpoint, made once for the triage and the load
+    // simulation bar, whichever asks first (both run as jobs when the file opens).
+    const std::shared_ptr<SharedWeightsOnlyVerdicts>& weightsOnlyVerdicts() const
+    {
+        return m_weightsOnlyVerdicts;
+    }
     const PlacementPlan& plan() const { return *m_plan; }
     const MemoryLedger& ledger() const { return *m_ledger; }
     const MachineInventory& target() const { return m_target; }
@@ -82,6 +89,8 @@ private:
     void notify(const PlacementChange& change);
 
     std::shared_ptr<const Checkpoint> m_checkpoint;
+    std::shared_ptr<SharedWeightsOnlyVerdicts> m_weightsOnlyVerdicts
+        = std::make_shared<SharedWeightsOnlyVerdicts>();
     MachineInventory m_target;
     std::unique_ptr<PlacementPlan> m_plan;
     std::unique_ptr<MemoryLedger> m_ledger;

@@ -235,6 +235,7 @@ void DocumentController::startTriage()
         return;
     TriageOptions options;
     options.target = m_document->target();
+    options.sharedVerdicts = m_document->weightsOnlyVerdicts(); // the load simulation bar's too
     // map_location=None: what a plain torch.load does; values are the details pane's business.
     auto checkpoint = m_document->sharedCheckpoint();
     m_triageJobs->start(

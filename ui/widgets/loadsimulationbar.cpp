@@ -351,6 +351,7 @@ struct LoadSimulationBar::Question {
     TorchImports imports;
     bool fileAsItIsKnown = false; // m_asItIsHtml holds its line already
     std::shared_ptr<const WeightsOnlyVerdict> verdict; // null: judge it (once per document)
+    std::shared_ptr<SharedWeightsOnlyVerdicts> verdicts; // the document's, shared with its triage
     // The plan's device of each storage where it differs from the file's, two bytes a storage,
     // taken on the GUI thread and handed to the simulations as it is. Empty when the plan changes
     // nothing.
@@ -377,6 +378,7 @@ LoadSimulationBar::Question LoadSimulationBar::question() const
     question.imports = m_imports;
     question.fileAsItIsKnown = !m_asItIsHtml.isEmpty();
     question.verdict = m_verdict;
+    question.verdicts = m_document->weightsOnlyVerdicts();
     const PlacementPlan& plan = m_document->plan();
     if (plan.changesAnything()) {
         question.planChangesAnything = true;
@@ -391,9 +393,11 @@ LoadSimulationBar::Answer LoadSimulationBar::answer(const Question& question, Jo
     Answer answer;
     answer.checkpoint = question.checkpoint;
     answer.verdict = question.verdict;
-    if (!answer.verdict)
-        answer.verdict = std::make_shared<const WeightsOnlyVerdict>(
-            judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus, question.imports));
+    if (!answer.verdict) // the triage's judgement when it asked first (the same generation and imports)
+        answer.verdict = question.verdicts
+            ? question.verdicts->get(*question.checkpoint, TorchGeneration::Torch26Plus, question.imports)
+            : std::make_shared<const WeightsOnlyVerdict>(
+                judgeWeightsOnly(*question.checkpoint, TorchGeneration::Torch26Plus, question.imports));
     if (!question.fileAsItIsKnown) {
         answer.asItIsHtml = bothHtml(*question.checkpoint, nullptr, question.target, question.mapLocation,
             *answer.verdict, job, question.torch, question.imports);
