@@ -67,7 +67,7 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint);
 void addQuantScaleFindings(Checkpoint& checkpoint);
 
 // The checkpoint's scan: the one its reader kept (addQuantScaleFindings) while it still describes
-// these tensors (a copy of the checkpoint scans again), else one made now. Never null.
+// these tensors (tensors added or replaced: scans again), else one made now. Never null.
 std::shared_ptr<const QuantScan> quantScanOf(const Checkpoint& checkpoint);
 
 // "[256, 384]" as the reports write shapes.
