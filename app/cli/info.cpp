@@ -49,7 +49,8 @@ int runInfo(const InfoArguments& arguments)
     const ckpt::SafetyVerdict& safety
         = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
                                             : ckpt::ratePickleSafety(checkpoint));
-    const ckpt::QuantScan quant = ckpt::findQuantGroups(checkpoint);
+    const std::shared_ptr<const ckpt::QuantScan> quantScan = ckpt::quantScanOf(checkpoint); // the reader's
+    const ckpt::QuantScan& quant = *quantScan;
     if (arguments.json) {
         // The rating leads the document, as it leads the text. Streamed as it is written: the
         // document of a 100,000-tensor file is never held whole.

@@ -26,6 +26,7 @@ namespace ckpt {
 class MappedFile;
 class ZipArchive;
 struct ShardSet;
+struct QuantScan;
 
 enum class CheckpointFormat {
     TorchZip, // torch.save since 1.6
@@ -290,6 +291,10 @@ struct Checkpoint {
     // Whether `node` is the Module node modulePathFor made for `component` below `parent`: a
     // remembered node can be stale when the builder pruned a tensor-free subtree and reused its slot.
     bool isModulePathNode(std::uint32_t node, std::uint32_t parent, std::string_view component) const;
+
+    // The quant scan the reader made for its findings (core/model/quantgroups.h: read it through
+    // quantScanOf, which checks that it still describes `tensors`), kept for the report and tree.
+    std::shared_ptr<const QuantScan> quantScan;
 };
 
 } // namespace ckpt

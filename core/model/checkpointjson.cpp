@@ -8,6 +8,7 @@
 #include "core/model/shardset.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <span>
 
@@ -23,15 +24,33 @@ void writeIntArray(JsonWriter& json, std::span<const std::int64_t> values)
     json.endArray();
 }
 
-std::string shapeText(const TensorEntry& tensor)
+// A shape as "[256, 384]", appended to `out`: the report writes a line per tensor into one buffer.
+void appendShape(std::string& out, const TensorEntry& tensor)
 {
-    std::string out = "[";
+    out += '[';
+    char digits[24];
     for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
         if (i)
             out += ", ";
-        out += std::to_string(tensor.shape[i]);
+        const auto end = std::to_chars(digits, digits + sizeof digits, tensor.shape[i]).ptr;
+        out.append(digits, end);
     }
-    return out + "]";
+    out += ']';
+}
+
+// `line` and a line break, as printableText makes the line: a line of printable ASCII (almost
+// every one) is appended as it is, without a copy of its own.
+void appendPrintableLine(std::string& out, std::string_view line)
+{
+    const bool plain = std::all_of(line.begin(), line.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x20 && byte < 0x7F;
+    });
+    if (plain)
+        out.append(line);
+    else
+        out += printableText(line);
+    out += '\n';
 }
 
 std::set<std::string> referencedGlobals(const Checkpoint& checkpoint)
@@ -170,10 +189,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
     // file, and an escape sequence in a tensor name must not move the cursor or hide the lines
     // after it (issue 9). Only the line breaks added here reach the terminal as line breaks.
     std::string out;
-    const auto addLine = [&out](std::string_view line) {
-        out += printableText(line);
-        out += '\n';
-    };
+    out.reserve(checkpoint.tree.size() * 96); // a line per node, most of them tensors
+    const auto addLine = [&out](std::string_view line) { appendPrintableLine(out, line); };
     addLine(checkpoint.path);
     addLine("  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
         + checkpoint.container.description + ")");
@@ -193,27 +210,40 @@ std::string checkpointToText(const Checkpoint& checkpoint)
         for (std::size_t i = rootChildren.size(); i-- > 0;)
             stack.push_back({rootChildren[i], 0});
     }
+    std::string line; // one buffer for every line: appends, no string per part
     while (!stack.empty()) {
         const Item item = stack.back();
         stack.pop_back();
         const TreeNode& node = checkpoint.tree[item.node];
-        std::string line(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
-        line += node.name.empty() ? std::string("(root)") : node.name;
+        line.assign(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
+        line += node.name.empty() ? std::string_view("(root)") : std::string_view(node.name);
         if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
             const TensorEntry& tensor = checkpoint.tensors[static_cast<std::size_t>(node.tensor)];
-            line += "  " + tensor.dtype + " " + shapeText(tensor);
-            if (tensor.layout != TensorLayout::Strided)
-                line += " " + std::string(tensorLayoutName(tensor.layout));
+            line += "  ";
+            line += std::string_view(tensor.dtype);
+            line += ' ';
+            appendShape(line, tensor);
+            if (tensor.layout != TensorLayout::Strided) {
+                line += ' ';
+                line += tensorLayoutName(tensor.layout);
+            }
             if (tensor.storage >= 0) {
                 const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-                line += "  " + formatBytes(tensor.nbytes()) + "  storage " + storage.key;
+                line += "  ";
+                line += formatBytes(tensor.nbytes());
+                line += "  storage ";
+                line += std::string_view(storage.key);
                 if (storage.tensors.size() > 1)
                     line += " (shared by " + std::to_string(storage.tensors.size()) + ")";
             }
-            line += "  @" + tensor.device.value_or("(no device)");
+            line += "  @";
+            line += tensor.device ? std::string_view(*tensor.device) : std::string_view("(no device)");
             if (const ShardFile* shard
-                = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr)
-                line += "  [" + shard->name + "]";
+                = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr) {
+                line += "  [";
+                line += shard->name;
+                line += ']';
+            }
             if (tensor.isParameter)
                 line += "  Parameter";
         } else if (node.kind == TreeNodeKind::Value || node.kind == TreeNodeKind::Alias) {

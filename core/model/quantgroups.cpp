@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "core/model/quantgroups.h"
 
+#include "core/base/flatindex.h"
+
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace ckpt {
 
@@ -399,26 +402,35 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
 {
     QuantScan scan;
     const auto& tensors = checkpoint.tensors;
+    scan.tensors = tensors.data();
+    scan.tensorCount = tensors.size();
     scan.groupOf.assign(tensors.size(), -1);
     // Tensor index by name (the first of a name), built at the first scale-like name: most
     // checkpoints have none, and at a million tensors the index cost as much as the rest of the
-    // scan (the app's open ran this twice: the reader's findings and the tree's texts).
-    std::unordered_map<std::string_view, std::uint32_t> byName;
+    // scan (the app's open ran this twice: the reader's findings and the tree's texts). A flat
+    // table of indices, no node or string per name (a 160-shard folder looks up 92,000 names).
+    FlatIndex byName;
     bool indexed = false;
+    const std::hash<std::string_view> hashName;
     const auto findByName = [&](std::string_view name) -> std::optional<std::uint32_t> {
         if (!indexed) {
             indexed = true;
             byName.reserve(tensors.size());
-            for (std::uint32_t t = 0; t < tensors.size(); ++t)
-                if (!tensors[t].name.empty())
-                    byName.emplace(tensors[t].name, t);
+            for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+                const std::string_view tensorName(tensors[t].name);
+                if (!tensorName.empty())
+                    byName.findOrInsert(hashName(tensorName), t, [&](std::uint32_t other) {
+                        return std::string_view(tensors[other].name) == tensorName;
+                    });
+            }
         }
-        const auto it = byName.find(name);
-        return it == byName.end() ? std::nullopt : std::optional<std::uint32_t>(it->second);
+        return byName.find(
+            hashName(name), [&](std::uint32_t t) { return std::string_view(tensors[t].name) == name; });
     };
 
     // 1. Scale-like names and the weight each names.
     std::vector<Candidate> candidates;
+    std::string sought; // the weight's name being looked up, one buffer for all
     for (std::uint32_t t = 0; t < tensors.size(); ++t) {
         const std::string_view name = tensors[t].name;
         const std::string_view component = lastComponent(name);
@@ -431,7 +443,8 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
                 for (std::string_view weight : convention.weights) {
                     if (weight.empty())
                         break;
-                    if (const auto found = findByName(std::string(prefix) + std::string(weight))) {
+                    sought.assign(prefix).append(weight);
+                    if (const auto found = findByName(sought)) {
                         candidate.weight = *found;
                         break;
                     }
@@ -440,11 +453,13 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
                 if (!component.ends_with(convention.component)
                     || component.size() == convention.component.size())
                     continue;
-                const std::string stem(component.substr(0, component.size() - convention.component.size()));
+                const std::string_view stem
+                    = component.substr(0, component.size() - convention.component.size());
                 // gpt-oss: X_scales with X_blocks; the others: X_scale_inv, X_scale with X.
-                const std::string weight
-                    = std::string(prefix) + (convention.component == "_scales" ? stem + "_blocks" : stem);
-                const auto found = findByName(weight);
+                sought.assign(prefix).append(stem);
+                if (convention.component == "_scales")
+                    sought.append("_blocks");
+                const auto found = findByName(sought);
                 if (!found)
                     break; // k_scale, v_scale, output_scale: an activation's, no weight of that name
                 const std::string_view dtype(tensors[*found].dtype);
@@ -460,14 +475,14 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
     }
 
     // 2. One group per weight that a scale names, or whose dtype or name says it is quantized.
-    std::unordered_map<std::uint32_t, std::uint32_t> groupOfWeight;
+    std::vector<std::int32_t> groupOfWeight(tensors.size(), -1); // before the sort below
     auto groupFor = [&](std::uint32_t weight) -> QuantGroup& {
-        auto [it, added] = groupOfWeight.emplace(weight, std::uint32_t(scan.groups.size()));
-        if (added) {
+        if (groupOfWeight[weight] < 0) {
+            groupOfWeight[weight] = std::int32_t(scan.groups.size());
             scan.groups.emplace_back();
             scan.groups.back().weight = weight;
         }
-        return scan.groups[it->second];
+        return scan.groups[std::size_t(groupOfWeight[weight])];
     };
     std::vector<bool> isScale(tensors.size(), false);
     for (const Candidate& candidate : candidates)
@@ -485,15 +500,29 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
     }
     // A module that holds a quantized tensor under a name no convention knows ("blocks") may be
     // what a scale beside it scales: such a scale is not said to be an orphan.
-    std::unordered_set<std::string_view> quantizedModules;
-    for (std::uint32_t t = 0; t < tensors.size(); ++t) {
-        const std::string_view dtype(tensors[t].dtype);
-        if (!isScale[t]
-            && (isFloat8(dtype) || dtype == "float4_e2m1fn_x2" || dtype == "uint8" || dtype == "int32"))
-            quantizedModules.insert(prefixOf(tensors[t].name));
-    }
-    auto quantizedSibling
-        = [&](std::uint32_t scale) { return quantizedModules.count(prefixOf(tensors[scale].name)) != 0; };
+    // Built only when a scale has no weight: a tensor index per module prefix, flat.
+    FlatIndex quantizedModules;
+    bool modulesIndexed = false;
+    auto quantizedSibling = [&](std::uint32_t scale) {
+        if (!modulesIndexed) {
+            modulesIndexed = true;
+            for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+                const std::string_view dtype(tensors[t].dtype);
+                if (!isScale[t]
+                    && (isFloat8(dtype) || dtype == "float4_e2m1fn_x2" || dtype == "uint8"
+                        || dtype == "int32")) {
+                    const std::string_view prefix = prefixOf(tensors[t].name);
+                    quantizedModules.findOrInsert(hashName(prefix), t,
+                        [&](std::uint32_t other) { return prefixOf(tensors[other].name) == prefix; });
+                }
+            }
+        }
+        const std::string_view prefix = prefixOf(tensors[scale].name);
+        return quantizedModules
+            .find(hashName(prefix),
+                [&](std::uint32_t other) { return prefixOf(tensors[other].name) == prefix; })
+            .has_value();
+    };
     // Weight scales first: they make a uint8 or int32 `weight` a quantized one, which the zero
     // points, group indices and input scales then join.
     std::stable_partition(candidates.begin(), candidates.end(), [](const Candidate& candidate) {
@@ -506,7 +535,7 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
                 scan.orphanScales.push_back(candidate.tensor);
             continue;
         }
-        const bool known = groupOfWeight.count(*candidate.weight) != 0;
+        const bool known = groupOfWeight[*candidate.weight] >= 0;
         // A plain weight named by an MLX "biases" or a g_idx alone is no quantized weight.
         if (!known
             && (candidate.convention->role == QuantScaleRole::ZeroPoint
@@ -531,9 +560,19 @@ QuantScan findQuantGroups(const Checkpoint& checkpoint)
     return scan;
 }
 
+std::shared_ptr<const QuantScan> quantScanOf(const Checkpoint& checkpoint)
+{
+    if (checkpoint.quantScan && checkpoint.quantScan->tensors == checkpoint.tensors.data()
+        && checkpoint.quantScan->tensorCount == checkpoint.tensors.size())
+        return checkpoint.quantScan;
+    return std::make_shared<const QuantScan>(findQuantGroups(checkpoint));
+}
+
 void addQuantScaleFindings(Checkpoint& checkpoint)
 {
-    const QuantScan scan = findQuantGroups(checkpoint);
+    auto stored = std::make_shared<const QuantScan>(findQuantGroups(checkpoint));
+    checkpoint.quantScan = stored;
+    const QuantScan& scan = *stored;
     for (const QuantGroup& group : scan.groups) {
         const TensorEntry& weight = checkpoint.tensors[group.weight];
         for (const QuantScale& scale : group.scales)

@@ -3,7 +3,9 @@
 
 #include "core/model/checkpoint.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,14 +52,23 @@ struct QuantScan {
     std::vector<std::uint32_t> orphanScales; // scale-named tensors whose weight is absent
     // Tensor index -> its group (weights and their scales alike); -1 when in none.
     std::vector<std::int32_t> groupOf;
+    // The tensors scanned (Checkpoint::tensors' data and size then): quantScanOf() reuses a stored
+    // scan only while the checkpoint still holds that very array.
+    const TensorEntry* tensors = nullptr;
+    std::size_t tensorCount = 0;
 };
 
 // Groups every quantized weight of the checkpoint with its scales. Reads names, dtypes and shapes
 // only, never tensor bytes.
 QuantScan findQuantGroups(const Checkpoint& checkpoint);
 
-// The scan's findings: quant-scale-missing, quant-scale-mismatch, quant-scale-orphan.
+// The scan's findings: quant-scale-missing, quant-scale-mismatch, quant-scale-orphan. Keeps the
+// scan in Checkpoint::quantScan for the report, the tree and the writers (quantScanOf).
 void addQuantScaleFindings(Checkpoint& checkpoint);
+
+// The checkpoint's scan: the one its reader kept (addQuantScaleFindings) while it still describes
+// these tensors (tensors added or replaced: scans again), else one made now. Never null.
+std::shared_ptr<const QuantScan> quantScanOf(const Checkpoint& checkpoint);
 
 // "[256, 384]" as the reports write shapes.
 std::string quantShapeText(const Dimensions& shape);

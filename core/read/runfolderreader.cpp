@@ -15,7 +15,9 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_set>
 
 namespace ckpt {
 
@@ -141,8 +143,11 @@ void groupShardSets(const fs::path& folder, std::vector<ListedFile>& files, Pars
             continue;
         auto index = std::make_shared<const JsonValue>(std::move(*parsed));
         const std::string group = file.name.substr(0, file.name.size() - std::string(".index.json").size());
+        // 92,000 tensors name 160 shards: each shard's name is looked up once, not once a tensor.
+        std::unordered_set<std::string_view> named;
         for (const JsonMember& member : index->member("weight_map").members())
-            groupOf.emplace(prefix + member.value.toString(), group);
+            if (const std::string& shard = member.value.toString(); named.insert(shard).second)
+                groupOf.emplace(prefix + shard, group);
         if (parsedIndexes)
             parsedIndexes->emplace_back(file.name, std::move(index));
     }

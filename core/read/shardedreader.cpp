@@ -235,12 +235,12 @@ struct LastModule {
     {
         const std::size_t leafStart = dottedLeafStart(dottedName);
         if (leafStart > 0 && node != 0 && dottedName.substr(0, leafStart - 1) == prefix) {
-            leafName = std::string(dottedName.substr(leafStart));
+            leafName.assign(dottedName.substr(leafStart));
             return node;
         }
         const std::uint32_t parent = merged.modulePathFor(0, dottedName, leafName);
         if (leafStart > 0) {
-            prefix = std::string(dottedName.substr(0, leafStart - 1));
+            prefix.assign(dottedName.substr(0, leafStart - 1));
             node = parent;
         }
         return parent;
@@ -294,7 +294,10 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
         for (std::size_t k = 0; k < part.storages.size(); ++k) {
             StorageRecord storage = part.storages[k];
             // Keys repeat across shards ("0" in every .bin); the merged key says which shard.
-            storage.key = shard.name + ":" + storage.key;
+            std::string key;
+            key.reserve(shard.name.size() + 1 + storage.key.size());
+            key.append(shard.name).append(1, ':').append(storage.key);
+            storage.key = std::move(key);
             if (storage.recordKeyStart != StorageRecord::kRecordWithoutKey) // the same record name
                 storage.recordKeyStart += static_cast<std::uint32_t>(shard.name.size() + 1);
             for (std::uint32_t& tensor : storage.tensors)
@@ -308,13 +311,13 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
             set.storageInShard.push_back(static_cast<std::uint32_t>(k));
         }
         shard.storageCount = static_cast<std::uint32_t>(merged.storages.size()) - shard.firstStorage;
+        std::string leaf; // one buffer for every tensor's last name component
         for (const TensorEntry& original : part.tensors) {
             TensorEntry tensor = original;
             if (tensor.storage >= 0)
                 tensor.storage += static_cast<std::int32_t>(shard.firstStorage);
             tensor.node = kNoNode;
             tensor.deviceArgumentTuple = kNoNode;
-            std::string leaf;
             const std::uint32_t parent = modules.parentFor(merged, tensor.name, leaf);
             tensor.treeNode = merged.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
             merged.tree[tensor.treeNode].tensor = static_cast<std::int32_t>(merged.tensors.size());

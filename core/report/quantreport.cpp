@@ -6,48 +6,106 @@
 #include "core/model/checkpoint.h"
 #include "core/model/quantgroups.h"
 
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <string_view>
+
 namespace ckpt {
 
 namespace {
 
-std::string scaleLine(const Checkpoint& checkpoint, const QuantScale& scale)
+// quantShapeText's "[256, 384]", appended.
+void appendShape(std::string& out, const Dimensions& shape)
+{
+    out += '[';
+    char digits[24];
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i)
+            out += ", ";
+        out.append(digits, std::to_chars(digits, digits + sizeof digits, shape[i]).ptr);
+    }
+    out += ']';
+}
+
+// A name from the file as printableText makes it: printable ASCII (almost every name) as it is.
+void appendPrintable(std::string& out, std::string_view text)
+{
+    const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x20 && byte < 0x7F;
+    });
+    if (plain)
+        out.append(text);
+    else
+        out += printableText(text);
+}
+
+void appendScaleLine(std::string& out, const Checkpoint& checkpoint, const QuantScale& scale)
 {
     const TensorEntry& tensor = checkpoint.tensors[scale.tensor];
-    std::string line = "    " + printableText(tensor.name) + "  " + quantScaleRoleName(scale.role) + ", "
-        + std::string(std::string_view(tensor.dtype)) + " " + quantShapeText(tensor.shape) + ": "
-        + scale.layout;
+    out += "    ";
+    appendPrintable(out, tensor.name);
+    out += "  ";
+    out += quantScaleRoleName(scale.role);
+    out += ", ";
+    out += std::string_view(tensor.dtype);
+    out += ' ';
+    appendShape(out, tensor.shape);
+    out += ": ";
+    out += scale.layout;
     if (!scale.tiles)
-        line += "  (does not tile the weight)";
-    return line + "\n";
+        out += "  (does not tile the weight)";
+    out += '\n';
 }
 
 } // namespace
 
+// Appends into one buffer: a 160-shard FP8 folder has 68,712 groups and twice as many lines.
 std::string quantGroupsText(const Checkpoint& checkpoint, const QuantScan& scan)
 {
     if (scan.groups.empty() && scan.orphanScales.empty())
         return {};
     std::string out = "Quantized weights and their scales (" + std::to_string(scan.groups.size()) + "):\n";
+    out.reserve(scan.groups.size() * 160 + scan.orphanScales.size() * 96);
     for (const QuantGroup& group : scan.groups) {
         const TensorEntry& weight = checkpoint.tensors[group.weight];
-        out += "  " + printableText(weight.name) + "  " + group.scheme + ", "
-            + std::string(std::string_view(weight.dtype)) + " " + quantShapeText(weight.shape);
-        if (group.valuesPerElement > 1)
-            out += " packed, " + quantShapeText(group.logicalShape) + " values ("
-                + std::to_string(group.valuesPerElement) + " a " + std::string(std::string_view(weight.dtype))
-                + " element, along dim " + std::to_string(group.packedDim) + ")";
+        const std::string_view dtype(weight.dtype);
+        out += "  ";
+        appendPrintable(out, weight.name);
+        out += "  ";
+        out += group.scheme;
+        out += ", ";
+        out += dtype;
+        out += ' ';
+        appendShape(out, weight.shape);
+        if (group.valuesPerElement > 1) {
+            out += " packed, ";
+            appendShape(out, group.logicalShape);
+            out += " values (";
+            out += std::to_string(group.valuesPerElement);
+            out += " a ";
+            out += dtype;
+            out += " element, along dim ";
+            out += std::to_string(group.packedDim);
+            out += ')';
+        }
         bool anyWeightScale = false;
         for (const QuantScale& scale : group.scales)
             anyWeightScale = anyWeightScale || scale.role == QuantScaleRole::Weight;
         out += anyWeightScale ? "\n" : "  (no scale)\n";
         for (const QuantScale& scale : group.scales)
-            out += scaleLine(checkpoint, scale);
+            appendScaleLine(out, checkpoint, scale);
     }
     for (std::uint32_t t : scan.orphanScales) {
         const TensorEntry& tensor = checkpoint.tensors[t];
-        out += "  " + printableText(tensor.name) + "  orphan scale, "
-            + std::string(std::string_view(tensor.dtype)) + " " + quantShapeText(tensor.shape)
-            + ": its weight is not in the file\n";
+        out += "  ";
+        appendPrintable(out, tensor.name);
+        out += "  orphan scale, ";
+        out += std::string_view(tensor.dtype);
+        out += ' ';
+        appendShape(out, tensor.shape);
+        out += ": its weight is not in the file\n";
     }
     return out;
 }

@@ -258,7 +258,8 @@ ExtractOptions withScalesAlong(const Checkpoint& checkpoint, const ExtractOption
             return std::nullopt;
         return name.substr(root.size() + 1);
     };
-    for (const QuantGroup& group : findQuantGroups(checkpoint).groups) {
+    const std::shared_ptr<const QuantScan> quantScan = quantScanOf(checkpoint);
+    for (const QuantGroup& group : quantScan->groups) {
         const auto weight = relative(checkpoint.tensors[group.weight].name);
         if (!weight
             || std::none_of(options.select.begin(), options.select.end(),

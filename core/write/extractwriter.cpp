@@ -466,7 +466,8 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
     std::vector<char> takenAlong;
     if (!options.select.empty()) {
         takenAlong.assign(checkpoint.tensors.size(), 0);
-        for (const QuantGroup& group : findQuantGroups(checkpoint).groups) {
+        const std::shared_ptr<const QuantScan> quantScan = quantScanOf(checkpoint);
+        for (const QuantGroup& group : quantScan->groups) {
             const std::string& weight = checkpoint.tensors[group.weight].name;
             if (!underPrefix(weight, result.root) || weight == result.root)
                 continue;

@@ -265,6 +265,35 @@ private Q_SLOTS:
         QCOMPARE(scan.groupOf.size(), checkpoint.tensors.size());
     }
 
+    // The reader's scan is kept for the report, the tree and the writers (issue 28), and reused
+    // only while the checkpoint holds the tensors it scanned: moved, it is the same; a tensor added
+    // scans again.
+    void keptScan()
+    {
+        Checkpoint checkpoint;
+        checkpoint.ensureRoot();
+        checkpoint.tensors.push_back(tensor("a.weight", "float8_e4m3fn", {256, 256}));
+        checkpoint.tensors.push_back(tensor("a.weight_scale_inv", "float32", {2, 2}));
+        QVERIFY(!checkpoint.quantScan);
+        QVERIFY(quantScanOf(checkpoint)); // none kept: made now
+        QVERIFY(!checkpoint.quantScan);
+        addQuantScaleFindings(checkpoint);
+        QVERIFY(checkpoint.quantScan);
+        QCOMPARE(quantScanOf(checkpoint).get(), checkpoint.quantScan.get());
+        QCOMPARE(quantScanOf(checkpoint)->groups.size(), std::size_t(1));
+
+        Checkpoint moved = std::move(checkpoint); // the same tensor array: the same scan
+        QVERIFY(moved.quantScan);
+        QCOMPARE(quantScanOf(moved).get(), moved.quantScan.get());
+
+        moved.tensors.reserve(8);
+        moved.tensors.push_back(tensor("b.weight", "float8_e4m3fn", {128, 128}));
+        const auto rescanned = quantScanOf(moved);
+        QVERIFY(rescanned.get() != moved.quantScan.get());
+        QCOMPARE(rescanned->groups.size(), std::size_t(2));
+        QCOMPARE(rescanned->groupOf.size(), moved.tensors.size());
+    }
+
     // A file cut short: the reader's own finding, and the groups of what is left.
     void truncatedFile()
     {

@@ -331,7 +331,8 @@ void TensorTreeModel::emitRowsChanged(const std::vector<std::uint32_t>& nodes, c
 void TensorTreeModel::buildQuantTexts()
 {
     const Checkpoint& checkpoint = m_document->checkpoint();
-    const QuantScan scan = findQuantGroups(checkpoint);
+    const std::shared_ptr<const QuantScan> kept = quantScanOf(checkpoint); // the reader's, not a second scan
+    const QuantScan& scan = *kept;
     for (const QuantGroup& group : scan.groups) {
         const TensorEntry& weight = checkpoint.tensors[group.weight];
         const QString weightName = QString::fromStdString(weight.name);
