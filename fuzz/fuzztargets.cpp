@@ -116,14 +116,14 @@ void walkGraph(const PickleGraph& graph, std::vector<std::string>& problems)
         (void)graph.qualifiedName(id);
         (void)graph.calleeName(id);
         for (NodeId item : graph.sequence(id))
-            if (item >= graph.size())
+            if (!graph.holds(item))
                 problems.push_back("node " + std::to_string(id) + " holds an item out of range");
         if (const ContainerBody* body = graph.bodyOf(id)) {
             for (NodeId item : body->items)
-                if (item >= graph.size())
+                if (!graph.holds(item))
                     problems.push_back("node " + std::to_string(id) + " holds an item out of range");
             for (NodeId item : body->dictItems)
-                if (item >= graph.size())
+                if (!graph.holds(item))
                     problems.push_back("node " + std::to_string(id) + " holds a dict item out of range");
         }
     }
@@ -165,7 +165,7 @@ HarnessResult runPickle(ByteView input)
         const PickleRun run = machine.run(rest, graph);
         if (run.endOffset > rest.size())
             problems.push_back("the machine stopped past the end of its input");
-        if (run.root != kNoNode && run.root >= graph.size())
+        if (run.root != kNoNode && !graph.holds(run.root))
             problems.push_back("the pickle's root is not a node of the graph");
         if (!run.complete()) {
             if (run.error)

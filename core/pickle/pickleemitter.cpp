@@ -425,7 +425,7 @@ private:
             writeReplacement(r->second);
             return;
         }
-        const PickleNode& node = m_graph.node(id);
+        const std::uint8_t flags = m_graph.flags(id); // (nodes and inline scalars alike)
         const bool writesBody = kind == NodeKind::List || kind == NodeKind::Dict || kind == NodeKind::Set
             || kind == NodeKind::FrozenSet || kind == NodeKind::Call || kind == NodeKind::NewObject;
         if (!writesBody && m_graph.bodyOf(id))
@@ -434,15 +434,15 @@ private:
             throw Failure {"the pickle changes a value it did not build as a container (APPEND, SETITEM or "
                            "BUILD on a global, a bytearray or a persistent id); such a pickle cannot be "
                            "rewritten"};
-        switch (node.kind) {
+        switch (kind) {
         case NodeKind::None:
             put8(pickleop::NONE);
             return;
         case NodeKind::Bool:
-            put8(node.value ? pickleop::NEWTRUE : pickleop::NEWFALSE);
+            put8(m_graph.intValue(id) ? pickleop::NEWTRUE : pickleop::NEWFALSE);
             return;
         case NodeKind::Int:
-            writeInt(node.value);
+            writeInt(m_graph.intValue(id));
             return;
         case NodeKind::BigInt: {
             const std::string_view bytes = m_graph.text(id);
@@ -467,7 +467,7 @@ private:
         }
         case NodeKind::String: {
             const std::string_view text = m_graph.text(id);
-            if (node.flags & FlagStringFromBytes) {
+            if (flags & FlagStringFromBytes) {
                 // A Python 2 str: torch.load decodes it as UTF-8 like the original.
                 if (text.size() < 256) {
                     put8(pickleop::SHORT_BINSTRING);
@@ -510,7 +510,7 @@ private:
             memoize(id);
             return;
         case NodeKind::Extension: {
-            const std::int64_t code = node.value;
+            const std::int64_t code = m_graph.extensionCode(id);
             if (code >= 0 && code < 256) {
                 put8(pickleop::EXT1);
                 put8(static_cast<std::uint8_t>(code));
@@ -582,7 +582,7 @@ private:
             const NodeId callee = m_graph.callee(id);
             const NodeId args = m_graph.arguments(id);
             pushStep(Step::Kind::CloseObject, id);
-            if (node.kind == NodeKind::NewObject && (node.flags & FlagFromInst)) {
+            if (kind == NodeKind::NewObject && (flags & FlagFromInst)) {
                 put8(pickleop::MARK);
                 pushByte(pickleop::OBJ);
                 for (auto i = static_cast<std::uint32_t>(m_graph.tupleSize(args)); i-- > 0;)
@@ -590,9 +590,9 @@ private:
                 pushValue(callee);
                 return;
             }
-            if (node.kind == NodeKind::Call) {
+            if (kind == NodeKind::Call) {
                 pushByte(pickleop::REDUCE);
-            } else if (node.flags & FlagNewObjectEx) {
+            } else if (flags & FlagNewObjectEx) {
                 pushByte(pickleop::NEWOBJ_EX);
                 const ContainerBody* body = m_graph.bodyOf(id);
                 if (body && body->keywordArgs != kNoNode)

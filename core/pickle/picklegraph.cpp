@@ -19,6 +19,12 @@ NodeId PickleGraph::add(PickleNode node)
 
 NodeId PickleGraph::addScalar(NodeKind kind, std::int64_t value)
 {
+    if (kind == NodeKind::None)
+        return kInlineNone;
+    if (kind == NodeKind::Bool)
+        return value ? kInlineTrue : kInlineFalse;
+    if (kind == NodeKind::Int && value >= kInlineIntMin && value <= kInlineIntMax)
+        return kInlineTag + static_cast<NodeId>(value - kInlineIntMin);
     PickleNode node;
     node.kind = kind;
     node.value = value;
@@ -38,9 +44,8 @@ NodeId PickleGraph::addText(NodeKind kind, std::string_view text, std::uint8_t f
     PickleNode node;
     node.kind = kind;
     node.flags = flags;
-    node.value = static_cast<std::int64_t>(m_text.size());
     node.count = static_cast<std::uint32_t>(text.size());
-    m_text.append(text);
+    node.value = static_cast<std::int64_t>(storeText(text, {}));
     return add(node);
 }
 
@@ -49,10 +54,8 @@ NodeId PickleGraph::addGlobal(std::string_view module, std::string_view name)
     PickleNode node;
     node.kind = NodeKind::Global;
     node.count = static_cast<std::uint32_t>(m_globals.size());
-    m_globals.push_back(
-        {m_text.size(), static_cast<std::uint32_t>(module.size()), static_cast<std::uint32_t>(name.size())});
-    m_text.append(module);
-    m_text.append(name);
+    m_globals.push_back({static_cast<std::size_t>(storeText(module, name)),
+        static_cast<std::uint32_t>(module.size()), static_cast<std::uint32_t>(name.size())});
     return add(node);
 }
 
@@ -60,9 +63,26 @@ NodeId PickleGraph::addTuple(const NodeId* items, std::size_t count)
 {
     PickleNode node;
     node.kind = NodeKind::Tuple;
-    node.parts = {static_cast<std::uint32_t>(m_tupleItems.size()), 0};
     node.count = static_cast<std::uint32_t>(count);
-    m_tupleItems.insert(m_tupleItems.end(), items, items + count);
+    node.parts = {0, 0};
+    if (count <= 2) {
+        // (A tensor's size and stride are mostly one or two long: such items sit in the node.)
+        node.parts = {count > 0 ? items[0] : 0, count > 1 ? items[1] : 0};
+    } else if (count > kOwnItemsAbove) {
+        node.parts.body = static_cast<std::uint32_t>(m_ownItems.size());
+        m_ownItems.emplace_back(items, items + count);
+    } else {
+        // A tuple never straddles two chunks: one that does not fit starts the next.
+        if (m_itemEnd == m_itemChunks.size() * kItemChunkSize
+            || (m_itemEnd & (kItemChunkSize - 1)) + count > kItemChunkSize) {
+            m_itemChunks.push_back(std::make_unique_for_overwrite<NodeId[]>(kItemChunkSize));
+            m_itemEnd = (m_itemChunks.size() - 1) * kItemChunkSize;
+        }
+        std::memcpy(&m_itemChunks[m_itemEnd >> kItemChunkBits][m_itemEnd & (kItemChunkSize - 1)], items,
+            count * sizeof(NodeId));
+        node.parts.body = static_cast<std::uint32_t>(m_itemEnd);
+        m_itemEnd += count;
+    }
     return add(node);
 }
 
@@ -92,13 +112,49 @@ NodeId PickleGraph::addPersistentId(NodeId pid)
     return add(node);
 }
 
+std::uint64_t PickleGraph::storeText(std::string_view first, std::string_view second)
+{
+    const std::size_t length = first.size() + second.size();
+    if (length > kOwnTextAbove) {
+        std::string& own = m_ownText.emplace_back();
+        own.reserve(length);
+        own.append(first);
+        own.append(second);
+        return m_ownText.size() - 1;
+    }
+    if (length == 0)
+        return 0;
+    if (m_textEnd == m_textChunks.size() * kTextChunkSize
+        || (m_textEnd & (kTextChunkSize - 1)) + length > kTextChunkSize) {
+        m_textChunks.push_back(std::make_unique_for_overwrite<char[]>(kTextChunkSize));
+        m_textEnd = (m_textChunks.size() - 1) * kTextChunkSize;
+    }
+    char* to = &m_textChunks[m_textEnd >> kTextChunkBits][m_textEnd & (kTextChunkSize - 1)];
+    if (!first.empty())
+        std::memcpy(to, first.data(), first.size());
+    if (!second.empty())
+        std::memcpy(to + first.size(), second.data(), second.size());
+    const std::uint64_t handle = m_textEnd;
+    m_textEnd += length;
+    return handle;
+}
+
+std::string_view PickleGraph::storedText(std::uint64_t handle, std::size_t length) const
+{
+    if (length > kOwnTextAbove)
+        return m_ownText[handle];
+    if (length == 0)
+        return {};
+    return {&m_textChunks[handle >> kTextChunkBits][handle & (kTextChunkSize - 1)], length};
+}
+
 std::string_view PickleGraph::text(NodeId id) const
 {
     const NodeKind k = kind(id);
     if (k != NodeKind::String && k != NodeKind::Bytes && k != NodeKind::BigInt && k != NodeKind::ByteArray)
         return {};
     const PickleNode& n = at(id);
-    return std::string_view(m_text).substr(static_cast<std::size_t>(n.value), n.count);
+    return storedText(static_cast<std::uint64_t>(n.value), n.count);
 }
 
 std::string_view PickleGraph::module(NodeId id) const
@@ -106,7 +162,8 @@ std::string_view PickleGraph::module(NodeId id) const
     if (kind(id) != NodeKind::Global)
         return {};
     const GlobalText& global = m_globals[at(id).count];
-    return std::string_view(m_text).substr(global.offset, global.moduleLength);
+    return storedText(global.offset, std::size_t(global.moduleLength) + global.nameLength)
+        .substr(0, global.moduleLength);
 }
 
 std::string_view PickleGraph::name(NodeId id) const
@@ -114,7 +171,8 @@ std::string_view PickleGraph::name(NodeId id) const
     if (kind(id) != NodeKind::Global)
         return {};
     const GlobalText& global = m_globals[at(id).count];
-    return std::string_view(m_text).substr(global.offset + global.moduleLength, global.nameLength);
+    return storedText(global.offset, std::size_t(global.moduleLength) + global.nameLength)
+        .substr(global.moduleLength);
 }
 
 std::string PickleGraph::qualifiedName(NodeId id) const
@@ -129,14 +187,26 @@ std::string PickleGraph::qualifiedName(NodeId id) const
 
 std::int64_t PickleGraph::intValue(NodeId id) const
 {
+    if (id >= m_nodeCount) {
+        if (id >= kInlineTag && id <= kInlineIntLast)
+            return static_cast<std::int64_t>(id - kInlineTag) + kInlineIntMin;
+        return id == kInlineTrue ? 1 : 0;
+    }
     const NodeKind k = kind(id);
     if (k == NodeKind::Int || k == NodeKind::Bool)
         return at(id).value;
     return 0;
 }
 
+std::int64_t PickleGraph::extensionCode(NodeId id) const
+{
+    return kind(id) == NodeKind::Extension ? at(id).value : 0;
+}
+
 double PickleGraph::floatValue(NodeId id) const
 {
+    if (id >= m_nodeCount)
+        return kind(id) == NodeKind::Int ? static_cast<double>(intValue(id)) : 0.0;
     if (kind(id) == NodeKind::Float) {
         double value;
         std::memcpy(&value, &at(id).value, sizeof value);
@@ -152,7 +222,19 @@ std::vector<NodeId> PickleGraph::sequence(NodeId id) const
     const NodeKind k = kind(id);
     if (k == NodeKind::Tuple) {
         const PickleNode& n = at(id);
-        return {m_tupleItems.begin() + n.parts.body, m_tupleItems.begin() + n.parts.body + n.count};
+        if (n.count <= 2) {
+            std::vector<NodeId> items;
+            if (n.count > 0)
+                items.push_back(n.parts.body);
+            if (n.count > 1)
+                items.push_back(n.parts.extra);
+            return items;
+        }
+        if (n.count > kOwnItemsAbove)
+            return m_ownItems[n.parts.body];
+        const NodeId* first
+            = &m_itemChunks[n.parts.body >> kItemChunkBits][n.parts.body & (kItemChunkSize - 1)];
+        return {first, first + n.count};
     }
     if (k == NodeKind::List || k == NodeKind::Set || k == NodeKind::FrozenSet) {
         if (const ContainerBody* b = bodyOf(id))
@@ -170,7 +252,13 @@ NodeId PickleGraph::tupleItem(NodeId id, std::size_t index) const
 {
     if (kind(id) != NodeKind::Tuple || index >= at(id).count)
         return kNoNode;
-    return m_tupleItems[at(id).parts.body + index];
+    const PickleNode& n = at(id);
+    if (n.count <= 2)
+        return index == 0 ? n.parts.body : n.parts.extra;
+    if (n.count > kOwnItemsAbove)
+        return m_ownItems[n.parts.body][index];
+    const std::size_t position = n.parts.body + index;
+    return m_itemChunks[position >> kItemChunkBits][position & (kItemChunkSize - 1)];
 }
 
 NodeId PickleGraph::callee(NodeId id) const
@@ -203,8 +291,12 @@ NodeId PickleGraph::persistentIdPayload(NodeId id) const
 
 const ContainerBody* PickleGraph::bodyOf(NodeId id) const
 {
-    if (id >= m_nodeCount)
-        return nullptr;
+    if (id >= m_nodeCount) {
+        if (m_otherBodies.empty())
+            return nullptr;
+        const auto it = m_otherBodies.find(id);
+        return it == m_otherBodies.end() ? nullptr : &m_bodies[it->second];
+    }
     const PickleNode& n = at(id);
     if (!hasBodySlot(n.kind)) {
         if (m_otherBodies.empty())
@@ -217,6 +309,13 @@ const ContainerBody* PickleGraph::bodyOf(NodeId id) const
 
 ContainerBody& PickleGraph::ensureBody(NodeId id)
 {
+    if (id >= m_nodeCount) {
+        // An inline scalar: the machine gives such values no body (CPython refuses to change them).
+        auto [it, added] = m_otherBodies.try_emplace(id, static_cast<std::uint32_t>(m_bodies.size()));
+        if (added)
+            m_bodies.emplace_back();
+        return m_bodies[it->second];
+    }
     PickleNode& n = at(id);
     if (!hasBodySlot(n.kind)) {
         auto [it, added] = m_otherBodies.try_emplace(id, static_cast<std::uint32_t>(m_bodies.size()));
@@ -234,8 +333,12 @@ ContainerBody& PickleGraph::ensureBody(NodeId id)
 std::size_t PickleGraph::approximateBytes() const
 {
     std::size_t bytes = m_chunks.size() * kChunkSize * sizeof(PickleNode)
-        + m_tupleItems.capacity() * sizeof(NodeId) + m_text.capacity()
+        + m_itemChunks.size() * kItemChunkSize * sizeof(NodeId) + m_textChunks.size() * kTextChunkSize
         + m_bodies.capacity() * sizeof(ContainerBody) + m_globals.capacity() * sizeof(GlobalText);
+    for (const std::vector<NodeId>& items : m_ownItems)
+        bytes += items.capacity() * sizeof(NodeId);
+    for (const std::string& text : m_ownText)
+        bytes += text.capacity();
     for (const ContainerBody& b : m_bodies)
         bytes += (b.items.capacity() + b.dictItems.capacity() + b.states.capacity()) * sizeof(NodeId);
     return bytes;

@@ -14,6 +14,20 @@ namespace ckpt {
 using NodeId = std::uint32_t;
 constexpr NodeId kNoNode = std::numeric_limits<NodeId>::max();
 
+// Small scalars have no node: None, True, False and ints of 30 bits are encoded in the id itself
+// (a state_dict's offsets, sizes, strides, numels and requires_grad flags are a third of its
+// values). Such ids have the top bit set; real nodes stay below it, and kNoNode is none of them.
+// Ints are immutable and pickle memoizes none, so two equal ints sharing an id changes nothing.
+constexpr NodeId kInlineTag = NodeId(1) << 31;
+constexpr std::int64_t kInlineIntMin = -(std::int64_t(1) << 29);
+constexpr std::int64_t kInlineIntMax = (std::int64_t(1) << 29) - 1;
+constexpr NodeId kInlineIntLast = kInlineTag + NodeId((std::int64_t(1) << 30) - 1);
+constexpr NodeId kInlineTrue = kNoNode - 3;
+constexpr NodeId kInlineFalse = kNoNode - 2;
+constexpr NodeId kInlineNone = kNoNode - 1;
+// The most nodes a graph holds (ids below kInlineTag).
+constexpr std::size_t kMaxGraphNodes = kInlineTag;
+
 // What a pickled value is, symbolically. Nothing is ever imported or called: a GLOBAL is only a
 // name, and REDUCE/NEWOBJ/BUILD build inert Call/NewObject nodes that remember what would have
 // been called with what.
@@ -96,9 +110,19 @@ public:
     NodeId addCall(NodeKind kind, NodeId callee, NodeId args);
     NodeId addPersistentId(NodeId pid);
 
+    // Nodes of the graph (ids 0..size()-1); values without a node (isInline) are not counted.
     std::size_t size() const { return m_nodeCount; }
+    // Only for ids below size(): flags() and extensionCode() work on any id.
     const PickleNode& node(NodeId id) const { return at(id); }
-    NodeKind kind(NodeId id) const { return id < m_nodeCount ? at(id).kind : NodeKind::None; }
+    NodeKind kind(NodeId id) const { return id < m_nodeCount ? at(id).kind : inlineKind(id); }
+    static bool isInline(NodeId id)
+    {
+        return id >= kInlineTag && id != kNoNode && (id <= kInlineIntLast || id >= kInlineTrue);
+    }
+    // A value of this graph: a node or an inline scalar.
+    bool holds(NodeId id) const { return id < m_nodeCount || isInline(id); }
+    std::uint8_t flags(NodeId id) const { return id < m_nodeCount ? at(id).flags : std::uint8_t(FlagNone); }
+    std::int64_t extensionCode(NodeId id) const;
 
     // Accessors that are safe on any node id: they return empty values for the wrong kind.
     std::string_view text(NodeId id) const; // String, Bytes, BigInt
@@ -124,11 +148,38 @@ public:
 
     const ContainerBody* bodyOf(NodeId id) const;
     ContainerBody& ensureBody(NodeId id);
-    void setFlags(NodeId id, std::uint8_t flags) { at(id).flags |= flags; }
+    // (No-op on an inline scalar: flags matter only to strings, buffers and objects.)
+    void setFlags(NodeId id, std::uint8_t flags)
+    {
+        if (id < m_nodeCount)
+            at(id).flags |= flags;
+    }
 
     std::size_t approximateBytes() const;
 
 private:
+    static NodeKind inlineKind(NodeId id)
+    {
+        if (id < kInlineTag)
+            return NodeKind::None; // beyond the graph
+        if (id <= kInlineIntLast)
+            return NodeKind::Int;
+        if (id == kInlineTrue || id == kInlineFalse)
+            return NodeKind::Bool;
+        return NodeKind::None; // kInlineNone, and kNoNode and unused ids
+    }
+    // Tuple items and text live in fixed chunks too (a growing vector holds up to twice what it
+    // uses, and both blocks at each doubling); a tuple or text longer than a sixteenth of a chunk
+    // gets a block of its own, so no chunk wastes more than that at its end.
+    static constexpr unsigned kItemChunkBits = 14; // 16,384 items, 64 KiB
+    static constexpr std::size_t kItemChunkSize = std::size_t(1) << kItemChunkBits;
+    static constexpr std::size_t kOwnItemsAbove = kItemChunkSize / 16;
+    static constexpr unsigned kTextChunkBits = 16; // 64 KiB
+    static constexpr std::size_t kTextChunkSize = std::size_t(1) << kTextChunkBits;
+    static constexpr std::size_t kOwnTextAbove = kTextChunkSize / 16;
+    std::uint64_t storeText(std::string_view first, std::string_view second);
+    std::string_view storedText(std::uint64_t handle, std::size_t length) const;
+
     // Nodes live in fixed chunks rather than one vector: a pickle of a million tensors has tens of
     // millions of nodes, and a growing vector would copy them all at each doubling and hold the old
     // and the new block at once (half again the graph's size at the peak, the largest single cost
@@ -153,11 +204,15 @@ private:
 
     std::vector<std::unique_ptr<PickleNode[]>> m_chunks;
     std::size_t m_nodeCount = 0;
-    std::vector<NodeId> m_tupleItems;
+    std::vector<std::unique_ptr<NodeId[]>> m_itemChunks;
+    std::size_t m_itemEnd = 0; // next free item position (chunk << kItemChunkBits | index)
+    std::vector<std::vector<NodeId>> m_ownItems; // tuples of more than kOwnItemsAbove items
     std::vector<ContainerBody> m_bodies;
     std::unordered_map<NodeId, std::uint32_t> m_otherBodies; // bodies of kinds without a body slot
     std::vector<GlobalText> m_globals;
-    std::string m_text;
+    std::vector<std::unique_ptr<char[]>> m_textChunks;
+    std::size_t m_textEnd = 0; // next free text position
+    std::vector<std::string> m_ownText; // texts of more than kOwnTextAbove bytes
 };
 
 } // namespace ckpt

@@ -543,7 +543,7 @@ private:
     }
     NodeId node(NodeId id)
     {
-        if (m_graph.size() >= m_limits.maxNodes)
+        if (m_graph.size() >= std::min<std::size_t>(m_limits.maxNodes, kMaxGraphNodes))
             throw Failure {"the pickle holds more than " + formatThousands(m_limits.maxNodes)
                     + " values, above the reader's limit",
                 true};
@@ -551,7 +551,7 @@ private:
     }
     void checkNodeBudget()
     {
-        if (m_graph.size() >= m_limits.maxNodes)
+        if (m_graph.size() >= std::min<std::size_t>(m_limits.maxNodes, kMaxGraphNodes))
             throw Failure {"the pickle holds more than " + formatThousands(m_limits.maxNodes)
                     + " values, above the reader's limit",
                 true};

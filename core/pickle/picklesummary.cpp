@@ -51,7 +51,7 @@ std::string summarisePickleValue(
     case NodeKind::Global:
         return naming.globalName ? naming.globalName(id) : graph.qualifiedName(id);
     case NodeKind::Extension:
-        return "<copyreg extension " + std::to_string(graph.node(id).value) + ">";
+        return "<copyreg extension " + std::to_string(graph.extensionCode(id)) + ">";
     case NodeKind::Call:
     case NodeKind::NewObject: {
         std::string callee = naming.calleeName ? naming.calleeName(id) : graph.calleeName(id);

@@ -1080,7 +1080,7 @@ Scanner::TextValue Scanner::textArgument(const PickleGraph& graph, NodeId value)
     }
     const std::string_view raw = graph.text(value);
     const auto decoded = decodePickleText(raw);
-    if (!(graph.node(value).flags & FlagStringFromBytes)) {
+    if (!(graph.flags(value) & FlagStringFromBytes)) {
         if (!decoded)
             text.raises = "the unpickler cannot decode the text as UTF-8 and stops there";
         else
@@ -1174,7 +1174,7 @@ Scanner::HandedBytes Scanner::bytesArgument(
     if (kind == NodeKind::String) {
         if (pathLoader) {
             handed.unknown = "a path, " + summarise(graph, value) + ": it loads whatever file is there";
-        } else if (graph.node(value).flags & FlagStringFromBytes) {
+        } else if (graph.flags(value) & FlagStringFromBytes) {
             // A Python 2 str stays bytes when the outer loader passes encoding='bytes'.
             handed.values.emplace_back(graph.text(value));
             handed.how = "a Python 2 str, bytes when loaded with encoding='bytes'";
@@ -1207,7 +1207,7 @@ Scanner::HandedBytes Scanner::bytesArgument(
         handed.unknown = "bytes made by " + summarise(graph, value) + ", which the scanner does not evaluate";
         return handed;
     };
-    if (!tuple || (kind == NodeKind::NewObject && (graph.node(value).flags & FlagNewObjectEx)))
+    if (!tuple || (kind == NodeKind::NewObject && (graph.flags(value) & FlagNewObjectEx)))
         return unevaluated(); // keyword arguments, or arguments that are not a tuple
     // s.encode(...) on a str reached through getattr(s, 'encode') or methodcaller('encode', ...)(s).
     if (kind == NodeKind::Call && graph.kind(callee) == NodeKind::Call) {
@@ -1290,7 +1290,7 @@ Scanner::HandedBytes Scanner::bytesArgument(
             handed.how = "a list of byte values";
             return handed;
         }
-        if (sourceKind == NodeKind::String && !(graph.node(source).flags & FlagStringFromBytes)) {
+        if (sourceKind == NodeKind::String && !(graph.flags(source) & FlagStringFromBytes)) {
             handed.raises = "TypeError: string argument without an encoding";
             return handed;
         }
@@ -1553,7 +1553,7 @@ void Scanner::rateRun(const PickleGraph& graph, NodeId firstNode, NodeId endNode
     for (NodeId id = firstNode; id < endNode; ++id) {
         const NodeKind kind = graph.kind(id);
         if (kind == NodeKind::Extension) {
-            addUnsafe({"copyreg extension code " + std::to_string(graph.node(id).value),
+            addUnsafe({"copyreg extension code " + std::to_string(graph.extensionCode(id)),
                 "EXT1/EXT2/EXT4 fetch a callable from copyreg's extension registry of the loading process: "
                 "nothing in the file says what it is; cannot verify, treat as dangerous",
                 false, label, {}});

@@ -281,6 +281,36 @@ private Q_SLOTS:
         QVERIFY(rerun.complete());
         QCOMPARE(again.bodyOf(rerun.root)->items.size(), std::size_t(100'000));
     }
+
+    // None, booleans and small ints have no node of their own (their value is their id): equal
+    // ints share an id, and the writer must still write each where it stands, never from the memo,
+    // with the opcode its value asks for, as CPython's pickler does.
+    void inlineScalarsAreWrittenAsBefore()
+    {
+        const QByteArray input = QByteArray::fromHex("8002"
+                                                     "28" // MARK
+                                                     "4b05"
+                                                     "4b05"
+                                                     "4e"
+                                                     "88"
+                                                     "89" // 5, 5, None, True, False
+                                                     "4d2c01" // 300
+                                                     "4a70110100" // 70,000
+                                                     "4affffffff" // -1
+                                                     "4a00000020" // 2**29 (a node)
+                                                     "4b05" // 5 again
+                                                     "74" // TUPLE
+                                                     "2e");
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(input), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        QCOMPARE(graph.tupleItem(run.root, 0), graph.tupleItem(run.root, 1)); // one id for both 5s
+        const auto emitted = PickleEmitter(graph).emit(run.root, 2);
+        QVERIFY2(emitted.hasValue(), emitted.hasValue() ? "" : emitted.error().message.c_str());
+        QCOMPARE(QByteArray(
+                     reinterpret_cast<const char*>(emitted->data()), static_cast<qsizetype>(emitted->size())),
+            input);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestPickleEmitter)

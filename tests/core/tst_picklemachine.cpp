@@ -222,11 +222,11 @@ private Q_SLOTS:
     void graphsPastOneChunkKeepEveryNode()
     {
         // 200,000 ints appended to one list: the graph's nodes span several of its fixed chunks,
-        // and each node must read back as written.
+        // and each node must read back as written. (Ints of 30 bits have no node: these are wider.)
         QByteArray pickle("\x80\x02](", 4);
         for (int i = 0; i < 200'000; ++i) {
             pickle += 'J';
-            const std::int32_t value = i * 3 - 7;
+            const std::int32_t value = (1 << 30) + i * 3 - 7;
             pickle += QByteArray(reinterpret_cast<const char*>(&value), 4); // little-endian hosts
         }
         pickle += "e.";
@@ -237,8 +237,118 @@ private Q_SLOTS:
         const std::vector<NodeId> items = graph.sequence(run.root);
         QCOMPARE(items.size(), std::size_t(200'000));
         for (std::size_t i = 0; i < items.size(); ++i)
-            if (graph.intValue(items[i]) != static_cast<std::int64_t>(i) * 3 - 7)
+            if (graph.intValue(items[i]) != (std::int64_t(1) << 30) + static_cast<std::int64_t>(i) * 3 - 7)
                 QFAIL(qPrintable(QStringLiteral("item %1 reads back wrong").arg(i)));
+    }
+
+    void smallScalarsHaveNoNode()
+    {
+        // None, True, False and ints of 30 bits are encoded in their ids: the list below costs one
+        // node for itself and one for each int outside [-2**29, 2**29), and every accessor still
+        // reads each value as written.
+        const std::int64_t values[] = {
+            0, 1, -1, 255, 65'535, (1 << 29) - 1, -(1 << 29), 1 << 29, -(1 << 29) - 1, INT32_MAX, INT32_MIN};
+        QByteArray pickle = bytes("\x80\x02](NI01\nI00\n\x88\x89");
+        for (const std::int64_t value : values) {
+            pickle += 'J';
+            const auto bits = static_cast<std::int32_t>(value);
+            pickle += QByteArray(reinterpret_cast<const char*>(&bits), 4); // little-endian hosts
+        }
+        pickle += "e.";
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        QCOMPARE(graph.size(), std::size_t(1 + 4)); // the list, and 1 << 29, -(1 << 29) - 1, INT32_MAX/MIN
+        const std::vector<NodeId> items = graph.sequence(run.root);
+        QCOMPARE(items.size(), std::size_t(5 + std::size(values)));
+        QCOMPARE(graph.kind(items[0]), NodeKind::None);
+        QCOMPARE(graph.kind(items[1]), NodeKind::Bool);
+        QCOMPARE(graph.intValue(items[1]), std::int64_t(1));
+        QCOMPARE(graph.kind(items[2]), NodeKind::Bool);
+        QCOMPARE(graph.intValue(items[2]), std::int64_t(0));
+        QCOMPARE(graph.intValue(items[3]), std::int64_t(1));
+        QCOMPARE(graph.intValue(items[4]), std::int64_t(0));
+        for (std::size_t i = 0; i < std::size(values); ++i) {
+            const NodeId id = items[5 + i];
+            QCOMPARE(graph.kind(id), NodeKind::Int);
+            QVERIFY(graph.isInt(id));
+            QCOMPARE(graph.intValue(id), values[i]);
+            QCOMPARE(graph.floatValue(id), static_cast<double>(values[i]));
+            QVERIFY(graph.holds(id));
+            QCOMPARE(graph.flags(id), std::uint8_t(FlagNone));
+            QCOMPARE(graph.text(id), std::string_view());
+            QCOMPARE(graph.tupleSize(id), std::size_t(0));
+            QCOMPARE(graph.tupleItem(id, 0), kNoNode);
+            QCOMPARE(graph.callee(id), kNoNode);
+            QVERIFY(graph.bodyOf(id) == nullptr);
+            QVERIFY(graph.sequence(id).empty());
+        }
+        for (int i = 0; i < 5; ++i) {
+            QVERIFY(PickleGraph::isInline(items[i]));
+            QVERIFY(items[i] != kNoNode);
+        }
+        QVERIFY(!graph.holds(kNoNode));
+        QCOMPARE(graph.kind(kNoNode), NodeKind::None);
+        QCOMPARE(graph.intValue(kNoNode), std::int64_t(0));
+        QVERIFY(!graph.holds(static_cast<NodeId>(graph.size())));
+    }
+
+    void tuplesAndTextPastOneChunkReadBack()
+    {
+        // Tuple items and text live in fixed chunks, long ones in blocks of their own: 30,000
+        // tuples of three strings cross many chunks (none straddles two), one tuple of 5,000
+        // items and one text of 100,000 bytes do not fit one, and each reads back as written.
+        QByteArray pickle("\x80\x02](", 4);
+        auto text = [](int i) { return QByteArray(QByteArray("name.") + QByteArray::number(i)); };
+        for (int i = 0; i < 30'000; ++i) {
+            for (int k = 0; k < 3; ++k) {
+                const QByteArray item = text(i * 3 + k);
+                pickle += 'X';
+                const auto length = static_cast<std::uint32_t>(item.size());
+                pickle += QByteArray(reinterpret_cast<const char*>(&length), 4);
+                pickle += item;
+            }
+            pickle += '\x87'; // TUPLE3
+        }
+        pickle += '(';
+        for (int i = 0; i < 5'000; ++i) {
+            pickle += 'J';
+            const std::int32_t value = INT32_MAX - i;
+            pickle += QByteArray(reinterpret_cast<const char*>(&value), 4);
+        }
+        pickle += 't';
+        const QByteArray big(100'000, 'x');
+        pickle += 'X';
+        const auto bigLength = static_cast<std::uint32_t>(big.size());
+        pickle += QByteArray(reinterpret_cast<const char*>(&bigLength), 4);
+        pickle += big;
+        pickle += "ce\nf\n"; // a GLOBAL after them
+        pickle += "e.";
+        PickleGraph graph;
+        const PickleRun run = PickleMachine().run(view(pickle), graph);
+        QVERIFY2(run.complete(), run.error ? run.error->c_str() : "");
+        const std::vector<NodeId> items = graph.sequence(run.root);
+        QCOMPARE(items.size(), std::size_t(30'000 + 3));
+        for (int i = 0; i < 30'000; ++i) {
+            const NodeId tuple = items[static_cast<std::size_t>(i)];
+            if (graph.tupleSize(tuple) != 3)
+                QFAIL(qPrintable(QStringLiteral("tuple %1 has the wrong size").arg(i)));
+            for (int k = 0; k < 3; ++k)
+                if (graph.text(graph.tupleItem(tuple, static_cast<std::size_t>(k)))
+                    != text(i * 3 + k).toStdString())
+                    QFAIL(qPrintable(QStringLiteral("tuple %1 item %2 reads back wrong").arg(i).arg(k)));
+            if (graph.sequence(tuple).size() != 3)
+                QFAIL("sequence of a small tuple");
+        }
+        const NodeId wide = items[30'000];
+        QCOMPARE(graph.tupleSize(wide), std::size_t(5'000));
+        const std::vector<NodeId> wideItems = graph.sequence(wide);
+        for (std::size_t i = 0; i < 5'000; ++i) {
+            QCOMPARE(graph.intValue(wideItems[i]), std::int64_t(INT32_MAX) - static_cast<std::int64_t>(i));
+            QCOMPARE(graph.tupleItem(wide, i), wideItems[i]);
+        }
+        QCOMPARE(graph.text(items[30'001]), std::string_view(big.constData(), big.size()));
+        QCOMPARE(graph.qualifiedName(items[30'002]), std::string("e.f"));
     }
 
     void hostileReduceIsOnlyANode()
