@@ -198,7 +198,7 @@ std::string checkpointToText(const Checkpoint& checkpoint)
         stack.pop_back();
         const TreeNode& node = checkpoint.tree[item.node];
         std::string line(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
-        line += node.name.empty() ? std::string("(root)") : node.name;
+        line += node.name.empty() ? std::string("(root)") : node.name.str();
         if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
             const TensorEntry& tensor = checkpoint.tensors[static_cast<std::size_t>(node.tensor)];
             line += "  " + tensor.dtype + " " + shapeText(tensor);
