@@ -5,8 +5,11 @@
 #include <cstddef>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace ckpt {
 
@@ -96,10 +99,144 @@ public:
     friend std::ostream& operator<<(std::ostream& out, InternedString text);
 
 private:
+    friend class OptionalInternedString;
+    struct NoText { };
+    explicit InternedString(NoText) noexcept
+        : m_text(nullptr)
+    { }
+
     static const std::string& emptyText() noexcept;
     static const std::string& intern(std::string_view text);
 
     const std::string* m_text;
+};
+
+// A std::optional<InternedString> the size of one: "none" is a null pointer, which an
+// InternedString never holds (its empty text is a string of its own), so "none" and "" stay apart.
+// A device is optional in every record (formats without one record none): as std::optional it cost
+// 8 bytes of flag and padding per tensor and per storage. It reads like that std::optional.
+class OptionalInternedString {
+public:
+    using value_type = InternedString;
+
+    OptionalInternedString() noexcept
+        : m_value(InternedString::NoText {})
+    { }
+    OptionalInternedString(std::nullopt_t) noexcept
+        : OptionalInternedString()
+    { }
+    OptionalInternedString(InternedString value) noexcept
+        : m_value(value)
+    { }
+    OptionalInternedString(std::string_view text)
+        : m_value(text)
+    { }
+    OptionalInternedString(const char* text)
+        : m_value(text)
+    { }
+    OptionalInternedString(const std::string& text)
+        : m_value(text)
+    { }
+    OptionalInternedString(const std::optional<InternedString>& value) noexcept
+        : OptionalInternedString()
+    {
+        if (value)
+            m_value = *value;
+    }
+
+    // From another optional text (std::optional<std::string>, <std::string_view>), as
+    // std::optional<InternedString> converts from them.
+    template<typename U>
+    requires(!std::is_same_v<U, InternedString>) OptionalInternedString(const std::optional<U>& value)
+        : OptionalInternedString()
+    {
+        if (value)
+            m_value = InternedString(*value);
+    }
+    template<typename U>
+    requires(!std::is_same_v<U, InternedString>) OptionalInternedString& operator=(
+        const std::optional<U>& value)
+    {
+        if (value)
+            m_value = InternedString(*value);
+        else
+            reset();
+        return *this;
+    }
+
+    OptionalInternedString& operator=(std::nullopt_t) noexcept
+    {
+        reset();
+        return *this;
+    }
+
+    bool has_value() const noexcept { return m_value.m_text != nullptr; }
+    explicit operator bool() const noexcept { return has_value(); }
+    const InternedString& operator*() const noexcept { return m_value; }
+    InternedString& operator*() noexcept { return m_value; }
+    const InternedString* operator->() const noexcept { return &m_value; }
+    const InternedString& value() const
+    {
+        if (!has_value())
+            throw std::bad_optional_access();
+        return m_value;
+    }
+    template<typename U> InternedString value_or(U&& fallback) const
+    {
+        return has_value() ? m_value : InternedString(std::forward<U>(fallback));
+    }
+    void reset() noexcept { m_value = InternedString(InternedString::NoText {}); }
+    template<typename... Args> InternedString& emplace(Args&&... args)
+    {
+        m_value = InternedString(std::forward<Args>(args)...);
+        return m_value;
+    }
+    operator std::optional<InternedString>() const
+    {
+        return has_value() ? std::optional<InternedString>(m_value) : std::nullopt;
+    }
+
+    // Compared as std::optional compares: none equals none and orders before every text.
+    friend bool operator==(const OptionalInternedString& a, const OptionalInternedString& b) noexcept
+    {
+        return a.text() == b.text();
+    }
+    friend bool operator==(const OptionalInternedString& a, std::nullopt_t) noexcept
+    {
+        return !a.has_value();
+    }
+    friend bool operator==(const OptionalInternedString& a, const std::optional<InternedString>& b) noexcept
+    {
+        return a == OptionalInternedString(b);
+    }
+    friend bool operator==(const OptionalInternedString& a, InternedString b) noexcept
+    {
+        return a.has_value() && a.m_value == b;
+    }
+    friend bool operator==(const OptionalInternedString& a, std::string_view b) noexcept
+    {
+        return a.has_value() && a.m_value == b;
+    }
+    friend bool operator==(const OptionalInternedString& a, const std::string& b) noexcept
+    {
+        return a.has_value() && a.m_value == b;
+    }
+    friend bool operator==(const OptionalInternedString& a, const char* b) noexcept
+    {
+        return a.has_value() && a.m_value == b;
+    }
+    friend std::strong_ordering operator<=>(
+        const OptionalInternedString& a, const OptionalInternedString& b) noexcept
+    {
+        if (a.has_value() && b.has_value())
+            return a.m_value <=> b.m_value;
+        return a.has_value() <=> b.has_value();
+    }
+
+private:
+    const std::string* text() const noexcept { return m_value.m_text; }
+
+    InternedString m_value;
 };
 
 } // namespace ckpt

@@ -147,7 +147,7 @@ void Checkpoint::addFinding(Severity severity, FindingCode code, std::string mes
 
 std::string Checkpoint::treePath(std::uint32_t treeNode) const
 {
-    std::vector<const std::string*> parts;
+    std::vector<const CompactText*> parts;
     while (treeNode != 0 && treeNode < tree.size()) {
         parts.push_back(&tree[treeNode].name);
         treeNode = tree[treeNode].parent;
@@ -156,7 +156,7 @@ std::string Checkpoint::treePath(std::uint32_t treeNode) const
     for (std::size_t i = parts.size(); i-- > 0;) {
         if (!path.empty())
             path += '.';
-        path += *parts[i];
+        path += parts[i]->view();
     }
     return path;
 }
@@ -241,3 +241,11 @@ std::uint32_t Checkpoint::modulePathFor(
 }
 
 } // namespace ckpt
+
+// The records' sizes on LP64 with libstdc++ (issue 28: a million tensors pay each byte a million
+// times). A field added to them should find room in their padding or say why it cannot.
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+static_assert(sizeof(ckpt::TensorEntry) == 176);
+static_assert(sizeof(ckpt::StorageRecord) == 128);
+static_assert(sizeof(ckpt::TreeNode) == 64);
+#endif

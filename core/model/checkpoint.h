@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/base/compacttext.h"
 #include "core/base/finding.h"
 #include "core/base/flatindex.h"
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
 #include "core/base/joinedtext.h"
+#include "core/base/packedoptional.h"
 #include "core/base/raretext.h"
 #include "core/base/textformat.h"
 #include "core/format/formatsniffer.h"
@@ -63,18 +65,16 @@ using OptionalDimensions = OptionalInlineVector<std::int64_t, 4>;
 // One storage: a block of bytes that one or more tensors view. A device belongs to a storage: every
 // tensor that views it lives where it lives.
 struct StorageRecord {
-    std::string key; // as in the persistent id ("0", "140234..."); TorchScript constants: "constants/0"
+    CompactText key; // as in the persistent id ("0", "140234..."); TorchScript constants: "constants/0"
     InternedString storageClass; // "FloatStorage", "UntypedStorage", "QInt8Storage"
     InternedString dtype; // torch name of the storage dtype ("uint8" for UntypedStorage)
     std::uint64_t numel = 0; // as recorded, in elements of the storage dtype
     std::uint64_t nbytes = 0; // numel x element size
-    std::optional<InternedString> device; // recorded tag ("cpu", "cuda:1"); none where the format has none
+    OptionalInternedString device; // recorded tag ("cpu", "cuda:1"); none where the format has none
     // Where its bytes live (record()): the stem, then the key from character recordKeyStart on
     // ("archive/data/" + "123456"), or the stem alone when recordKeyStart is kRecordWithoutKey. The
     // stems repeat, the keys are here already: as one std::string the name was a heap block each.
     InternedString recordStem;
-    std::optional<std::uint64_t> dataOffset; // offset of its bytes in the file, when stored uncompressed
-    std::optional<std::uint64_t> availableBytes; // bytes the file actually holds for it
     InlineVector<std::uint32_t, 2> tensors; // tensors that view it
     InlineVector<NodeId, 2>
         persistentIdTuples; // every persistent-id tuple naming it (the remap rewrites their tags)
@@ -82,6 +82,9 @@ struct StorageRecord {
     std::uint32_t pickleSection = 0; // index into Checkpoint::pickles of the pickle that first named it
     static constexpr std::uint32_t kRecordWithoutKey = UINT32_MAX;
     std::uint32_t recordKeyStart = kRecordWithoutKey;
+    // The byte-aligned fields last, without padding between them (PackedOptional is 9 bytes).
+    PackedOptional<std::uint64_t> dataOffset; // offset of its bytes in the file, when stored uncompressed
+    PackedOptional<std::uint64_t> availableBytes; // bytes the file actually holds for it
     // Its zip record is deflated (other writers than torch.save, §1.6 of docs/formats.md): no
     // dataOffset, availableBytes is the inflated size; core/read/storagebytes.h reads it.
     bool deflated = false;
@@ -128,8 +131,7 @@ struct TensorEntry {
     InternedString dtype;
     Dimensions shape;
     OptionalDimensions stride; // none for sparse and nested layouts
-    std::optional<std::int64_t> storageOffset; // in elements of the tensor dtype
-    std::optional<InternedString> device; // the storage's tag, or a device recorded elsewhere
+    OptionalInternedString device; // the storage's tag, or a device recorded elsewhere
     InternedString rebuildFunction; // "torch._utils._rebuild_tensor_v2"
     InternedString subclass; // tensor subclass from _rebuild_from_type_v2, empty for torch.Tensor
     std::int32_t storage = -1; // index into Checkpoint::storages, -1 if none
@@ -137,8 +139,10 @@ struct TensorEntry {
     // Where a device recorded outside the storage sits in the pickle: item `deviceArgumentIndex`
     // of the argument tuple `deviceArgumentTuple`, a str or (wrapper subclasses) a torch.device.
     NodeId deviceArgumentTuple = kNoNode;
-    std::uint32_t deviceArgumentIndex = 0;
     std::uint32_t treeNode = 0;
+    // The byte-aligned fields last, without padding between them (PackedOptional is 9 bytes).
+    PackedOptional<std::int64_t> storageOffset; // in elements of the tensor dtype
+    std::uint8_t deviceArgumentIndex = 0; // a rebuild function's fixed position (2 or 6)
     TensorLayout layout = TensorLayout::Strided;
     bool deviceRecordedOutsideStorage = false; // meta, wrapper subclasses, device tensors (§3.1)
     bool requiresGrad = false;
@@ -163,7 +167,7 @@ const char* treeNodeKindName(TreeNodeKind kind);
 // The tree a person sees: nodes in one array, children by index (style.md, "Big trees").
 // About 1.5 per tensor in a dotted state_dict: ordered without padding, like TensorEntry.
 struct TreeNode {
-    std::string name; // this component ("encoder", "0", "weight")
+    CompactText name; // this component ("encoder", "0", "weight")
     InlineVector<std::uint32_t, 2> children; // two fit where a pointer would
     InternedString className; // objects, modules, placeholders: "torch.nn.modules.linear.Linear"
     RareText summary; // values: "3", "'adam'", "list of 62 int"; aliases: the other path

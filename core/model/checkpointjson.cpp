@@ -216,7 +216,7 @@ std::string checkpointToText(const Checkpoint& checkpoint)
         stack.pop_back();
         const TreeNode& node = checkpoint.tree[item.node];
         line.assign(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
-        line += node.name.empty() ? std::string_view("(root)") : std::string_view(node.name);
+        line += node.name.empty() ? std::string_view("(root)") : node.name.view();
         if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
             const TensorEntry& tensor = checkpoint.tensors[static_cast<std::size_t>(node.tensor)];
             line += "  ";

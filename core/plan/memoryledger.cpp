@@ -106,7 +106,7 @@ MemoryLedger::MemoryLedger(const Checkpoint& checkpoint, const PlacementPlan& pl
         const StorageRecord& storage = checkpoint.storages[s];
         const std::int32_t unit = plan.unitOfStorage(s);
         const int recorded = unit < 0
-            ? deviceIndex(storage.device)
+            ? deviceIndex(storage.device ? std::optional<std::string>(*storage.device) : std::nullopt)
             : deviceIndexOfPlanTag(plan.recordedTag(static_cast<std::uint32_t>(unit)));
         m_recorded[static_cast<std::size_t>(recorded)] += storage.nbytes;
         const int planned = unit < 0

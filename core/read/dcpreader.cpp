@@ -338,7 +338,8 @@ void graftCompanion(Checkpoint& merged, ShardSet& set, std::int32_t shardIndex, 
                 if (child >= part.tree.size())
                     continue;
                 const TreeNode& original = part.tree[child];
-                const std::uint32_t copy = merged.addTreeNode(nodeOf[source], original.kind, original.name);
+                const std::uint32_t copy
+                    = merged.addTreeNode(nodeOf[source], original.kind, original.name.str());
                 merged.tree[copy].className = original.className;
                 merged.tree[copy].summary = original.summary;
                 nodeOf[child] = copy;

@@ -242,7 +242,7 @@ void ExportArchiveReader::readNested(
         storage.key = localMember + ":" + inner.key;
         storage.setRecord(InternedString(member + " > " + inner.record()));
         if (storage.dataOffset)
-            *storage.dataOffset += entry.dataOffset;
+            storage.dataOffset = *storage.dataOffset + entry.dataOffset;
         storage.persistentIdTuples.clear();
         storage.firstPersistentId = kNoNode;
         storage.pickleSection = UINT32_MAX;
@@ -304,7 +304,7 @@ void ExportArchiveReader::readNested(
         work.pop_back();
         for (std::uint32_t child : nested.tree[from].children) {
             const TreeNode& source = nested.tree[child];
-            const std::uint32_t node = m_checkpoint.addTreeNode(to, source.kind, source.name);
+            const std::uint32_t node = m_checkpoint.addTreeNode(to, source.kind, source.name.str());
             TreeNode& copy = m_checkpoint.tree[node];
             copy.className = source.className;
             copy.summary = source.summary;

@@ -296,7 +296,7 @@ void copyTree(Checkpoint& merged, const Checkpoint& part, std::uint32_t partNode
 {
     for (const std::uint32_t child : part.tree[partNode].children) {
         const TreeNode& source = part.tree[child];
-        const std::uint32_t node = merged.addTreeNode(parent, source.kind, source.name);
+        const std::uint32_t node = merged.addTreeNode(parent, source.kind, source.name.str());
         merged.tree[node].className = source.className;
         merged.tree[node].summary = source.summary;
         if (source.tensor >= 0) {

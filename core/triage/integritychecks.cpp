@@ -292,7 +292,7 @@ void checkTruncation(const Checkpoint& checkpoint, std::vector<Finding>& finding
     auto describe = [&](const std::vector<std::uint32_t>& storages, std::vector<std::uint32_t>& tensors) {
         std::vector<std::string> keys;
         for (std::uint32_t storage : storages) {
-            keys.push_back(checkpoint.storages[storage].key);
+            keys.push_back(checkpoint.storages[storage].key.str());
             for (std::uint32_t tensor : checkpoint.storages[storage].tensors)
                 tensors.push_back(tensor);
         }
@@ -420,7 +420,7 @@ void checkOptimizerPlacement(const Checkpoint& checkpoint, std::vector<Finding>&
         for (std::uint32_t sibling : tree[parent].children) {
             if (sibling == optimizer || sibling >= tree.size())
                 continue;
-            const std::string& name = tree[sibling].name;
+            const CompactText& name = tree[sibling].name;
             if (name.find("model") != std::string::npos || name == "state_dict" || name == "net"
                 || name == "network")
                 model = sibling;
@@ -441,7 +441,7 @@ void checkOptimizerPlacement(const Checkpoint& checkpoint, std::vector<Finding>&
         bool shapesAgree = true;
         std::vector<std::pair<std::uint32_t, std::uint32_t>> away; // state tensor, parameter
         for (std::uint32_t entry : tree[*state].children) {
-            const std::string& indexText = tree[entry].name;
+            const CompactText& indexText = tree[entry].name;
             if (indexText.empty()
                 || !std::all_of(
                     indexText.begin(), indexText.end(), [](char c) { return c >= '0' && c <= '9'; })
@@ -449,7 +449,7 @@ void checkOptimizerPlacement(const Checkpoint& checkpoint, std::vector<Finding>&
                 shapesAgree = false;
                 break;
             }
-            const std::size_t index = std::stoul(indexText);
+            const std::size_t index = std::stoul(indexText.str());
             std::vector<std::uint32_t> stateTensors;
             collectTensors(entry, stateTensors);
             for (std::uint32_t tensor : stateTensors) {

@@ -328,7 +328,7 @@ std::pair<std::string, std::string> chooseStateRoot(const Checkpoint& checkpoint
                 continue;
             if (!holdsTensors(checkpoint, child))
                 continue;
-            return {node.name,
+            return {node.name.str(),
                 std::string("a training checkpoint: the tensors of its '") + candidate
                     + "' entry (choose another with --root; --root '' takes the whole file)"};
         }
@@ -407,7 +407,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                 // state_dict() leaves out a module's plain attributes and non-persistent buffers.
                 if (auto names = moduleStateNames(checkpoint.graph, node.node)) {
                     for (std::uint32_t child : node.children) {
-                        if (names->count(checkpoint.tree[child].name))
+                        if (names->count(checkpoint.tree[child].name.str()))
                             continue;
                         std::vector<std::uint32_t> inner {child};
                         while (!inner.empty()) {

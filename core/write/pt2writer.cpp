@@ -224,11 +224,11 @@ Expected<RemapResult> writeRemappedExportArchive(const Checkpoint& checkpoint, c
                     planned = recorded;
             }
         } else if (isRawStorage(storage) && planned) {
-            plannedByKey[storage.key] = *planned;
+            plannedByKey[storage.key.str()] = *planned;
         }
         if (!planned || (!isRawStorage(storage) && nestedOfStorage[s] < 0))
             planned = recorded;
-        result.storages.push_back({storage.key, storage.key, recorded, planned});
+        result.storages.push_back({storage.key.str(), storage.key.str(), recorded, planned});
     }
     // Tensors without a storage of their own (a wrapper subclass pickled with use_pickle) record
     // their device in their nested file too.

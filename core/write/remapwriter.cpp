@@ -35,6 +35,12 @@ namespace ckpt {
 
 namespace {
 
+// A record's device tag as the results report it.
+std::optional<std::string> recordedTag(const OptionalInternedString& device)
+{
+    return device ? std::optional<std::string>(device->str()) : std::nullopt;
+}
+
 std::string zeroPadded(std::uint64_t value)
 {
     char buffer[32];
@@ -287,8 +293,8 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s) {
         const StorageRecord& storage = checkpoint.storages[s];
         const std::optional<std::string> planned = plan.plannedDeviceOfStorage(s);
-        RemappedStorage moved {
-            storage.key, legacy ? std::to_string(s) : storage.key, storage.device, planned};
+        RemappedStorage moved {storage.key.str(), legacy ? std::to_string(s) : storage.key.str(),
+            recordedTag(storage.device), planned};
         result.storages.push_back(moved);
         if (legacy) {
             // Legacy persistent ids ('storage', cls, key, location, numel, view) become torch.save's
@@ -465,7 +471,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
     for (const NestedBlob& blob : checkpoint.nestedBlobs) {
         const StorageRecord& storage = checkpoint.storages[blob.storage];
         if (storage.bytesComplete() && checkpoint.file) {
-            expectedCrcs.push_back({storage.key,
+            expectedCrcs.push_back({storage.key.str(),
                 crc32Update(0, checkpoint.file->bytes().data() + *storage.dataOffset, storage.nbytes),
                 storage.nbytes});
         } else if (storage.inDecodedBlob) { // held as text (protocols 0-2): the decoded bytes' CRC
@@ -476,7 +482,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
                       return Status();
                   });
             if (!read)
-                expectedCrcs.push_back({storage.key, crc, storage.nbytes});
+                expectedCrcs.push_back({storage.key.str(), crc, storage.nbytes});
         }
     }
 
@@ -590,7 +596,7 @@ Expected<RemapResult> writeRemappedCopy(const Checkpoint& checkpoint, const Plac
             if (status)
                 return *status;
             if (const StorageRecord* storage = storageOf(entry->name()))
-                expectedCrcs.push_back({storage->key, entry->crc32, entry->uncompressedSize});
+                expectedCrcs.push_back({storage->key.str(), entry->crc32, entry->uncompressedSize});
         }
         if (Status status = writer.finish())
             return *status;

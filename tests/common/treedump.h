@@ -15,7 +15,7 @@ inline void dumpTree(const Checkpoint& checkpoint, std::uint32_t node, int depth
     const TreeNode& entry = checkpoint.tree[node];
     out += QString(qsizetype {depth} * 2, QLatin1Char(' '))
         + QString::fromLatin1(treeNodeKindName(entry.kind)) + QLatin1Char(' ')
-        + QString::fromStdString(entry.name) + QLatin1Char('\n');
+        + QString::fromStdString(entry.name.str()) + QLatin1Char('\n');
     for (const std::uint32_t child : entry.children)
         dumpTree(checkpoint, child, depth + 1, out);
 }

@@ -4,9 +4,11 @@
 // in TensorEntry, StorageRecord and TreeNode, so they must read, compare, order and copy exactly as
 // those did: the model's output is pinned byte for byte by the reader and CLI suites, and these
 // pin the types themselves, including their edges (empty, the inline-to-heap step, threads).
+#include "core/base/compacttext.h"
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
 #include "core/base/joinedtext.h"
+#include "core/base/packedoptional.h"
 #include "core/base/raretext.h"
 #include "core/model/checkpoint.h"
 #include "core/pickle/picklegraph.h"
@@ -354,16 +356,102 @@ private Q_SLOTS:
         QVERIFY(StorageRecord().recordName().empty());
     }
 
+    // A storage key and a tree node's name: 16 bytes, up to 15 characters in place and longer text
+    // in a block of its own; at every length across that step it reads, compares, orders, copies
+    // and moves as the std::string it replaced, and stays NUL-terminated.
+    void compactTextReadsAsString()
+    {
+        static_assert(sizeof(CompactText) == 16);
+        QVERIFY(CompactText().empty());
+        QCOMPARE(std::string(CompactText().c_str()), std::string());
+        for (std::size_t length = 0; length <= 40; ++length) {
+            std::string text(length, 'a');
+            for (std::size_t i = 0; i < length; ++i)
+                text[i] = static_cast<char>('a' + i % 26);
+            const CompactText compact(text);
+            QCOMPARE(compact.size(), length);
+            QCOMPARE(std::string(compact.c_str()), text);
+            QCOMPARE(compact.str(), text);
+            QVERIFY(compact == text && compact == std::string_view(text) && compact == text.c_str());
+            QCOMPARE(compact < CompactText(text + "a"), true);
+            QCOMPARE(CompactText(text + "a") < compact, false);
+            QCOMPARE("k." + compact, "k." + text);
+            QCOMPARE(compact + ".x", text + ".x");
+            QCOMPARE(compact.find('c') == std::string::npos, text.find('c') == std::string::npos);
+            CompactText copy = compact;
+            QVERIFY(copy == compact && (length == 0 || copy.data() != compact.data()));
+            CompactText moved = std::move(copy);
+            QVERIFY(moved == text && copy.empty()); // NOLINT(bugprone-use-after-move): it is emptied
+            moved = moved; // NOLINT(clang-diagnostic-self-assign-overloaded): keeps its text
+            QVERIFY(moved == text);
+            if (length > 0) {
+                moved = moved.view().substr(1); // its own text, moved to the front
+                QCOMPARE(moved.str(), text.substr(1));
+            }
+            std::vector<CompactText> grown(3, compact);
+            grown.emplace_back("x");
+            QVERIFY(grown[2] == text);
+        }
+        std::map<CompactText, int> ordered {{"b", 1}, {"a", 2}, {"archive/data/10000000000", 3}};
+        QCOMPARE(ordered.begin()->first.str(), std::string("a"));
+    }
+
+    // StorageRecord's dataOffset and availableBytes, TensorEntry's storageOffset: nine bytes each,
+    // every value representable (a hostile file records any), ordered as std::optional orders.
+    void packedOptionalReadsAsOptional()
+    {
+        static_assert(
+            sizeof(PackedOptional<std::uint64_t>) == 9 && alignof(PackedOptional<std::uint64_t>) == 1);
+        PackedOptional<std::uint64_t> bytes;
+        QVERIFY(!bytes && !bytes.has_value() && bytes == std::nullopt);
+        QVERIFY(!(bytes >= 0U) && bytes < 0U); // none is less than every value
+        QCOMPARE(bytes.value_or(7), std::uint64_t(7));
+        QVERIFY_THROWS_EXCEPTION(std::bad_optional_access, (void)bytes.value());
+        bytes = std::numeric_limits<std::uint64_t>::max(); // no sentinel: the largest value is a value
+        QVERIFY(bytes && *bytes == std::numeric_limits<std::uint64_t>::max());
+        bytes = 5;
+        QVERIFY(bytes >= 5U && !(bytes >= 6U) && bytes > 4U && bytes == 5U);
+        const std::optional<std::uint64_t> asOptional = bytes;
+        QCOMPARE(asOptional, std::optional<std::uint64_t>(5));
+        bytes = std::optional<std::uint64_t>();
+        QVERIFY(!bytes);
+        PackedOptional<std::int64_t> offset = std::numeric_limits<std::int64_t>::min();
+        QVERIFY(offset && *offset == std::numeric_limits<std::int64_t>::min());
+        QVERIFY(PackedOptional<std::int64_t>(0) != PackedOptional<std::int64_t>());
+    }
+
+    // A device: one pointer where "none" (no tag recorded) and "" stay apart.
+    void optionalInternedStringReadsAsOptional()
+    {
+        static_assert(sizeof(OptionalInternedString) == sizeof(void*));
+        OptionalInternedString device;
+        QVERIFY(!device && device == std::nullopt);
+        QCOMPARE(device.value_or("cpu").str(), std::string("cpu"));
+        device = InternedString("");
+        QVERIFY(device.has_value() && device->empty() && device != OptionalInternedString());
+        device = "cuda:1";
+        QVERIFY(device == "cuda:1" && *device == InternedString("cuda:1"));
+        const std::optional<InternedString> asOptional = device;
+        QVERIFY(asOptional && *asOptional == "cuda:1");
+        device = std::optional<std::string_view>("meta");
+        QVERIFY(device == "meta");
+        device = std::nullopt;
+        QVERIFY(!device.has_value());
+        QVERIFY_THROWS_EXCEPTION(std::bad_optional_access, (void)device.value());
+    }
+
     // Paid per storage, per tensor and about twice per tensor (tree nodes): a million-tensor file
     // holds a million of each, so a field that grows one costs that many times over. They were
     // 216, 208 and 104 bytes before the record name became a shared stem plus the key, the tar-only
     // fields moved beside the storages, the stride's flag went into its capacity and the summary,
-    // empty for nearly every node, became one pointer.
+    // empty for nearly every node, became one pointer; then 168, 200 and 80 before the optional
+    // offsets and devices lost their padding (PackedOptional, OptionalInternedString) and the key
+    // and the node's name became 16-byte CompactText (issue 28).
     void perTensorRecordsStayCompact()
     {
-        QCOMPARE(sizeof(StorageRecord), std::size_t(168));
-        QCOMPARE(sizeof(TensorEntry), std::size_t(200));
-        QCOMPARE(sizeof(TreeNode), std::size_t(80));
+        QCOMPARE(sizeof(StorageRecord), std::size_t(128));
+        QCOMPARE(sizeof(TensorEntry), std::size_t(176));
+        QCOMPARE(sizeof(TreeNode), std::size_t(64));
     }
 };
 

@@ -146,7 +146,7 @@ private Q_SLOTS:
         std::set<std::string> expectedTensors;
         for (const StorageRecord& storage : original.storages)
             if (storage.dataOffset && *storage.dataOffset + storage.nbytes <= cut) {
-                expectedKeys.insert(storage.key);
+                expectedKeys.insert(storage.key.str());
                 for (std::uint32_t tensor : storage.tensors)
                     expectedTensors.insert(original.tensors[tensor].name);
             }

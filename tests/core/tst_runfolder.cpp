@@ -103,7 +103,7 @@ private Q_SLOTS:
 
         std::set<std::string> topLevel;
         for (const std::uint32_t child : checkpoint.tree[0].children)
-            topLevel.insert(checkpoint.tree[child].name);
+            topLevel.insert(checkpoint.tree[child].name.str());
         const std::string opened = truth.member("opened").toString();
         std::size_t checkpointFiles = 0;
         for (const JsonValue& file : truth.member("files").items()) {

@@ -9,14 +9,14 @@ namespace {
 
 // Case folding as QString::contains(Qt::CaseInsensitive) does it: ASCII in place (almost every
 // name), anything else through QString.
-void appendFolded(std::string& out, const std::string& text)
+void appendFolded(std::string& out, std::string_view text)
 {
     if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
         for (char c : text)
             out += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
         return;
     }
-    out += QString::fromStdString(text).toCaseFolded().toStdString();
+    out += QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size())).toCaseFolded().toStdString();
 }
 
 } // namespace

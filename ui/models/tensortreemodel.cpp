@@ -18,6 +18,16 @@
 
 namespace ckpt {
 
+namespace {
+
+// A tensor's recorded device as the plan's tags are.
+std::optional<std::string> recordedTag(const OptionalInternedString& device)
+{
+    return device ? std::optional<std::string>(device->str()) : std::nullopt;
+}
+
+} // namespace
+
 TensorTreeModel::TensorTreeModel(CheckpointDocument* document, QObject* parent)
     : QAbstractItemModel(parent)
     , m_document(document)
@@ -161,7 +171,7 @@ std::optional<std::string> TensorTreeModel::recordedDeviceOfTensor(std::uint32_t
     const std::int32_t unit = plan.unitOfTensor(tensor);
     if (unit >= 0)
         return plan.recordedDevice(static_cast<std::uint32_t>(unit));
-    return m_document->checkpoint().tensors[tensor].device;
+    return recordedTag(m_document->checkpoint().tensors[tensor].device);
 }
 
 std::optional<std::string> TensorTreeModel::plannedDeviceOfTensor(std::uint32_t tensor) const
@@ -169,7 +179,7 @@ std::optional<std::string> TensorTreeModel::plannedDeviceOfTensor(std::uint32_t 
     // Tensors that are no placement unit of their own (composite sparse tensors) stay where
     // they were recorded; their components move.
     if (m_document->plan().unitOfTensor(tensor) < 0)
-        return m_document->checkpoint().tensors[tensor].device;
+        return recordedTag(m_document->checkpoint().tensors[tensor].device);
     return m_document->plannedDeviceOfTensor(tensor);
 }
 

@@ -169,7 +169,7 @@ QString TensorTreeModel::displayData(std::uint32_t node, int column) const
         : nullptr;
     switch (column) {
     case NameColumn:
-        return treeNode.name.empty() ? QStringLiteral("(root)") : QString::fromStdString(treeNode.name);
+        return treeNode.name.empty() ? QStringLiteral("(root)") : QString::fromStdString(treeNode.name.str());
     case DTypeColumn:
         if (tensor) {
             // A quantized weight or one of its scales: the group's layout after the dtype.
@@ -222,8 +222,8 @@ QString TensorTreeModel::nameTooltip(std::uint32_t node) const
         if (tensor.storage >= 0) {
             const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
             text += QStringLiteral("<br>Its numbers live in <i>storage ")
-                + QString::fromStdString(storage.key).toHtmlEscaped() + QStringLiteral("</i>: a block of ")
-                + QString::fromStdString(formatBytes(storage.nbytes))
+                + QString::fromStdString(storage.key.str()).toHtmlEscaped()
+                + QStringLiteral("</i>: a block of ") + QString::fromStdString(formatBytes(storage.nbytes))
                 + QStringLiteral(" in the file. A tensor is a view into a storage (shape, stride, offset); "
                                  "the device belongs to the storage.");
             if (storage.tensors.size() > 1) {

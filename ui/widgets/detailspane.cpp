@@ -382,7 +382,9 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
     out += row(tr("Storage offset"),
         tensor.storageOffset ? tr("%1 elements").arg(*tensor.storageOffset) : tr("<i>none</i>"));
     out += row(tr("View size"), bytesText(tensor.nbytes()));
-    out += row(tr("Recorded device"), deviceText(tensor.device), kRecordedTip);
+    out += row(tr("Recorded device"),
+        deviceText(tensor.device ? std::optional<std::string>(tensor.device->str()) : std::nullopt),
+        kRecordedTip);
     out += row(tr("Planned device"), deviceText(m_document->plannedDeviceOfTensor(tensorIndex)), kPlannedTip);
     if (tensor.storage >= 0) {
         const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];

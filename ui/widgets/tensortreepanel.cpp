@@ -195,12 +195,12 @@ void TensorTreePanel::updateLegend()
     for (const DeviceInfo& device : m_document->target().devices)
         tags.append(QString::fromStdString(device.tag));
     // A million storages on a handful of devices: compare the core's strings, convert each device once.
-    std::vector<const std::optional<InternedString>*> devices;
+    std::vector<const OptionalInternedString*> devices;
     for (const StorageRecord& storage : m_document->checkpoint().storages)
         if (std::none_of(
                 devices.begin(), devices.end(), [&](const auto* seen) { return *seen == storage.device; }))
             devices.push_back(&storage.device);
-    for (const std::optional<InternedString>* device : devices) {
+    for (const OptionalInternedString* device : devices) {
         const QString tag = QString::fromStdString(device->value_or("(none)"));
         if (!tags.contains(tag))
             tags.append(tag);
