@@ -73,13 +73,15 @@ struct PickleNode {
     // the graph's table of names.
     std::uint32_t count = 0;
     struct BodyAndExtra {
-        // Tuple: first item in tupleItems; containers and calls: index into bodies (or kNoNode).
+        // Tuple: its first item when it has one or two (the second in `extra`), else the position
+        // of its items in the item chunks, or for a long tuple the index of its own block;
+        // containers and calls: index into bodies (or kNoNode).
         std::uint32_t body;
-        std::uint32_t extra; // Call/NewObject: args node
+        std::uint32_t extra; // Call/NewObject: args node; a two-item Tuple: its second item
     };
     union {
-        std::int64_t value = 0; // Int/Bool/Extension value; Float bits; String/Bytes: text offset;
-                                // PersistentId: pid node
+        std::int64_t value = 0; // Int/Bool/Extension value; Float bits; String/Bytes: text position
+                                // (or index of its own block); PersistentId: pid node
         BodyAndExtra parts; // Tuple, List, Dict, Set, FrozenSet, Call, NewObject
     };
 };
