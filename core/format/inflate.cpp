@@ -230,8 +230,9 @@ struct CrcPart {
 };
 
 // Read through a mapping of the file this much at a time: the CRC reads the page cache where it
-// lies, without pread's copy of every byte into a buffer (a third of a checked remap's CPU time in
-// the profile of issue 28), and memory stays flat: one window a thread, unmapped when read.
+// lies, without pread's copy of every byte into a buffer (14% of a checked remap's samples in the
+// profile of issue 28), and memory stays flat: one window a thread, unmapped when read. One thread's
+// CRC of a cached 2.1 GiB file: pread 0.34 s of CPU, 1 MiB windows 0.31 s, 4 MiB windows 0.20 s.
 constexpr std::uint64_t kCrcWindow = 4ull << 20;
 // Below this a part is read with pread: a mapping costs two system calls and its page faults, which
 // for small records (a million tensors of 32 bytes, checked at the app's open) cost far more than

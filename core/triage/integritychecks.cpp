@@ -5,12 +5,14 @@
 #include "core/triage/integritychecks.h"
 
 #include "core/base/checkedarithmetic.h"
+#include "core/format/crc32.h"
 #include "core/format/inflate.h"
 #include "core/format/ziparchive.h"
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
 #include "core/model/checkpoint.h"
 
+#include <cerrno>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -183,6 +185,64 @@ private:
     mutable std::optional<std::vector<std::uint32_t>> m_sorted;
 };
 
+// Runs of small stored records (a million tensors of a few bytes each) are read with one pread a
+// run instead of one a record: the bytes from the first record of the run to the last one that
+// still ends within kWindow, and nothing of a large record beside them.
+class SmallRecordWindow {
+public:
+    static constexpr std::uint64_t kSmall = 64 << 10, kWindow = 4 << 20;
+
+    SmallRecordWindow(int fd, std::uint64_t fileSize)
+        : m_fd(fd)
+        , m_fileSize(fileSize)
+    { }
+
+    // The bytes of entries[e] (stored, within the file), or null when it is not small or cannot be
+    // read here: the caller then reads it itself, and words any error.
+    const std::uint8_t* bytes(const std::vector<ZipEntry>& entries, std::size_t e)
+    {
+        const ZipEntry& entry = entries[e];
+        if (!small(entry, entry.dataOffset))
+            return nullptr;
+        if (entry.dataOffset < m_start || entry.dataOffset + entry.uncompressedSize > m_start + m_filled) {
+            std::uint64_t end = entry.dataOffset + entry.uncompressedSize;
+            for (std::size_t next = e + 1; next < entries.size() && small(entries[next], entry.dataOffset);
+                 ++next)
+                end = std::max(end, entries[next].dataOffset + entries[next].uncompressedSize);
+            m_buffer.resize(static_cast<std::size_t>(end - entry.dataOffset));
+            m_start = entry.dataOffset;
+            m_filled = 0;
+            while (m_filled < m_buffer.size()) {
+                const ssize_t got = ::pread(m_fd, m_buffer.data() + m_filled, m_buffer.size() - m_filled,
+                    static_cast<off_t>(m_start + m_filled));
+                if (got < 0 && errno == EINTR)
+                    continue;
+                if (got <= 0)
+                    break;
+                m_filled += static_cast<std::uint64_t>(got);
+            }
+        }
+        if (entry.dataOffset + entry.uncompressedSize > m_start + m_filled)
+            return nullptr;
+        return m_buffer.data() + (entry.dataOffset - m_start);
+    }
+
+private:
+    // A stored record of at most kSmall bytes, in the file, within kWindow of `from`.
+    bool small(const ZipEntry& entry, std::uint64_t from) const
+    {
+        return m_fd >= 0 && entry.payloadComplete && entry.method == zipformat::kMethodStored
+            && entry.uncompressedSize <= kSmall && entry.dataOffset >= from && entry.dataOffset <= m_fileSize
+            && entry.uncompressedSize <= m_fileSize - entry.dataOffset
+            && entry.dataOffset + entry.uncompressedSize - from <= kWindow;
+    }
+
+    int m_fd;
+    std::uint64_t m_fileSize;
+    std::vector<std::uint8_t> m_buffer;
+    std::uint64_t m_start = 0, m_filled = 0;
+};
+
 // CRC-32 of every record. Stored records are read with pread (threaded for big ones) so a large
 // file is not paged into the map twice, unless the caller already computed the CRC of exactly that
 // record's bytes (KnownRecordCrc); compressed ones are inflated by the archive.
@@ -207,7 +267,10 @@ void checkCrcs(const Checkpoint& checkpoint, const StoragesByRecord& storagesByR
     if (!checkpoint.path.empty())
         fd = ::open(checkpoint.path.c_str(), O_RDONLY | O_CLOEXEC);
     std::size_t checked = 0;
-    for (const ZipEntry& entry : zip.entries()) {
+    SmallRecordWindow window(fd, checkpoint.fileSize);
+    const std::vector<ZipEntry>& entries = zip.entries();
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+        const ZipEntry& entry = entries[e];
         if (!entry.payloadComplete
             || (entry.method != zipformat::kMethodStored && entry.method != zipformat::kMethodDeflate))
             continue; // cut off (reported as truncation) or a compression nobody can check
@@ -228,7 +291,10 @@ void checkCrcs(const Checkpoint& checkpoint, const StoragesByRecord& storagesByR
                 mismatch = zip.verifyCrc(entry, entry.uncompressedSize); // its message, same verdict
         } else if (entry.method == zipformat::kMethodStored && fd >= 0
             && entry.dataOffset + entry.uncompressedSize <= checkpoint.fileSize) {
-            const auto crc = crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
+            const std::uint8_t* inWindow = window.bytes(entries, e);
+            const auto crc = inWindow
+                ? Expected<std::uint32_t>(crc32Update(0, inWindow, entry.uncompressedSize))
+                : crc32OfFileRange(fd, entry.dataOffset, entry.uncompressedSize);
             if (!crc)
                 mismatch = Finding {Severity::Error, FindingCode::RecordUnreadable, crc.error().message,
                     std::string(name), entry.dataOffset};
