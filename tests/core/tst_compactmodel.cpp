@@ -4,13 +4,11 @@
 // in TensorEntry, StorageRecord and TreeNode, so they must read, compare, order and copy exactly as
 // those did: the model's output is pinned byte for byte by the reader and CLI suites, and these
 // pin the types themselves, including their edges (empty, the inline-to-heap step, threads).
-#include "core/base/compacttext.h"
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
 #include "core/base/joinedtext.h"
-#include "core/base/packedoptional.h"
 #include "core/base/raretext.h"
-#include "core/model/checkpoint.h"
+#include "core/model/checkpoint.h" // CompactText, PackedOptional (not included first: moc stops at <compare>)
 #include "core/pickle/picklegraph.h"
 
 #include <QTest>
