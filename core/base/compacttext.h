@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +8,9 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+// Not first: named before the others, <compare> stops moc (AutoMoc) with "Parse error at std" in
+// <concepts>, and every test with Q_OBJECT that includes core/model/checkpoint.h would not build.
+#include <compare>
 
 namespace ckpt {
 

@@ -4,13 +4,11 @@
 // in TensorEntry, StorageRecord and TreeNode, so they must read, compare, order and copy exactly as
 // those did: the model's output is pinned byte for byte by the reader and CLI suites, and these
 // pin the types themselves, including their edges (empty, the inline-to-heap step, threads).
-#include "core/base/compacttext.h"
 #include "core/base/inlinevector.h"
 #include "core/base/internedstring.h"
 #include "core/base/joinedtext.h"
-#include "core/base/packedoptional.h"
 #include "core/base/raretext.h"
-#include "core/model/checkpoint.h"
+#include "core/model/checkpoint.h" // CompactText, PackedOptional (not included first: moc stops at <compare>)
 #include "core/pickle/picklegraph.h"
 
 #include <QTest>
@@ -382,7 +380,8 @@ private Q_SLOTS:
             QVERIFY(copy == compact && (length == 0 || copy.data() != compact.data()));
             CompactText moved = std::move(copy);
             QVERIFY(moved == text && copy.empty()); // NOLINT(bugprone-use-after-move): it is emptied
-            moved = moved; // NOLINT(clang-diagnostic-self-assign-overloaded): keeps its text
+            const CompactText& itself = moved;
+            moved = itself; // assigned to itself, it keeps its text
             QVERIFY(moved == text);
             if (length > 0) {
                 moved = moved.view().substr(1); // its own text, moved to the front

@@ -176,7 +176,7 @@ private Q_SLOTS:
         const std::size_t lostAt = finding.message.find("; lost:");
         QVERIFY(lostAt != std::string::npos);
         for (const StorageRecord& storage : damaged.storages) {
-            const bool salvageable = expectedKeys.count(storage.key) > 0;
+            const bool salvageable = expectedKeys.count(storage.key.str()) > 0;
             QCOMPARE(storage.bytesComplete(), salvageable);
         }
         // No CRC complaint about the records cut off: those are truncation, not corruption.

@@ -388,7 +388,7 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
     out += row(tr("Planned device"), deviceText(m_document->plannedDeviceOfTensor(tensorIndex)), kPlannedTip);
     if (tensor.storage >= 0) {
         const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-        out += row(tr("Storage key"), html(storage.key), kStorageTip);
+        out += row(tr("Storage key"), html(storage.key.str()), kStorageTip);
         out += row(tr("Storage class"),
             html(storage.storageClass) + QStringLiteral(" (") + html(storage.dtype) + QLatin1Char(')'));
         out += row(tr("Storage size"), bytesText(storage.nbytes), kStorageTip);
