@@ -291,13 +291,13 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
         }
         const auto firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
         shard.firstTensor = firstTensor;
+        // Keys repeat across shards ("0" in every .bin); the merged key says which shard. It is made
+        // in one reused buffer: a CompactText copies it (in place up to 15 characters).
+        std::string key;
         for (std::size_t k = 0; k < part.storages.size(); ++k) {
             StorageRecord storage = part.storages[k];
-            // Keys repeat across shards ("0" in every .bin); the merged key says which shard.
-            std::string key;
-            key.reserve(shard.name.size() + 1 + storage.key.size());
-            key.append(shard.name).append(1, ':').append(storage.key);
-            storage.key = std::move(key);
+            key.assign(shard.name).append(1, ':').append(storage.key);
+            storage.key = key;
             if (storage.recordKeyStart != StorageRecord::kRecordWithoutKey) // the same record name
                 storage.recordKeyStart += static_cast<std::uint32_t>(shard.name.size() + 1);
             for (std::uint32_t& tensor : storage.tensors)
