@@ -20,10 +20,31 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 
 using namespace ckpt;
+
+namespace {
+
+// Runs `onEvent` when its low-priority event arrives, as the update requests that paint widgets do.
+class LowPriorityProbe : public QObject {
+public:
+    std::function<void()> onEvent;
+    void post() { QCoreApplication::postEvent(this, new QEvent(QEvent::User), Qt::LowEventPriority); }
+
+protected:
+    bool event(QEvent* event) override
+    {
+        if (event->type() != QEvent::User)
+            return QObject::event(event);
+        onEvent();
+        return true;
+    }
+};
+
+} // namespace
 
 class TestJobsAndModels : public QObject {
     Q_OBJECT
@@ -158,6 +179,35 @@ private Q_SLOTS:
         QVERIFY(!first); // destroyed right after
         QVERIFY(!firstModel);
         QVERIFY(!controller.document());
+    }
+
+    void triageWaitsForTheFirstPaint()
+    {
+        // On two cores the triage's job must not take the GUI thread's core while the tree of the
+        // file just opened is laid out and painted: it starts behind every event posted by then
+        // (the low-priority update requests among them); the panels are told at once.
+        DocumentController controller;
+        QSignalSpy jobStarted(controller.triageJobs(), &JobTracker::started);
+        QSignalSpy announced(&controller, &DocumentController::triageStarted);
+        QSignalSpy finished(&controller, &DocumentController::triageFinished);
+        LowPriorityProbe paint;
+        qsizetype startedAtOpened = -1, announcedAtOpened = -1, startedAtPaint = -1;
+        bool runningAtOpened = false;
+        paint.onEvent = [&] { startedAtPaint = jobStarted.count(); };
+        connect(&controller, &DocumentController::opened, this, [&] {
+            startedAtOpened = jobStarted.count();
+            announcedAtOpened = announced.count();
+            runningAtOpened = controller.isTriageRunning();
+            paint.post();
+        });
+        controller.openFile(QStringLiteral(CKPT_SOURCE_DIR "/resources/demo/demo-checkpoint.pt"));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        QCOMPARE(startedAtOpened, 0);
+        QCOMPARE(announcedAtOpened, 1);
+        QVERIFY(runningAtOpened);
+        QCOMPARE(startedAtPaint, 0);
+        QCOMPARE(jobStarted.count(), 1);
+        QVERIFY(!controller.isTriageRunning());
     }
 
     void histogramModel()

@@ -12,8 +12,12 @@
 #include "ui/document/checkpointdocument.h"
 #include "ui/jobs/jobtracker.h"
 
+#include <QCoreApplication>
+#include <QEvent>
 #include <QFileInfo>
 #include <QUndoStack>
+
+#include <limits>
 
 namespace ckpt {
 
@@ -70,7 +74,7 @@ bool DocumentController::isBusy() const
 
 bool DocumentController::isTriageRunning() const
 {
-    return m_triageJobs->isRunning();
+    return m_triageJobs->isRunning() || (m_triageWaitsFor && m_triageWaitsFor == m_document.get());
 }
 
 void DocumentController::openFile(const QString& path)
@@ -138,7 +142,7 @@ void DocumentController::openFile(const QString& path)
             if (targetGeneration != m_targetGeneration)
                 document->setTarget(m_target); // the target changed while the file was read
             replace(std::move(document), std::move(result.built->beside));
-            startTriage();
+            startTriageWhenPainted();
             Q_EMIT opened(path, errors);
         });
 }
@@ -229,8 +233,38 @@ void DocumentController::exportWeights(const QString& path, const std::string& c
         });
 }
 
+namespace {
+
+// Posted with the lowest priority there is: delivered after every event already queued and every
+// one those post in turn (layout requests, the low-priority update requests that paint).
+const QEvent::Type kStartTriageEvent = static_cast<QEvent::Type>(QEvent::registerEventType());
+
+} // namespace
+
+void DocumentController::startTriageWhenPainted()
+{
+    if (!m_document)
+        return;
+    m_triageJobs->reset(); // a triage still running is for another target or document
+    m_triageWaitsFor = m_document.get();
+    QCoreApplication::postEvent(this, new QEvent(kStartTriageEvent), std::numeric_limits<int>::min());
+    Q_EMIT triageStarted();
+}
+
+bool DocumentController::event(QEvent* event)
+{
+    if (event->type() != kStartTriageEvent)
+        return QObject::event(event);
+    // Not if the document was closed or replaced meanwhile (its successor posted its own), nor
+    // if a triage started since (a new target).
+    if (m_triageWaitsFor && m_triageWaitsFor == m_document.get())
+        startTriage();
+    return true;
+}
+
 void DocumentController::startTriage()
 {
+    m_triageWaitsFor = nullptr;
     if (!m_document)
         return;
     TriageOptions options;
@@ -250,6 +284,7 @@ void DocumentController::startTriage()
 
 void DocumentController::close()
 {
+    m_triageWaitsFor = nullptr;
     m_fileJobs->reset();
     m_triageJobs->reset();
     if (m_document)

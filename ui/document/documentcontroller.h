@@ -62,7 +62,9 @@ public:
     void exportWeights(const QString& path, const std::string& castFloatsTo = {}, bool plainValues = false);
     // Triage of the open document against its target, off the GUI thread; triageFinished().
     void startTriage();
+    // Running, or to start once the window has painted the file just opened.
     bool isTriageRunning() const;
+    JobTracker* triageJobs() const { return m_triageJobs; }
     // Closes the open document, dropping the result of any job still running for it.
     void close();
 
@@ -79,7 +81,15 @@ Q_SIGNALS:
     void triageStarted();
     void triageFinished(const std::shared_ptr<const TriageReport>& report);
 
+protected:
+    bool event(QEvent* event) override;
+
 private:
+    // The triage of a file just opened starts after every event already waiting (the tree's first
+    // layout and paint among them): on two cores its job and the GUI thread would otherwise share
+    // one core while the person waits for the tree. triageStarted() is emitted at once.
+    void startTriageWhenPainted();
+
     // `beside`, when given, was built for `document` by m_buildBeside.
     void replace(std::unique_ptr<CheckpointDocument> document, std::unique_ptr<QObject> beside = nullptr);
 
@@ -90,6 +100,7 @@ private:
     BuildBeside m_buildBeside;
     std::unique_ptr<CheckpointDocument> m_document;
     std::unique_ptr<QObject> m_builtBeside; // during documentChanged() only
+    const CheckpointDocument* m_triageWaitsFor = nullptr; // startTriageWhenPainted()'s document
 };
 
 } // namespace ckpt
