@@ -37,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 
@@ -2581,6 +2582,8 @@ SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* reader
 {
     if (readerRunsReused)
         *readerRunsReused = 0;
+    if (checkpoint.graph.released())
+        throw std::logic_error("ratePickleSafety: the pickle graph was released before it was judged");
     if (!checkpoint.file) {
         SafetyVerdict verdict;
         verdict.headline = "no pickle: the file could not be read";

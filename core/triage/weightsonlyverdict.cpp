@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -233,6 +234,8 @@ std::string importLine(const std::string& path)
 WeightsOnlyVerdict judgeWeightsOnly(
     const Checkpoint& checkpoint, TorchGeneration generation, const TorchImports& imports)
 {
+    if (checkpoint.graph.released())
+        throw std::logic_error("judgeWeightsOnly: the pickle graph was released before it was judged");
     WeightsOnlyVerdict verdict;
     verdict.generation = generation;
     verdict.imports = imports;
