@@ -43,12 +43,13 @@ int runInfo(const InfoArguments& arguments)
 {
     RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
     input.download = arguments.download;
-    const ckpt::Checkpoint& checkpoint
-        = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
     std::ostream& out = input.out();
     const ckpt::SafetyVerdict& safety
         = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
                                             : ckpt::ratePickleSafety(checkpoint));
+    // The verdict was the graph's last reader here: the report is written from the records.
+    checkpoint.graph.release();
     const std::shared_ptr<const ckpt::QuantScan> quantScan = ckpt::quantScanOf(checkpoint); // the reader's
     const ckpt::QuantScan& quant = *quantScan;
     if (arguments.json) {

@@ -330,6 +330,23 @@ ContainerBody& PickleGraph::ensureBody(NodeId id)
     return m_bodies[n.parts.body];
 }
 
+void PickleGraph::release()
+{
+    // Swapped with empty ones, not cleared: clear() keeps a vector's block.
+    std::vector<std::unique_ptr<PickleNode[]>>().swap(m_chunks);
+    m_nodeCount = 0;
+    std::vector<std::unique_ptr<NodeId[]>>().swap(m_itemChunks);
+    m_itemEnd = 0;
+    std::vector<std::vector<NodeId>>().swap(m_ownItems);
+    std::vector<ContainerBody>().swap(m_bodies);
+    std::unordered_map<NodeId, std::uint32_t>().swap(m_otherBodies);
+    std::vector<GlobalText>().swap(m_globals);
+    std::vector<std::unique_ptr<char[]>>().swap(m_textChunks);
+    m_textEnd = 0;
+    std::vector<std::string>().swap(m_ownText);
+    m_released = true;
+}
+
 std::size_t PickleGraph::approximateBytes() const
 {
     std::size_t bytes = m_chunks.size() * kChunkSize * sizeof(PickleNode)

@@ -159,6 +159,14 @@ public:
 
     std::size_t approximateBytes() const;
 
+    // Gives back every node, tuple item, text and body: for a caller that has judged what it needs
+    // of the values (the safety, weights-only and global-move verdicts of `check`) and goes on with
+    // the records alone, so that the graph is not resident beside what allocates after it. The
+    // graph holds nothing afterwards and says so: a consumer that reads values (a verdict, a writer)
+    // must not be handed a released graph, and checks released() to refuse one.
+    void release();
+    bool released() const { return m_released; }
+
 private:
     static NodeKind inlineKind(NodeId id)
     {
@@ -215,6 +223,7 @@ private:
     std::vector<std::unique_ptr<char[]>> m_textChunks;
     std::size_t m_textEnd = 0; // next free text position
     std::vector<std::string> m_ownText; // texts of more than kOwnTextAbove bytes
+    bool m_released = false;
 };
 
 } // namespace ckpt

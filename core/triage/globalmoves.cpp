@@ -8,6 +8,7 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
 
 namespace ckpt {
 
@@ -47,6 +48,8 @@ bool underModule(const std::string& module, const std::string& prefix)
 
 std::vector<Finding> checkKnownGlobalMoves(const Checkpoint& checkpoint)
 {
+    if (checkpoint.graph.released())
+        throw std::logic_error("checkKnownGlobalMoves: the pickle graph was released before it was judged");
     std::map<const KnownMove*, std::set<std::string>> found;
     for (NodeId id = 0; id < checkpoint.graph.size(); ++id) {
         if (checkpoint.graph.kind(id) != NodeKind::Global)

@@ -340,6 +340,18 @@ int TriageReport::exitCode() const
     return code;
 }
 
+void judgePickleGraphAhead(const Checkpoint& checkpoint, TriageOptions& options)
+{
+    if (!options.sharedVerdicts)
+        options.sharedVerdicts = std::make_shared<SharedWeightsOnlyVerdicts>();
+    options.sharedVerdicts->get(
+        checkpoint, options.torch.value_or(TorchGeneration::Torch26Plus), options.imports);
+    options.judgedGlobalMoves
+        = std::make_shared<const std::vector<Finding>>(checkKnownGlobalMoves(checkpoint));
+    options.judgedSafety = std::make_shared<const SafetyVerdict>(
+        checkpoint.shardSet ? rateShardSafety(checkpoint) : ratePickleSafety(checkpoint));
+}
+
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
 {
     TriageReport report;
@@ -348,7 +360,8 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     std::vector<Finding> smells = checkPlacementSmells(checkpoint);
     report.findings.insert(report.findings.end(), std::make_move_iterator(smells.begin()),
         std::make_move_iterator(smells.end()));
-    std::vector<Finding> moves = checkKnownGlobalMoves(checkpoint);
+    std::vector<Finding> moves
+        = options.judgedGlobalMoves ? *options.judgedGlobalMoves : checkKnownGlobalMoves(checkpoint);
     report.findings.insert(
         report.findings.end(), std::make_move_iterator(moves.begin()), std::make_move_iterator(moves.end()));
 
@@ -381,7 +394,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
                     report.weightsOnly = std::move(verdict);
             }
     // Several files: every shard's pickles (and DCP's .metadata) are rated; the worst one counts.
-    report.safety = checkpoint.shardSet ? rateShardSafety(checkpoint) : ratePickleSafety(checkpoint);
+    report.safety = options.judgedSafety ? *options.judgedSafety
+        : checkpoint.shardSet            ? rateShardSafety(checkpoint)
+                                         : ratePickleSafety(checkpoint);
     // One judgement of each pickle. The safety verdict rates every pickle the reader ran (the ones
     // the weights-only walk reads among them), so every global that walk will not vouch for is
     // already among its unsafe callables; should one ever be missing (a shard's verdict, a reader

@@ -44,6 +44,10 @@ struct TriageOptions {
     // The weights_only judgement of the checkpoint's own pickles, shared with another caller that
     // needs it (the app's load simulation bar); none: judged here.
     std::shared_ptr<SharedWeightsOnlyVerdicts> sharedVerdicts;
+    // The safety verdict and the known-move findings, judged from the pickle graph before the
+    // caller released it (judgePickleGraphAhead); none: judged here.
+    std::shared_ptr<const SafetyVerdict> judgedSafety;
+    std::shared_ptr<const std::vector<Finding>> judgedGlobalMoves;
 };
 
 struct TriageReport {
@@ -57,5 +61,10 @@ struct TriageReport {
 };
 
 TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
+
+// Judges into `options` all that triage() reads of the checkpoint's pickle graph (the safety,
+// weights-only and known-move verdicts), so that the caller may release the graph
+// (PickleGraph::release) before triage() allocates the rest: the load simulation, the report.
+void judgePickleGraphAhead(const Checkpoint& checkpoint, TriageOptions& options);
 
 } // namespace ckpt

@@ -30,6 +30,7 @@ private Q_SLOTS:
     void aPickleOnlyTheReaderRanIsRated();
     void aGlobalTheVerdictLacksIsHandedToIt();
     void everySectionSaysWhatTheRatingSays();
+    void judgedAheadTheGraphCanGo();
     void agreesWithTorch113() { compareWith(QStringLiteral(CKPT_LEGACY_PYTHON), TorchGeneration::Torch113); }
     void agreesWithModernTorch()
     {
@@ -290,6 +291,53 @@ void TestWeightsOnlyVerdict::compareWith(const QString& python, TorchGeneration 
     if (!mismatches.isEmpty())
         QFAIL(qPrintable(QStringLiteral("%1 of %2 files disagree:\n").arg(mismatches.size()).arg(compared)
             + mismatches.mid(0, 15).join(u'\n')));
+}
+
+// `check` judges all that triage() reads of the pickle graph first and releases the graph before
+// the rest of the triage: the report is the one triage() makes with the graph there, on every
+// fixture and hostile file; and a verdict handed a released graph refuses it rather than judging
+// an empty one.
+void TestWeightsOnlyVerdict::judgedAheadTheGraphCanGo()
+{
+    auto text = [](const TriageReport& report) {
+        std::string all = report.safety.headline + "\n" + std::to_string(int(report.safety.rating)) + "\n"
+            + std::to_string(int(report.weightsOnly.rating)) + " " + report.weightsOnly.torchMessage + "\n";
+        for (const UnsafeCallable& callable : report.safety.unsafe)
+            all += "unsafe " + callable.name + " " + callable.where + "\n";
+        for (const std::string& line : report.safety.cannotVerify)
+            all += "cannot " + line + "\n";
+        for (const std::string& line : report.safety.pickles)
+            all += "pickle " + line + "\n";
+        for (const std::string& line : report.safety.notes)
+            all += "note " + line + "\n";
+        for (const Finding& finding : report.findings)
+            all += std::to_string(int(finding.severity)) + " " + finding.message + "\n";
+        for (const LoadSimulation& simulation : report.loadSimulations)
+            all += "load " + std::to_string(simulation.loads) + " " + simulation.error + "\n";
+        return all;
+    };
+    int released = 0;
+    for (const QString& path : inputFiles()) {
+        if (path.contains(QLatin1String("/shared/corpus/")))
+            continue; // the fixtures and hostile files suffice here; outputs-snapshot.py covers the corpus
+        const Checkpoint whole = readCheckpoint(path.toStdString());
+        const TriageReport expected = triage(whole, {});
+        Checkpoint checkpoint = readCheckpoint(path.toStdString());
+        TriageOptions options;
+        judgePickleGraphAhead(checkpoint, options);
+        const bool hadNodes = checkpoint.graph.size() > 0;
+        checkpoint.graph.release();
+        QVERIFY(checkpoint.graph.released() && checkpoint.graph.size() == 0);
+        QCOMPARE(text(triage(checkpoint, options)), text(expected));
+        if (hadNodes) {
+            ++released;
+            QVERIFY_THROWS_EXCEPTION(
+                std::logic_error, (void)judgeWeightsOnly(checkpoint, TorchGeneration::Torch26Plus));
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, (void)ratePickleSafety(checkpoint));
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, (void)checkKnownGlobalMoves(checkpoint));
+        }
+    }
+    QVERIFY(released > 10);
 }
 
 QTEST_GUILESS_MAIN(TestWeightsOnlyVerdict)
