@@ -39,7 +39,7 @@ int main(int argc, char** argv)
     rules.reserve(static_cast<std::size_t>(moves));
     for (int i = 0; i < moves; ++i)
         rules.push_back({ckpt::PlacementRule::Kind::MoveTensor,
-            checkpoint.tensors[random() % checkpoint.tensors.size()].name, devices[random() % 5]});
+            checkpoint.tensors[random() % checkpoint.tensors.size()].name.str(), devices[random() % 5]});
     double planSeconds = 0, ledgerSeconds = 0;
     for (const ckpt::PlacementRule& rule : rules) {
         const auto a = Clock::now();

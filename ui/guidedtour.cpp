@@ -59,7 +59,7 @@ QStringList sharingNames(const Checkpoint& checkpoint, std::uint32_t tensor)
         return names;
     for (const std::uint32_t other : checkpoint.storages[std::size_t(storage)].tensors)
         if (other != tensor)
-            names.append(fromStd(checkpoint.tensors[other].name));
+            names.append(fromStd(checkpoint.tensors[other].name.str()));
     return names;
 }
 

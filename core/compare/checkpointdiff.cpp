@@ -165,11 +165,11 @@ CheckpointDiff diffCheckpoints(
         return jobOf[i] < 0 ? std::nullopt : jobHash[static_cast<std::size_t>(jobOf[i])];
     };
 
-    // 2. By name.
-    std::unordered_map<std::string, std::size_t> inB;
+    // 2. By name (views of the entries' names, which outlive the maps).
+    std::unordered_map<std::string_view, std::size_t> inB;
     for (std::size_t i = 0; i < b.size(); ++i)
         inB.emplace(entryOf(b[i]).name, a.size() + i);
-    std::unordered_map<std::string, std::size_t> inA;
+    std::unordered_map<std::string_view, std::size_t> inA;
     for (std::size_t i = 0; i < a.size(); ++i)
         inA.emplace(entryOf(a[i]).name, i);
     std::vector<std::size_t> onlyA, onlyB;
@@ -229,16 +229,17 @@ CheckpointDiff diffCheckpoints(
                     candidates.begin(), candidates.end(), [&](std::size_t c) { return !matched[c]; });
                 if (pick != candidates.end()) {
                     matched[*pick] = true;
-                    diff.renamed.push_back({entryOf(all[i]).name, entryOf(all[*pick]).name});
+                    diff.renamed.push_back(
+                        {std::string(entryOf(all[i]).name), std::string(entryOf(all[*pick]).name)});
                     continue;
                 }
             }
         }
-        diff.removed.push_back(entryOf(all[i]).name);
+        diff.removed.emplace_back(entryOf(all[i]).name);
     }
     for (std::size_t i : onlyB)
         if (!matched[i])
-            diff.added.push_back(entryOf(all[i]).name);
+            diff.added.emplace_back(entryOf(all[i]).name);
     return diff;
 }
 

@@ -171,10 +171,7 @@ std::uint32_t Checkpoint::ensureRoot()
     return 0;
 }
 
-// The name is copied into the node's CompactText either way: the by-value std::string of its
-// declaration is to become a string_view with checkpoint.h's next edit.
-// NOLINTNEXTLINE(performance-unnecessary-value-param)
-std::uint32_t Checkpoint::addTreeNode(std::uint32_t parent, TreeNodeKind kind, std::string name)
+std::uint32_t Checkpoint::addTreeNode(std::uint32_t parent, TreeNodeKind kind, std::string_view name)
 {
     ensureRoot();
     TreeNode node;
@@ -235,7 +232,7 @@ std::uint32_t Checkpoint::modulePathFor(
                   .find(hash, [&](std::uint32_t node) { return isModulePathNode(node, parent, component); })
                   .value_or(0);
         if (found == 0) {
-            found = addTreeNode(parent, TreeNodeKind::Module, std::string(component));
+            found = addTreeNode(parent, TreeNodeKind::Module, component);
             moduleNodeIndex.insert(hash, found);
         }
         parent = found;
@@ -248,7 +245,7 @@ std::uint32_t Checkpoint::modulePathFor(
 // The records' sizes on LP64 with libstdc++ (issue 28: a million tensors pay each byte a million
 // times). A field added to them should find room in their padding or say why it cannot.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-static_assert(sizeof(ckpt::TensorEntry) == 176);
+static_assert(sizeof(ckpt::TensorEntry) == 152);
 static_assert(sizeof(ckpt::StorageRecord) == 128);
 static_assert(sizeof(ckpt::TreeNode) == 64);
 #endif

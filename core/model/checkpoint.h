@@ -9,6 +9,7 @@
 #include "core/base/joinedtext.h"
 #include "core/base/packedoptional.h"
 #include "core/base/raretext.h"
+#include "core/base/slimtext.h"
 #include "core/base/textformat.h"
 #include "core/format/formatsniffer.h"
 #include "core/pickle/picklegraph.h"
@@ -127,7 +128,9 @@ struct StorageRecord {
 // One per tensor, so its fields are ordered to leave no padding between them (the small ones
 // last): at a million tensors each 8 bytes here is 8 MB.
 struct TensorEntry {
-    std::string name; // dotted path from the root ("model.encoder.0.weight"); "" for a bare root tensor
+    // Dotted path from the root ("model.encoder.0.weight"); "" for a bare root tensor. 8 bytes and
+    // one block of exactly its size (SlimText), where std::string was 32 and a block grown by doubling.
+    SlimText name;
     InternedString dtype;
     Dimensions shape;
     OptionalDimensions stride; // none for sparse and nested layouts
@@ -287,7 +290,7 @@ struct Checkpoint {
 
     // Tree building, shared by every format reader.
     std::uint32_t ensureRoot(); // creates tree[0] if missing
-    std::uint32_t addTreeNode(std::uint32_t parent, TreeNodeKind kind, std::string name);
+    std::uint32_t addTreeNode(std::uint32_t parent, TreeNodeKind kind, std::string_view name);
     // Splits a dotted state_dict name ("encoder.layers.0.weight") below `parent`: finds or creates a
     // Module node per prefix component and returns the parent for the last component, which is
     // returned through `leafName`.

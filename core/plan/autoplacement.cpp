@@ -62,10 +62,10 @@ std::string deviceMapValue(const std::string& tag)
 
 } // namespace
 
-std::string groupPrefix(const std::string& tensorName, int noSplitDepth)
+std::string groupPrefix(std::string_view tensorName, int noSplitDepth)
 {
     // Composite parts ("w[indices]") go with their tensor.
-    const std::string name = tensorName.substr(0, tensorName.find('['));
+    const std::string name(tensorName.substr(0, tensorName.find('[')));
     const std::vector<std::string> parts = splitName(name);
     std::size_t depth = 0;
     if (noSplitDepth > 0) {
@@ -178,7 +178,7 @@ Expected<AutoPlacement> placeAutomatically(
         result.summary.push_back(
             "the machine has no CPU memory described: groups that fit on no GPU do not fit");
 
-    std::unordered_set<std::string> tensorNames;
+    std::unordered_set<std::string_view> tensorNames; // views of the checkpoint's names
     for (const TensorEntry& tensor : checkpoint.tensors)
         tensorNames.insert(tensor.name);
 

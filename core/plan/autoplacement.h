@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ckpt {
@@ -54,6 +55,6 @@ Expected<AutoPlacement> placeAutomatically(
     const Checkpoint& checkpoint, const MachineInventory& machine, const AutoPlacementOptions& options = {});
 
 // The name prefix a tensor is grouped by, for a no-split depth (-1: automatic).
-std::string groupPrefix(const std::string& tensorName, int noSplitDepth);
+std::string groupPrefix(std::string_view tensorName, int noSplitDepth);
 
 } // namespace ckpt

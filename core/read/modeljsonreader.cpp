@@ -190,7 +190,7 @@ private:
         const std::string key = field(field(tensorDef, "data", "data"), "key", "key").toString();
         const auto tensorIndex = static_cast<std::uint32_t>(m_checkpoint.tensors.size());
         if (!key.empty()) {
-            const std::uint32_t storage = storageFor(key, dtype, device, tensor.name);
+            const std::uint32_t storage = storageFor(key, dtype, device, std::string(tensor.name));
             tensor.storage = static_cast<std::int32_t>(storage);
             m_checkpoint.storages[storage].tensors.push_back(tensorIndex);
         } else {

@@ -448,7 +448,7 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
         if (grouped) { // a sharded set: one module tree across its shards, from the dotted names
             for (std::uint32_t t = shard.firstTensor; t < merged.tensors.size(); ++t) {
                 std::string leaf;
-                const std::string& own = part.tensors[t - shard.firstTensor].name;
+                const std::string_view own = part.tensors[t - shard.firstTensor].name;
                 const std::uint32_t parent = merged.modulePathFor(node, own, leaf);
                 const std::uint32_t treeNode = merged.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
                 merged.tree[treeNode].tensor = static_cast<std::int32_t>(t);

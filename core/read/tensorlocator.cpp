@@ -245,7 +245,7 @@ std::vector<LocatedTensor> locateTensors(const std::shared_ptr<const Checkpoint>
         return located;
     }
     if (set->dcp) {
-        std::unordered_map<std::string, const DcpEntry*> entries;
+        std::unordered_map<std::string_view, const DcpEntry*> entries; // views of set->dcp
         for (const DcpEntry& entry : set->dcp->entries)
             entries.emplace(entry.fqn, &entry);
         FileCache files;

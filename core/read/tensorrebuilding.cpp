@@ -424,8 +424,9 @@ void CheckpointBuilder::emitTensor(TensorParts parts, std::uint32_t parent, cons
 {
     const std::uint32_t treeNode = m_checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, component);
     m_checkpoint.tree[treeNode].node = node;
-    auto add = [&](TensorEntry tensor, std::uint32_t tree, std::string name) {
-        tensor.name = std::move(name);
+    // The name is copied once, into the entry's own block (SlimText has no move from std::string).
+    auto add = [&](TensorEntry tensor, std::uint32_t tree, std::string_view name) {
+        tensor.name = name;
         tensor.treeNode = tree;
         const auto index = static_cast<std::uint32_t>(m_checkpoint.tensors.size());
         if (tensor.storage >= 0)

@@ -177,7 +177,7 @@ Status gatherDcp(
                 {entry.fqn, "a pickled value (BytesStorageMetadata), not a tensor; not unpickled"});
     bool any = false;
     for (std::uint32_t t = 0; t < checkpoint->tensors.size(); ++t) {
-        const std::string& name = checkpoint->tensors[t].name;
+        const std::string name(checkpoint->tensors[t].name);
         if (!selected(name)) {
             input.droppedTensors.push_back({name, "not selected"});
             continue;
@@ -200,9 +200,10 @@ bool anySelected(const Checkpoint& shard, const ExtractOptions& options)
 {
     const std::string root = options.root.value_or("");
     return std::any_of(shard.tensors.begin(), shard.tensors.end(), [&](const TensorEntry& tensor) {
-        if (!underPrefix(tensor.name, root) || tensor.name == root)
+        const std::string full(tensor.name);
+        if (!underPrefix(full, root) || full == root)
             return false;
-        const std::string name = root.empty() ? tensor.name : tensor.name.substr(root.size() + 1);
+        const std::string name = root.empty() ? full : full.substr(root.size() + 1);
         return std::any_of(options.select.begin(), options.select.end(),
             [&](const std::string& prefix) { return underPrefix(name, prefix); });
     });
@@ -224,7 +225,7 @@ Status gatherShards(const Checkpoint& checkpoint, const ExtractOptions& options,
             input.file = shard.path;
             input.root = options.root.value_or("");
             for (const TensorEntry& tensor : shard.checkpoint->tensors)
-                input.droppedTensors.push_back({tensor.name, "not selected"});
+                input.droppedTensors.push_back({std::string(tensor.name), "not selected"});
             out.inputs.push_back(std::move(input));
             continue;
         }
@@ -260,13 +261,13 @@ ExtractOptions withScalesAlong(const Checkpoint& checkpoint, const ExtractOption
     };
     const std::shared_ptr<const QuantScan> quantScan = quantScanOf(checkpoint);
     for (const QuantGroup& group : quantScan->groups) {
-        const auto weight = relative(checkpoint.tensors[group.weight].name);
+        const auto weight = relative(std::string(checkpoint.tensors[group.weight].name));
         if (!weight
             || std::none_of(options.select.begin(), options.select.end(),
                 [&](const std::string& prefix) { return underPrefix(*weight, prefix); }))
             continue;
         for (const QuantScale& scale : group.scales)
-            if (auto name = relative(checkpoint.tensors[scale.tensor].name))
+            if (auto name = relative(std::string(checkpoint.tensors[scale.tensor].name)))
                 out.select.push_back(std::move(*name));
     }
     return out;
@@ -352,7 +353,7 @@ Status folderToTorch(const ExportWeightsRequest& request, Gathered& gathered, Ex
     PlacementPlan plan(*source);
     std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
     for (std::uint32_t t = 0; t < source->tensors.size(); ++t) {
-        const auto it = deviceByName.find(source->tensors[t].name);
+        const auto it = deviceByName.find(std::string(source->tensors[t].name));
         const std::int32_t unit = plan.unitOfTensor(t);
         if (it != deviceByName.end() && it->second && unit >= 0)
             devices.emplace_back(static_cast<std::uint32_t>(unit), it->second);

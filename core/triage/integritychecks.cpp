@@ -31,8 +31,8 @@ constexpr std::uint64_t kMaxCodeRecord = 64ull << 20; // TorchScript code record
 
 std::string tensorName(const Checkpoint& checkpoint, std::uint32_t tensor)
 {
-    const std::string& name = checkpoint.tensors[tensor].name;
-    return name.empty() ? std::string("(root tensor)") : name;
+    const SlimText& name = checkpoint.tensors[tensor].name;
+    return name.empty() ? std::string("(root tensor)") : name.str();
 }
 
 std::string joinLimited(const std::vector<std::string>& items, std::size_t limit = kNamesInMessage)
@@ -497,7 +497,7 @@ void checkOptimizerPlacement(const Checkpoint& checkpoint, std::vector<Finding>&
         collectTensors(*model, modelTensors);
         std::vector<std::uint32_t> parameters;
         for (std::uint32_t tensor : modelTensors) {
-            const std::string& name = checkpoint.tensors[tensor].name;
+            const std::string_view name = checkpoint.tensors[tensor].name;
             // Buffers are in a state_dict but not in model.parameters().
             if (name.ends_with("running_mean") || name.ends_with("running_var")
                 || name.ends_with("num_batches_tracked"))

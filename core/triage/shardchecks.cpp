@@ -72,7 +72,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
     const ShardSet& set = *checkpoint.shardSet;
     std::unordered_map<std::string, std::vector<std::uint32_t>> tensorsByName;
     for (std::uint32_t i = 0; i < checkpoint.tensors.size(); ++i)
-        tensorsByName[checkpoint.tensors[i].name].push_back(i);
+        tensorsByName[std::string(checkpoint.tensors[i].name)].push_back(i);
     auto shardOfTensor = [&](std::uint32_t tensor) -> const ShardFile* {
         return set.shardOfStorage(checkpoint.tensors[tensor].storage);
     };
@@ -114,7 +114,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
             for (std::uint32_t k = shard.firstStorage; k < shard.firstStorage + shard.storageCount; ++k)
                 if (!checkpoint.storages[k].bytesReadable() && checkpoint.storages[k].nbytes)
                     for (std::uint32_t t : checkpoint.storages[k].tensors) {
-                        incomplete.push_back(checkpoint.tensors[t].name);
+                        incomplete.emplace_back(checkpoint.tensors[t].name);
                         tensors.push_back(t);
                     }
             Finding finding = makeFinding(Severity::Error, FindingCode::ShardDamaged,

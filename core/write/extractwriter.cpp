@@ -45,17 +45,17 @@ std::string archiveNameFor(const std::string& outputPath)
     return name;
 }
 
-bool underPrefix(const std::string& name, const std::string& prefix)
+bool underPrefix(std::string_view name, std::string_view prefix)
 {
     return prefix.empty() || name == prefix
         || (name.size() > prefix.size() && name.starts_with(prefix) && name[prefix.size()] == '.');
 }
 
-std::string relativeName(const std::string& name, const std::string& root)
+std::string relativeName(std::string_view name, std::string_view root)
 {
     if (root.empty())
-        return name;
-    return name.size() > root.size() ? name.substr(root.size() + 1) : std::string();
+        return std::string(name);
+    return name.size() > root.size() ? std::string(name.substr(root.size() + 1)) : std::string();
 }
 
 bool holdsTensors(const Checkpoint& checkpoint, std::uint32_t treeNode)
@@ -415,7 +415,8 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                             inner.pop_back();
                             if (leaf.kind == TreeNodeKind::Tensor && leaf.tensor >= 0)
                                 excluded.push_back(
-                                    {checkpoint.tensors[static_cast<std::size_t>(leaf.tensor)].name,
+                                    {std::string(
+                                         checkpoint.tensors[static_cast<std::size_t>(leaf.tensor)].name),
                                         "module attribute or non-persistent buffer, which state_dict() "
                                         "leaves out"});
                             inner.insert(inner.end(), leaf.children.begin(), leaf.children.end());
@@ -425,7 +426,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                 }
             }
             if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
-                named.push_back({checkpoint.tensors[static_cast<std::size_t>(node.tensor)].name,
+                named.push_back({std::string(checkpoint.tensors[static_cast<std::size_t>(node.tensor)].name),
                     static_cast<std::uint32_t>(node.tensor)});
             } else if (node.kind == TreeNodeKind::Alias) {
                 const std::string prefix = "same object as ";
@@ -458,7 +459,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
                 seen[it->second] = true;
         for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
             if (!seen[t] && !checkpoint.tensors[t].name.empty())
-                named.push_back({checkpoint.tensors[t].name, t});
+                named.push_back({std::string(checkpoint.tensors[t].name), t});
     }
 
     // 2. Which are written. A selected quantized weight takes its scales, zero points and group
@@ -468,7 +469,7 @@ Expected<StateDictSelection> selectStateDict(const Checkpoint& checkpoint, const
         takenAlong.assign(checkpoint.tensors.size(), 0);
         const std::shared_ptr<const QuantScan> quantScan = quantScanOf(checkpoint);
         for (const QuantGroup& group : quantScan->groups) {
-            const std::string& weight = checkpoint.tensors[group.weight].name;
+            const std::string_view weight = checkpoint.tensors[group.weight].name;
             if (!underPrefix(weight, result.root) || weight == result.root)
                 continue;
             const std::string name = relativeName(weight, result.root);

@@ -99,7 +99,7 @@ void compareWithTorch(const Checkpoint& checkpoint, const QJsonObject& expected)
         QCOMPARE(shard->checkpoint->tensors.size(), std::size_t(tensors.size()));
         std::map<std::string, const TensorEntry*> byName;
         for (std::uint32_t t = 0; t < shard->checkpoint->tensors.size(); ++t)
-            byName[checkpoint.tensors[shard->firstTensor + t].name]
+            byName[std::string(checkpoint.tensors[shard->firstTensor + t].name)]
                 = &checkpoint.tensors[shard->firstTensor + t];
         for (auto it = tensors.begin(); it != tensors.end(); ++it) {
             const TensorEntry* tensor = byName[it.key().toStdString()];
@@ -236,7 +236,7 @@ private Q_SLOTS:
             ByteBuffer bytes(whole.begin(), whole.begin() + cut);
             const Checkpoint checkpoint = readCheckpoint(MappedFile::fromBuffer(std::move(bytes), "cut"));
             for (const TensorEntry& tensor : checkpoint.tensors)
-                QVERIFY2(allTensors.count(tensor.name), tensor.name.c_str());
+                QVERIFY2(allTensors.count(std::string(tensor.name)), tensor.name.str().c_str());
             if (checkpoint.shardSet && checkpoint.shardSet->bundle && !checkpoint.tensors.empty()
                 && cut < dataEnd)
                 QVERIFY2(checkpoint.hasErrors(), qPrintable(QStringLiteral("cut at %1").arg(cut)));

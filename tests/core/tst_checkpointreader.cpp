@@ -137,7 +137,7 @@ private Q_SLOTS:
         for (qsizetype i = 0; i < torchKeys.size(); ++i) {
             if (torchKeys[i].isNull())
                 continue; // the float and tuple keys, whose Python str() the reader does not promise
-            QCOMPARE(QString::fromStdString(checkpoint.tensors[static_cast<std::size_t>(i)].name),
+            QCOMPARE(QString::fromStdString(checkpoint.tensors[static_cast<std::size_t>(i)].name.str()),
                 torchKeys[i].toString());
         }
         QCOMPARE(checkpoint.tensors[24].name, std::string("1.5"));
@@ -146,7 +146,7 @@ private Q_SLOTS:
         Checkpoint reference;
         reference.ensureRoot();
         for (std::size_t i = 0; i < checkpoint.tensors.size(); ++i) {
-            const std::string& name = checkpoint.tensors[i].name;
+            const std::string name(checkpoint.tensors[i].name);
             if (i >= 23) { // not strings: one node each, unsplit
                 reference.addTreeNode(0, TreeNodeKind::Tensor, name);
                 continue;

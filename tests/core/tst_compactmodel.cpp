@@ -8,7 +8,7 @@
 #include "core/base/internedstring.h"
 #include "core/base/joinedtext.h"
 #include "core/base/raretext.h"
-#include "core/model/checkpoint.h" // CompactText, PackedOptional (not included first: moc stops at <compare>)
+#include "core/model/checkpoint.h" // CompactText, SlimText, PackedOptional (not included first: moc stops at <compare>)
 #include "core/pickle/picklegraph.h"
 
 #include <QTest>
@@ -395,6 +395,51 @@ private Q_SLOTS:
         QCOMPARE(ordered.begin()->first.str(), std::string("a"));
     }
 
+    // A tensor's name: 8 bytes, up to 7 characters in place and longer text in a block of its own
+    // of exactly its size; at every length across that step, and with a NUL inside, it reads,
+    // compares, orders, copies and moves as the std::string it replaced.
+    void slimTextReadsAsString()
+    {
+        static_assert(sizeof(SlimText) == sizeof(void*));
+        QVERIFY(SlimText().empty());
+        QCOMPARE(SlimText().view(), std::string_view());
+        for (std::size_t length = 0; length <= 40; ++length) {
+            std::string text(length, 'a');
+            for (std::size_t i = 0; i < length; ++i)
+                text[i] = static_cast<char>('a' + i % 26);
+            if (length > 2)
+                text[1] = '\0'; // pickled names are any bytes
+            const SlimText slim(text);
+            QCOMPARE(slim.size(), length);
+            QCOMPARE(slim.empty(), length == 0);
+            QCOMPARE(slim.str(), text);
+            QVERIFY(slim == text && slim == std::string_view(text));
+            QCOMPARE(slim < SlimText(text + "a"), true);
+            QCOMPARE(SlimText(text + "a") < slim, false);
+            QCOMPARE("k." + slim, "k." + text);
+            QCOMPARE(slim + ".x", text + ".x");
+            SlimText copy = slim;
+            QVERIFY(copy == slim && (length == 0 || copy.data() != slim.data()));
+            SlimText moved = std::move(copy);
+            QVERIFY(moved == text && copy.empty()); // NOLINT(bugprone-use-after-move): it is emptied
+            const SlimText& itself = moved;
+            moved = itself; // assigned to itself, it keeps its text
+            QVERIFY(moved == text);
+            if (length > 0) {
+                moved = moved.view().substr(1); // its own text, moved to the front
+                QCOMPARE(moved.str(), text.substr(1));
+            }
+            moved = "a name longer than seven";
+            moved = text; // from a block to text in place, and back
+            QVERIFY(moved == text);
+            std::vector<SlimText> grown(3, slim);
+            grown.emplace_back("x");
+            QVERIFY(grown[2] == text);
+        }
+        std::map<SlimText, int> ordered {{"b", 1}, {"a", 2}, {"model.layers.0.weight", 3}};
+        QCOMPARE(ordered.begin()->first.str(), std::string("a"));
+    }
+
     // StorageRecord's dataOffset and availableBytes, TensorEntry's storageOffset: nine bytes each,
     // every value representable (a hostile file records any), ordered as std::optional orders.
     void packedOptionalReadsAsOptional()
@@ -445,11 +490,12 @@ private Q_SLOTS:
     // fields moved beside the storages, the stride's flag went into its capacity and the summary,
     // empty for nearly every node, became one pointer; then 168, 200 and 80 before the optional
     // offsets and devices lost their padding (PackedOptional, OptionalInternedString) and the key
-    // and the node's name became 16-byte CompactText (issue 28).
+    // and the node's name became 16-byte CompactText; then 176 for the tensor before its name
+    // became 8-byte SlimText (issue 28).
     void perTensorRecordsStayCompact()
     {
         QCOMPARE(sizeof(StorageRecord), std::size_t(128));
-        QCOMPARE(sizeof(TensorEntry), std::size_t(176));
+        QCOMPARE(sizeof(TensorEntry), std::size_t(152));
         QCOMPARE(sizeof(TreeNode), std::size_t(64));
     }
 };

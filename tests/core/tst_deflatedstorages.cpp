@@ -69,10 +69,10 @@ private Q_SLOTS:
         const Checkpoint mixed = readCheckpoint(fixturePath("zipold/deflated_mixed.pt").toStdString());
         QCOMPARE(all.tensors.size(), mixed.tensors.size());
         for (const TensorEntry& tensor : all.tensors) {
-            const ByteBuffer a = tensorBytes(all, tensor.name);
-            const ByteBuffer b = tensorBytes(mixed, tensor.name);
+            const ByteBuffer a = tensorBytes(all, tensor.name.str());
+            const ByteBuffer b = tensorBytes(mixed, tensor.name.str());
             QCOMPARE(a.size(), std::size_t(tensor.nbytes()));
-            QVERIFY2(a == b, tensor.name.c_str());
+            QVERIFY2(a == b, tensor.name.str().c_str());
         }
         // encoder.row2 is row 2 of the 6x5 float32 weight: bytes 40..60 of its storage.
         const ByteBuffer weight = tensorBytes(all, "encoder.weight");

@@ -117,7 +117,7 @@ private Q_SLOTS:
         const std::set<std::uint32_t> expected(victim.tensors.begin(), victim.tensors.end());
         QCOMPARE(std::set<std::uint32_t>(finding.tensors.begin(), finding.tensors.end()), expected);
         for (std::uint32_t tensor : victim.tensors)
-            QVERIFY2(finding.message.find(original.tensors[tensor].name) != std::string::npos,
+            QVERIFY2(finding.message.find(std::string(original.tensors[tensor].name)) != std::string::npos,
                 finding.message.c_str());
     }
 
@@ -148,7 +148,7 @@ private Q_SLOTS:
             if (storage.dataOffset && *storage.dataOffset + storage.nbytes <= cut) {
                 expectedKeys.insert(storage.key.str());
                 for (std::uint32_t tensor : storage.tensors)
-                    expectedTensors.insert(original.tensors[tensor].name);
+                    expectedTensors.insert(std::string(original.tensors[tensor].name));
             }
         QVERIFY(!expectedKeys.empty());
         QVERIFY(expectedKeys.size() < original.storages.size());
@@ -165,7 +165,7 @@ private Q_SLOTS:
         QCOMPARE(finding.severity, Severity::Error);
         std::set<std::string> salvagedTensors;
         for (std::uint32_t tensor : finding.tensors)
-            salvagedTensors.insert(damaged.tensors[tensor].name);
+            salvagedTensors.insert(std::string(damaged.tensors[tensor].name));
         QCOMPARE(salvagedTensors, expectedTensors);
         const std::string counted
             = std::to_string(expectedKeys.size()) + " of " + std::to_string(original.storages.size());

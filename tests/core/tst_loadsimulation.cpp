@@ -395,7 +395,7 @@ void TestLoadSimulation::storageDevicesSayWhatTheCopySays()
                 PlacementPlan plan(checkpoint);
                 for (std::uint32_t tensor = 0; tensor < checkpoint.tensors.size(); ++tensor)
                     if (tensor % 3 != 2)
-                        plan.apply({PlacementRule::Kind::MoveTensor, checkpoint.tensors[tensor].name,
+                        plan.apply({PlacementRule::Kind::MoveTensor, checkpoint.tensors[tensor].name.str(),
                             tensor % 3 == 0 ? gpu : "cpu"});
                 const StorageDevices devices = StorageDevices::ofPlan(plan, checkpoint.storages.size());
                 QCOMPARE(devices.size(), checkpoint.storages.size());

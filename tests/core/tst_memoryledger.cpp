@@ -227,8 +227,8 @@ private Q_SLOTS:
         for (int step = 0; step < 400; ++step) {
             PlacementRule rule;
             rule.target = devices[random.bounded(6)];
-            const std::string& name
-                = checkpoint.tensors[random.bounded(static_cast<int>(checkpoint.tensors.size()))].name;
+            const std::string name
+                = checkpoint.tensors[random.bounded(static_cast<int>(checkpoint.tensors.size()))].name.str();
             switch (random.bounded(4)) {
             case 0:
                 rule.kind = PlacementRule::Kind::MoveTensor;
@@ -328,7 +328,7 @@ private Q_SLOTS:
         for (const auto& [kind, subject] : subjects) {
             std::vector<std::uint32_t> expected;
             for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
-                const std::string& name = checkpoint.tensors[t].name;
+                const std::string name(checkpoint.tensors[t].name);
                 const bool below = kind == PlacementRule::Kind::MoveModule && name.size() > subject.size()
                     && name.starts_with(subject)
                     && (name[subject.size()] == '.' || name[subject.size()] == '[');

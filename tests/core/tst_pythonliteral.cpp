@@ -134,7 +134,7 @@ private Q_SLOTS:
         // written, with every moved name in it.
         PlacementPlan perTensor(checkpoint);
         for (std::size_t t = 1; t < checkpoint.tensors.size(); ++t)
-            perTensor.apply({PlacementRule::Kind::MoveTensor, checkpoint.tensors[t].name, "cuda:0"});
+            perTensor.apply({PlacementRule::Kind::MoveTensor, checkpoint.tensors[t].name.str(), "cuda:0"});
         QVERIFY(!perTensor.asTagMapping().has_value());
         PlacementPlan mapping(checkpoint);
         mapping.apply({PlacementRule::Kind::MapTag, "cuda:1", "cpu"});
@@ -171,7 +171,7 @@ private Q_SLOTS:
                 qPrintable(failure + QStringLiteral("\n") + QString::fromStdString(snippet)));
             // Line breaks only where the snippet means them: each hostile name stays on one line.
             for (const TensorEntry& tensor : checkpoint.tensors)
-                QVERIFY(snippet.find(tensor.name) == std::string::npos
+                QVERIFY(snippet.find(std::string(tensor.name)) == std::string::npos
                     || tensor.name.find('\n') == std::string::npos);
         }
     }

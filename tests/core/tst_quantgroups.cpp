@@ -93,7 +93,7 @@ private Q_SLOTS:
         // The tensors as the real reader loads them.
         std::map<QString, std::pair<QString, QString>> shown;
         for (const TensorEntry& entry : checkpoint.tensors)
-            shown[QString::fromStdString(entry.name)]
+            shown[QString::fromStdString(entry.name.str())]
                 = {QString::fromUtf8(
                        std::string_view(entry.dtype).data(), qsizetype(std::string_view(entry.dtype).size())),
                     shapeText(entry.shape)};
@@ -114,9 +114,9 @@ private Q_SLOTS:
         const QuantScan scan = findQuantGroups(checkpoint);
         std::map<QString, std::map<QString, QString>> found;
         for (const QuantGroup& group : scan.groups) {
-            auto& scales = found[QString::fromStdString(checkpoint.tensors[group.weight].name)];
+            auto& scales = found[QString::fromStdString(checkpoint.tensors[group.weight].name.str())];
             for (const QuantScale& scale : group.scales)
-                scales[QString::fromStdString(checkpoint.tensors[scale.tensor].name)]
+                scales[QString::fromStdString(checkpoint.tensors[scale.tensor].name.str())]
                     = QString::fromStdString(scale.layout);
         }
         std::map<QString, std::map<QString, QString>> built;
@@ -150,7 +150,8 @@ private Q_SLOTS:
         const QuantScan scan = findQuantGroups(nvfp4);
         QCOMPARE(scan.groups.size(), std::size_t(2));
         const QuantGroup& gate = scan.groups.front();
-        QCOMPARE(QString::fromStdString(nvfp4.tensors[gate.weight].name), u"layers.0.gate_proj.weight"_qs);
+        QCOMPARE(
+            QString::fromStdString(nvfp4.tensors[gate.weight].name.str()), u"layers.0.gate_proj.weight"_qs);
         QCOMPARE(QString::fromStdString(gate.scheme), u"nvfp4"_qs);
         QCOMPARE(shapeText(nvfp4.tensors[gate.weight].shape), u"[64, 64]"_qs);
         QCOMPARE(shapeText(gate.logicalShape), u"[64, 128]"_qs);
@@ -221,10 +222,10 @@ private Q_SLOTS:
         std::map<QString, QString> layouts;
         std::map<QString, QString> logical;
         for (const QuantGroup& group : scan.groups) {
-            logical[QString::fromStdString(checkpoint.tensors[group.weight].name)]
+            logical[QString::fromStdString(checkpoint.tensors[group.weight].name.str())]
                 = shapeText(group.logicalShape);
             for (const QuantScale& scale : group.scales)
-                layouts[QString::fromStdString(checkpoint.tensors[scale.tensor].name)]
+                layouts[QString::fromStdString(checkpoint.tensors[scale.tensor].name.str())]
                     = QString::fromStdString(scale.layout);
         }
         const std::map<QString, QString> wantedLogical {{u"awq.qweight"_qs, u"[128, 64]"_qs},

@@ -104,7 +104,7 @@ private Q_SLOTS:
         plan.apply(rule(PlacementRule::Kind::MapTag, "*=cpu"));
         for (std::uint32_t s = 0; s < checkpoint.storages.size(); ++s)
             QCOMPARE(plan.plannedDeviceOfStorage(s).value_or(""), std::string("cpu"));
-        const std::string first = checkpoint.tensors.front().name;
+        const std::string first(checkpoint.tensors.front().name);
         plan.apply(rule(PlacementRule::Kind::MoveTensor, (first + "=cuda:0").c_str()));
         QCOMPARE(plan.plannedDeviceOfTensor(0).value_or(""), std::string("cuda:0"));
         // A pure mapping no longer: one storage recorded like others goes elsewhere.

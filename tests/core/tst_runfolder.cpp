@@ -133,7 +133,7 @@ private Q_SLOTS:
             std::map<std::string, const TensorEntry*> ours;
             for (std::uint32_t t = shard->firstTensor;
                  t < shard->firstTensor + shard->checkpoint->tensors.size(); ++t)
-                ours[checkpoint.tensors[t].name] = &checkpoint.tensors[t];
+                ours[std::string(checkpoint.tensors[t].name)] = &checkpoint.tensors[t];
             for (const JsonValue& expected : tensors) {
                 const std::string own = expected.member("name").toString();
                 const std::string merged = shard->group + "." + own;

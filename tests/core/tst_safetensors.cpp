@@ -170,7 +170,7 @@ QString inconsistency(const Checkpoint& checkpoint)
     const std::uint64_t fileSize = checkpoint.file->size();
     for (std::size_t i = 0; i < checkpoint.tensors.size(); ++i) {
         const TensorEntry& tensor = checkpoint.tensors[i];
-        const QString name = QString::fromStdString(tensor.name);
+        const QString name = QString::fromStdString(tensor.name.str());
         if (tensor.storage != static_cast<std::int32_t>(i))
             return QStringLiteral("tensor %1: storage index %2").arg(name).arg(tensor.storage);
         const StorageRecord& storage = checkpoint.storages[i];

@@ -602,7 +602,7 @@ private Q_SLOTS:
         QVERIFY(tensor.compressedSize > 0);
         bytes[static_cast<qsizetype>(tensor.dataOffset)] ^= 0x40;
         const ZipArchive archive = openBytes(bytes);
-        const ZipEntry* entry = archive.find(tensor.name);
+        const ZipEntry* entry = archive.find(std::string(tensor.name));
         QVERIFY(entry);
         const auto finding = archive.verifyCrc(*entry, kMaxRecord);
         QVERIFY(finding.has_value());

@@ -166,7 +166,7 @@ class TestTensorStatistics : public QObject {
             const Checkpoint checkpoint = readCheckpoint(file.key);
             std::vector<std::uint32_t> expectedNonFinite;
             for (std::uint32_t i = 0; i < checkpoint.tensors.size(); ++i) {
-                const JsonValue* want = file.value.find(checkpoint.tensors[i].name);
+                const JsonValue* want = file.value.find(std::string(checkpoint.tensors[i].name));
                 if (!want)
                     continue;
                 if (want->member("nan").toUInt64().value_or(0) + want->member("posinf").toUInt64().value_or(0)
@@ -216,12 +216,12 @@ class TestTensorStatistics : public QObject {
             QCOMPARE(scan.tensors.size(), checkpoint.tensors.size());
             std::vector<std::uint32_t> flagged;
             for (std::uint32_t index : scan.nonFiniteTensors)
-                if (file.value.find(checkpoint.tensors[index].name))
+                if (file.value.find(std::string(checkpoint.tensors[index].name)))
                     flagged.push_back(index);
             QVERIFY2(flagged == expectedNonFinite, file.key.c_str());
             if (nonFiniteSeen)
                 for (std::uint32_t index : scan.nonFiniteTensors)
-                    nonFiniteSeen->insert(checkpoint.tensors[index].name);
+                    nonFiniteSeen->emplace(checkpoint.tensors[index].name);
         }
     }
 

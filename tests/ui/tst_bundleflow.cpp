@@ -102,7 +102,7 @@ private Q_SLOTS:
                 shown = shown
                     || model->index(index.row(), column, index.parent()).data(Qt::DisplayRole).toString()
                         == QString::fromStdString(checkpoint.tensors[t].device->str());
-            QVERIFY2(shown, checkpoint.tensors[t].name.c_str());
+            QVERIFY2(shown, checkpoint.tensors[t].name.str().c_str());
         }
         // Save a remapped bundle, everything on the CPU, as File > Save Remapped Copy does.
         window.document()->move({ckpt::PlacementRule {ckpt::PlacementRule::Kind::MapTag, "*", "cpu"}},

@@ -269,7 +269,7 @@ private Q_SLOTS:
             if (checkpoint.tensors[tensor].device == std::optional<std::string>("cpu")) {
                 ++onCpu;
                 QVERIFY2(badge.isNull() || badge.toInt() < int(Severity::Error),
-                    checkpoint.tensors[tensor].name.c_str());
+                    checkpoint.tensors[tensor].name.str().c_str());
             } else {
                 QCOMPARE(badge.toInt(), int(Severity::Error));
             }

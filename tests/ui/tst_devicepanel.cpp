@@ -51,7 +51,7 @@ std::vector<std::uint32_t> tensorsUnder(const Checkpoint& checkpoint, const std:
 {
     std::vector<std::uint32_t> found;
     for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t)
-        if (under(checkpoint.tensors[t].name, prefix))
+        if (under(checkpoint.tensors[t].name.str(), prefix))
             found.push_back(t);
     return found;
 }

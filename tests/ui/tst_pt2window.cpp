@@ -76,8 +76,8 @@ private Q_SLOTS:
 
         const QAbstractItemModel* model = window.treeModel();
         for (const ckpt::TensorEntry& tensor : checkpoint.tensors) {
-            const QModelIndex row = findPath(model, QString::fromStdString(tensor.name));
-            QVERIFY2(row.isValid(), tensor.name.c_str());
+            const QModelIndex row = findPath(model, QString::fromStdString(tensor.name.str()));
+            QVERIFY2(row.isValid(), tensor.name.str().c_str());
             QCOMPARE(row.data(ckpt::TensorTreeModel::TensorIndexRole).toInt(),
                 static_cast<int>(&tensor - checkpoint.tensors.data()));
             QCOMPARE(row.siblingAtColumn(ckpt::TensorTreeModel::RecordedDeviceColumn).data().toString(),
@@ -148,8 +148,9 @@ private Q_SLOTS:
             QVERIFY(ckpt::testing::openAndWait(window, kDir + QStringLiteral("subclass.pt2")));
             const ckpt::Checkpoint& checkpoint = window.document()->checkpoint();
             for (const ckpt::TensorEntry& tensor : checkpoint.tensors) {
-                const QModelIndex row = findPath(window.treeModel(), QString::fromStdString(tensor.name));
-                QVERIFY2(row.isValid(), tensor.name.c_str());
+                const QModelIndex row
+                    = findPath(window.treeModel(), QString::fromStdString(tensor.name.str()));
+                QVERIFY2(row.isValid(), tensor.name.str().c_str());
                 QCOMPARE(row.data(ckpt::TensorTreeModel::TensorIndexRole).toInt(),
                     static_cast<int>(&tensor - checkpoint.tensors.data()));
             }

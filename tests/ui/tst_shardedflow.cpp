@@ -179,7 +179,7 @@ private Q_SLOTS:
         std::map<std::string, std::string> planned;
         std::set<std::string> shardsOfLayer1;
         for (std::uint32_t t = 0; t < checkpoint.tensors.size(); ++t) {
-            const std::string& name = checkpoint.tensors[t].name;
+            const std::string name(checkpoint.tensors[t].name);
             planned[name] = document->plannedDeviceOfTensor(t).value_or("?");
             if (name.starts_with("model.layers.1."))
                 shardsOfLayer1.insert(
@@ -209,9 +209,9 @@ private Q_SLOTS:
         QCOMPARE(written.tensors.size(), std::size_t(38));
         QJsonObject expected;
         for (const ckpt::TensorEntry& tensor : written.tensors) {
-            QCOMPARE(tensor.device.value_or("?"), planned[tensor.name]);
-            expected.insert(
-                QString::fromStdString(tensor.name), QString::fromStdString(planned[tensor.name]));
+            QCOMPARE(tensor.device.value_or("?"), planned[std::string(tensor.name)]);
+            expected.insert(QString::fromStdString(tensor.name.str()),
+                QString::fromStdString(planned[std::string(tensor.name)]));
         }
         const QString python = QStringLiteral(CKPT_MODERN_PYTHON);
         if (python.isEmpty())

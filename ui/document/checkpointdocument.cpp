@@ -43,7 +43,7 @@ private:
     void writeReport(const std::vector<std::uint32_t>& dragged)
     {
         for (std::uint32_t t : dragged)
-            m_report.draggedAlong.push_back(m_document->checkpoint().tensors[t].name);
+            m_report.draggedAlong.emplace_back(m_document->checkpoint().tensors[t].name);
         for (const auto& [unit, device] : m_previous)
             if (m_document->plan().units()[unit].storage >= 0)
                 ++m_report.storagesMoved;
@@ -111,7 +111,8 @@ std::optional<std::string> CheckpointDocument::plannedDeviceOfNode(std::uint32_t
 std::string CheckpointDocument::nodePath(std::uint32_t treeNode) const
 {
     if (treeNode < m_checkpoint->tree.size() && m_checkpoint->tree[treeNode].tensor >= 0)
-        return m_checkpoint->tensors[static_cast<std::size_t>(m_checkpoint->tree[treeNode].tensor)].name;
+        return m_checkpoint->tensors[static_cast<std::size_t>(m_checkpoint->tree[treeNode].tensor)]
+            .name.str();
     return m_checkpoint->treePath(treeNode);
 }
 

@@ -159,7 +159,7 @@ QString FindingsModel::concernsText(const Finding& finding) const
         for (std::size_t i = 0; i < shown; ++i) {
             const std::uint32_t tensor = finding.tensors[i];
             if (m_checkpoint && tensor < m_checkpoint->tensors.size()) {
-                const std::string& name = m_checkpoint->tensors[tensor].name;
+                const std::string_view name = m_checkpoint->tensors[tensor].name;
                 parts.append(name.empty() ? QStringLiteral("(root tensor)") : fromStd(name));
             } else {
                 parts.append(tr("tensor %1").arg(tensor));

@@ -345,7 +345,8 @@ void TensorTreeModel::buildQuantTexts()
     const QuantScan& scan = *kept;
     for (const QuantGroup& group : scan.groups) {
         const TensorEntry& weight = checkpoint.tensors[group.weight];
-        const QString weightName = QString::fromStdString(weight.name);
+        const QString weightName
+            = QString::fromUtf8(weight.name.data(), static_cast<qsizetype>(weight.name.size()));
         QStringList layouts;
         QString tooltip = QStringLiteral("<hr><b>Quantized weight and its scales</b><br>")
             + weightName.toHtmlEscaped() + QStringLiteral(": ") + QString::fromStdString(group.scheme)
@@ -366,11 +367,12 @@ void TensorTreeModel::buildQuantTexts()
                 QString::fromLatin1(quantScaleRoleName(scale.role)) + QStringLiteral(" of ")
                     + QString::fromUtf8(leaf.data(), qsizetype(leaf.size())) + QStringLiteral(": ") + layout);
             tooltip += QStringLiteral("<br>&nbsp;&nbsp;")
-                + QString::fromStdString(tensor.name).toHtmlEscaped() + QStringLiteral(": ")
-                + QString::fromLatin1(quantScaleRoleName(scale.role)) + QStringLiteral(", ")
-                + QString::fromStdString(std::string(std::string_view(tensor.dtype))) + QLatin1Char(' ')
-                + QString::fromStdString(quantShapeText(tensor.shape)) + QStringLiteral(", ")
-                + layout.toHtmlEscaped();
+                + QString::fromUtf8(tensor.name.data(), static_cast<qsizetype>(tensor.name.size()))
+                      .toHtmlEscaped()
+                + QStringLiteral(": ") + QString::fromLatin1(quantScaleRoleName(scale.role))
+                + QStringLiteral(", ") + QString::fromStdString(std::string(std::string_view(tensor.dtype)))
+                + QLatin1Char(' ') + QString::fromStdString(quantShapeText(tensor.shape))
+                + QStringLiteral(", ") + layout.toHtmlEscaped();
         }
         m_quantText.insert(group.weight,
             QString::fromStdString(group.scheme) + QStringLiteral(", ")

@@ -239,7 +239,7 @@ QString TensorTreeModel::nameTooltip(std::uint32_t node) const
                         break;
                     }
                     text += QStringLiteral("<br>&nbsp;&nbsp;")
-                        + QString::fromStdString(checkpoint.tensors[other].name).toHtmlEscaped();
+                        + QString::fromStdString(checkpoint.tensors[other].name.str()).toHtmlEscaped();
                 }
             }
         }

@@ -368,8 +368,8 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
 {
     const Checkpoint& checkpoint = m_document->checkpoint();
     const TensorEntry& tensor = checkpoint.tensors[tensorIndex];
-    QString out
-        = QStringLiteral("<h3>%1</h3><table>").arg(html(tensor.name.empty() ? "(root tensor)" : tensor.name));
+    QString out = QStringLiteral("<h3>%1</h3><table>")
+                      .arg(html(tensor.name.empty() ? "(root tensor)" : tensor.name.str()));
     out += row(tr("Kind"),
         (tensor.isParameter ? tr("parameter") : tr("tensor")).toHtmlEscaped()
             + (tensor.requiresGrad ? tr(", requires grad").toHtmlEscaped() : QString())
@@ -413,7 +413,7 @@ QString DetailsPane::tensorHtml(std::uint32_t tensorIndex) const
         for (const std::uint32_t other : storage.tensors) {
             if (other == tensorIndex)
                 continue;
-            const std::string& name = checkpoint.tensors[other].name;
+            const std::string name(checkpoint.tensors[other].name);
             others.append(QStringLiteral("<a href=\"tensor:%1\">%2</a>")
                               .arg(other)
                               .arg(html(name.empty() ? "(root)" : name)));
