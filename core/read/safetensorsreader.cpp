@@ -194,10 +194,11 @@ private:
     std::unordered_map<FindingCode, std::size_t> m_findingCounts;
     std::vector<FindingCode> m_findingOrder;
     std::unordered_map<FindingCode, Severity> m_findingSeverity;
-    std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix; // "encoder.layers.0" -> node
     std::string m_lastPrefix;
     std::uint32_t m_lastParent = 0;
     std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
+    // The header scan refused repeated names: no key can be taken, so none is looked up.
+    bool m_namesUnique = false;
 };
 
 void SafetensorsReader::report(Severity severity, FindingCode code, std::string message, std::string record,
@@ -224,35 +225,24 @@ void SafetensorsReader::reportSuppressed()
     }
 }
 
-// Same splitting rule as Checkpoint::modulePathFor (an empty component, as in "a..b" or a trailing
-// dot, ends the split), but with an index by prefix: modulePathFor scans a node's children, which
-// is quadratic for a header with a million distinct top-level names.
+// Checkpoint::modulePathFor (its index by (parent, component) builds no string) with the last
+// module remembered: the tensors of one module come together in real headers, so most names share
+// the previous name's prefix. A map of prefix strings cost an allocation per component of every
+// new prefix (issue 28: 160 shards of 575 tensors each).
 std::uint32_t SafetensorsReader::parentFor(std::string_view dottedName, std::string& leafName)
 {
     const std::size_t leafStart = dottedLeafStart(dottedName);
-    leafName = std::string(dottedName.substr(leafStart));
-    if (leafStart == 0)
+    if (leafStart == 0) {
+        leafName.assign(dottedName);
         return 0;
-    // Tensors of one module come together in real headers: most names share the previous prefix.
-    const std::string_view prefix = dottedName.substr(0, leafStart - 1);
-    if (m_lastParent && prefix == m_lastPrefix)
-        return m_lastParent;
-
-    std::uint32_t parent = 0;
-    std::size_t start = 0;
-    while (start < leafStart) {
-        const std::size_t dot = dottedName.find('.', start);
-        std::string path(dottedName.substr(0, dot));
-        auto it = m_moduleByPrefix.find(path);
-        if (it == m_moduleByPrefix.end()) {
-            const std::uint32_t node = m_checkpoint.addTreeNode(
-                parent, TreeNodeKind::Module, std::string(dottedName.substr(start, dot - start)));
-            it = m_moduleByPrefix.emplace(std::move(path), node).first;
-        }
-        parent = it->second;
-        start = dot + 1;
     }
-    m_lastPrefix = std::string(prefix);
+    const std::string_view prefix = dottedName.substr(0, leafStart - 1);
+    if (m_lastParent && prefix == m_lastPrefix) {
+        leafName.assign(dottedName.substr(leafStart));
+        return m_lastParent;
+    }
+    const std::uint32_t parent = m_checkpoint.modulePathFor(0, dottedName, leafName);
+    m_lastPrefix.assign(prefix);
     m_lastParent = parent;
     return parent;
 }
@@ -593,6 +583,7 @@ bool SafetensorsReader::readScanned(std::string_view header)
     // with '{' and repeats no name, or the scan would have refused it).
     reportUnaligned();
     reserveEntries(scanner.entries().size());
+    m_namesUnique = m_checkpoint.storages.empty(); // a fresh checkpoint: no key is taken yet
     std::vector<std::int64_t> shape;
     for (const HeaderScanner::Entry& entry : scanner.entries()) {
         if (entry.metadata) {
@@ -864,7 +855,7 @@ void SafetensorsReader::addTensor(std::string_view name, std::string_view dtypeN
     storage.key = name;
     // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
     // number per name is remembered, so a header repeating one name a million times stays linear.
-    if (m_checkpoint.storageIndex(storage.key)) {
+    if (!m_namesUnique && m_checkpoint.storageIndex(storage.key)) {
         std::uint64_t& copy = m_lastDuplicate[std::string(name)]; // 0 until the first repeat
         do {
             copy = std::max<std::uint64_t>(copy, 1) + 1;

@@ -13,8 +13,9 @@
 #include <atomic>
 #include <filesystem>
 #include <regex>
-#include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_set>
 
 namespace ckpt {
 
@@ -253,14 +254,18 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
 {
     // Sized once: a 160-shard folder of 92,000 tensors grew each array a dozen times, moving
     // every record it held each time (issue 28).
-    std::size_t storages = 0, tensors = 0;
+    // The tree too: the shards' trees together hold every merged node (a tensor's, and each module
+    // at least once), and growing it a dozen times moved every node each time.
+    std::size_t storages = 0, tensors = 0, nodes = 0;
     for (const ShardFile& shard : set.shards)
         if (shard.checkpoint) {
             storages += shard.checkpoint->storages.size();
             tensors += shard.checkpoint->tensors.size();
+            nodes += shard.checkpoint->tree.size();
         }
     merged.storages.reserve(merged.storages.size() + storages);
     merged.tensors.reserve(merged.tensors.size() + tensors);
+    merged.tree.reserve(merged.tree.size() + nodes);
     merged.storageKeyIndex.reserve(merged.storages.size() + storages);
     set.storageShard.reserve(set.storageShard.size() + storages);
     set.storageInShard.reserve(set.storageInShard.size() + storages);
@@ -370,11 +375,22 @@ Checkpoint readShardedCheckpoint(
         }
         if (auto total = index->member("metadata").member("total_size").toUInt64())
             set->indexTotalSize = *total;
-        std::set<std::string> seen;
-        for (const JsonMember& member : index->member("weight_map").members()) {
+        // Each shard's name once: the entries of one shard come together in real indexes, so most
+        // are the previous entry's shard, and the others are looked up by a hash of the index's own
+        // text (a set of strings compared a hundred thousand names, issue 28).
+        const JsonValue& weightMap = index->member("weight_map");
+        set->weightMap.reserve(weightMap.size());
+        std::unordered_set<std::string_view> seen;
+        std::string_view previous;
+        bool any = false;
+        for (const JsonMember& member : weightMap.members()) {
             const std::string& shardName = member.value.toString();
             set->weightMap.emplace_back(member.key, shardName);
-            if (seen.insert(shardName).second)
+            if (any && std::string_view(shardName) == previous)
+                continue;
+            any = true;
+            previous = shardName;
+            if (seen.insert(previous).second)
                 names.push_back(shardName);
         }
         if (!index->find("weight_map"))
