@@ -17,6 +17,7 @@
 #include "core/model/checkpoint.h"
 #include "core/model/dottedname.h"
 #include "core/model/dtype.h"
+#include "core/model/modulepathcache.h"
 
 #include <algorithm>
 #include <limits>
@@ -184,7 +185,6 @@ private:
     void reserveEntries(std::size_t entries);
     void reportUnaligned();
     void checkCoverage();
-    std::uint32_t parentFor(std::string_view dottedName, std::string& leafName);
 
     Checkpoint& m_checkpoint;
     SafetensorsHeaderReading m_reading;
@@ -194,8 +194,7 @@ private:
     std::unordered_map<FindingCode, std::size_t> m_findingCounts;
     std::vector<FindingCode> m_findingOrder;
     std::unordered_map<FindingCode, Severity> m_findingSeverity;
-    std::string m_lastPrefix;
-    std::uint32_t m_lastParent = 0;
+    ModulePathCache m_modules; // module paths without a string per prefix (issue 28)
     std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
     // The header scan refused repeated names: no key can be taken, so none is looked up.
     bool m_namesUnique = false;
@@ -223,28 +222,6 @@ void SafetensorsReader::reportSuppressed()
                     + std::string(findingCodeId(code)) + ") are not listed one by one; the first "
                     + std::to_string(kFindingsPerCode) + " are above.");
     }
-}
-
-// Checkpoint::modulePathFor (its index by (parent, component) builds no string) with the last
-// module remembered: the tensors of one module come together in real headers, so most names share
-// the previous name's prefix. A map of prefix strings cost an allocation per component of every
-// new prefix (issue 28: 160 shards of 575 tensors each).
-std::uint32_t SafetensorsReader::parentFor(std::string_view dottedName, std::string& leafName)
-{
-    const std::size_t leafStart = dottedLeafStart(dottedName);
-    if (leafStart == 0) {
-        leafName.assign(dottedName);
-        return 0;
-    }
-    const std::string_view prefix = dottedName.substr(0, leafStart - 1);
-    if (m_lastParent && prefix == m_lastPrefix) {
-        leafName.assign(dottedName.substr(leafStart));
-        return m_lastParent;
-    }
-    const std::uint32_t parent = m_checkpoint.modulePathFor(0, dottedName, leafName);
-    m_lastPrefix.assign(prefix);
-    m_lastParent = parent;
-    return parent;
 }
 
 void SafetensorsReader::read()
@@ -908,7 +885,7 @@ void SafetensorsReader::addTensor(std::string_view name, std::string_view dtypeN
     tensor.rebuildFunction = "safetensors";
 
     std::string leaf;
-    const std::uint32_t parent = parentFor(name, leaf);
+    const std::uint32_t parent = m_modules.parentFor(m_checkpoint, name, leaf);
     const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, std::move(leaf));
     m_checkpoint.tree[node].tensor = static_cast<std::int32_t>(tensorIndex);
     tensor.treeNode = node;

@@ -5,7 +5,7 @@
 #include "core/base/textformat.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
-#include "core/model/dottedname.h"
+#include "core/model/modulepathcache.h"
 #include "core/read/dcpreader.h"
 #include "core/read/runfolderreader.h"
 
@@ -226,28 +226,6 @@ std::string shardProblem(const ShardFile& shard)
     return {};
 }
 
-// Checkpoint::modulePathFor with the last module remembered: the tensors of one module come
-// together in every shard, so most names share the previous name's module path.
-struct LastModule {
-    std::string prefix;
-    std::uint32_t node = 0;
-
-    std::uint32_t parentFor(Checkpoint& merged, std::string_view dottedName, std::string& leafName)
-    {
-        const std::size_t leafStart = dottedLeafStart(dottedName);
-        if (leafStart > 0 && node != 0 && dottedName.substr(0, leafStart - 1) == prefix) {
-            leafName.assign(dottedName.substr(leafStart));
-            return node;
-        }
-        const std::uint32_t parent = merged.modulePathFor(0, dottedName, leafName);
-        if (leafStart > 0) {
-            prefix.assign(dottedName.substr(0, leafStart - 1));
-            node = parent;
-        }
-        return parent;
-    }
-};
-
 // Copies each shard's storages and tensors into the merged checkpoint and builds the module tree
 // across shards from the dotted names.
 void mergeShards(Checkpoint& merged, ShardSet& set)
@@ -269,7 +247,7 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
     merged.storageKeyIndex.reserve(merged.storages.size() + storages);
     set.storageShard.reserve(set.storageShard.size() + storages);
     set.storageInShard.reserve(set.storageInShard.size() + storages);
-    LastModule modules;
+    ModulePathCache modules;
     for (std::size_t s = 0; s < set.shards.size(); ++s) {
         ShardFile& shard = set.shards[s];
         shard.problem = shardProblem(shard);
