@@ -65,6 +65,12 @@ std::string printableText(std::string_view text)
 {
     std::string out;
     out.reserve(text.size());
+    appendPrintableText(out, text);
+    return out;
+}
+
+void appendPrintableText(std::string& out, std::string_view text)
+{
     char buffer[16];
     for (std::size_t i = 0; i < text.size();) {
         // A run of printable ASCII (almost every name) is appended whole: no character of it is a
@@ -99,7 +105,6 @@ std::string printableText(std::string_view text)
         }
         i += step.length;
     }
-    return out;
 }
 
 std::string printableLines(std::string_view text)
@@ -107,7 +112,7 @@ std::string printableLines(std::string_view text)
     std::string out;
     for (std::size_t start = 0; start <= text.size();) {
         const std::size_t end = std::min(text.find('\n', start), text.size());
-        out += printableText(text.substr(start, end - start));
+        appendPrintableText(out, text.substr(start, end - start));
         if (end < text.size())
             out += '\n';
         start = end + 1;

@@ -1,9 +1,22 @@
 // SPDX-License-Identifier: MIT
 #include "core/base/textformat.h"
 
+#include <charconv>
 #include <cstdio>
 
 namespace ckpt {
+
+void appendIntegerList(std::string& out, std::span<const std::int64_t> values)
+{
+    out += '[';
+    char digits[24];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i)
+            out += ", ";
+        out.append(digits, std::to_chars(digits, digits + sizeof digits, values[i]).ptr);
+    }
+    out += ']';
+}
 
 std::string formatThousands(std::uint64_t value)
 {

@@ -2,13 +2,12 @@
 #include "core/model/checkpointjson.h"
 
 #include "core/base/escaping.h"
+#include "core/base/textformat.h"
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 
-#include <algorithm>
-#include <charconv>
 #include <set>
 #include <span>
 
@@ -22,35 +21,6 @@ void writeIntArray(JsonWriter& json, std::span<const std::int64_t> values)
     for (std::int64_t v : values)
         json.value(v);
     json.endArray();
-}
-
-// A shape as "[256, 384]", appended to `out`: the report writes a line per tensor into one buffer.
-void appendShape(std::string& out, const TensorEntry& tensor)
-{
-    out += '[';
-    char digits[24];
-    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
-        if (i)
-            out += ", ";
-        const auto end = std::to_chars(digits, digits + sizeof digits, tensor.shape[i]).ptr;
-        out.append(digits, end);
-    }
-    out += ']';
-}
-
-// `line` and a line break, as printableText makes the line: a line of printable ASCII (almost
-// every one) is appended as it is, without a copy of its own.
-void appendPrintableLine(std::string& out, std::string_view line)
-{
-    const bool plain = std::all_of(line.begin(), line.end(), [](char c) {
-        const auto byte = static_cast<unsigned char>(c);
-        return byte >= 0x20 && byte < 0x7F;
-    });
-    if (plain)
-        out.append(line);
-    else
-        out += printableText(line);
-    out += '\n';
 }
 
 std::set<std::string> referencedGlobals(const Checkpoint& checkpoint)
@@ -190,7 +160,11 @@ std::string checkpointToText(const Checkpoint& checkpoint)
     // after it (issue 9). Only the line breaks added here reach the terminal as line breaks.
     std::string out;
     out.reserve(checkpoint.tree.size() * 96); // a line per node, most of them tensors
-    const auto addLine = [&out](std::string_view line) { appendPrintableLine(out, line); };
+    // Each line as printableText makes it: printable ASCII (almost every line) is appended as it is.
+    const auto addLine = [&out](std::string_view line) {
+        appendPrintableText(out, line);
+        out += '\n';
+    };
     addLine(checkpoint.path);
     addLine("  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
         + checkpoint.container.description + ")");
@@ -222,7 +196,7 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             line += "  ";
             line += std::string_view(tensor.dtype);
             line += ' ';
-            appendShape(line, tensor);
+            appendIntegerList(line, tensor.shape);
             if (tensor.layout != TensorLayout::Strided) {
                 line += ' ';
                 line += tensorLayoutName(tensor.layout);
