@@ -513,6 +513,29 @@ private Q_SLOTS:
         JsonWriter keys;
         keys.beginObject().member("k\xff\n", 1).endObject();
         QCOMPARE(keys.text(), std::string("{\"k\\ufffd\\n\":1}"));
+
+        // Keys checked when compiled ("name"_key) are written as they are, beside keys that are
+        // escaped, and misuse is still refused; a quote, DEL, a byte from 0x80 in a key spelled as
+        // a plain string are escaped as before.
+        using namespace ckpt::literals;
+        JsonWriter literals(JsonStyle::Pretty);
+        char buffer[16] = "b\"c";
+        literals.beginObject()
+            .member("plain"_key, 1)
+            .member("q\"", 2)
+            .member("\x7f", 3)
+            .member("\xc3\xa9", 4)
+            .member(buffer, 5)
+            .key(""_key)
+            .value(6)
+            .endObject();
+        QVERIFY(literals.ok());
+        JsonWriter twice;
+        twice.beginObject().key("a"_key).key("b"_key);
+        QCOMPARE(twice.error(), std::string("JsonWriter: key() twice without a value"));
+        QCOMPARE(literals.text(),
+            std::string("{\n  \"plain\": 1,\n  \"q\\\"\": 2,\n  \"\\u007f\": 3,\n  \"\xc3\xa9\": 4,\n"
+                        "  \"b\\\"c\": 5,\n  \"\": 6\n}"));
     }
 
     // The writer copies runs of plain characters eight bytes at a time: every byte value, at every
