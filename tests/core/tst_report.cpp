@@ -2,6 +2,7 @@
 // core/report: the renderers both faces print through. Text made from a hostile file's names
 // must not act on a terminal, the JSON must parse back to what was rendered, and the helper's
 // value-difference answer must land on the changes it was asked about.
+#include "core/base/escaping.h"
 #include "core/base/textformat.h"
 #include "core/compare/checkpointdiff.h"
 #include "core/compare/valuedelta.h"
@@ -84,6 +85,32 @@ private Q_SLOTS:
                     + ", printf wrote " + printfBytes(bytes))
                           .c_str());
         }
+    }
+
+    // appendPrintableText skips printable ASCII sixteen bytes at a time: every byte value at every
+    // position of two blocks and their tail must come out as it does on its own (a string too short
+    // for the block scan), between the plain bytes around it.
+    void printableTextEscapesEveryByteAtEveryPosition()
+    {
+        for (int byte = 0; byte < 256; ++byte) {
+            const std::string alone(1, static_cast<char>(byte));
+            std::string escaped;
+            appendPrintableText(escaped, alone);
+            for (std::size_t at = 0; at < 40; ++at) {
+                std::string text(40, 'a');
+                text[at] = static_cast<char>(byte);
+                std::string out = "> ";
+                appendPrintableText(out, text);
+                const std::string expected
+                    = "> " + std::string(at, 'a') + escaped + std::string(39 - at, 'a');
+                if (out != expected)
+                    QFAIL(
+                        ("byte " + std::to_string(byte) + " at " + std::to_string(at) + ": " + out).c_str());
+            }
+        }
+        std::string utf8 = "> ";
+        appendPrintableText(utf8, "0123456789abcdef caf\xc3\xa9 \x1b[2J 0123456789abcdef\x7f");
+        QCOMPARE(utf8, std::string("> 0123456789abcdef caf\xc3\xa9 \\x1b[2J 0123456789abcdef\\x7f"));
     }
 
     void safetyTextShowsHostileNamesInert()
