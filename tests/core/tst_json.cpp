@@ -365,6 +365,30 @@ private Q_SLOTS:
 
     // Every prefix of a document is incomplete: each must be refused with an offset inside the
     // prefix, never read past it, and never crash.
+    // Strings are scanned sixteen bytes at a time: every byte value at every position of two
+    // blocks and their tail must be read as it is in a string of its own, and refused where that is.
+    void stringsReadEveryByteAtEveryPosition()
+    {
+        for (int byte = 0; byte < 256; ++byte) {
+            const auto alone = parseJson("\"" + std::string(1, static_cast<char>(byte)) + "\"");
+            for (std::size_t at = 0; at < 40; ++at) {
+                std::string text(40, 'a');
+                text[at] = static_cast<char>(byte);
+                const auto parsed = parseJson("\"" + text + "\"");
+                const std::string where = "byte " + std::to_string(byte) + " at " + std::to_string(at);
+                if (byte == '"' || byte == '\\') { // ends the string, or escapes the next 'a'
+                    QVERIFY2(!parsed, where.c_str());
+                    continue;
+                }
+                QVERIFY2(bool(parsed) == bool(alone), where.c_str());
+                if (parsed)
+                    QVERIFY2(parsed->toString() == text, where.c_str());
+                else
+                    QVERIFY2(parsed.error().offset == std::optional<std::uint64_t>(at + 1), where.c_str());
+            }
+        }
+    }
+
     void everyTruncationIsRefused()
     {
         for (std::size_t length = 0; length < kSample.size(); ++length) {
