@@ -30,6 +30,9 @@ bool isControlCodePoint(std::uint32_t codePoint);
 // from a checkpoint go through this before any text output (the JSON writer escapes on its own).
 // Backslashes stay as they are: the escape only has to keep the terminal from acting on the text.
 std::string printableText(std::string_view text);
+// The same, appended to `out`: reports that write a line per tensor into one buffer use this, so a
+// name of printable ASCII (almost every one) costs no string of its own.
+void appendPrintableText(std::string& out, std::string_view text);
 
 // Multi-line text (a Python snippet, an add_safe_globals call) made printable line by line: each
 // line as printableText makes it, the line breaks kept.

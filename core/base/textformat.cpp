@@ -1,9 +1,22 @@
 // SPDX-License-Identifier: MIT
 #include "core/base/textformat.h"
 
+#include <charconv>
 #include <cstdio>
 
 namespace ckpt {
+
+void appendIntegerList(std::string& out, std::span<const std::int64_t> values)
+{
+    out += '[';
+    char digits[24];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i)
+            out += ", ";
+        out.append(digits, std::to_chars(digits, digits + sizeof digits, values[i]).ptr);
+    }
+    out += ']';
+}
 
 std::string formatThousands(std::uint64_t value)
 {
@@ -20,22 +33,33 @@ std::string formatThousands(std::uint64_t value)
 
 std::string formatBytes(std::uint64_t bytes)
 {
-    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    if (bytes < 1024)
-        return std::to_string(bytes) + " B";
+    std::string out;
+    appendBytes(out, bytes);
+    return out;
+}
+
+void appendBytes(std::string& out, std::uint64_t bytes)
+{
+    static constexpr std::string_view units[] = {" B", " KiB", " MiB", " GiB", " TiB"};
+    char buffer[40];
+    if (bytes < 1024) {
+        out.append(buffer, std::to_chars(buffer, buffer + sizeof buffer, bytes).ptr);
+        out += units[0];
+        return;
+    }
     double value = static_cast<double>(bytes);
-    int unit = 0;
+    std::size_t unit = 0;
     while (value >= 1024.0 && unit < 4) {
         value /= 1024.0;
         ++unit;
     }
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer,
-        value < 10        ? "%.2f %s"
-            : value < 100 ? "%.1f %s"
-                          : "%.0f %s",
-        value, units[unit]);
-    return buffer;
+    // to_chars with a precision writes what printf's "%.2f" writes (the C standard's rounding of
+    // the exact binary value), without printf's format parsing and locale: a line per tensor of
+    // `info` calls this.
+    const int precision = value < 10 ? 2 : value < 100 ? 1 : 0;
+    out.append(buffer,
+        std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, precision).ptr);
+    out += units[unit];
 }
 
 void appendUtf8(std::string& out, std::uint32_t codePoint)

@@ -20,6 +20,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace ckpt {
 
 namespace {
@@ -55,6 +59,28 @@ std::string quoteForMessage(std::string_view text)
     appendJsonString(out, text.substr(0, cut));
     out.insert(out.size() - 1, "...");
     return out;
+}
+
+// Where the run of bytes a string holds as they are (ASCII from 0x20 other than '"' and '\\') that
+// starts at `at` ends: sixteen bytes at a time where SSE2 is there (every x86-64). An index of
+// 92,000 tensors is 7 MB of such runs, and a byte at a time was half of its parse.
+std::size_t stringRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
+{
+#ifdef __SSE2__
+    const __m128i below = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    while (size - at >= 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
+        // Signed: bytes from 0x80 are negative, so "below 0x20" flags them with the controls.
+        const __m128i special = _mm_or_si128(
+            _mm_cmplt_epi8(v, below), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (const int mask = _mm_movemask_epi8(special))
+            return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+        at += 16;
+    }
+#endif
+    while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x80 && bytes[at] != '"' && bytes[at] != '\\')
+        ++at;
+    return at;
 }
 
 class JsonParser {
@@ -126,9 +152,7 @@ bool JsonParser::parseString(std::string& out)
     const auto* bytes = reinterpret_cast<const unsigned char*>(m_text.data());
     for (;;) {
         const std::size_t runStart = m_pos;
-        while (m_pos < m_text.size() && bytes[m_pos] >= 0x20 && bytes[m_pos] < 0x80 && bytes[m_pos] != '"'
-            && bytes[m_pos] != '\\')
-            ++m_pos;
+        m_pos = stringRunEnd(bytes, m_pos, m_text.size());
         out.append(m_text.data() + runStart, m_pos - runStart);
         if (m_pos >= m_text.size()) {
             m_error = error(m_pos,

@@ -150,6 +150,24 @@ inline constexpr std::size_t kMaxJsonDepth = 10'000;
 // ReadError::offset set to the same byte offset.
 Expected<JsonValue> parseJson(std::string_view text, const JsonParseLimits& limits = {});
 
+// An object key known when the program is compiled to need no escape: printable ASCII without '"'
+// or '\\'. Written "name"_key (using ckpt::literals::operator""_key); a key that does not qualify
+// does not compile.
+struct JsonKey {
+    std::string_view text;
+};
+namespace literals {
+consteval JsonKey operator""_key(const char* text, std::size_t size)
+{
+    for (std::size_t i = 0; i < size; ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if (byte < 0x20 || byte >= 0x7f || byte == '"' || byte == '\\')
+            throw "a _key is printable ASCII without a quote or a backslash";
+    }
+    return JsonKey {std::string_view(text, size)};
+}
+} // namespace literals
+
 // Streaming writer. Every string it writes is valid JSON whatever bytes it is given: control
 // characters are escaped, and bytes that are not valid UTF-8 become U+FFFD, so the output always
 // parses. Misuse (a value where a key is due, an unbalanced end) is recorded in error() and the
@@ -168,6 +186,9 @@ public:
     JsonWriter& beginArray();
     JsonWriter& endArray();
     JsonWriter& key(std::string_view name);
+    // A key spelled in the source as "dtype"_key: checked when it is compiled, written without a
+    // scan (2.4 million keys in `info --json` of 100,000 tensors).
+    JsonWriter& key(JsonKey name) { return plainKey(name.text); }
     JsonWriter& value(std::string_view text);
     JsonWriter& value(const char* text); // without it, a string literal would pick value(bool)
     JsonWriter& value(const std::string& text);
@@ -192,6 +213,11 @@ public:
     JsonWriter& null();
     // key(name) followed by value(v).
     template<class T> JsonWriter& member(std::string_view name, const T& v)
+    {
+        key(name);
+        return value(v);
+    }
+    template<class T> JsonWriter& member(JsonKey name, const T& v)
     {
         key(name);
         return value(v);
@@ -246,6 +272,7 @@ private:
     }
     void put(std::string_view text);
     void putString(std::string_view text); // quoted and escaped
+    JsonWriter& plainKey(std::string_view name); // key() of a name known to need no escape
 
     // The first m_length characters are the text; the rest is room already allocated (text()
     // trims it, so it is mutable).

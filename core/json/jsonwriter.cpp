@@ -356,6 +356,26 @@ JsonWriter& JsonWriter::endArray()
 
 JsonWriter& JsonWriter::key(std::string_view name)
 {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
+    if (plainRunEnd(bytes, 0, name.size()) == name.size())
+        return plainKey(name); // the usual key, a plain name
+    if (m_stack.empty() || !m_stack.back().isObject || m_stack.back().keyWritten) {
+        fail(m_stack.empty() || !m_stack.back().isObject ? "JsonWriter: key() outside an object"
+                                                         : "JsonWriter: key() twice without a value");
+        return *this;
+    }
+    Frame& frame = m_stack.back();
+    if (frame.hasEntries)
+        put(',');
+    newlineAndIndent();
+    putString(name);
+    put(m_style == JsonStyle::Pretty ? std::string_view(": ") : std::string_view(":"));
+    frame.keyWritten = true;
+    return *this;
+}
+
+JsonWriter& JsonWriter::plainKey(std::string_view name)
+{
     if (m_stack.empty() || !m_stack.back().isObject || m_stack.back().keyWritten) {
         fail(m_stack.empty() || !m_stack.back().isObject ? "JsonWriter: key() outside an object"
                                                          : "JsonWriter: key() twice without a value");
@@ -364,32 +384,23 @@ JsonWriter& JsonWriter::key(std::string_view name)
     Frame& frame = m_stack.back();
     const bool pretty = m_style == JsonStyle::Pretty;
     const std::size_t indent = pretty ? 2 * m_stack.size() : 0;
-    const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
-    if (plainRunEnd(bytes, 0, name.size()) == name.size()) {
-        // The usual key, a plain name: separator, indent, quoted name and colon in one write.
-        char* out = room(indent + name.size() + 6 + 16);
-        if (frame.hasEntries)
-            *out++ = ',';
-        if (pretty) {
-            *out++ = '\n';
-            out = putSpaces(out, indent);
-        }
-        *out++ = '"';
-        if (!name.empty())
-            std::memcpy(out, name.data(), name.size());
-        out += name.size();
-        *out++ = '"';
-        *out++ = ':';
-        if (pretty)
-            *out++ = ' ';
-        commit(out);
-    } else {
-        if (frame.hasEntries)
-            put(',');
-        newlineAndIndent();
-        putString(name);
-        put(pretty ? std::string_view(": ") : std::string_view(":"));
+    // Separator, indent, quoted name and colon in one write.
+    char* out = room(indent + name.size() + 6 + 16);
+    if (frame.hasEntries)
+        *out++ = ',';
+    if (pretty) {
+        *out++ = '\n';
+        out = putSpaces(out, indent);
     }
+    *out++ = '"';
+    if (!name.empty())
+        std::memcpy(out, name.data(), name.size());
+    out += name.size();
+    *out++ = '"';
+    *out++ = ':';
+    if (pretty)
+        *out++ = ' ';
+    commit(out);
     frame.keyWritten = true;
     return *this;
 }

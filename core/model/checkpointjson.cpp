@@ -2,17 +2,18 @@
 #include "core/model/checkpointjson.h"
 
 #include "core/base/escaping.h"
+#include "core/base/textformat.h"
 
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 
-#include <algorithm>
-#include <charconv>
 #include <set>
 #include <span>
 
 namespace ckpt {
+
+using literals::operator""_key;
 
 namespace {
 
@@ -22,35 +23,6 @@ void writeIntArray(JsonWriter& json, std::span<const std::int64_t> values)
     for (std::int64_t v : values)
         json.value(v);
     json.endArray();
-}
-
-// A shape as "[256, 384]", appended to `out`: the report writes a line per tensor into one buffer.
-void appendShape(std::string& out, const TensorEntry& tensor)
-{
-    out += '[';
-    char digits[24];
-    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
-        if (i)
-            out += ", ";
-        const auto end = std::to_chars(digits, digits + sizeof digits, tensor.shape[i]).ptr;
-        out.append(digits, end);
-    }
-    out += ']';
-}
-
-// `line` and a line break, as printableText makes the line: a line of printable ASCII (almost
-// every one) is appended as it is, without a copy of its own.
-void appendPrintableLine(std::string& out, std::string_view line)
-{
-    const bool plain = std::all_of(line.begin(), line.end(), [](char c) {
-        const auto byte = static_cast<unsigned char>(c);
-        return byte >= 0x20 && byte < 0x7F;
-    });
-    if (plain)
-        out.append(line);
-    else
-        out += printableText(line);
-    out += '\n';
 }
 
 std::set<std::string> referencedGlobals(const Checkpoint& checkpoint)
@@ -84,71 +56,71 @@ void writeCheckpointJsonMembers(JsonWriter& json, const Checkpoint& checkpoint)
     json.member("container_description", checkpoint.container.description);
     json.member("archive_prefix", checkpoint.archivePrefix);
 
-    json.key("tensors").beginArray();
+    json.key("tensors"_key).beginArray();
     for (const TensorEntry& tensor : checkpoint.tensors) {
         json.beginObject();
-        json.member("name", tensor.name);
-        json.member("dtype", tensor.dtype);
-        json.key("shape");
+        json.member("name"_key, tensor.name);
+        json.member("dtype"_key, tensor.dtype);
+        json.key("shape"_key);
         if (tensor.layout == TensorLayout::Nested) // each component has its own shape
             json.null();
         else
             writeIntArray(json, tensor.shape);
-        json.key("stride");
+        json.key("stride"_key);
         if (tensor.stride)
             writeIntArray(json, *tensor.stride);
         else
             json.null();
-        json.key("storage_offset");
+        json.key("storage_offset"_key);
         if (tensor.storageOffset)
             json.value(*tensor.storageOffset);
         else
             json.null();
-        json.key("storage");
+        json.key("storage"_key);
         if (tensor.storage >= 0)
             json.value(checkpoint.storages[static_cast<std::size_t>(tensor.storage)].key);
         else
             json.null();
-        json.key("device");
+        json.key("device"_key);
         if (tensor.device)
             json.value(*tensor.device);
         else
             json.null();
         if (checkpoint.shardSet)
             writeShardOf(json, checkpoint, tensor.storage);
-        json.member("requires_grad", tensor.requiresGrad);
-        json.member("is_parameter", tensor.isParameter);
-        json.member("layout", std::string(tensorLayoutName(tensor.layout)));
-        json.member("rebuild", tensor.rebuildFunction);
+        json.member("requires_grad"_key, tensor.requiresGrad);
+        json.member("is_parameter"_key, tensor.isParameter);
+        json.member("layout"_key, tensorLayoutName(tensor.layout));
+        json.member("rebuild"_key, tensor.rebuildFunction);
         if (!tensor.subclass.empty())
-            json.member("subclass", tensor.subclass);
+            json.member("subclass"_key, tensor.subclass);
         json.endObject();
     }
     json.endArray();
 
-    json.key("storages").beginArray();
+    json.key("storages"_key).beginArray();
     for (const StorageRecord& storage : checkpoint.storages) {
         json.beginObject();
-        json.member("key", storage.key);
-        json.member("dtype", storage.dtype);
-        json.member("numel", storage.numel);
-        json.member("nbytes", storage.nbytes);
-        json.key("device");
+        json.member("key"_key, storage.key);
+        json.member("dtype"_key, storage.dtype);
+        json.member("numel"_key, storage.numel);
+        json.member("nbytes"_key, storage.nbytes);
+        json.key("device"_key);
         if (storage.device)
             json.value(*storage.device);
         else
             json.null();
-        json.member("storage_class", storage.storageClass);
-        json.member("record", storage.record());
-        json.key("data_offset");
+        json.member("storage_class"_key, storage.storageClass);
+        json.member("record"_key, storage.record());
+        json.key("data_offset"_key);
         if (storage.dataOffset)
             json.value(*storage.dataOffset);
         else
             json.null();
-        json.member("bytes_complete", storage.bytesReadable());
+        json.member("bytes_complete"_key, storage.bytesReadable());
         if (storage.deflated) // its record is deflated: read by inflating it (no data_offset)
-            json.member("compression", std::string("deflate"));
-        json.member("tensor_count", static_cast<std::uint64_t>(storage.tensors.size()));
+            json.member("compression"_key, std::string("deflate"));
+        json.member("tensor_count"_key, static_cast<std::uint64_t>(storage.tensors.size()));
         if (checkpoint.shardSet)
             writeShardOf(json, checkpoint, static_cast<std::int32_t>(&storage - checkpoint.storages.data()));
         json.endObject();
@@ -190,7 +162,11 @@ std::string checkpointToText(const Checkpoint& checkpoint)
     // after it (issue 9). Only the line breaks added here reach the terminal as line breaks.
     std::string out;
     out.reserve(checkpoint.tree.size() * 96); // a line per node, most of them tensors
-    const auto addLine = [&out](std::string_view line) { appendPrintableLine(out, line); };
+    // Each line as printableText makes it: printable ASCII (almost every line) is appended as it is.
+    const auto addLine = [&out](std::string_view line) {
+        appendPrintableText(out, line);
+        out += '\n';
+    };
     addLine(checkpoint.path);
     addLine("  format: " + std::string(checkpointFormatName(checkpoint.format)) + " ("
         + checkpoint.container.description + ")");
@@ -211,6 +187,8 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             stack.push_back({rootChildren[i], 0});
     }
     std::string line; // one buffer for every line: appends, no string per part
+    std::string sizeText; // formatBytes of sizeOfText
+    std::uint64_t sizeOfText = 0;
     while (!stack.empty()) {
         const Item item = stack.back();
         stack.pop_back();
@@ -222,7 +200,7 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             line += "  ";
             line += std::string_view(tensor.dtype);
             line += ' ';
-            appendShape(line, tensor);
+            appendIntegerList(line, tensor.shape);
             if (tensor.layout != TensorLayout::Strided) {
                 line += ' ';
                 line += tensorLayoutName(tensor.layout);
@@ -230,7 +208,14 @@ std::string checkpointToText(const Checkpoint& checkpoint)
             if (tensor.storage >= 0) {
                 const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
                 line += "  ";
-                line += formatBytes(tensor.nbytes());
+                // Tensors of one size come in runs (a layer's weights, every bias): its text is
+                // made once per run.
+                if (const std::uint64_t nbytes = tensor.nbytes(); nbytes != sizeOfText || sizeText.empty()) {
+                    sizeOfText = nbytes;
+                    sizeText.clear();
+                    appendBytes(sizeText, nbytes);
+                }
+                line += sizeText;
                 line += "  storage ";
                 line += std::string_view(storage.key);
                 if (storage.tensors.size() > 1)

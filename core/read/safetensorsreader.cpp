@@ -17,6 +17,7 @@
 #include "core/model/checkpoint.h"
 #include "core/model/dottedname.h"
 #include "core/model/dtype.h"
+#include "core/model/modulepathcache.h"
 
 #include <algorithm>
 #include <limits>
@@ -184,7 +185,6 @@ private:
     void reserveEntries(std::size_t entries);
     void reportUnaligned();
     void checkCoverage();
-    std::uint32_t parentFor(std::string_view dottedName, std::string& leafName);
 
     Checkpoint& m_checkpoint;
     SafetensorsHeaderReading m_reading;
@@ -194,10 +194,10 @@ private:
     std::unordered_map<FindingCode, std::size_t> m_findingCounts;
     std::vector<FindingCode> m_findingOrder;
     std::unordered_map<FindingCode, Severity> m_findingSeverity;
-    std::unordered_map<std::string, std::uint32_t> m_moduleByPrefix; // "encoder.layers.0" -> node
-    std::string m_lastPrefix;
-    std::uint32_t m_lastParent = 0;
+    ModulePathCache m_modules; // module paths without a string per prefix (issue 28)
     std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
+    // The header scan refused repeated names: no key can be taken, so none is looked up.
+    bool m_namesUnique = false;
 };
 
 void SafetensorsReader::report(Severity severity, FindingCode code, std::string message, std::string record,
@@ -222,39 +222,6 @@ void SafetensorsReader::reportSuppressed()
                     + std::string(findingCodeId(code)) + ") are not listed one by one; the first "
                     + std::to_string(kFindingsPerCode) + " are above.");
     }
-}
-
-// Same splitting rule as Checkpoint::modulePathFor (an empty component, as in "a..b" or a trailing
-// dot, ends the split), but with an index by prefix: modulePathFor scans a node's children, which
-// is quadratic for a header with a million distinct top-level names.
-std::uint32_t SafetensorsReader::parentFor(std::string_view dottedName, std::string& leafName)
-{
-    const std::size_t leafStart = dottedLeafStart(dottedName);
-    leafName = std::string(dottedName.substr(leafStart));
-    if (leafStart == 0)
-        return 0;
-    // Tensors of one module come together in real headers: most names share the previous prefix.
-    const std::string_view prefix = dottedName.substr(0, leafStart - 1);
-    if (m_lastParent && prefix == m_lastPrefix)
-        return m_lastParent;
-
-    std::uint32_t parent = 0;
-    std::size_t start = 0;
-    while (start < leafStart) {
-        const std::size_t dot = dottedName.find('.', start);
-        std::string path(dottedName.substr(0, dot));
-        auto it = m_moduleByPrefix.find(path);
-        if (it == m_moduleByPrefix.end()) {
-            const std::uint32_t node = m_checkpoint.addTreeNode(
-                parent, TreeNodeKind::Module, std::string(dottedName.substr(start, dot - start)));
-            it = m_moduleByPrefix.emplace(std::move(path), node).first;
-        }
-        parent = it->second;
-        start = dot + 1;
-    }
-    m_lastPrefix = std::string(prefix);
-    m_lastParent = parent;
-    return parent;
 }
 
 void SafetensorsReader::read()
@@ -593,6 +560,7 @@ bool SafetensorsReader::readScanned(std::string_view header)
     // with '{' and repeats no name, or the scan would have refused it).
     reportUnaligned();
     reserveEntries(scanner.entries().size());
+    m_namesUnique = m_checkpoint.storages.empty(); // a fresh checkpoint: no key is taken yet
     std::vector<std::int64_t> shape;
     for (const HeaderScanner::Entry& entry : scanner.entries()) {
         if (entry.metadata) {
@@ -864,7 +832,7 @@ void SafetensorsReader::addTensor(std::string_view name, std::string_view dtypeN
     storage.key = name;
     // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
     // number per name is remembered, so a header repeating one name a million times stays linear.
-    if (m_checkpoint.storageIndex(storage.key)) {
+    if (!m_namesUnique && m_checkpoint.storageIndex(storage.key)) {
         std::uint64_t& copy = m_lastDuplicate[std::string(name)]; // 0 until the first repeat
         do {
             copy = std::max<std::uint64_t>(copy, 1) + 1;
@@ -917,7 +885,7 @@ void SafetensorsReader::addTensor(std::string_view name, std::string_view dtypeN
     tensor.rebuildFunction = "safetensors";
 
     std::string leaf;
-    const std::uint32_t parent = parentFor(name, leaf);
+    const std::uint32_t parent = m_modules.parentFor(m_checkpoint, name, leaf);
     const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, std::move(leaf));
     m_checkpoint.tree[node].tensor = static_cast<std::int32_t>(tensorIndex);
     tensor.treeNode = node;

@@ -5,7 +5,7 @@
 #include "core/base/textformat.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
-#include "core/model/dottedname.h"
+#include "core/model/modulepathcache.h"
 #include "core/read/dcpreader.h"
 #include "core/read/runfolderreader.h"
 
@@ -13,8 +13,9 @@
 #include <atomic>
 #include <filesystem>
 #include <regex>
-#include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_set>
 
 namespace ckpt {
 
@@ -225,46 +226,28 @@ std::string shardProblem(const ShardFile& shard)
     return {};
 }
 
-// Checkpoint::modulePathFor with the last module remembered: the tensors of one module come
-// together in every shard, so most names share the previous name's module path.
-struct LastModule {
-    std::string prefix;
-    std::uint32_t node = 0;
-
-    std::uint32_t parentFor(Checkpoint& merged, std::string_view dottedName, std::string& leafName)
-    {
-        const std::size_t leafStart = dottedLeafStart(dottedName);
-        if (leafStart > 0 && node != 0 && dottedName.substr(0, leafStart - 1) == prefix) {
-            leafName.assign(dottedName.substr(leafStart));
-            return node;
-        }
-        const std::uint32_t parent = merged.modulePathFor(0, dottedName, leafName);
-        if (leafStart > 0) {
-            prefix.assign(dottedName.substr(0, leafStart - 1));
-            node = parent;
-        }
-        return parent;
-    }
-};
-
 // Copies each shard's storages and tensors into the merged checkpoint and builds the module tree
 // across shards from the dotted names.
 void mergeShards(Checkpoint& merged, ShardSet& set)
 {
     // Sized once: a 160-shard folder of 92,000 tensors grew each array a dozen times, moving
     // every record it held each time (issue 28).
-    std::size_t storages = 0, tensors = 0;
+    // The tree too: the shards' trees together hold every merged node (a tensor's, and each module
+    // at least once), and growing it a dozen times moved every node each time.
+    std::size_t storages = 0, tensors = 0, nodes = 0;
     for (const ShardFile& shard : set.shards)
         if (shard.checkpoint) {
             storages += shard.checkpoint->storages.size();
             tensors += shard.checkpoint->tensors.size();
+            nodes += shard.checkpoint->tree.size();
         }
     merged.storages.reserve(merged.storages.size() + storages);
     merged.tensors.reserve(merged.tensors.size() + tensors);
+    merged.tree.reserve(merged.tree.size() + nodes);
     merged.storageKeyIndex.reserve(merged.storages.size() + storages);
     set.storageShard.reserve(set.storageShard.size() + storages);
     set.storageInShard.reserve(set.storageInShard.size() + storages);
-    LastModule modules;
+    ModulePathCache modules;
     for (std::size_t s = 0; s < set.shards.size(); ++s) {
         ShardFile& shard = set.shards[s];
         shard.problem = shardProblem(shard);
@@ -370,11 +353,22 @@ Checkpoint readShardedCheckpoint(
         }
         if (auto total = index->member("metadata").member("total_size").toUInt64())
             set->indexTotalSize = *total;
-        std::set<std::string> seen;
-        for (const JsonMember& member : index->member("weight_map").members()) {
+        // Each shard's name once: the entries of one shard come together in real indexes, so most
+        // are the previous entry's shard, and the others are looked up by a hash of the index's own
+        // text (a set of strings compared a hundred thousand names, issue 28).
+        const JsonValue& weightMap = index->member("weight_map");
+        set->weightMap.reserve(weightMap.size());
+        std::unordered_set<std::string_view> seen;
+        std::string_view previous;
+        bool any = false;
+        for (const JsonMember& member : weightMap.members()) {
             const std::string& shardName = member.value.toString();
             set->weightMap.emplace_back(member.key, shardName);
-            if (seen.insert(shardName).second)
+            if (any && std::string_view(shardName) == previous)
+                continue;
+            any = true;
+            previous = shardName;
+            if (seen.insert(previous).second)
                 names.push_back(shardName);
         }
         if (!index->find("weight_map"))

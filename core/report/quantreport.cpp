@@ -2,12 +2,11 @@
 #include "core/report/quantreport.h"
 
 #include "core/base/escaping.h"
+#include "core/base/textformat.h"
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/quantgroups.h"
 
-#include <algorithm>
-#include <charconv>
 #include <string>
 #include <string_view>
 
@@ -15,43 +14,17 @@ namespace ckpt {
 
 namespace {
 
-// quantShapeText's "[256, 384]", appended.
-void appendShape(std::string& out, const Dimensions& shape)
-{
-    out += '[';
-    char digits[24];
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i)
-            out += ", ";
-        out.append(digits, std::to_chars(digits, digits + sizeof digits, shape[i]).ptr);
-    }
-    out += ']';
-}
-
-// A name from the file as printableText makes it: printable ASCII (almost every name) as it is.
-void appendPrintable(std::string& out, std::string_view text)
-{
-    const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
-        const auto byte = static_cast<unsigned char>(c);
-        return byte >= 0x20 && byte < 0x7F;
-    });
-    if (plain)
-        out.append(text);
-    else
-        out += printableText(text);
-}
-
 void appendScaleLine(std::string& out, const Checkpoint& checkpoint, const QuantScale& scale)
 {
     const TensorEntry& tensor = checkpoint.tensors[scale.tensor];
     out += "    ";
-    appendPrintable(out, tensor.name);
+    appendPrintableText(out, tensor.name);
     out += "  ";
     out += quantScaleRoleName(scale.role);
     out += ", ";
     out += std::string_view(tensor.dtype);
     out += ' ';
-    appendShape(out, tensor.shape);
+    appendIntegerList(out, tensor.shape);
     out += ": ";
     out += scale.layout;
     if (!scale.tiles)
@@ -72,16 +45,16 @@ std::string quantGroupsText(const Checkpoint& checkpoint, const QuantScan& scan)
         const TensorEntry& weight = checkpoint.tensors[group.weight];
         const std::string_view dtype(weight.dtype);
         out += "  ";
-        appendPrintable(out, weight.name);
+        appendPrintableText(out, weight.name);
         out += "  ";
         out += group.scheme;
         out += ", ";
         out += dtype;
         out += ' ';
-        appendShape(out, weight.shape);
+        appendIntegerList(out, weight.shape);
         if (group.valuesPerElement > 1) {
             out += " packed, ";
-            appendShape(out, group.logicalShape);
+            appendIntegerList(out, group.logicalShape);
             out += " values (";
             out += std::to_string(group.valuesPerElement);
             out += " a ";
@@ -100,11 +73,11 @@ std::string quantGroupsText(const Checkpoint& checkpoint, const QuantScan& scan)
     for (std::uint32_t t : scan.orphanScales) {
         const TensorEntry& tensor = checkpoint.tensors[t];
         out += "  ";
-        appendPrintable(out, tensor.name);
+        appendPrintableText(out, tensor.name);
         out += "  orphan scale, ";
         out += std::string_view(tensor.dtype);
         out += ' ';
-        appendShape(out, tensor.shape);
+        appendIntegerList(out, tensor.shape);
         out += ": its weight is not in the file\n";
     }
     return out;

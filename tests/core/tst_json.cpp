@@ -365,6 +365,30 @@ private Q_SLOTS:
 
     // Every prefix of a document is incomplete: each must be refused with an offset inside the
     // prefix, never read past it, and never crash.
+    // Strings are scanned sixteen bytes at a time: every byte value at every position of two
+    // blocks and their tail must be read as it is in a string of its own, and refused where that is.
+    void stringsReadEveryByteAtEveryPosition()
+    {
+        for (int byte = 0; byte < 256; ++byte) {
+            const auto alone = parseJson("\"" + std::string(1, static_cast<char>(byte)) + "\"");
+            for (std::size_t at = 0; at < 40; ++at) {
+                std::string text(40, 'a');
+                text[at] = static_cast<char>(byte);
+                const auto parsed = parseJson("\"" + text + "\"");
+                const std::string where = "byte " + std::to_string(byte) + " at " + std::to_string(at);
+                if (byte == '"' || byte == '\\') { // ends the string, or escapes the next 'a'
+                    QVERIFY2(!parsed, where.c_str());
+                    continue;
+                }
+                QVERIFY2(bool(parsed) == bool(alone), where.c_str());
+                if (parsed)
+                    QVERIFY2(parsed->toString() == text, where.c_str());
+                else
+                    QVERIFY2(parsed.error().offset == std::optional<std::uint64_t>(at + 1), where.c_str());
+            }
+        }
+    }
+
     void everyTruncationIsRefused()
     {
         for (std::size_t length = 0; length < kSample.size(); ++length) {
@@ -513,6 +537,29 @@ private Q_SLOTS:
         JsonWriter keys;
         keys.beginObject().member("k\xff\n", 1).endObject();
         QCOMPARE(keys.text(), std::string("{\"k\\ufffd\\n\":1}"));
+
+        // Keys checked when compiled ("name"_key) are written as they are, beside keys that are
+        // escaped, and misuse is still refused; a quote, DEL, a byte from 0x80 in a key spelled as
+        // a plain string are escaped as before.
+        using namespace ckpt::literals;
+        JsonWriter literals(JsonStyle::Pretty);
+        char buffer[16] = "b\"c";
+        literals.beginObject()
+            .member("plain"_key, 1)
+            .member("q\"", 2)
+            .member("\x7f", 3)
+            .member("\xc3\xa9", 4)
+            .member(buffer, 5)
+            .key(""_key)
+            .value(6)
+            .endObject();
+        QVERIFY(literals.ok());
+        JsonWriter twice;
+        twice.beginObject().key("a"_key).key("b"_key);
+        QCOMPARE(twice.error(), std::string("JsonWriter: key() twice without a value"));
+        QCOMPARE(literals.text(),
+            std::string("{\n  \"plain\": 1,\n  \"q\\\"\": 2,\n  \"\\u007f\": 3,\n  \"\xc3\xa9\": 4,\n"
+                        "  \"b\\\"c\": 5,\n  \"\": 6\n}"));
     }
 
     // The writer copies runs of plain characters eight bytes at a time: every byte value, at every

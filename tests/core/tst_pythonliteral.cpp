@@ -5,6 +5,7 @@
 // are not UTF-8), and every snippet the plan prints compiles with them in it.
 #include "core/base/escaping.h"
 #include "core/base/pythonliteral.h"
+#include "core/base/textformat.h"
 #include "core/plan/placementplan.h"
 #include "core/read/checkpointreader.h"
 
@@ -80,6 +81,24 @@ private Q_SLOTS:
                 i += step.length;
             }
         }
+    }
+
+    // The report's appenders write into a buffer that already holds text: they add to it, and
+    // add exactly what printableText returns.
+    void appendersAddToTheBuffer()
+    {
+        std::string out = "name: ";
+        appendPrintableText(out, "a\nb \xff");
+        QCOMPARE(out, "name: a\\nb \\xff"s);
+        for (const std::string& text : hostileTexts()) {
+            std::string appended = "> ";
+            appendPrintableText(appended, text);
+            QCOMPARE(appended, "> " + printableText(text));
+        }
+        std::string shape = "shape ";
+        appendIntegerList(shape, std::vector<std::int64_t> {256, -1, 9223372036854775807});
+        appendIntegerList(shape, std::vector<std::int64_t> {});
+        QCOMPARE(shape, "shape [256, -1, 9223372036854775807][]"s);
     }
 
     void utf8IsStrictLikePython()

@@ -17,6 +17,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -240,6 +241,54 @@ private Q_SLOTS:
             for (const auto& [name, layout] : layouts)
                 qWarning("%s: %s", qPrintable(name), qPrintable(layout));
         QVERIFY(layouts == wantedLayouts);
+    }
+
+    // The scan remembers the layouts of recent (weight, scale) shape pairs (a model repeats a few):
+    // each scale's layout is the one a scan of its group alone gives, whatever came before it.
+    // More pairs than it remembers, repeated in changing orders, weights of one shape with scales
+    // of several and the other way round, tiling and not.
+    void layoutsAlikeInAnyOrder()
+    {
+        const std::vector<std::pair<Dimensions, Dimensions>> pairs {{{256, 256}, {2, 2}},
+            {{256, 256}, {2, 1}}, {{256, 256}, {1, 2}}, {{256, 256}, {1}}, {{256, 256}, {256}},
+            {{256, 256}, {3, 2}}, {{384, 256}, {3, 2}}, {{384, 256}, {2, 3}}, {{256, 384}, {2, 3}},
+            {{256, 384}, {3, 2}}, {{512, 128}, {4, 1}}, {{512, 128}, {512, 1}}, {{2, 256, 256}, {2, 2, 2}},
+            {{2, 256, 256}, {2, 2}}, {{128, 7168}, {1, 56}}, {{7168, 2048}, {56, 16}},
+            {{2048, 7168}, {16, 56}}, {{7168, 2048}, {16, 56}}, {{100, 100}, {1, 1}}, {{100, 100}, {7, 7}}};
+        std::vector<std::size_t> order;
+        for (std::size_t round = 0; round < 3; ++round)
+            for (std::size_t i = 0; i < pairs.size(); ++i)
+                order.push_back(round == 1 ? pairs.size() - 1 - i : (i * (round + 7)) % pairs.size());
+        Checkpoint all;
+        all.ensureRoot();
+        std::vector<QString> alone;
+        for (std::size_t k = 0; k < order.size(); ++k) {
+            const auto& [weight, scale] = pairs[order[k]];
+            const std::string prefix = "layers." + std::to_string(k) + ".proj";
+            Checkpoint one;
+            one.ensureRoot();
+            for (Checkpoint* checkpoint : {&all, &one}) {
+                checkpoint->tensors.push_back(tensor(prefix + ".weight", "float8_e4m3fn", weight));
+                checkpoint->tensors.push_back(tensor(prefix + ".weight_scale_inv", "float32", scale));
+            }
+            const QuantScan scan = findQuantGroups(one);
+            QCOMPARE(scan.groups.size(), std::size_t(1));
+            QCOMPARE(scan.groups[0].scales.size(), std::size_t(1));
+            alone.push_back(QString::fromStdString(scan.groups[0].scales[0].layout + " / "
+                + scan.groups[0].scales[0].problem + " / "
+                + (scan.groups[0].scales[0].tiles ? "tiles" : "not")));
+        }
+        const QuantScan scan = findQuantGroups(all);
+        QCOMPARE(scan.groups.size(), order.size());
+        QSet<QString> layouts;
+        for (std::size_t g = 0; g < scan.groups.size(); ++g) {
+            const QuantScale& scale = scan.groups[g].scales.at(0);
+            const QString together = QString::fromStdString(
+                scale.layout + " / " + scale.problem + " / " + (scale.tiles ? "tiles" : "not"));
+            QCOMPARE(together, alone[g]);
+            layouts.insert(QString::fromStdString(scale.layout));
+        }
+        QVERIFY2(layouts.size() >= 5, qPrintable(QStringList(layouts.begin(), layouts.end()).join(u", "_qs)));
     }
 
     // Names and shapes a hostile header may carry: nothing crashes, nothing overflows.

@@ -2,6 +2,8 @@
 // core/report: the renderers both faces print through. Text made from a hostile file's names
 // must not act on a terminal, the JSON must parse back to what was rendered, and the helper's
 // value-difference answer must land on the changes it was asked about.
+#include "core/base/escaping.h"
+#include "core/base/textformat.h"
 #include "core/compare/checkpointdiff.h"
 #include "core/compare/valuedelta.h"
 #include "core/devices/machineinventory.h"
@@ -14,6 +16,8 @@
 #include <QTest>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <sstream>
 
 using namespace ckpt;
@@ -37,6 +41,78 @@ class TestReport : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // formatBytes writes with to_chars instead of snprintf (a line per tensor of `info` calls it):
+    // every unit's boundaries and the values where a printf rounding goes up or to even must read
+    // as the snprintf it replaced wrote them.
+    void sizesReadAsPrintfWroteThem()
+    {
+        const auto printfBytes = [](std::uint64_t bytes) -> std::string {
+            static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+            if (bytes < 1024)
+                return std::to_string(bytes) + " B";
+            double value = static_cast<double>(bytes);
+            int unit = 0;
+            while (value >= 1024.0 && unit < 4) {
+                value /= 1024.0;
+                ++unit;
+            }
+            char buffer[64];
+            std::snprintf(buffer, sizeof buffer,
+                value < 10        ? "%.2f %s"
+                    : value < 100 ? "%.1f %s"
+                                  : "%.0f %s",
+                value, units[unit]);
+            return buffer;
+        };
+        std::vector<std::uint64_t> sizes = {0, 1, 1023, 1024, 1025, 10239, 10240, 102399, 102400, 1048575,
+            1048576, std::uint64_t {1} << 40, std::uint64_t {1} << 50, ~std::uint64_t {0}};
+        for (std::uint64_t unit = 1; unit <= (std::uint64_t {1} << 40); unit <<= 10)
+            for (std::uint64_t step = 1; step < 200'000; step = step * 3 + 1)
+                for (const std::uint64_t near : {step * unit / 1000, step * unit / 1000 + 1,
+                         step * unit / 200 - 1, step * unit / 200, step * unit / 200 + 1})
+                    sizes.push_back(near);
+        for (std::uint64_t i = 0, x = 88172645463325252ull; i < 100'000; ++i) { // xorshift
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            sizes.push_back(x >> (x % 60));
+        }
+        for (const std::uint64_t bytes : sizes) {
+            std::string appended = "at ";
+            appendBytes(appended, bytes);
+            if (formatBytes(bytes) != printfBytes(bytes) || appended != "at " + printfBytes(bytes))
+                QFAIL(("at " + std::to_string(bytes) + " bytes: " + formatBytes(bytes) + " / " + appended
+                    + ", printf wrote " + printfBytes(bytes))
+                          .c_str());
+        }
+    }
+
+    // appendPrintableText skips printable ASCII sixteen bytes at a time: every byte value at every
+    // position of two blocks and their tail must come out as it does on its own (a string too short
+    // for the block scan), between the plain bytes around it.
+    void printableTextEscapesEveryByteAtEveryPosition()
+    {
+        for (int byte = 0; byte < 256; ++byte) {
+            const std::string alone(1, static_cast<char>(byte));
+            std::string escaped;
+            appendPrintableText(escaped, alone);
+            for (std::size_t at = 0; at < 40; ++at) {
+                std::string text(40, 'a');
+                text[at] = static_cast<char>(byte);
+                std::string out = "> ";
+                appendPrintableText(out, text);
+                const std::string expected
+                    = "> " + std::string(at, 'a') + escaped + std::string(39 - at, 'a');
+                if (out != expected)
+                    QFAIL(
+                        ("byte " + std::to_string(byte) + " at " + std::to_string(at) + ": " + out).c_str());
+            }
+        }
+        std::string utf8 = "> ";
+        appendPrintableText(utf8, "0123456789abcdef caf\xc3\xa9 \x1b[2J 0123456789abcdef\x7f");
+        QCOMPARE(utf8, std::string("> 0123456789abcdef caf\xc3\xa9 \\x1b[2J 0123456789abcdef\\x7f"));
+    }
+
     void safetyTextShowsHostileNamesInert()
     {
         SafetyVerdict safety;

@@ -13,6 +13,7 @@
 #include "core/json/json.h"
 #include "core/model/checkpoint.h"
 #include "core/model/checkpointjson.h"
+#include "core/model/modulepathcache.h"
 #include "core/read/safetensorsreader.h"
 #include "tests/common/testfiles.h"
 #include "tests/common/treedump.h"
@@ -939,6 +940,46 @@ private Q_SLOTS:
         QCOMPARE(packed->tensors.at(0).dtype, std::string("float4_e2m1fn_x2"));
         QCOMPARE(packed->tensors.at(0).shape, (std::vector<std::int64_t> {3, 1}));
         QCOMPARE(packed->storages.at(0).nbytes, std::uint64_t(3));
+    }
+
+    // The readers' module-path cache (safetensors headers, the shard merge) builds the tree
+    // Checkpoint::modulePathFor builds, node for node, whatever the order of the names: the next
+    // tensor of one module, the next module of a layer, a prefix that grows or shrinks, a return to
+    // an earlier module, names without a prefix, and the split rule's edges (an empty component,
+    // a trailing dot).
+    void modulePathCacheBuildsModulePathForsTree()
+    {
+        const std::vector<std::string> names {"model.layers.0.mlp.experts.0.down_proj.weight",
+            "model.layers.0.mlp.experts.0.down_proj.weight_scale_inv",
+            "model.layers.0.mlp.experts.0.up_proj.weight", "model.layers.0.mlp.experts.1.down_proj.weight",
+            "model.layers.0.mlp.experts.10.down_proj.weight", "model.layers.0.mlp.experts.1",
+            "model.layers.0.mlp.experts.1.x.y.z", "model.layers.0.mlp.gate.weight", "model.layers.0.mlp",
+            "model.layers.0.mlp.experts.0.down_proj.bias", "model.layers.1.mlp.gate.weight",
+            "model.layers.10.mlp.gate.weight", "model.layers.1.mlp.gate.weight2", "lm_head.weight", "lm_head",
+            "bias", "model.norm.weight", "model..norm.weight", "model.norm.", "model.norm..weight", ".weight",
+            "model.layers.1", "model.layers.1.mlp.gate.weight3", "model.layersx.1.a", "model.layers", "m.a.b",
+            "m.a.bc.d", "m.ab.c", "m.a.b.c.d.e", "m.a.b"};
+        Checkpoint direct;
+        direct.ensureRoot();
+        Checkpoint cached;
+        cached.ensureRoot();
+        ModulePathCache cache;
+        std::string directLeaf;
+        std::string cachedLeaf;
+        for (const std::string& name : names) {
+            const std::uint32_t directParent = direct.modulePathFor(0, name, directLeaf);
+            direct.addTreeNode(directParent, TreeNodeKind::Tensor, directLeaf);
+            const std::uint32_t cachedParent = cache.parentFor(cached, name, cachedLeaf);
+            cached.addTreeNode(cachedParent, TreeNodeKind::Tensor, cachedLeaf);
+            QCOMPARE(cachedParent, directParent);
+            QCOMPARE(cachedLeaf, directLeaf);
+        }
+        QString directTree;
+        QString cachedTree;
+        testing::dumpTree(direct, 0, 0, directTree);
+        testing::dumpTree(cached, 0, 0, cachedTree);
+        QCOMPARE(cachedTree, directTree);
+        QCOMPARE(cached.tree.size(), direct.tree.size());
     }
 
     void noFileBytes()
