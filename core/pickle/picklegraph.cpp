@@ -1,20 +1,89 @@
 // SPDX-License-Identifier: MIT
 #include "core/pickle/picklegraph.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 namespace ckpt {
+
+namespace {
+
+// The whole pages of a block about to be freed go back to the system first: the allocator keeps a
+// freed block of the heap's middle, resident, for its own reuse, while the records that grow as the
+// graph is given back (CheckpointBuilder) live in blocks of their own. The allocator may reuse the
+// block later; its pages then come back as zeros, which it never relies on for a heap block.
+void returnWholePages(const void* block, std::size_t bytes)
+{
+    static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(block) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(block) + bytes) & ~(page - 1);
+    if (end > begin)
+        ::madvise(
+            reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED); // a hint: errors change nothing
+}
+
+// Gives back the chunks of an arena of items or text (chunks of 1 << bits positions) that lie in
+// [from, to), the positions of node chunk `chunk`, where no node chunk still held (`nodeChunks`,
+// whose positions end at `ends`) shares them. The newest chunk is kept: it is still being filled.
+template<typename Item>
+void releaseArenaChunks(std::vector<std::unique_ptr<Item[]>>& arena, unsigned bits, std::size_t from,
+    std::size_t to, const std::vector<std::size_t>& ends,
+    const std::vector<std::unique_ptr<PickleNode[]>>& nodeChunks)
+{
+    if (to <= from)
+        return;
+    const std::size_t size = std::size_t(1) << bits;
+    for (std::size_t arenaChunk = from >> bits; arenaChunk <= (to - 1) >> bits; ++arenaChunk) {
+        if (arenaChunk + 1 >= arena.size() || !arena[arenaChunk])
+            continue;
+        const std::size_t chunkStart = arenaChunk * size, chunkEnd = chunkStart + size;
+        // The node chunks whose positions reach into this arena chunk: from the first that ends
+        // past its start, while they start before its end.
+        bool shared = false;
+        for (auto c = static_cast<std::size_t>(
+                 std::upper_bound(ends.begin(), ends.end(), chunkStart) - ends.begin());
+             c < ends.size() && (c == 0 ? 0 : ends[c - 1]) < chunkEnd; ++c)
+            shared |= nodeChunks[c] != nullptr;
+        if (shared)
+            continue;
+        returnWholePages(arena[arenaChunk].get(), size * sizeof(Item));
+        arena[arenaChunk].reset();
+    }
+}
+
+} // namespace
 
 static_assert(sizeof(PickleNode) == 16, "a pickle node is paid for some 15 times per tensor");
 
 NodeId PickleGraph::add(PickleNode node)
 {
-    if ((m_nodeCount & (kChunkSize - 1)) == 0)
+    if ((m_nodeCount & (kChunkSize - 1)) == 0) {
         m_chunks.push_back(std::make_unique_for_overwrite<PickleNode[]>(kChunkSize));
+        m_chunkItemEnd.push_back(0);
+        m_chunkTextEnd.push_back(0);
+    }
     const auto id = static_cast<NodeId>(m_nodeCount);
     at(id) = node;
     ++m_nodeCount;
+    m_chunkItemEnd.back() = m_itemEnd;
+    m_chunkTextEnd.back() = m_textEnd;
     return id;
+}
+
+void PickleGraph::releaseNodeChunk(std::size_t chunk)
+{
+    if (chunk + 1 >= m_chunks.size() || !m_chunks[chunk])
+        return; // the newest chunk is kept: a pickle run later adds to it
+    returnWholePages(m_chunks[chunk].get(), kChunkSize * sizeof(PickleNode));
+    m_chunks[chunk].reset();
+    m_released = true;
+    releaseArenaChunks(m_itemChunks, kItemChunkBits, chunk == 0 ? 0 : m_chunkItemEnd[chunk - 1],
+        m_chunkItemEnd[chunk], m_chunkItemEnd, m_chunks);
+    releaseArenaChunks(m_textChunks, kTextChunkBits, chunk == 0 ? 0 : m_chunkTextEnd[chunk - 1],
+        m_chunkTextEnd[chunk], m_chunkTextEnd, m_chunks);
 }
 
 NodeId PickleGraph::addScalar(NodeKind kind, std::int64_t value)
@@ -335,6 +404,8 @@ void PickleGraph::release()
     // Swapped with empty ones, not cleared: clear() keeps a vector's block.
     std::vector<std::unique_ptr<PickleNode[]>>().swap(m_chunks);
     m_nodeCount = 0;
+    std::vector<std::size_t>().swap(m_chunkItemEnd);
+    std::vector<std::size_t>().swap(m_chunkTextEnd);
     std::vector<std::unique_ptr<NodeId[]>>().swap(m_itemChunks);
     m_itemEnd = 0;
     std::vector<std::vector<NodeId>>().swap(m_ownItems);

@@ -165,7 +165,21 @@ public:
     // graph holds nothing afterwards and says so: a consumer that reads values (a verdict, a writer)
     // must not be handed a released graph, and checks released() to refuse one.
     void release();
+    // True from the first node chunk given back on (releaseNodeChunk): the graph is then no longer
+    // whole, and a consumer that reads any value refuses it as it refuses a released one.
     bool released() const { return m_released; }
+
+    // Nodes are stored by id in chunks of kNodesPerChunk. A reader that walks a big pickle in the
+    // order it was written gives back each chunk once it has read the last node of it it needs
+    // (CheckpointBuilder, after the verdicts judged the whole graph), so that the graph and the
+    // records built from it are never both whole (issue 28). The tuple items and text of a chunk's
+    // nodes go back with the last chunk that shares their chunks. Ids do not change; a node given
+    // back must not be read again. The newest chunk of each kind is kept: a pickle run later still
+    // adds to the graph.
+    static constexpr std::size_t kNodesPerChunk = std::size_t(1) << 16;
+    static std::size_t nodeChunkOf(NodeId id) { return id / kNodesPerChunk; }
+    std::size_t nodeChunkCount() const { return m_chunks.size(); }
+    void releaseNodeChunk(std::size_t chunk);
 
 private:
     static NodeKind inlineKind(NodeId id)
@@ -196,6 +210,7 @@ private:
     // of reading such a file). A chunk never moves, so growth is one allocation per 65,536 nodes.
     static constexpr unsigned kChunkBits = 16;
     static constexpr std::size_t kChunkSize = std::size_t(1) << kChunkBits;
+    static_assert(kChunkSize == kNodesPerChunk);
     static bool hasBodySlot(NodeKind kind)
     {
         return kind == NodeKind::List || kind == NodeKind::Dict || kind == NodeKind::Set
@@ -212,8 +227,12 @@ private:
         std::uint32_t nameLength = 0;
     };
 
-    std::vector<std::unique_ptr<PickleNode[]>> m_chunks;
+    std::vector<std::unique_ptr<PickleNode[]>> m_chunks; // null: given back (releaseNodeChunk)
     std::size_t m_nodeCount = 0;
+    // Per node chunk, the tuple-item and text positions after its last node: a node's items and
+    // text are stored just before it, so those of chunk c lie from chunk c-1's ends to its own.
+    std::vector<std::size_t> m_chunkItemEnd;
+    std::vector<std::size_t> m_chunkTextEnd;
     std::vector<std::unique_ptr<NodeId[]>> m_itemChunks;
     std::size_t m_itemEnd = 0; // next free item position (chunk << kItemChunkBits | index)
     std::vector<std::vector<NodeId>> m_ownItems; // tuples of more than kOwnItemsAbove items
