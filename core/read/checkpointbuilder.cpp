@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <optional>
 
 namespace ckpt {
 
@@ -85,7 +86,106 @@ std::string formatDouble(double value)
     return buffer;
 }
 
+// Calls visit(child) for every value the builder may read from node `id`.
+template<typename Visit> void forEachChild(const PickleGraph& graph, NodeId id, Visit&& visit)
+{
+    switch (graph.kind(id)) {
+    case NodeKind::Tuple:
+        for (std::size_t i = 0, count = graph.tupleSize(id); i < count; ++i)
+            visit(graph.tupleItem(id, i));
+        break;
+    case NodeKind::Call:
+    case NodeKind::NewObject:
+        visit(graph.callee(id));
+        visit(graph.arguments(id));
+        break;
+    case NodeKind::PersistentId:
+        visit(graph.persistentIdPayload(id));
+        break;
+    default:
+        break;
+    }
+    if (const ContainerBody* body = graph.bodyOf(id)) {
+        for (NodeId item : body->items)
+            visit(item);
+        for (NodeId item : body->dictItems)
+            visit(item);
+        for (NodeId item : body->states)
+            visit(item);
+        visit(body->keywordArgs);
+    }
+}
+
 } // namespace
+
+// Which node chunks go back after which entry of the root: each chunk after the last entry whose
+// walk reads one of its nodes. A chunk holding a node that no entry reads (the root itself, what
+// it was called with, another pickle's nodes) is kept.
+struct CheckpointBuilder::GraphConsumption {
+    std::vector<std::pair<std::size_t, std::size_t>> lastEntryAndChunk; // by entry, then chunk
+    std::size_t next = 0;
+
+    GraphConsumption(const PickleGraph& graph, NodeId root, const std::vector<NodeId>& keyValues)
+    {
+        // The last reader of each node: an entry's index, or one of these two.
+        constexpr std::uint32_t kKept = UINT32_MAX; // read outside the entries
+        constexpr std::uint32_t kUnread = UINT32_MAX - 1;
+        std::vector<std::uint32_t> lastReader(graph.size(), kUnread);
+        std::vector<NodeId> stack;
+        auto walk = [&](NodeId from, std::uint32_t reader) {
+            stack.push_back(from);
+            while (!stack.empty()) {
+                const NodeId id = stack.back();
+                stack.pop_back();
+                // Values without a node (inline scalars) hold nothing to give back.
+                if (id >= graph.size() || lastReader[id] == kKept || lastReader[id] == reader)
+                    continue;
+                lastReader[id] = reader;
+                forEachChild(graph, id, [&](NodeId child) { stack.push_back(child); });
+            }
+        };
+        // The root's own node and what it was called with; not its items, the entries.
+        lastReader[root] = kKept;
+        if (graph.kind(root) == NodeKind::Call || graph.kind(root) == NodeKind::NewObject) {
+            walk(graph.callee(root), kKept);
+            walk(graph.arguments(root), kKept);
+        }
+        for (std::size_t i = 0; i + 1 < keyValues.size(); i += 2) {
+            walk(keyValues[i], static_cast<std::uint32_t>(i / 2));
+            walk(keyValues[i + 1], static_cast<std::uint32_t>(i / 2));
+        }
+        std::vector<std::uint32_t> chunkLast(graph.nodeChunkCount(), 0);
+        for (std::size_t id = 0; id < lastReader.size(); ++id) {
+            std::uint32_t& last = chunkLast[PickleGraph::nodeChunkOf(static_cast<NodeId>(id))];
+            if (lastReader[id] >= kUnread)
+                last = kKept;
+            else if (last != kKept)
+                last = std::max(last, lastReader[id]);
+        }
+        for (std::size_t chunk = 0; chunk < chunkLast.size(); ++chunk)
+            if (chunkLast[chunk] != kKept)
+                lastEntryAndChunk.emplace_back(chunkLast[chunk], chunk);
+        std::sort(lastEntryAndChunk.begin(), lastEntryAndChunk.end());
+    }
+};
+
+void CheckpointBuilder::entryConsumed(std::size_t entry)
+{
+    std::vector<std::pair<std::size_t, std::size_t>>& order = m_consumption->lastEntryAndChunk;
+    for (; m_consumption->next < order.size() && order[m_consumption->next].first <= entry;
+         ++m_consumption->next)
+        m_graph.releaseNodeChunk(order[m_consumption->next].second);
+}
+
+bool CheckpointBuilder::consumableRoot(const PickleGraph& graph, NodeId root)
+{
+    if (graph.kind(root) == NodeKind::Dict)
+        return true;
+    // OrderedDict() and then SETITEMS, as a state_dict pickles.
+    return graph.kind(root) == NodeKind::Call && graph.calleeName(root) == "collections.OrderedDict"
+        && graph.kind(graph.arguments(root)) == NodeKind::Tuple
+        && graph.tupleSize(graph.arguments(root)) == 0;
+}
 
 bool isTensorRebuildFunction(std::string_view name)
 {
@@ -300,6 +400,16 @@ void CheckpointBuilder::pruneTo(std::uint32_t treeNode, TreeNodeKind kind, std::
 void CheckpointBuilder::addRoot(
     NodeId root, std::uint32_t treeParent, const std::string& component, const std::string& baseName)
 {
+    std::optional<GraphConsumption> consumption;
+    if (releaseGraphAsConsumed && component.empty() && consumableRoot(m_graph, root)) {
+        const ContainerBody* body = m_graph.bodyOf(root);
+        consumption.emplace(m_graph, root, body ? body->dictItems : std::vector<NodeId>());
+        m_consumption = &*consumption;
+    }
+    struct ConsumptionEnds {
+        GraphConsumption*& consumption;
+        ~ConsumptionEnds() { consumption = nullptr; }
+    } consumptionEnds {m_consumption};
     const NodeKind kind = m_graph.kind(root);
     const bool container = (kind == NodeKind::Dict || kind == NodeKind::List || kind == NodeKind::Tuple
         || ((kind == NodeKind::Call || kind == NodeKind::NewObject) && !isTensorCall(root)
@@ -459,6 +569,8 @@ bool CheckpointBuilder::expandEntries(const std::vector<NodeId>& keyValues, std:
         } else {
             walkChild(value, treeNode, component, name, depth);
         }
+        if (depth == 0 && m_consumption) // an entry of the root: see releaseGraphAsConsumed
+            entryConsumed(i / 2);
     }
     return m_checkpoint.tensors.size() > tensorsBefore;
 }

@@ -35,6 +35,15 @@ public:
     // `tensors` member; this resolves such a key, when set.
     std::function<std::optional<TensorEntry>(const std::string& key)> tensorForKey;
 
+    // Gives the graph back chunk by chunk (PickleGraph::releaseNodeChunk) as the walk of a
+    // consumable root's entries passes the last entry that reads each chunk, so that the graph and
+    // the records are never both whole. Only for a graph whose verdicts were judged already
+    // (judgeGraphBeforeRecords): the graph is no longer whole afterwards.
+    bool releaseGraphAsConsumed = false;
+    // A root whose walk reads nothing but what each of its entries reaches, entry by entry: a dict,
+    // or an OrderedDict given its items after it was made (a state_dict).
+    static bool consumableRoot(const PickleGraph& graph, NodeId root);
+
     // Walks `root` (a value of checkpoint.graph) into the tree below `treeParent`. When `component`
     // is empty and the value is a container, its contents are expanded into treeParent itself.
     void addRoot(
@@ -95,8 +104,14 @@ private:
     // than looked up again by hash.
     std::uint32_t modulePathFor(std::uint32_t parent, std::string_view dottedName, std::string& leafName);
 
+    // When releaseGraphAsConsumed: the node chunks to give back after each entry of the root
+    // (GraphConsumption in checkpointbuilder.cpp); null otherwise, and inside other containers.
+    struct GraphConsumption;
+    void entryConsumed(std::size_t entry);
+
     Checkpoint& m_checkpoint;
     PickleGraph& m_graph;
+    GraphConsumption* m_consumption = nullptr;
     std::unordered_map<NodeId, std::string> m_expanded; // containers already shown, by their path
     std::unordered_set<NodeId> m_onStack;
     // By storage index: a flag per storage rather than a std::set node per storage (one heap

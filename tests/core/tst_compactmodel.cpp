@@ -9,7 +9,9 @@
 #include "core/base/joinedtext.h"
 #include "core/base/raretext.h"
 #include "core/model/checkpoint.h" // CompactText, SlimText, PackedOptional (not included first: moc stops at <compare>)
+#include "core/model/checkpointjson.h"
 #include "core/pickle/picklegraph.h"
+#include "core/read/checkpointbuilder.h"
 
 #include <QTest>
 
@@ -25,6 +27,40 @@ using namespace ckpt;
 
 class TestCompactModel : public QObject {
     Q_OBJECT
+
+    // A state_dict of `tensors` float tensors of four elements, as torch.save pickles one: {name:
+    // _rebuild_tensor_v2(persistent_id(('storage', FloatStorage, key, 'cpu', 4)), 0, (4,), (1,),
+    // False, OrderedDict())}. Returns its root.
+    static NodeId addStateDict(PickleGraph& graph, int tensors)
+    {
+        const NodeId rebuild = graph.addGlobal("torch._utils", "_rebuild_tensor_v2");
+        const NodeId storageClass = graph.addGlobal("torch", "FloatStorage");
+        const NodeId orderedDict = graph.addGlobal("collections", "OrderedDict");
+        const NodeId storageTag = graph.addText(NodeKind::String, "storage");
+        const NodeId cpu = graph.addText(NodeKind::String, "cpu");
+        const NodeId root = graph.addContainer(NodeKind::Dict);
+        const NodeId zero = graph.addScalar(NodeKind::Int, 0);
+        const NodeId one = graph.addScalar(NodeKind::Int, 1);
+        const NodeId four = graph.addScalar(NodeKind::Int, 4);
+        for (int i = 0; i < tensors; ++i) {
+            const std::string name = "layers." + std::to_string(i / 2) + (i % 2 ? ".bias" : ".weight");
+            const NodeId nameNode = graph.addText(NodeKind::String, name);
+            const NodeId key = graph.addText(NodeKind::String, std::to_string(i));
+            const std::array<NodeId, 5> storage {storageTag, storageClass, key, cpu, four};
+            const NodeId pid = graph.addPersistentId(graph.addTuple(storage.data(), storage.size()));
+            const NodeId size = graph.addTuple(&four, 1);
+            const NodeId stride = graph.addTuple(&one, 1);
+            const NodeId hooks = graph.addCall(NodeKind::Call, orderedDict, graph.addTuple(nullptr, 0));
+            const std::array<NodeId, 6> arguments {
+                pid, zero, size, stride, graph.addScalar(NodeKind::Bool, 0), hooks};
+            const NodeId tensor
+                = graph.addCall(NodeKind::Call, rebuild, graph.addTuple(arguments.data(), arguments.size()));
+            ContainerBody& body = graph.ensureBody(root);
+            body.dictItems.push_back(nameNode);
+            body.dictItems.push_back(tensor);
+        }
+        return root;
+    }
 
 private Q_SLOTS:
     void equalTextsShareOneString()
@@ -482,6 +518,43 @@ private Q_SLOTS:
         device = std::nullopt;
         QVERIFY(!device.has_value());
         QVERIFY_THROWS_EXCEPTION(std::bad_optional_access, (void)device.value());
+    }
+
+    void stateDictGraphGivenBackAsItIsBuilt()
+    {
+        // Ten nodes a tensor: 20,000 tensors fill four chunks of nodes, and their tuple items and
+        // text several chunks each, shared between chunks of nodes at their edges.
+        constexpr int kTensors = 20000;
+        Checkpoint whole;
+        Checkpoint consumed;
+        const NodeId root = addStateDict(whole.graph, kTensors);
+        QCOMPARE(addStateDict(consumed.graph, kTensors), root);
+        QVERIFY(consumed.graph.nodeChunkCount() >= 4);
+        CheckpointBuilder wholeBuilder(whole);
+        wholeBuilder.addRoot(root, 0, {}, {});
+        QVERIFY(!whole.graph.released());
+
+        QVERIFY(CheckpointBuilder::consumableRoot(consumed.graph, root));
+        CheckpointBuilder builder(consumed);
+        builder.releaseGraphAsConsumed = true;
+        builder.addRoot(root, 0, {}, {});
+        // Every chunk but the root's (the first) and the newest went back as the walk passed it:
+        // the tensors of the later chunks were read after, from items and text of chunks shared
+        // with chunks already given back.
+        QVERIFY(consumed.graph.released());
+        QCOMPARE(consumed.tensors.size(), std::size_t(kTensors));
+        QCOMPARE(checkpointToText(consumed), checkpointToText(whole));
+        QCOMPARE(consumed.graph.kind(root), NodeKind::Dict);
+        const auto newest = static_cast<NodeId>(consumed.graph.size() - 1);
+        QCOMPARE(consumed.graph.kind(newest), whole.graph.kind(newest));
+        // A later run still adds to the graph (the legacy key list runs after the main pickle).
+        const NodeId added = consumed.graph.addText(NodeKind::String, "140234567890123");
+        QCOMPARE(consumed.graph.text(added), std::string_view("140234567890123"));
+
+        // A root that is not a state_dict's is walked whole.
+        PickleGraph graph;
+        const NodeId list = graph.addContainer(NodeKind::List);
+        QVERIFY(!CheckpointBuilder::consumableRoot(graph, list));
     }
 
     // Paid per storage, per tensor and about twice per tensor (tree nodes): a million-tensor file
