@@ -67,7 +67,15 @@ int runCheck(CheckArguments& arguments)
 
     RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
     input.download = arguments.download;
-    ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    // All that triage reads of the pickle graph is judged while the graph is whole: for a plain
+    // state_dict before its records are built, the builder then giving the graph back as it goes
+    // (ReadOptions::judgeGraph). The graph is released after, and the load simulation and the report
+    // allocate beside the records alone (at 200,000 legacy storages the graph is 50 MB, the records 80).
+    ckpt::ReadOptions readOptions = input.readOptions();
+    readOptions.judgeGraph
+        = [&options](const ckpt::Checkpoint& read) { ckpt::judgePickleGraphAhead(read, options); };
+    ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, readOptions));
+    checkpoint.graph.release();
     if (input.remote()) {
         // Every record's CRC would download every tensor byte: said as a finding, not done.
         options.checkRecordCrcs = false;
@@ -99,11 +107,6 @@ int runCheck(CheckArguments& arguments)
         }
         options.knownRecordCrcs = values->recordCrcs;
     }
-    // All that triage reads of the pickle graph is judged first and the graph given back: the load
-    // simulation and the report allocate beside the records alone (at 200,000 legacy storages the
-    // graph is 50 MB, the records 80).
-    ckpt::judgePickleGraphAhead(checkpoint, options);
-    checkpoint.graph.release();
     ckpt::TriageReport& report = keptUntilExit(ckpt::triage(checkpoint, options));
     if (values)
         report.findings.insert(report.findings.end(), values->findings.begin(), values->findings.end());

@@ -43,12 +43,17 @@ int runInfo(const InfoArguments& arguments)
 {
     RemoteInput input(arguments.file); // an http(s) URL: only the bytes the readers touch
     input.download = arguments.download;
-    ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, input.readOptions()));
+    // The safety verdict is the graph's last reader here: judged while the graph is whole (for a
+    // plain state_dict before its records are built, the builder then giving the graph back as it
+    // goes: ReadOptions::judgeGraph), then the report is written from the records.
+    ckpt::SafetyVerdict& safety = keptUntilExit(ckpt::SafetyVerdict {});
+    ckpt::ReadOptions readOptions = input.readOptions();
+    readOptions.judgeGraph = [&safety](const ckpt::Checkpoint& read) {
+        safety = read.shardSet ? ckpt::rateShardSafety(read) // every shard
+                               : ckpt::ratePickleSafety(read);
+    };
+    ckpt::Checkpoint& checkpoint = keptUntilExit(ckpt::readCheckpoint(arguments.file, readOptions));
     std::ostream& out = input.out();
-    const ckpt::SafetyVerdict& safety
-        = keptUntilExit(checkpoint.shardSet ? ckpt::rateShardSafety(checkpoint) // every shard
-                                            : ckpt::ratePickleSafety(checkpoint));
-    // The verdict was the graph's last reader here: the report is written from the records.
     checkpoint.graph.release();
     const std::shared_ptr<const ckpt::QuantScan> quantScan = ckpt::quantScanOf(checkpoint); // the reader's
     const ckpt::QuantScan& quant = *quantScan;

@@ -33,18 +33,34 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
     checkpoint.pickles.push_back(std::move(section));
 }
 
+// The options for the files read to make one checkpoint (a set's shards, a bundle's members):
+// ReadOptions::judgeGraph is for the checkpoint they make, called once that is read.
+ReadOptions withoutGraphJudgement(const ReadOptions& options)
+{
+    ReadOptions inner = options;
+    inner.judgeGraph = nullptr;
+    return inner;
+}
+
+Checkpoint judgedOnceRead(Checkpoint checkpoint, const ReadOptions& options)
+{
+    if (options.judgeGraph)
+        options.judgeGraph(checkpoint);
+    return checkpoint;
+}
+
 } // namespace
 
 Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
 {
     // An http(s) URL: read through range requests, only the bytes the reader touches (remotereader.h).
     if (isRemoteUrl(path))
-        return readRemoteCheckpoint(path, options);
+        return judgedOnceRead(readRemoteCheckpoint(path, withoutGraphJudgement(options)), options);
     // A folder, an index, DCP metadata or one listed shard: every file of the set, shown as one (§7).
     if (auto sharded = resolveShardedInput(path)) {
-        Checkpoint checkpoint = readShardedCheckpoint(*sharded, options);
+        Checkpoint checkpoint = readShardedCheckpoint(*sharded, withoutGraphJudgement(options));
         addQuantScaleFindings(checkpoint); // a weight and its scale may lie in different shards
-        return checkpoint;
+        return judgedOnceRead(std::move(checkpoint), options);
     }
     auto file = MappedFile::open(path);
     if (!file) {
@@ -53,7 +69,7 @@ Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
         checkpoint.ensureRoot();
         checkpoint.container = {ContainerKind::Unknown, file.error().message};
         checkpoint.addFinding(Severity::Error, FindingCode::CannotOpen, file.error().message);
-        return checkpoint;
+        return judgedOnceRead(std::move(checkpoint), options);
     }
     return readCheckpoint(*file, options);
 }
@@ -66,17 +82,27 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     checkpoint.file = file;
     checkpoint.ensureRoot();
     checkpoint.container = sniffContainer(file->bytes());
+    // A format reader that judged the graph before building the records says so here.
+    bool judged = false;
+    ReadOptions readerOptions = withoutGraphJudgement(options);
+    if (options.judgeGraph)
+        readerOptions.judgeGraph = [&](const Checkpoint& read) {
+            judged = true;
+            options.judgeGraph(read);
+        };
 
     switch (checkpoint.container.kind) {
     case ContainerKind::Tar:
     case ContainerKind::Gzip:
         // An archive of files (AllenNLP, NeMo) or a compressed checkpoint: its members (bundlereader.h).
-        return readBundle(file, checkpoint.container, options);
+        return judgedOnceRead(
+            readBundle(file, checkpoint.container, withoutGraphJudgement(options)), options);
     case ContainerKind::TorchZip:
         // A plain zip of checkpoint files is a bundle; the directory parsed to tell is kept for the reader.
         checkpoint.zip = std::make_shared<const ZipArchive>(ZipArchive::open(file));
         if (isBundleZip(*checkpoint.zip))
-            return readBundle(file, checkpoint.container, options);
+            return judgedOnceRead(
+                readBundle(file, checkpoint.container, withoutGraphJudgement(options)), options);
         [[fallthrough]];
     case ContainerKind::ZipWithPrefix:
         if (checkpoint.container.kind == ContainerKind::ZipWithPrefix)
@@ -84,13 +110,13 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
                 "the zip archive does not start at byte 0 (" + checkpoint.container.description
                     + "); torch.load only recognises a zip whose first bytes are PK\\3\\4 and would read it "
                       "as a legacy file");
-        readTorchZip(checkpoint, options);
+        readTorchZip(checkpoint, readerOptions);
         break;
     case ContainerKind::TorchLegacy:
-        readTorchLegacy(checkpoint, options);
+        readTorchLegacy(checkpoint, readerOptions);
         break;
     case ContainerKind::TorchTar:
-        readTorchTar(checkpoint, options);
+        readTorchTar(checkpoint, readerOptions);
         break;
     case ContainerKind::Safetensors:
         readSafetensors(checkpoint);
@@ -101,7 +127,7 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
             "this is a plain Python pickle, not a PyTorch checkpoint: it has no torch framing ("
                 + checkpoint.container.description
                 + "); its structure is shown below without executing anything");
-        readPlainPickle(checkpoint, options);
+        readPlainPickle(checkpoint, readerOptions);
         if (!checkpoint.nestedBlobs.empty()) {
             // pickle.dump of tensors: pickle.load reads it (torch.load refuses it), and its storages,
             // read from the torch.save files inside its bytes, record their devices.
@@ -124,6 +150,8 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     addDtypeReleaseFindings(checkpoint);
     if (options.quantScaleFindings)
         addQuantScaleFindings(checkpoint);
+    if (options.judgeGraph && !judged)
+        options.judgeGraph(checkpoint);
     return checkpoint;
 }
 

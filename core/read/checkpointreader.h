@@ -5,6 +5,7 @@
 #include "core/model/checkpoint.h"
 #include "core/pickle/picklemachine.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,14 @@ struct ReadOptions {
     // false: the quant-scale findings are left to the caller. A set's shards are read so: their
     // weights and scales are judged across the set, and each shard's own pass was thrown away.
     bool quantScaleFindings = true;
+    // The pickle graph's last reader besides the records' builder (the verdicts of `check` and
+    // `info`, which release the graph after them): called once, with the checkpoint, while the graph
+    // is whole. Where the pickle is a plain state_dict (judgeGraphBeforeRecords, picklesection.h),
+    // the torch zip and legacy readers call it before the records are built, and the builder then
+    // gives the graph back chunk by chunk as it consumes it: graph and records are never both whole,
+    // which was the peak of reading one big file (issue 28). Otherwise it is called once the file
+    // is read. Never called for the files of a set or a bundle one by one: for what they make.
+    std::function<void(const Checkpoint&)> judgeGraph;
 };
 
 // Opens any file: sniffs the container from its bytes, reads what can be read, and explains the

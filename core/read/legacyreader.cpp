@@ -84,7 +84,16 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     // The graph holds what the pickle said: its pages (the most of the file) need not stay
     // resident under the records built next.
     checkpoint.file->releaseResidentPages(0, offset + section.run.endOffset);
+    // The key list is the file's last pickle: where the graph is judged before the records are
+    // built, it runs first, so that the judgement sees every node the graph will hold.
+    std::optional<PickleRun> keysRunAhead;
     CheckpointBuilder builder(checkpoint);
+    if (judgeableBeforeRecords(checkpoint.graph, section.run, options)
+        && offset + section.run.endOffset < bytes.size()) {
+        keysRunAhead = machine.run(bytes.subspan(offset + section.run.endOffset), checkpoint.graph);
+        judgeGraphBeforeRecords(checkpoint, section, options);
+        builder.releaseGraphAsConsumed = true;
+    }
     addPickleRoots(builder, section.run);
     for (StorageRecord& storage : checkpoint.storages) {
         storage.setRecord(InternedString("legacy storage "), 0);
@@ -110,7 +119,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     offset = mainEnd;
 
     // 5: the key list, sorted as strings; the storages follow in that order.
-    auto keysRun = runAt("list of storage keys");
+    auto keysRun = keysRunAhead ? std::move(keysRunAhead) : runAt("list of storage keys");
     if (!keysRun) {
         builder.checkViews();
         return;

@@ -1,7 +1,44 @@
 // SPDX-License-Identifier: MIT
 #include "core/read/picklesection.h"
 
+#include "core/read/checkpointreader.h"
+
+#include <algorithm>
+
 namespace ckpt {
+
+namespace {
+
+// What a plain state_dict's pickle calls: the rebuild of each tensor, its storage classes and
+// OrderedDict (a state_dict and each tensor's backward hooks). Nothing among them makes the
+// builder read beyond the values each entry reaches (a nested torch.save file would: its pickle
+// runs into the graph while the records are built).
+bool calledByPlainStateDict(const GlobalReference& global)
+{
+    if (global.module == "torch._utils")
+        return global.name == "_rebuild_tensor_v2" || global.name == "_rebuild_tensor"
+            || global.name == "_rebuild_parameter";
+    if (global.module == "collections")
+        return global.name == "OrderedDict";
+    return global.module == "torch" && global.name.ends_with("Storage");
+}
+
+} // namespace
+
+bool judgeableBeforeRecords(const PickleGraph& graph, const PickleRun& run, const ReadOptions& options)
+{
+    return options.judgeGraph && run.complete() && run.globalMutations.empty()
+        && std::all_of(run.globals.begin(), run.globals.end(), calledByPlainStateDict)
+        && CheckpointBuilder::consumableRoot(graph, run.root);
+}
+
+void judgeGraphBeforeRecords(Checkpoint& checkpoint, PickleSection& section, const ReadOptions& options)
+{
+    checkpoint.pickles.push_back(std::move(section));
+    options.judgeGraph(checkpoint);
+    section = std::move(checkpoint.pickles.back());
+    checkpoint.pickles.pop_back();
+}
 
 void runPickleSection(Checkpoint& checkpoint, PickleSection& section, ByteView bytes, bool inFile,
     const PickleMachine& machine, const PickleLimits& limits)

@@ -23,6 +23,18 @@ void runPickleSection(Checkpoint& checkpoint, PickleSection& section, ByteView b
 void addPickleRoots(CheckpointBuilder& builder, const PickleRun& run, std::uint32_t treeParent = 0,
     const std::string& baseName = {});
 
+struct ReadOptions;
+
+// Whether the reader was asked to have the graph judged (ReadOptions::judgeGraph) and `run` is a
+// plain state_dict: a dict or OrderedDict of tensors rebuilt by torch's rebuild functions, nothing
+// else called, which CheckpointBuilder can consume entry by entry. Then the reader runs the rest of
+// its pickles, calls judgeGraphBeforeRecords and builds with releaseGraphAsConsumed.
+bool judgeableBeforeRecords(const PickleGraph& graph, const PickleRun& run, const ReadOptions& options);
+
+// Judges the graph now (ReadOptions::judgeGraph), with `section` counted among the checkpoint's
+// pickles as it will be once its records are built.
+void judgeGraphBeforeRecords(Checkpoint& checkpoint, PickleSection& section, const ReadOptions& options);
+
 // The error finding for a pickle that stopped before its STOP. `what` names the pickle for a person
 // ("the main pickle", "the pickle in archive/data.pkl"); `pickleOffset` is where it starts in the file.
 void addUnreadablePickleFinding(Checkpoint& checkpoint, const PickleRun& run, const std::string& what,

@@ -53,10 +53,11 @@ std::string recordText(const ZipArchive& zip, const ZipEntry& entry)
 }
 
 // Runs one pickle record and walks it into the tree. Marks in `recordUsed` (by entry index) the
-// record each new storage was found in.
+// record each new storage was found in. `lastPickle`: no pickle runs after this one, so the graph
+// may be judged before its records are built (ReadOptions::judgeGraph).
 void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEntry& entry,
     const ReadOptions& options, const std::string& storageDirectory, const std::string& keyPrefix,
-    const std::string& component, std::vector<bool>& recordUsed)
+    const std::string& component, std::vector<bool>& recordUsed, bool lastPickle = false)
 {
     auto bytes = loadRecord(zip, entry, checkpoint, options);
     if (!bytes)
@@ -71,6 +72,10 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
         checkpoint.file->releaseResidentPages(entry.dataOffset, bytes->bytes().size());
 
     CheckpointBuilder builder(checkpoint);
+    if (lastPickle && judgeableBeforeRecords(checkpoint.graph, section.run, options)) {
+        judgeGraphBeforeRecords(checkpoint, section, options);
+        builder.releaseGraphAsConsumed = true;
+    }
     builder.storageKeyPrefix = keyPrefix;
     const std::string prefix
         = checkpoint.archivePrefix.empty() ? std::string() : checkpoint.archivePrefix + "/";
@@ -296,7 +301,8 @@ void readTorchZip(Checkpoint& checkpoint, const ReadOptions& options)
             "the archive has no data.pkl record, so it holds no torch.save object; torch.load fails with "
             "\"PytorchStreamReader failed locating file data.pkl: file not found\"");
     } else {
-        readPickleRecord(checkpoint, zip, *dataPickle, options, "data/", {}, {}, recordUsed);
+        readPickleRecord(
+            checkpoint, zip, *dataPickle, options, "data/", {}, {}, recordUsed, !constantsPickle);
     }
     if (constantsPickle) {
         // TorchScript's other pickles: tensor constants of the code, the mobile interpreter's

@@ -344,7 +344,7 @@ void judgePickleGraphAhead(const Checkpoint& checkpoint, TriageOptions& options)
 {
     if (!options.sharedVerdicts)
         options.sharedVerdicts = std::make_shared<SharedWeightsOnlyVerdicts>();
-    options.sharedVerdicts->get(
+    options.judgedWeightsOnly = options.sharedVerdicts->get(
         checkpoint, options.torch.value_or(TorchGeneration::Torch26Plus), options.imports);
     options.judgedGlobalMoves
         = std::make_shared<const std::vector<Finding>>(checkKnownGlobalMoves(checkpoint));
@@ -378,9 +378,9 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     // The weights_only verdict of the torch asked for (2.6+ unless only 1.13 is), in the state of
     // its process that was asked for.
     const TorchGeneration judged = options.torch.value_or(TorchGeneration::Torch26Plus);
-    report.weightsOnly = options.sharedVerdicts
-        ? *options.sharedVerdicts->get(checkpoint, judged, options.imports)
-        : judgeWeightsOnly(checkpoint, judged, options.imports);
+    report.weightsOnly = options.judgedWeightsOnly ? *options.judgedWeightsOnly
+        : options.sharedVerdicts ? *options.sharedVerdicts->get(checkpoint, judged, options.imports)
+                                 : judgeWeightsOnly(checkpoint, judged, options.imports);
     // The load simulation of torch 2.6+ needs the same verdict of this file's own pickles (not the
     // worst shard's, nor the rating raised by the safety verdict below): kept, not judged again.
     const WeightsOnlyVerdict ownVerdict = report.weightsOnly;

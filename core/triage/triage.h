@@ -48,6 +48,10 @@ struct TriageOptions {
     // caller released it (judgePickleGraphAhead); none: judged here.
     std::shared_ptr<const SafetyVerdict> judgedSafety;
     std::shared_ptr<const std::vector<Finding>> judgedGlobalMoves;
+    // The weights-only verdict of the torch and imports asked for, judged the same way: the
+    // checkpoint judged may have been read into another object than the one triaged, which
+    // sharedVerdicts would judge again.
+    std::shared_ptr<const WeightsOnlyVerdict> judgedWeightsOnly;
 };
 
 struct TriageReport {
@@ -64,7 +68,8 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options);
 
 // Judges into `options` all that triage() reads of the checkpoint's pickle graph (the safety,
 // weights-only and known-move verdicts), so that the caller may release the graph
-// (PickleGraph::release) before triage() allocates the rest: the load simulation, the report.
+// (PickleGraph::release) before triage() allocates the rest: the load simulation, the report. It
+// reads no record: `check` calls it while the checkpoint is read (ReadOptions::judgeGraph).
 void judgePickleGraphAhead(const Checkpoint& checkpoint, TriageOptions& options);
 
 } // namespace ckpt

@@ -5,6 +5,7 @@
 // files only ever with weights_only=True: some are hostile). Loads <-> rated LoadsWithWeightsOnly;
 // fails in the unpickler <-> rated otherwise with torch's exact message (first rejected GLOBAL or
 // opcode, wrapped as torch.load wraps it).
+#include "core/model/checkpointjson.h"
 #include "core/pickle/picklemachine.h"
 #include "core/read/checkpointreader.h"
 #include "core/triage/triage.h"
@@ -317,6 +318,7 @@ void TestWeightsOnlyVerdict::judgedAheadTheGraphCanGo()
         return all;
     };
     int released = 0;
+    int judgedBeforeRecords = 0;
     for (const QString& path : inputFiles()) {
         if (path.contains(QLatin1String("/shared/corpus/")))
             continue; // the fixtures and hostile files suffice here; outputs-snapshot.py covers the corpus
@@ -329,6 +331,25 @@ void TestWeightsOnlyVerdict::judgedAheadTheGraphCanGo()
         checkpoint.graph.release();
         QVERIFY(checkpoint.graph.released() && checkpoint.graph.size() == 0);
         QCOMPARE(text(triage(checkpoint, options)), text(expected));
+        // Judged while it is read (as `check` does): a plain state_dict before its records are
+        // built, whose graph the builder then gives back as it consumes it. The same records, the
+        // same triage; a graph given back in part is refused as a released one.
+        TriageOptions whileRead;
+        ReadOptions readOptions;
+        int judgements = 0;
+        std::size_t tensorsWhenJudged = 0;
+        readOptions.judgeGraph = [&](const Checkpoint& beingRead) {
+            ++judgements;
+            tensorsWhenJudged = beingRead.tensors.size();
+            judgePickleGraphAhead(beingRead, whileRead);
+        };
+        Checkpoint read = readCheckpoint(path.toStdString(), readOptions);
+        QCOMPARE(judgements, 1);
+        if (tensorsWhenJudged == 0 && !read.tensors.empty())
+            ++judgedBeforeRecords;
+        QCOMPARE(checkpointToText(read), checkpointToText(whole));
+        read.graph.release();
+        QCOMPARE(text(triage(read, whileRead)), text(expected));
         if (hadNodes) {
             ++released;
             QVERIFY_THROWS_EXCEPTION(
@@ -338,6 +359,7 @@ void TestWeightsOnlyVerdict::judgedAheadTheGraphCanGo()
         }
     }
     QVERIFY(released > 10);
+    QVERIFY(judgedBeforeRecords > 10); // the fixtures' plain state_dicts (tst_compactmodel: given back)
 }
 
 QTEST_GUILESS_MAIN(TestWeightsOnlyVerdict)
