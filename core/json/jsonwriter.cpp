@@ -2,20 +2,16 @@
 // JsonWriter: JSON written as it is produced (into a string or streamed to an ostream in chunks),
 // with the checks that keep its output parseable: one value at the top, keys only in objects,
 // every string valid UTF-8 (invalid bytes become U+FFFD), non-finite numbers as null.
+#include "core/base/printablerun.h"
 #include "core/json/json.h"
 #include "core/json/utf8sequence.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 namespace ckpt {
 
@@ -23,52 +19,12 @@ namespace {
 
 using jsondetail::utf8SequenceLength;
 
-// The bytes a JSON string holds as they are: printable ASCII other than '"', '\\' and DEL.
-constexpr std::array<bool, 256> kPlainByte = [] {
-    std::array<bool, 256> plain {};
-    for (int c = 0x20; c < 0x7f; ++c)
-        plain[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-    return plain;
-}();
-
-// Where the run of such bytes that starts at `at` ends. Sixteen bytes at a time where SSE2 is
-// there (every x86-64), else eight: names and keys are almost always plain ASCII; the short tail
-// (most keys are shorter than a word) by a table. 66 MB of info --json go through here.
+// Where the run of bytes a JSON string holds as they are (printable ASCII other than '"' and '\\')
+// that starts at `at` ends. DEL is valid raw in JSON, but a terminal filter would rewrite it,
+// breaking the JSON: it is escaped like the controls.
 std::size_t plainRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
 {
-#ifdef __SSE2__
-    const __m128i below = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f), quote = _mm_set1_epi8('"'),
-                  backslash = _mm_set1_epi8('\\');
-    while (size - at >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
-        // Signed: bytes from 0x80 are negative, so "below 0x20" flags them with the controls.
-        const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, below), _mm_cmpeq_epi8(v, del)),
-            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-        if (const int mask = _mm_movemask_epi8(special))
-            return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-        at += 16;
-    }
-#endif
-    constexpr std::uint64_t ones = 0x0101010101010101ull;
-    constexpr std::uint64_t highs = 0x8080808080808080ull;
-    // Each test flags every byte it looks for, and can flag a byte above (more significant than)
-    // a flagged one only: a word with no flag holds none, and a word with one is read byte by byte.
-    const auto equalTo = [](std::uint64_t word, unsigned char value) {
-        const std::uint64_t x = word ^ (value * ones);
-        return (x - ones) & ~x & highs;
-    };
-    while (size - at >= 8) {
-        std::uint64_t word;
-        std::memcpy(&word, bytes + at, sizeof word);
-        const std::uint64_t special = (word & highs) | ((word - 0x20 * ones) & ~word & highs)
-            | equalTo(word, '"') | equalTo(word, '\\') | equalTo(word, 0x7f);
-        if (special)
-            break;
-        at += 8;
-    }
-    while (at < size && kPlainByte[bytes[at]])
-        ++at;
-    return at;
+    return printableRunEnd<'"', '\\'>(bytes, at, size);
 }
 
 // `text` escaped for a JSON string (without its quotes), handed to `append(data, length)` in runs:
