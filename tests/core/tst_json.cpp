@@ -532,6 +532,42 @@ private Q_SLOTS:
         QCOMPARE(scalar.takeText(), std::string("\"top\""));
     }
 
+    // Keys spelled "name"_key are written from the blocks they carry: as key(name) writes the same
+    // name, in both styles, at the lengths where the written form ("name": ) fills its blocks of
+    // sixteen exactly or spills into the next.
+    void compiledKeysAreWrittenAsOtherKeys()
+    {
+        using literals::operator""_key;
+        const auto write = [](JsonStyle style, bool compiled) {
+            JsonWriter json(style);
+            json.beginObject();
+            if (compiled)
+                json.member(""_key, 1)
+                    .member("twelve_bytes"_key, 2)
+                    .member("thirteen_byte"_key, 3)
+                    .key("nested"_key);
+            else
+                json.member(std::string_view(""), 1)
+                    .member(std::string_view("twelve_bytes"), 2)
+                    .member(std::string_view("thirteen_byte"), 3)
+                    .key(std::string_view("nested"));
+            json.beginObject();
+            if (compiled)
+                json.member("a"_key, true);
+            else
+                json.member(std::string_view("a"), true);
+            json.endObject().endObject();
+            return json.isComplete() ? json.text() : json.error();
+        };
+        QCOMPARE(write(JsonStyle::Compact, true),
+            std::string(R"({"":1,"twelve_bytes":2,"thirteen_byte":3,"nested":{"a":true}})"));
+        for (const JsonStyle style : {JsonStyle::Compact, JsonStyle::Pretty})
+            QCOMPARE(write(style, true), write(style, false));
+        JsonWriter twice;
+        twice.beginObject().key("a"_key).key("b"_key);
+        QVERIFY(!twice.ok());
+    }
+
     void writerNumbers()
     {
         auto written = [](auto number) {
