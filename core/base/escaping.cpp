@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "core/base/escaping.h"
+#include "core/base/printablerun.h"
 
 #include <algorithm>
 #include <cstdio>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 namespace ckpt {
 
@@ -73,40 +70,14 @@ std::string printableText(std::string_view text)
     return out;
 }
 
-namespace {
-
-// Where the run of printable ASCII that starts at `at` ends: sixteen bytes at a time where SSE2 is
-// there (every x86-64), the tail a byte at a time. `info` passes every line of its text through
-// here (28 MB for the 160-shard folder), and a byte at a time was a third of checkpointToText.
-std::size_t printableRunEnd(std::string_view text, std::size_t at)
-{
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-    const std::size_t size = text.size();
-#ifdef __SSE2__
-    const __m128i below = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
-    while (size - at >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
-        // Signed: bytes from 0x80 are negative, so "below 0x20" flags them with the controls.
-        const __m128i special = _mm_or_si128(_mm_cmplt_epi8(v, below), _mm_cmpeq_epi8(v, del));
-        if (const int mask = _mm_movemask_epi8(special))
-            return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-        at += 16;
-    }
-#endif
-    while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x7F)
-        ++at;
-    return at;
-}
-
-} // namespace
-
 void appendPrintableText(std::string& out, std::string_view text)
 {
     char buffer[16];
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     for (std::size_t i = 0; i < text.size();) {
         // A run of printable ASCII (almost every name) is appended whole: no character of it is a
         // control, and decoding it a code point at a time was a sixth of `info` of 100,000 tensors.
-        std::size_t plain = printableRunEnd(text, i);
+        const std::size_t plain = printableRunEnd(bytes, i, text.size());
         if (plain > i) {
             out.append(text.substr(i, plain - i));
             i = plain;

@@ -7,6 +7,7 @@
 // value type it builds is the rest; neither half reads well without the other.
 #include "core/json/json.h"
 #include "core/base/ascii.h"
+#include "core/base/printablerun.h"
 #include "core/base/textformat.h"
 #include "core/json/utf8sequence.h"
 
@@ -19,10 +20,6 @@
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 namespace ckpt {
 
@@ -59,28 +56,6 @@ std::string quoteForMessage(std::string_view text)
     appendJsonString(out, text.substr(0, cut));
     out.insert(out.size() - 1, "...");
     return out;
-}
-
-// Where the run of bytes a string holds as they are (ASCII from 0x20 other than '"' and '\\') that
-// starts at `at` ends: sixteen bytes at a time where SSE2 is there (every x86-64). An index of
-// 92,000 tensors is 7 MB of such runs, and a byte at a time was half of its parse.
-std::size_t stringRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
-{
-#ifdef __SSE2__
-    const __m128i below = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-    while (size - at >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
-        // Signed: bytes from 0x80 are negative, so "below 0x20" flags them with the controls.
-        const __m128i special = _mm_or_si128(
-            _mm_cmplt_epi8(v, below), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-        if (const int mask = _mm_movemask_epi8(special))
-            return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-        at += 16;
-    }
-#endif
-    while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x80 && bytes[at] != '"' && bytes[at] != '\\')
-        ++at;
-    return at;
 }
 
 class JsonParser {
@@ -152,7 +127,9 @@ bool JsonParser::parseString(std::string& out)
     const auto* bytes = reinterpret_cast<const unsigned char*>(m_text.data());
     for (;;) {
         const std::size_t runStart = m_pos;
-        m_pos = stringRunEnd(bytes, m_pos, m_text.size());
+        // Runs of printable ASCII are copied whole; DEL, which a string may hold as it is, stops
+        // the shared scan and is copied below like any other one-byte sequence.
+        m_pos = printableRunEnd<'"', '\\'>(bytes, m_pos, m_text.size());
         out.append(m_text.data() + runStart, m_pos - runStart);
         if (m_pos >= m_text.size()) {
             m_error = error(m_pos,

@@ -2,20 +2,16 @@
 // JsonWriter: JSON written as it is produced (into a string or streamed to an ostream in chunks),
 // with the checks that keep its output parseable: one value at the top, keys only in objects,
 // every string valid UTF-8 (invalid bytes become U+FFFD), non-finite numbers as null.
+#include "core/base/printablerun.h"
 #include "core/json/json.h"
 #include "core/json/utf8sequence.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 namespace ckpt {
 
@@ -23,52 +19,12 @@ namespace {
 
 using jsondetail::utf8SequenceLength;
 
-// The bytes a JSON string holds as they are: printable ASCII other than '"', '\\' and DEL.
-constexpr std::array<bool, 256> kPlainByte = [] {
-    std::array<bool, 256> plain {};
-    for (int c = 0x20; c < 0x7f; ++c)
-        plain[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-    return plain;
-}();
-
-// Where the run of such bytes that starts at `at` ends. Sixteen bytes at a time where SSE2 is
-// there (every x86-64), else eight: names and keys are almost always plain ASCII; the short tail
-// (most keys are shorter than a word) by a table. 66 MB of info --json go through here.
+// Where the run of bytes a JSON string holds as they are (printable ASCII other than '"' and '\\')
+// that starts at `at` ends. DEL is valid raw in JSON, but a terminal filter would rewrite it,
+// breaking the JSON: it is escaped like the controls.
 std::size_t plainRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
 {
-#ifdef __SSE2__
-    const __m128i below = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f), quote = _mm_set1_epi8('"'),
-                  backslash = _mm_set1_epi8('\\');
-    while (size - at >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
-        // Signed: bytes from 0x80 are negative, so "below 0x20" flags them with the controls.
-        const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, below), _mm_cmpeq_epi8(v, del)),
-            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-        if (const int mask = _mm_movemask_epi8(special))
-            return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-        at += 16;
-    }
-#endif
-    constexpr std::uint64_t ones = 0x0101010101010101ull;
-    constexpr std::uint64_t highs = 0x8080808080808080ull;
-    // Each test flags every byte it looks for, and can flag a byte above (more significant than)
-    // a flagged one only: a word with no flag holds none, and a word with one is read byte by byte.
-    const auto equalTo = [](std::uint64_t word, unsigned char value) {
-        const std::uint64_t x = word ^ (value * ones);
-        return (x - ones) & ~x & highs;
-    };
-    while (size - at >= 8) {
-        std::uint64_t word;
-        std::memcpy(&word, bytes + at, sizeof word);
-        const std::uint64_t special = (word & highs) | ((word - 0x20 * ones) & ~word & highs)
-            | equalTo(word, '"') | equalTo(word, '\\') | equalTo(word, 0x7f);
-        if (special)
-            break;
-        at += 8;
-    }
-    while (at < size && kPlainByte[bytes[at]])
-        ++at;
-    return at;
+    return printableRunEnd<'"', '\\'>(bytes, at, size);
 }
 
 // `text` escaped for a JSON string (without its quotes), handed to `append(data, length)` in runs:
@@ -139,6 +95,28 @@ char* putSpaces(char* out, std::size_t count)
     for (std::size_t i = 0; i < count; i += sizeof kSpaces)
         std::memcpy(out + i, kSpaces, sizeof kSpaces);
     return out + count;
+}
+
+// `size` bytes from `from` to `out` as a few overlapping moves, not a call to memcpy: the names and
+// keys of a report are a few dozen bytes each, written millions of times.
+char* copyText(char* out, const char* from, std::size_t size)
+{
+    if (size >= 16) {
+        for (std::size_t i = 0; i + 16 < size; i += 16)
+            std::memcpy(out + i, from + i, 16);
+        std::memcpy(out + size - 16, from + size - 16, 16);
+    } else if (size >= 8) {
+        std::memcpy(out, from, 8);
+        std::memcpy(out + size - 8, from + size - 8, 8);
+    } else if (size >= 4) {
+        std::memcpy(out, from, 4);
+        std::memcpy(out + size - 4, from + size - 4, 4);
+    } else if (size > 0) {
+        out[0] = from[0];
+        out[size / 2] = from[size / 2];
+        out[size - 1] = from[size - 1];
+    }
+    return out + size;
 }
 
 // Shortest text that reads back as the same double, with a '.' or an exponent; null for NaN and
@@ -221,9 +199,7 @@ void JsonWriter::putString(std::string_view text)
     if (plainRunEnd(bytes, 0, text.size()) == text.size()) {
         char* out = room(text.size() + 2);
         *out++ = '"';
-        if (!text.empty())
-            std::memcpy(out, text.data(), text.size());
-        out += text.size();
+        out = copyText(out, text.data(), text.size());
         *out++ = '"';
         commit(out);
         return;
@@ -240,13 +216,6 @@ void JsonWriter::flush()
         m_stream->write(m_buffer.data(), static_cast<std::streamsize>(m_length));
         m_length = 0;
     }
-}
-
-void JsonWriter::maybeFlush()
-{
-    constexpr std::size_t kChunk = std::size_t {64} << 10;
-    if (m_stream && m_length >= kChunk)
-        flush();
 }
 
 bool JsonWriter::isComplete() const
@@ -270,7 +239,7 @@ void JsonWriter::newlineAndIndent()
     commit(putSpaces(out, indent));
 }
 
-bool JsonWriter::beforeValue(const char* what)
+bool JsonWriter::beforeOtherValue(const char* what)
 {
     if (m_stack.empty()) {
         if (m_topLevelDone) {
@@ -291,17 +260,6 @@ bool JsonWriter::beforeValue(const char* what)
         put(',');
     newlineAndIndent();
     return true;
-}
-
-void JsonWriter::afterValue()
-{
-    if (m_stack.empty()) {
-        m_topLevelDone = true;
-    } else {
-        m_stack.back().hasEntries = true;
-        m_stack.back().keyWritten = false;
-    }
-    maybeFlush();
 }
 
 JsonWriter& JsonWriter::beginObject()
@@ -354,54 +312,61 @@ JsonWriter& JsonWriter::endArray()
     return *this;
 }
 
-JsonWriter& JsonWriter::key(std::string_view name)
+char* JsonWriter::beginKey(std::size_t keyBytes)
 {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
-    if (plainRunEnd(bytes, 0, name.size()) == name.size())
-        return plainKey(name); // the usual key, a plain name
     if (m_stack.empty() || !m_stack.back().isObject || m_stack.back().keyWritten) {
         fail(m_stack.empty() || !m_stack.back().isObject ? "JsonWriter: key() outside an object"
                                                          : "JsonWriter: key() twice without a value");
-        return *this;
+        return nullptr;
     }
     Frame& frame = m_stack.back();
-    if (frame.hasEntries)
-        put(',');
-    newlineAndIndent();
-    putString(name);
-    put(m_style == JsonStyle::Pretty ? std::string_view(": ") : std::string_view(":"));
     frame.keyWritten = true;
-    return *this;
-}
-
-JsonWriter& JsonWriter::plainKey(std::string_view name)
-{
-    if (m_stack.empty() || !m_stack.back().isObject || m_stack.back().keyWritten) {
-        fail(m_stack.empty() || !m_stack.back().isObject ? "JsonWriter: key() outside an object"
-                                                         : "JsonWriter: key() twice without a value");
-        return *this;
-    }
-    Frame& frame = m_stack.back();
     const bool pretty = m_style == JsonStyle::Pretty;
     const std::size_t indent = pretty ? 2 * m_stack.size() : 0;
-    // Separator, indent, quoted name and colon in one write.
-    char* out = room(indent + name.size() + 6 + 16);
-    if (frame.hasEntries)
-        *out++ = ',';
+    char* out = room(2 + indent + 16 + keyBytes);
+    *out = ','; // kept only after an entry: written always, it spares a branch
+    out += frame.hasEntries ? 1 : 0;
     if (pretty) {
         *out++ = '\n';
         out = putSpaces(out, indent);
     }
-    *out++ = '"';
-    if (!name.empty())
-        std::memcpy(out, name.data(), name.size());
-    out += name.size();
-    *out++ = '"';
-    *out++ = ':';
-    if (pretty)
-        *out++ = ' ';
-    commit(out);
-    frame.keyWritten = true;
+    return out;
+}
+
+JsonWriter& JsonWriter::key(std::string_view name)
+{
+    const auto* bytes = reinterpret_cast<const unsigned char*>(name.data());
+    const bool pretty = m_style == JsonStyle::Pretty;
+    if (plainRunEnd(bytes, 0, name.size()) == name.size()) { // the usual key, a plain name
+        if (char* out = beginKey(name.size() + 4)) {
+            *out++ = '"';
+            out = copyText(out, name.data(), name.size());
+            *out++ = '"';
+            *out++ = ':';
+            if (pretty)
+                *out++ = ' ';
+            commit(out);
+        }
+        return *this;
+    }
+    if (char* out = beginKey(0)) {
+        commit(out);
+        putString(name);
+        put(pretty ? std::string_view(": ") : std::string_view(":"));
+    }
+    return *this;
+}
+
+JsonWriter& JsonWriter::key(JsonKey name)
+{
+    // The key as written, `"name": `, lies in whole blocks of sixteen: copied block by block, the
+    // compact style's text without the space.
+    const std::size_t written = name.text.size() + (m_style == JsonStyle::Pretty ? 4 : 3);
+    if (char* out = beginKey(name.writtenBytes)) {
+        for (std::size_t i = 0; i < name.writtenBytes; i += 16)
+            std::memcpy(out + i, name.written + i, 16);
+        commit(out + written);
+    }
     return *this;
 }
 

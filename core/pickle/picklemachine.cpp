@@ -16,6 +16,7 @@
 #include "core/pickle/opcodes.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -430,24 +431,34 @@ private:
         if (m_fileBuffer && m_pos > m_bufferEnd)
             m_bufferEnd = m_pos;
     }
+    // Most opcodes take a few bytes (3 million takes for 100,000 tensors): the message of a
+    // truncated pickle is made out of line, so that what is left inlines where it is called.
     ByteView take(std::uint64_t n, const char* what)
     {
         beforeRead(n);
-        if (n > m_data.size() - m_pos)
-            throw Failure {std::string("the pickle ends inside ") + what + " at byte "
-                + formatThousands(m_pos) + " (needs " + formatThousands(n) + " more bytes, has "
-                + formatThousands(m_data.size() - m_pos) + "): the data is truncated"};
+        if (n > m_data.size() - m_pos) [[unlikely]]
+            failTruncated(n, what);
         ByteView view = m_data.subspan(m_pos, static_cast<std::size_t>(n));
         m_pos += n;
         afterRead();
         return view;
     }
+    [[noreturn, gnu::cold, gnu::noinline]] void failTruncated(std::uint64_t n, const char* what) const
+    {
+        throw Failure {std::string("the pickle ends inside ") + what + " at byte " + formatThousands(m_pos)
+            + " (needs " + formatThousands(n) + " more bytes, has " + formatThousands(m_data.size() - m_pos)
+            + "): the data is truncated"};
+    }
     template<class T> T readLE(const char* what)
     {
-        ByteView v = take(sizeof(T), what);
-        T value = 0;
-        for (std::size_t i = 0; i < sizeof(T); ++i)
-            value |= static_cast<T>(static_cast<T>(v[i]) << (8 * i));
+        const ByteView v = take(sizeof(T), what);
+        T value;
+        std::memcpy(&value, v.data(), sizeof(T)); // one load, not one per byte
+        if constexpr (std::endian::native == std::endian::big) {
+            value = 0;
+            for (std::size_t i = 0; i < sizeof(T); ++i)
+                value |= static_cast<T>(static_cast<T>(v[i]) << (8 * i));
+        }
         return value;
     }
     // Lines of numbers and quoted strings: a trailing '\r' (a pickle that went through a text-mode

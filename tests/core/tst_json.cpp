@@ -5,6 +5,7 @@
 // Why one file of about 630 lines: one suite per library is the layout of tests/, and its cases are
 // many small tables (valid, invalid, limits, round trips) that read best next to each other.
 
+#include "core/base/printablerun.h"
 #include "core/json/json.h"
 
 #include <QProcess>
@@ -389,6 +390,53 @@ private Q_SLOTS:
         }
     }
 
+    // The writer, the parser and printableText share one scan for runs of printable ASCII, read
+    // sixteen (or eight) bytes at a time and the last ones of a text as the block that ends it:
+    // every byte value at every position of texts of every length up to three blocks, scanned from
+    // inside them too, must stop the run exactly where a byte at a time would.
+    void printableRunEndStopsWhereAByteAtATimeWould()
+    {
+        const auto byteAtATime = [](const std::string& text, std::size_t at, bool jsonStops) {
+            while (at < text.size()) {
+                const auto c = static_cast<unsigned char>(text[at]);
+                if (c < 0x20 || c >= 0x7f || (jsonStops && (c == '"' || c == '\\')))
+                    break;
+                ++at;
+            }
+            return at;
+        };
+        int checked = 0;
+        for (std::size_t length = 0; length <= 48; ++length) {
+            for (std::size_t position = 0; position <= length; ++position) { // length: no stop at all
+                for (int byte = 0; byte < 256; ++byte) {
+                    if (position == length && byte > 0)
+                        break;
+                    std::string text(length, 'a');
+                    if (position < length)
+                        text[position] = static_cast<char>(byte);
+                    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+                    for (const std::size_t at :
+                        {std::size_t {0}, std::size_t {1}, std::size_t {9}, std::size_t {17}}) {
+                        if (at > length)
+                            continue;
+                        const std::size_t printable = printableRunEnd<>(bytes, at, length);
+                        const std::size_t jsonPlain = printableRunEnd<'"', '\\'>(bytes, at, length);
+                        if (printable != byteAtATime(text, at, false)
+                            || jsonPlain != byteAtATime(text, at, true)) {
+                            const QByteArray what = QByteArray("byte ") + QByteArray::number(byte) + " at "
+                                + QByteArray::number(static_cast<qulonglong>(position)) + " of "
+                                + QByteArray::number(static_cast<qulonglong>(length)) + " from "
+                                + QByteArray::number(static_cast<qulonglong>(at));
+                            QFAIL(what.constData());
+                        }
+                        ++checked;
+                    }
+                }
+            }
+        }
+        QCOMPARE(checked, 1'160'361);
+    }
+
     void everyTruncationIsRefused()
     {
         for (std::size_t length = 0; length < kSample.size(); ++length) {
@@ -482,6 +530,42 @@ private Q_SLOTS:
         scalar.value("top");
         QVERIFY(scalar.isComplete());
         QCOMPARE(scalar.takeText(), std::string("\"top\""));
+    }
+
+    // Keys spelled "name"_key are written from the blocks they carry: as key(name) writes the same
+    // name, in both styles, at the lengths where the written form ("name": ) fills its blocks of
+    // sixteen exactly or spills into the next.
+    void compiledKeysAreWrittenAsOtherKeys()
+    {
+        using literals::operator""_key;
+        const auto write = [](JsonStyle style, bool compiled) {
+            JsonWriter json(style);
+            json.beginObject();
+            if (compiled)
+                json.member(""_key, 1)
+                    .member("twelve_bytes"_key, 2)
+                    .member("thirteen_byte"_key, 3)
+                    .key("nested"_key);
+            else
+                json.member(std::string_view(""), 1)
+                    .member(std::string_view("twelve_bytes"), 2)
+                    .member(std::string_view("thirteen_byte"), 3)
+                    .key(std::string_view("nested"));
+            json.beginObject();
+            if (compiled)
+                json.member("a"_key, true);
+            else
+                json.member(std::string_view("a"), true);
+            json.endObject().endObject();
+            return json.isComplete() ? json.text() : json.error();
+        };
+        QCOMPARE(write(JsonStyle::Compact, true),
+            std::string(R"({"":1,"twelve_bytes":2,"thirteen_byte":3,"nested":{"a":true}})"));
+        for (const JsonStyle style : {JsonStyle::Compact, JsonStyle::Pretty})
+            QCOMPARE(write(style, true), write(style, false));
+        JsonWriter twice;
+        twice.beginObject().key("a"_key).key("b"_key);
+        QVERIFY(!twice.ok());
     }
 
     void writerNumbers()
