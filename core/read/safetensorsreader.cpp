@@ -168,18 +168,21 @@ void appendTensor(Checkpoint& checkpoint, const CheckedSafetensorsTensor& checke
     const std::vector<std::int64_t>& shape, std::string_view key, std::uint32_t nameStart,
     ModulePathCache& modules, std::string& leaf)
 {
+    // Interned once, not once a tensor: each interning hashes the text and takes a lock (issue 28).
+    static const InternedString kSafetensors("safetensors");
+    static const InternedString kRecordStem("tensor data of ");
     const auto tensorIndex = static_cast<std::uint32_t>(checkpoint.tensors.size());
     const auto storageIndex = static_cast<std::int32_t>(checkpoint.storages.size());
 
     StorageRecord storage;
     storage.key = key;
-    storage.storageClass = "safetensors";
+    storage.storageClass = kSafetensors;
     storage.dtype = checked.dtype;
     storage.numel = checked.numel;
     // The key ends in the name, but for a repeated name ("w (duplicate 2)"): that record's text is
     // interned whole, and a header repeating one name a million times interns it once.
     if (key.substr(nameStart) == checked.name)
-        storage.setRecord(InternedString("tensor data of "), nameStart);
+        storage.setRecord(kRecordStem, nameStart);
     else
         storage.setRecord(InternedString("tensor data of " + std::string(checked.name)));
     storage.tensors.push_back(tensorIndex);
@@ -207,7 +210,7 @@ void appendTensor(Checkpoint& checkpoint, const CheckedSafetensorsTensor& checke
     tensor.storageOffset = 0;
     tensor.storage = storageIndex;
     tensor.layout = TensorLayout::Strided;
-    tensor.rebuildFunction = "safetensors";
+    tensor.rebuildFunction = kSafetensors;
 
     const std::uint32_t parent = modules.parentFor(checkpoint, checked.name, leaf);
     const std::uint32_t node = checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
