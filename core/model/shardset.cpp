@@ -6,8 +6,74 @@
 #include "core/model/checkpoint.h"
 
 #include <map>
+#include <mutex>
 
 namespace ckpt {
+
+// A shard's own model, or what makes it again: the copies of a ShardFile share one, and a writer
+// on another thread may be the first to ask for it.
+struct ShardModel {
+    std::shared_ptr<const MappedFile> file;
+    CheckpointFormat format = CheckpointFormat::NotACheckpoint;
+    std::function<Checkpoint(std::shared_ptr<const MappedFile>)> readAgain; // empty: read already
+    std::mutex mutex;
+    std::shared_ptr<const Checkpoint> model; // under the mutex while readAgain is set
+};
+
+std::shared_ptr<const Checkpoint> ShardFile::model() const
+{
+    if (!m_model)
+        return nullptr;
+    if (!m_model->readAgain)
+        return m_model->model;
+    std::lock_guard lock(m_model->mutex);
+    if (!m_model->model)
+        m_model->model = std::make_shared<const Checkpoint>(m_model->readAgain(m_model->file));
+    return m_model->model;
+}
+
+void ShardFile::setModel(std::shared_ptr<const Checkpoint> model)
+{
+    if (!model) {
+        m_model.reset();
+        return;
+    }
+    m_model = std::make_shared<ShardModel>();
+    m_model->file = model->file;
+    m_model->format = model->format;
+    m_model->model = std::move(model);
+}
+
+void ShardFile::setReadInPlace(std::shared_ptr<const MappedFile> file, CheckpointFormat format,
+    std::function<Checkpoint(std::shared_ptr<const MappedFile>)> readAgain)
+{
+    m_model = std::make_shared<ShardModel>();
+    m_model->file = std::move(file);
+    m_model->format = format;
+    m_model->readAgain = std::move(readAgain);
+}
+
+bool ShardFile::readInPlace() const
+{
+    return m_model && m_model->readAgain;
+}
+
+CheckpointFormat ShardFile::format() const
+{
+    return m_model ? m_model->format : CheckpointFormat::NotACheckpoint;
+}
+
+const std::shared_ptr<const MappedFile>& ShardFile::file() const
+{
+    static const std::shared_ptr<const MappedFile> none;
+    return m_model ? m_model->file : none;
+}
+
+bool ShardFile::hasErrors() const
+{
+    // Read in place only when its reader said nothing but the dtype notes, which are no errors.
+    return m_model && !m_model->readAgain && m_model->model->hasErrors();
+}
 
 const char* shardLayoutName(ShardLayout layout)
 {
@@ -87,8 +153,8 @@ void writeShardSetJson(JsonWriter& json, const Checkpoint& checkpoint)
         json.memberOrNull("problem", shard.problem);
         if (set.layout == ShardLayout::RunFolder) {
             json.member("group", shard.group);
-            json.member("format",
-                std::string(shard.checkpoint ? checkpointFormatName(shard.checkpoint->format) : "unread"));
+            json.member(
+                "format", std::string(shard.readable() ? checkpointFormatName(shard.format()) : "unread"));
         }
         if (shard.companion)
             json.member("companion", true);
@@ -247,8 +313,8 @@ std::string shardSetText(const Checkpoint& checkpoint)
         + (set.indexPath.empty() ? std::string(", no index") : ", index " + set.indexPath) + "):\n";
     for (const ShardFile& shard : set.shards) {
         out += "  " + shard.name + "  " + formatBytes(shard.fileSize);
-        if (set.layout == ShardLayout::RunFolder && shard.checkpoint)
-            out += std::string("  ") + checkpointFormatName(shard.checkpoint->format);
+        if (set.layout == ShardLayout::RunFolder && shard.readable())
+            out += std::string("  ") + checkpointFormatName(shard.format());
         if (!shard.problem.empty())
             out += "  PROBLEM: " + shard.problem;
         else if (set.layout != ShardLayout::Distributed || shard.companion) {

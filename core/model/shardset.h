@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,8 @@ namespace ckpt {
 struct Checkpoint;
 class JsonWriter;
 class MappedFile;
+enum class CheckpointFormat;
+struct ShardModel;
 
 // How a checkpoint spread over several files was written (torch-format.md §7).
 enum class ShardLayout {
@@ -32,8 +35,23 @@ struct ShardFile {
     bool listedInIndex = false;
     bool present = false; // the file exists
     // The shard read on its own (null when it could not be opened). The merged checkpoint's
-    // storages [firstStorage, firstStorage + storageCount) are copies of this one's.
-    std::shared_ptr<const Checkpoint> checkpoint;
+    // storages [firstStorage, firstStorage + storageCount) are copies of this one's. A shard read
+    // in place (readInPlace()) has none until the first call, which reads it again from its mapping:
+    // only the writers and the value readers call it, and their time is the disk's.
+    std::shared_ptr<const Checkpoint> model() const;
+    void setModel(std::shared_ptr<const Checkpoint> model);
+    // A safetensors shard whose reader raises no finding but the dtype notes is read straight into
+    // the merged checkpoint, without a model of its own (issue 28: a 160-shard folder spent half of
+    // `info` building the shards' models and copying them); `readAgain` makes that model on demand.
+    void setReadInPlace(std::shared_ptr<const MappedFile> file, CheckpointFormat format,
+        std::function<Checkpoint(std::shared_ptr<const MappedFile>)> readAgain);
+    bool readInPlace() const;
+    // What `info` and the checks take of a readable shard (one with a model or read in place), so
+    // that they never make its model: its format, its mapped file, whether its reader said an error.
+    bool readable() const { return m_model != nullptr; }
+    CheckpointFormat format() const;
+    const std::shared_ptr<const MappedFile>& file() const;
+    bool hasErrors() const;
     std::uint32_t firstStorage = 0;
     std::uint32_t storageCount = 0;
     std::uint32_t firstTensor = 0; // its tensors in the merged checkpoint start here
@@ -47,6 +65,9 @@ struct ShardFile {
     // DCP: a framework's checkpoint beside the data files (Megatron-core's common.pt, a torch.save
     // file), read on its own and shown under its own node; not named by .metadata.
     bool companion = false;
+
+    // Shared by the copies of this record; null when the shard could not be read.
+    std::shared_ptr<ShardModel> m_model;
 };
 
 // Run folders: a file of the folder that is no checkpoint (trainer_state.json, `latest`, a

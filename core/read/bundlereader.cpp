@@ -279,7 +279,7 @@ std::uint64_t memberSize(archive_entry* entry, bool& declared)
 void mergeMember(Checkpoint& merged, ShardSet& set, std::size_t s)
 {
     ShardFile& shard = set.shards[s];
-    const Checkpoint& part = *shard.checkpoint;
+    const Checkpoint& part = *shard.model();
     for (const Finding& finding : part.findings) {
         Finding copy = finding;
         copy.message = shard.name + ": " + finding.message;
@@ -590,7 +590,7 @@ Checkpoint readBundleFrom(const std::shared_ptr<const MappedFile>& file,
                 shard.path = part->path;
                 shard.present = true;
                 shard.fileSize = part->fileSize;
-                shard.checkpoint = std::move(part);
+                shard.setModel(std::move(part));
                 set->shards.push_back(std::move(shard));
             } else {
                 member.description = part->container.description;
@@ -649,7 +649,7 @@ Checkpoint readBundleFrom(const std::shared_ptr<const MappedFile>& file,
         + " of them checkpoint(s)";
     merged.container.description = "a " + what;
     if (!set->shards.empty()) {
-        merged.format = set->shards.front().checkpoint->format;
+        merged.format = set->shards.front().model()->format;
         merged.addFinding(
             Severity::Info, FindingCode::BundleRead,
             "a " + what + " (" + formatBytes(checkpointBytes)

@@ -411,7 +411,7 @@ void readCompanions(Checkpoint& merged, ShardSet& set, const ReadOptions& option
         shard.problem = "not a checkpoint torch can load: " + part->container.description;
     if (dcp.framework.empty())
         dcp.framework = "Megatron-core distributed checkpoint";
-    shard.checkpoint = part;
+    shard.setModel(part);
     shard.firstStorage = static_cast<std::uint32_t>(merged.storages.size());
     shard.firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
     const auto index = static_cast<std::int32_t>(set.shards.size());

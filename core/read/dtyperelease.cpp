@@ -24,12 +24,17 @@ struct DtypeUse {
 
 void addDtypeReleaseFindings(Checkpoint& checkpoint)
 {
-    const bool safetensors = checkpoint.format == CheckpointFormat::Safetensors;
-    if (!safetensors && checkpoint.format != CheckpointFormat::TorchZip
-        && checkpoint.format != CheckpointFormat::TorchLegacy)
+    addDtypeReleaseFindings(checkpoint.format, checkpoint.tensors, checkpoint.findings);
+}
+
+void addDtypeReleaseFindings(
+    CheckpointFormat format, std::span<const TensorEntry> tensors, std::vector<Finding>& findings)
+{
+    const bool safetensors = format == CheckpointFormat::Safetensors;
+    if (!safetensors && format != CheckpointFormat::TorchZip && format != CheckpointFormat::TorchLegacy)
         return;
     std::vector<DtypeUse> uses; // in order of first appearance; a file holds a handful of dtypes
-    for (const TensorEntry& tensor : checkpoint.tensors) {
+    for (const TensorEntry& tensor : tensors) {
         const auto info = dtypeByName(tensor.dtype);
         if (!info)
             continue;
@@ -68,7 +73,7 @@ void addDtypeReleaseFindings(Checkpoint& checkpoint)
                 message += "; torch." + use.dtype + " is torch " + std::string(info->firstTorch) + "'s";
             message += ")";
         }
-        checkpoint.addFinding(Severity::Info, FindingCode::DtypeNeedsNewerTorch, message);
+        findings.emplace_back(Severity::Info, FindingCode::DtypeNeedsNewerTorch, std::move(message));
     }
 }
 

@@ -313,9 +313,9 @@ std::string fileProblem(const ShardFile& shard, const ListedFile& listed)
 {
     if (!shard.problem.empty())
         return shard.problem;
-    if (!shard.checkpoint)
+    if (!shard.model())
         return "could not be read";
-    const Checkpoint& part = *shard.checkpoint;
+    const Checkpoint& part = *shard.model();
     if (part.format == CheckpointFormat::NotACheckpoint && listed.guess.kind != ContainerKind::PlainPickle)
         return part.container.description;
     for (const Finding& finding : part.findings)
@@ -376,7 +376,7 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
             ShardFile& shard = set->shards[i];
             auto mapped = MappedFile::open(shard.path);
             if (mapped)
-                shard.checkpoint = std::make_shared<const Checkpoint>(readCheckpoint(*mapped, options));
+                shard.setModel(std::make_shared<const Checkpoint>(readCheckpoint(*mapped, options)));
             else
                 shard.problem = mapped.error().message;
             shard.problem = fileProblem(shard, *listedOfShard[i]);
@@ -398,9 +398,9 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
         if (added) {
             groupNode->second = merged.addTreeNode(
                 0, grouped ? TreeNodeKind::Module : TreeNodeKind::Object, grouped ? shard.group : shard.name);
-            if (!grouped && shard.checkpoint)
+            if (!grouped && shard.model())
                 merged.tree[groupNode->second].className
-                    = InternedString(std::string("file: ") + checkpointFormatName(shard.checkpoint->format));
+                    = InternedString(std::string("file: ") + checkpointFormatName(shard.model()->format));
             else if (grouped)
                 merged.tree[groupNode->second].className = InternedString(std::string("sharded set"));
         }
@@ -409,9 +409,9 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
         shard.firstStorage = static_cast<std::uint32_t>(merged.storages.size());
         shard.firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
         merged.fileSize += shard.fileSize;
-        if (!shard.checkpoint)
+        if (!shard.model())
             continue;
-        const Checkpoint& part = *shard.checkpoint;
+        const Checkpoint& part = *shard.model();
         for (const Finding& finding : part.findings) {
             Finding copy = finding;
             copy.message = shard.name + ": " + finding.message;
@@ -501,8 +501,8 @@ Checkpoint readRunFolder(const std::string& folderPath, const ReadOptions& optio
     }
     merged.format = CheckpointFormat::TorchZip;
     for (const ShardFile& shard : set->shards)
-        if (shard.checkpoint && shard.checkpoint->format != CheckpointFormat::NotACheckpoint) {
-            merged.format = shard.checkpoint->format;
+        if (shard.model() && shard.model()->format != CheckpointFormat::NotACheckpoint) {
+            merged.format = shard.model()->format;
             break;
         }
     merged.container = {ContainerKind::TorchZip,

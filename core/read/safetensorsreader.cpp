@@ -162,11 +162,75 @@ struct DataSpan {
     std::string_view name; // into the header or its parsed tree, both alive until the read ends
 };
 
+// A checked tensor added to a checkpoint: its storage (keyed `key`, whose name starts at character
+// nameStart), the tensor with C-order strides, and its tree node below its module.
+void appendTensor(Checkpoint& checkpoint, const CheckedSafetensorsTensor& checked,
+    const std::vector<std::int64_t>& shape, std::string_view key, std::uint32_t nameStart,
+    ModulePathCache& modules, std::string& leaf)
+{
+    // Interned once, not once a tensor: each interning hashes the text and takes a lock (issue 28).
+    static const InternedString kSafetensors("safetensors");
+    static const InternedString kRecordStem("tensor data of ");
+    const auto tensorIndex = static_cast<std::uint32_t>(checkpoint.tensors.size());
+    const auto storageIndex = static_cast<std::int32_t>(checkpoint.storages.size());
+
+    StorageRecord storage;
+    storage.key = key;
+    storage.storageClass = kSafetensors;
+    storage.dtype = checked.dtype;
+    storage.numel = checked.numel;
+    // The key ends in the name, but for a repeated name ("w (duplicate 2)"): that record's text is
+    // interned whole, and a header repeating one name a million times interns it once.
+    if (key.substr(nameStart) == checked.name)
+        storage.setRecord(kRecordStem, nameStart);
+    else
+        storage.setRecord(InternedString("tensor data of " + std::string(checked.name)));
+    storage.tensors.push_back(tensorIndex);
+    if (checked.nbytes) {
+        storage.nbytes = *checked.nbytes;
+        storage.dataOffset = checked.dataOffset;
+        storage.availableBytes = checked.availableBytes;
+    }
+    checkpoint.storages.push_back(std::move(storage));
+    checkpoint.indexStorage(static_cast<std::uint32_t>(storageIndex));
+
+    TensorEntry tensor;
+    tensor.name = checked.name;
+    tensor.dtype = checkpoint.storages.back().dtype;
+    // C order, as torch computes contiguous strides: a 0 or 1 dimension counts as 1.
+    std::vector<std::int64_t> stride(shape.size(), 1);
+    for (std::size_t i = shape.size(); i-- > 1;) {
+        std::int64_t next = 0;
+        if (__builtin_mul_overflow(stride[i], std::max<std::int64_t>(shape[i], 1), &next))
+            next = std::numeric_limits<std::int64_t>::max();
+        stride[i - 1] = next;
+    }
+    tensor.shape = shape; // Dimensions copies from a vector: there is nothing to move
+    tensor.stride = stride;
+    tensor.storageOffset = 0;
+    tensor.storage = storageIndex;
+    tensor.layout = TensorLayout::Strided;
+    tensor.rebuildFunction = kSafetensors;
+
+    const std::uint32_t parent = modules.parentFor(checkpoint, checked.name, leaf);
+    const std::uint32_t node = checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, leaf);
+    checkpoint.tree[node].tensor = static_cast<std::int32_t>(tensorIndex);
+    tensor.treeNode = node;
+    checkpoint.tensors.push_back(std::move(tensor));
+}
+
 class SafetensorsReader {
 public:
     SafetensorsReader(Checkpoint& checkpoint, SafetensorsHeaderReading reading)
         : m_checkpoint(checkpoint)
         , m_reading(reading)
+    { }
+    // Checking quietly: the tensors go to `checked`, not into the checkpoint, and only a header the
+    // scan vouches for is read (any other is read on its own, with the findings it raises).
+    SafetensorsReader(Checkpoint& checkpoint, CheckedSafetensors& checked)
+        : m_checkpoint(checkpoint)
+        , m_reading(SafetensorsHeaderReading::Scan)
+        , m_checked(&checked)
     { }
 
     void read();
@@ -198,6 +262,11 @@ private:
     std::unordered_map<std::string, std::uint64_t> m_lastDuplicate;
     // The header scan refused repeated names: no key can be taken, so none is looked up.
     bool m_namesUnique = false;
+    CheckedSafetensors* m_checked = nullptr;
+    bool m_leftToParser = false; // checking quietly: a header the scan does not vouch for
+
+public:
+    bool leftToParser() const { return m_leftToParser; }
 };
 
 void SafetensorsReader::report(Severity severity, FindingCode code, std::string message, std::string record,
@@ -284,8 +353,12 @@ void SafetensorsReader::read()
     // Headers as safetensors writers produce them are read by a streaming scan straight into the
     // records; anything else (escapes, non-ASCII text, a malformed or unusual header) goes through
     // the JSON parser, whose tree-based checks say exactly what is wrong.
-    if (m_reading == SafetensorsHeaderReading::Parse || !readScanned(header))
-        readParsed(header);
+    if (m_reading == SafetensorsHeaderReading::Parse || !readScanned(header)) {
+        if (m_checked)
+            m_leftToParser = true;
+        else
+            readParsed(header);
+    }
 }
 
 void SafetensorsReader::reportUnaligned()
@@ -559,10 +632,15 @@ bool SafetensorsReader::readScanned(std::string_view header)
     // The findings the parser's path raises before the entries, in its order (the header starts
     // with '{' and repeats no name, or the scan would have refused it).
     reportUnaligned();
-    reserveEntries(scanner.entries().size());
+    if (m_checked)
+        m_checked->tensors.reserve(scanner.entries().size());
+    else
+        reserveEntries(scanner.entries().size());
     m_namesUnique = m_checkpoint.storages.empty(); // a fresh checkpoint: no key is taken yet
     std::vector<std::int64_t> shape;
     for (const HeaderScanner::Entry& entry : scanner.entries()) {
+        if (entry.metadata && m_checked)
+            continue; // a set shows no shard's __metadata__
         if (entry.metadata) {
             const std::uint32_t dict = m_checkpoint.addTreeNode(0, TreeNodeKind::Dict, "__metadata__");
             for (std::uint32_t i = 0; i < entry.dimCount; ++i) {
@@ -825,71 +903,44 @@ void SafetensorsReader::addTensor(std::string_view name, std::string_view dtypeN
                 + "; the header is damaged and the safetensors library refuses the file.",
             std::string(name), m_dataStart + begin);
 
-    const auto tensorIndex = static_cast<std::uint32_t>(m_checkpoint.tensors.size());
-    const auto storageIndex = static_cast<std::int32_t>(m_checkpoint.storages.size());
-
-    StorageRecord storage;
-    storage.key = name;
-    // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
-    // number per name is remembered, so a header repeating one name a million times stays linear.
-    if (!m_namesUnique && m_checkpoint.storageIndex(storage.key)) {
-        std::uint64_t& copy = m_lastDuplicate[std::string(name)]; // 0 until the first repeat
-        do {
-            copy = std::max<std::uint64_t>(copy, 1) + 1;
-            storage.key = std::string(name) + " (duplicate " + std::to_string(copy) + ")";
-        } while (m_checkpoint.storageIndex(storage.key));
-    }
-    storage.storageClass = "safetensors";
-    storage.dtype = torchDType ? std::string(torchDType->name) : lowercase(dtypeName);
-    storage.numel = torchDType ? torchNumel : numel;
-    // The key is the name, but for a repeated name ("w (duplicate 2)"): that record's text is interned
-    // whole, and a header repeating one name a million times interns it once.
-    if (storage.key == name)
-        storage.setRecord(InternedString("tensor data of "), 0);
-    else
-        storage.setRecord(InternedString("tensor data of " + std::string(name)));
-    storage.tensors.push_back(tensorIndex);
+    CheckedSafetensorsTensor checked;
+    checked.name = name;
+    checked.dtype = torchDType ? InternedString(torchDType->name) : InternedString(lowercase(dtypeName));
+    checked.numel = torchDType ? torchNumel : numel;
     // Bytes only for dtypes torch knows: for the others the element size a tool would use is unknown.
     std::uint64_t nbytes = 0;
     if (torchDType && !overflow
         && !__builtin_mul_overflow(torchNumel, std::uint64_t {torchDType->elementSize}, &nbytes)) {
-        storage.nbytes = nbytes;
+        checked.nbytes = nbytes;
         if (offsetsValid && checkedAdd(m_dataStart, begin)) {
-            storage.dataOffset = *checkedAdd(m_dataStart, begin);
+            checked.dataOffset = *checkedAdd(m_dataStart, begin);
             const std::uint64_t present
-                = *storage.dataOffset < m_fileSize ? m_fileSize - *storage.dataOffset : 0;
-            storage.availableBytes = std::min(end - begin, present);
+                = *checked.dataOffset < m_fileSize ? m_fileSize - *checked.dataOffset : 0;
+            checked.availableBytes = std::min(end - begin, present);
         }
     }
-    m_checkpoint.storages.push_back(std::move(storage));
-    m_checkpoint.indexStorage(static_cast<std::uint32_t>(storageIndex));
-
-    TensorEntry tensor;
-    tensor.name = name;
-    tensor.dtype = m_checkpoint.storages.back().dtype;
-    // C order, as torch computes contiguous strides: a 0 or 1 dimension counts as 1.
     // torch's shape (F4's last dimension halved) for a dtype torch has, the header's otherwise.
     const std::vector<std::int64_t>& listedShape = torchDType ? torchShape : shape;
-    std::vector<std::int64_t> stride(listedShape.size(), 1);
-    for (std::size_t i = listedShape.size(); i-- > 1;) {
-        std::int64_t next = 0;
-        if (__builtin_mul_overflow(stride[i], std::max<std::int64_t>(listedShape[i], 1), &next))
-            next = std::numeric_limits<std::int64_t>::max();
-        stride[i - 1] = next;
+    if (m_checked) {
+        checked.firstDim = static_cast<std::uint32_t>(m_checked->dims.size());
+        checked.dimCount = static_cast<std::uint32_t>(listedShape.size());
+        m_checked->dims.insert(m_checked->dims.end(), listedShape.begin(), listedShape.end());
+        m_checked->tensors.push_back(checked);
+        return;
     }
-    tensor.shape = listedShape; // Dimensions copies from a vector: there is nothing to move
-    tensor.stride = stride;
-    tensor.storageOffset = 0;
-    tensor.storage = storageIndex;
-    tensor.layout = TensorLayout::Strided;
-    tensor.rebuildFunction = "safetensors";
 
+    // A repeated name (reported above) still gets its own storage: keys must stay unique. The last
+    // number per name is remembered, so a header repeating one name a million times stays linear.
+    std::string key;
+    if (!m_namesUnique && m_checkpoint.storageIndex(name)) {
+        std::uint64_t& copy = m_lastDuplicate[std::string(name)]; // 0 until the first repeat
+        do {
+            copy = std::max<std::uint64_t>(copy, 1) + 1;
+            key = std::string(name) + " (duplicate " + std::to_string(copy) + ")";
+        } while (m_checkpoint.storageIndex(key));
+    }
     std::string leaf;
-    const std::uint32_t parent = m_modules.parentFor(m_checkpoint, name, leaf);
-    const std::uint32_t node = m_checkpoint.addTreeNode(parent, TreeNodeKind::Tensor, std::move(leaf));
-    m_checkpoint.tree[node].tensor = static_cast<std::int32_t>(tensorIndex);
-    tensor.treeNode = node;
-    m_checkpoint.tensors.push_back(std::move(tensor));
+    appendTensor(m_checkpoint, checked, listedShape, key.empty() ? name : key, 0, m_modules, leaf);
 }
 
 // The data buffer must be covered exactly: tensors sorted by offsets, each starting where the
@@ -963,6 +1014,37 @@ void SafetensorsReader::checkCoverage()
 void readSafetensors(Checkpoint& checkpoint, SafetensorsHeaderReading reading)
 {
     SafetensorsReader(checkpoint, reading).read();
+}
+
+std::optional<CheckedSafetensors> checkSafetensorsQuietly(std::shared_ptr<const MappedFile> file)
+{
+    // The findings land in a checkpoint of its own, which holds nothing else: one says the file
+    // is read on its own.
+    Checkpoint findings;
+    findings.file = file;
+    CheckedSafetensors checked;
+    checked.file = std::move(file);
+    SafetensorsReader reader(findings, checked);
+    reader.read();
+    if (!findings.findings.empty() || reader.leftToParser())
+        return std::nullopt;
+    return checked;
+}
+
+void addCheckedSafetensors(Checkpoint& checkpoint, const CheckedSafetensors& checked,
+    std::string_view keyPrefix, ModulePathCache& modules)
+{
+    std::string key(keyPrefix); // one buffer for every key, and one for every last name component
+    std::string leaf;
+    std::vector<std::int64_t> shape;
+    for (const CheckedSafetensorsTensor& tensor : checked.tensors) {
+        key.resize(keyPrefix.size());
+        key.append(tensor.name);
+        shape.assign(
+            checked.dims.begin() + tensor.firstDim, checked.dims.begin() + tensor.firstDim + tensor.dimCount);
+        appendTensor(
+            checkpoint, tensor, shape, key, static_cast<std::uint32_t>(keyPrefix.size()), modules, leaf);
+    }
 }
 
 } // namespace ckpt

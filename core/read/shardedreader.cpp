@@ -3,16 +3,21 @@
 #include "core/read/shardedreader.h"
 
 #include "core/base/textformat.h"
+#include "core/format/formatsniffer.h"
 #include "core/io/mappedfile.h"
 #include "core/json/json.h"
 #include "core/model/modulepathcache.h"
 #include "core/read/dcpreader.h"
+#include "core/read/dtyperelease.h"
 #include "core/read/runfolderreader.h"
+#include "core/read/safetensorsreader.h"
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <regex>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <unordered_set>
@@ -177,15 +182,25 @@ std::optional<ShardedInput> resolveShardedInput(const std::string& path)
 namespace {
 
 // Opens every shard on its own, several at a time: each is a memory map plus its central
-// directory and pickle, so the work is small and independent.
-void readShardsInParallel(
-    std::vector<ShardFile>& shards, const ReadOptions& setOptions, const ShardFileOpener& open)
+// directory and pickle, so the work is small and independent. A safetensors shard whose reader
+// would say nothing is only checked here: its tensors go straight into the merged checkpoint
+// (inPlace[i]), and its own model is made only if a writer or a value reader asks for it.
+void readShardsInParallel(std::vector<ShardFile>& shards, const ReadOptions& setOptions,
+    const ShardFileOpener& open, std::vector<std::optional<CheckedSafetensors>>& inPlace)
 {
     // A weight and its scale may lie in different shards: the merge drops each shard's own
     // quant-scale findings and the set is judged whole, so the shards do not judge themselves
     // (a quarter of opening a 160-shard FP8 folder, issue 28).
     ReadOptions options = setOptions;
     options.quantScaleFindings = false;
+    // A model read again later must not count into a remote session that may be gone by then;
+    // its bytes were fetched by the first read.
+    ReadOptions againOptions = options;
+    againOptions.remoteSession = nullptr;
+    auto readAgain = [againOptions](std::shared_ptr<const MappedFile> file) {
+        return readCheckpoint(std::move(file), againOptions);
+    };
+    inPlace.assign(shards.size(), std::nullopt);
     std::atomic<std::size_t> next {0};
     auto work = [&]() {
         for (std::size_t i = next++; i < shards.size(); i = next++) {
@@ -198,8 +213,15 @@ void readShardsInParallel(
                 shard.problem = file.error().message;
                 continue;
             }
-            shard.checkpoint = std::make_shared<const Checkpoint>(readCheckpoint(*file, options));
-            shard.fileSize = shard.checkpoint->fileSize;
+            shard.fileSize = (*file)->size();
+            if (sniffContainer((*file)->bytes()).kind == ContainerKind::Safetensors) {
+                inPlace[i] = checkSafetensorsQuietly(*file);
+                if (inPlace[i]) {
+                    shard.setReadInPlace(*file, CheckpointFormat::Safetensors, readAgain);
+                    continue;
+                }
+            }
+            shard.setModel(std::make_shared<const Checkpoint>(readCheckpoint(*file, options)));
         }
     };
     const std::size_t threads = std::min<std::size_t>(
@@ -219,27 +241,68 @@ std::string shardProblem(const ShardFile& shard)
         return shard.problem;
     if (!shard.present)
         return "missing";
-    if (!shard.checkpoint)
+    if (!shard.readable())
         return shard.problem.empty() ? "could not be read" : shard.problem;
-    if (shard.checkpoint->format == CheckpointFormat::NotACheckpoint)
-        return shard.checkpoint->container.description;
+    if (shard.format() == CheckpointFormat::NotACheckpoint)
+        return shard.model()->container.description;
     return {};
+}
+
+// A shard's own finding, as the merged checkpoint says it: named after the shard.
+void addShardFinding(Checkpoint& merged, const ShardFile& shard, const Finding& finding)
+{
+    Finding copy = finding;
+    copy.message = shard.name + ": " + finding.message;
+    if (copy.record.empty())
+        copy.record = shard.name;
+    else
+        copy.record = shard.name + "/" + copy.record;
+    copy.tensors.clear();
+    merged.findings.push_back(std::move(copy));
+}
+
+// A shard read in place: its tensors added as its reader adds them, keyed as the merge keys a
+// shard's storages, and the one kind of finding such a shard can have.
+void addShardInPlace(Checkpoint& merged, ShardSet& set, std::size_t s, const CheckedSafetensors& checked,
+    ModulePathCache& modules)
+{
+    ShardFile& shard = set.shards[s];
+    shard.firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
+    addCheckedSafetensors(merged, checked, shard.name + ":", modules);
+    shard.storageCount = static_cast<std::uint32_t>(merged.storages.size()) - shard.firstStorage;
+    for (std::uint32_t k = 0; k < shard.storageCount; ++k) {
+        set.storageShard.push_back(static_cast<std::int32_t>(s));
+        set.storageInShard.push_back(k);
+    }
+    // The findings the shard's own read would have made (readCheckpoint's dtype notes), computed
+    // from the tensors just added, which are the shard's own but for their tree nodes.
+    std::vector<Finding> findings;
+    addDtypeReleaseFindings(CheckpointFormat::Safetensors,
+        std::span<const TensorEntry>(merged.tensors).subspan(shard.firstTensor), findings);
+    for (const Finding& finding : findings)
+        addShardFinding(merged, shard, finding);
+    merged.fileSize += shard.fileSize;
 }
 
 // Copies each shard's storages and tensors into the merged checkpoint and builds the module tree
 // across shards from the dotted names.
-void mergeShards(Checkpoint& merged, ShardSet& set)
+void mergeShards(
+    Checkpoint& merged, ShardSet& set, const std::vector<std::optional<CheckedSafetensors>>& inPlace)
 {
     // Sized once: a 160-shard folder of 92,000 tensors grew each array a dozen times, moving
     // every record it held each time (issue 28).
     // The tree too: the shards' trees together hold every merged node (a tensor's, and each module
     // at least once), and growing it a dozen times moved every node each time.
     std::size_t storages = 0, tensors = 0, nodes = 0;
-    for (const ShardFile& shard : set.shards)
-        if (shard.checkpoint) {
-            storages += shard.checkpoint->storages.size();
-            tensors += shard.checkpoint->tensors.size();
-            nodes += shard.checkpoint->tree.size();
+    for (std::size_t s = 0; s < set.shards.size(); ++s)
+        if (inPlace[s]) {
+            storages += inPlace[s]->tensors.size(); // a storage, a tensor and a node each
+            tensors += inPlace[s]->tensors.size();
+            nodes += inPlace[s]->tensors.size();
+        } else if (const std::shared_ptr<const Checkpoint> part = set.shards[s].model()) {
+            storages += part->storages.size();
+            tensors += part->tensors.size();
+            nodes += part->tree.size();
         }
     merged.storages.reserve(merged.storages.size() + storages);
     merged.tensors.reserve(merged.tensors.size() + tensors);
@@ -252,25 +315,23 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
         ShardFile& shard = set.shards[s];
         shard.problem = shardProblem(shard);
         shard.firstStorage = static_cast<std::uint32_t>(merged.storages.size());
-        if (!shard.checkpoint)
+        if (!shard.readable())
             continue;
         if (!shard.problem.empty())
             continue; // one finding says why (below); the shard's own "not a checkpoint" would repeat it
-        const Checkpoint& part = *shard.checkpoint;
+        if (inPlace[s]) {
+            addShardInPlace(merged, set, s, *inPlace[s], modules);
+            continue;
+        }
+        const std::shared_ptr<const Checkpoint> model = shard.model();
+        const Checkpoint& part = *model;
         for (const Finding& finding : part.findings) {
             // A weight and its scale may lie in different shards: the set's own pass judges them.
             if (finding.code == FindingCode::QuantScaleMissing
                 || finding.code == FindingCode::QuantScaleMismatch
                 || finding.code == FindingCode::QuantScaleOrphan)
                 continue;
-            Finding copy = finding;
-            copy.message = shard.name + ": " + finding.message;
-            if (copy.record.empty())
-                copy.record = shard.name;
-            else
-                copy.record = shard.name + "/" + copy.record;
-            copy.tensors.clear();
-            merged.findings.push_back(std::move(copy));
+            addShardFinding(merged, shard, finding);
         }
         const auto firstTensor = static_cast<std::uint32_t>(merged.tensors.size());
         shard.firstTensor = firstTensor;
@@ -313,8 +374,8 @@ void mergeShards(Checkpoint& merged, ShardSet& set)
 CheckpointFormat formatOfShards(const ShardSet& set)
 {
     for (const ShardFile& shard : set.shards)
-        if (shard.checkpoint && shard.checkpoint->format != CheckpointFormat::NotACheckpoint)
-            return shard.checkpoint->format;
+        if (shard.readable() && shard.format() != CheckpointFormat::NotACheckpoint)
+            return shard.format();
     return set.layout == ShardLayout::HuggingFaceSafetensors ? CheckpointFormat::Safetensors
                                                              : CheckpointFormat::TorchZip;
 }
@@ -401,8 +462,9 @@ Checkpoint readShardedCheckpoint(
             shard.problem = "the index names a file outside its folder; it is not opened";
         set->shards.push_back(std::move(shard));
     }
-    readShardsInParallel(set->shards, options, openFile);
-    mergeShards(merged, *set);
+    std::vector<std::optional<CheckedSafetensors>> inPlace;
+    readShardsInParallel(set->shards, options, openFile, inPlace);
+    mergeShards(merged, *set, inPlace);
     merged.format = formatOfShards(*set);
     merged.container = {
         merged.format == CheckpointFormat::Safetensors ? ContainerKind::Safetensors : ContainerKind::TorchZip,

@@ -254,9 +254,9 @@ std::vector<LocatedTensor> locateTensors(const std::shared_ptr<const Checkpoint>
             const auto entry = entries.find(tensor.name);
             // A tensor of a framework's torch.save file beside the data (common.pt): in that file.
             if (const ShardFile* shard = set->shardOfStorage(tensor.storage); shard && shard->companion
-                && shard->checkpoint && t >= shard->firstTensor
-                && t - shard->firstTensor < shard->checkpoint->tensors.size()) {
-                located[t].checkpoint = shard->checkpoint;
+                && shard->model() && t >= shard->firstTensor
+                && t - shard->firstTensor < shard->model()->tensors.size()) {
+                located[t].checkpoint = shard->model();
                 located[t].tensor = t - shard->firstTensor;
                 continue;
             }
@@ -269,11 +269,15 @@ std::vector<LocatedTensor> locateTensors(const std::shared_ptr<const Checkpoint>
     }
     // mergeShards appends each usable shard's tensors, in order, from its firstTensor.
     for (const ShardFile& shard : set->shards) {
-        if (!shard.problem.empty() || !shard.checkpoint || !shard.checkpoint->file)
+        if (!shard.problem.empty())
             continue;
-        for (std::uint32_t k = 0; k < shard.checkpoint->tensors.size(); ++k)
+        // A shard read in place is read again here: its values are read from its file anyway.
+        const std::shared_ptr<const Checkpoint> model = shard.model();
+        if (!model || !model->file)
+            continue;
+        for (std::uint32_t k = 0; k < model->tensors.size(); ++k)
             if (shard.firstTensor + k < located.size()) {
-                located[shard.firstTensor + k].checkpoint = shard.checkpoint;
+                located[shard.firstTensor + k].checkpoint = model;
                 located[shard.firstTensor + k].tensor = k;
             }
     }

@@ -2554,14 +2554,16 @@ void concludeVerdict(SafetyVerdict& verdict)
 
 SafetyVerdict rate(ByteView bytes, const SafetyScanLimits& limits, Shortcuts shortcuts,
     const std::vector<ReaderRun>& readerRuns = {}, std::size_t* readerRunsReused = nullptr,
-    const Checkpoint* checkpoint = nullptr)
+    const Checkpoint* checkpoint = nullptr, const MappedFile* mappedFile = nullptr)
 {
     SafetyVerdict verdict;
     Scanner scanner(verdict, limits, shortcuts);
     for (const ReaderRun& run : readerRuns)
         scanner.offerReaderRun(run);
     if (checkpoint && checkpoint->file && checkpoint->file->bytes().data() == bytes.data())
-        scanner.setMappedFile(checkpoint->file.get());
+        mappedFile = checkpoint->file.get();
+    if (mappedFile)
+        scanner.setMappedFile(mappedFile);
     scanner.scanFile(bytes, {}, 0, false, true);
     if (checkpoint)
         scanner.rateReaderSections(*checkpoint);
@@ -2594,6 +2596,11 @@ void rateFurtherGlobal(
 SafetyVerdict ratePickleSafetyReference(ByteView bytes, const SafetyScanLimits& limits)
 {
     return rate(bytes, limits, Shortcuts::None);
+}
+
+SafetyVerdict ratePickleSafety(const MappedFile& file)
+{
+    return rate(file.bytes(), {}, Shortcuts::Taken, {}, nullptr, nullptr, &file);
 }
 
 SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* readerRunsReused)

@@ -11,6 +11,7 @@
 namespace ckpt {
 
 struct Checkpoint;
+class MappedFile;
 
 // The safety verdict: a static, allowlist-first analysis of every pickle a loader could run from a
 // file — whatever the reader made of it. Nothing is ever imported or called.
@@ -85,6 +86,9 @@ SafetyVerdict ratePickleSafety(ByteView bytes, const SafetyScanLimits& limits = 
 // the same limits, to its STOP, it rates the reader's run and nodes instead of running it again.
 // `readerRunsReused`, when given, counts the runs rated that way (for tests).
 SafetyVerdict ratePickleSafety(const Checkpoint& checkpoint, std::size_t* readerRunsReused = nullptr);
+// The same for a file whose reader ran no pickle (a safetensors shard read into its set, which
+// has no model of its own): the whole mapping rated, as for a checkpoint of it.
+SafetyVerdict ratePickleSafety(const MappedFile& file);
 // Rates a global some other reading of the file met (`where` says where) into `verdict`, judged as
 // the scan judges its own, and concludes the verdict again: a part of the tool that finds a global
 // the verdict lacks hands it over rather than judging it apart (triage does, for the weights-only walk).

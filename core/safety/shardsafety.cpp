@@ -125,13 +125,15 @@ SafetyVerdict rateShardSafety(const Checkpoint& checkpoint)
         }
         // A framework's torch.save file beside the data (Megatron-core's common.pt), rated as any file.
         for (const ShardFile& shard : set.shards)
-            if (shard.companion && shard.checkpoint && shard.checkpoint->file)
-                merge(shard.name, ratePickleSafety(*shard.checkpoint));
+            if (shard.companion && shard.model() && shard.model()->file)
+                merge(shard.name, ratePickleSafety(*shard.model()));
         return combined;
     }
     for (const ShardFile& shard : set.shards)
-        if (shard.checkpoint && shard.checkpoint->file)
-            merge(shard.name, ratePickleSafety(*shard.checkpoint)); // reuses the shard reader's runs
+        if (shard.readInPlace()) // no pickle ran: the file alone is rated, and its model never made
+            merge(shard.name, ratePickleSafety(*shard.file()));
+        else if (shard.model() && shard.model()->file)
+            merge(shard.name, ratePickleSafety(*shard.model())); // reuses the shard reader's runs
     if (set.bundle && set.bundle->file) {
         // A bundle is also rated whole, as the scanner rates any archive: a pickle in a member that
         // is no checkpoint (pickled, gzip'd, in a nested archive) is rated too. What the members'

@@ -75,8 +75,8 @@ std::optional<std::string> memberCutShort(const Checkpoint& bundle, std::size_t 
                 + (info.damage.empty() ? std::string("the archive ends inside it") : info.damage)
                 + "): its weights are not all in the archive; nothing written";
     const ShardFile& file = bundle.shardSet->shards[shard];
-    if (file.checkpoint && file.checkpoint->hasErrors())
-        for (const Finding& finding : file.checkpoint->findings)
+    if (file.model() && file.model()->hasErrors())
+        for (const Finding& finding : file.model()->findings)
             if (finding.severity == Severity::Error)
                 return "the member " + file.name + " cannot be read whole: " + finding.message
                     + "; nothing written";
@@ -124,8 +124,8 @@ PlacementPlan planOfMember(const PlacementPlan& plan, const ShardFile& shard, co
         if (const std::int32_t unit = own.unitOfStorage(k); unit >= 0)
             devices.emplace_back(
                 static_cast<std::uint32_t>(unit), plan.plannedDeviceOfStorage(shard.firstStorage + k));
-    for (std::uint32_t t = 0; t < shard.checkpoint->tensors.size(); ++t)
-        if (shard.checkpoint->tensors[t].storage < 0)
+    for (std::uint32_t t = 0; t < shard.model()->tensors.size(); ++t)
+        if (shard.model()->tensors[t].storage < 0)
             if (const std::int32_t unit = own.unitOfTensor(t); unit >= 0)
                 devices.emplace_back(
                     static_cast<std::uint32_t>(unit), plan.plannedDeviceOfTensor(shard.firstTensor + t));
@@ -215,25 +215,25 @@ bool anySelected(const Checkpoint& shard, const ExtractOptions& options)
 Status gatherShards(const Checkpoint& checkpoint, const ExtractOptions& options, Gathered& out)
 {
     for (const ShardFile& shard : checkpoint.shardSet->shards) {
-        if (!shard.problem.empty() || !shard.checkpoint)
+        if (!shard.problem.empty() || !shard.model())
             return makeError(shard.name + " is not a usable shard: "
                 + (shard.problem.empty() ? std::string("could not be read") : shard.problem));
-        if (!options.select.empty() && !anySelected(*shard.checkpoint, options)) {
+        if (!options.select.empty() && !anySelected(*shard.model(), options)) {
             // --select names nothing in this shard (a weight's scale may be all it was asked
             // for elsewhere): its tensors are left behind, not an error.
             ExportedInput input;
             input.file = shard.path;
             input.root = options.root.value_or("");
-            for (const TensorEntry& tensor : shard.checkpoint->tensors)
+            for (const TensorEntry& tensor : shard.model()->tensors)
                 input.droppedTensors.push_back({std::string(tensor.name), "not selected"});
             out.inputs.push_back(std::move(input));
             continue;
         }
-        auto selection = selectStateDict(*shard.checkpoint, options);
+        auto selection = selectStateDict(*shard.model(), options);
         if (!selection)
             return makeError(shard.name + ": " + selection.error().message);
         for (const SelectedTensor& tensor : selection->tensors) {
-            out.sources.push_back({shard.checkpoint.get(), tensor.tensor, tensor.name});
+            out.sources.push_back({shard.model().get(), tensor.tensor, tensor.name});
             out.mergedTensor.push_back(shard.firstTensor + tensor.tensor);
         }
         out.inputs.push_back(leftBehind(shard.path, *selection));
@@ -470,15 +470,15 @@ ExportWeightsOutcome exportWeights(const ExportWeightsRequest& request)
         // One member: exported as the file it is (its bytes read from the archive, in place or
         // decompressed), with the devices the bundle's plan gives its storages.
         const ShardFile& shard = checkpoint->shardSet->shards[*bundleMember(*checkpoint, request.member)];
-        std::shared_ptr<const Checkpoint> member = shard.checkpoint;
+        std::shared_ptr<const Checkpoint> member = shard.model();
         // The torch writer copies storage records from a file: the member's bytes (in place in the
         // bundle, or decompressed) are put in a temporary file beside the output first, as the
         // bundle writer does, and read from there; it is removed at the end.
         const std::string memberPath = request.outputPath + ".member-" + std::to_string(::getpid());
         RemoveAtEnd removeMember {memberPath};
         if (request.format == WeightsFormat::TorchStateDict) {
-            auto copy = AtomicOutputFile::create(memberPath, checkpoint->path, shard.checkpoint->fileSize);
-            Status failed = copy ? (*copy)->write(shard.checkpoint->file->bytes()) : Status(copy.error());
+            auto copy = AtomicOutputFile::create(memberPath, checkpoint->path, shard.model()->fileSize);
+            Status failed = copy ? (*copy)->write(shard.model()->file->bytes()) : Status(copy.error());
             if (!failed)
                 failed = (*copy)->commit();
             if (failed)
@@ -498,7 +498,7 @@ ExportWeightsOutcome exportWeights(const ExportWeightsRequest& request)
         ExportWeightsOutcome outcome = exportWeights(memberRequest);
         outcome.input = checkpoint->path;
         if (!outcome.inputs.empty())
-            outcome.inputs.front().file = shard.checkpoint->path; // "BUNDLE!/member"
+            outcome.inputs.front().file = shard.model()->path; // "BUNDLE!/member"
         if (!outcome.written() && !outcome.why.empty())
             outcome.why = shard.name + ": " + outcome.why;
         return outcome;

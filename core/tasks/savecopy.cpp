@@ -208,9 +208,9 @@ void judgeRunFolderFiles(const Checkpoint& input, const PlacementPlan& plan, Sav
     const std::vector<std::string> rewritten = runFolderFilesToRewrite(input, plan);
     CopyVerdicts verdicts;
     for (const ShardFile& shard : input.shardSet->shards) {
-        if (!shard.checkpoint)
+        if (!shard.model())
             continue;
-        SafetyVerdict verdict = ratePickleSafety(*shard.checkpoint);
+        SafetyVerdict verdict = ratePickleSafety(*shard.model());
         if (std::find(rewritten.begin(), rewritten.end(), shard.name) != rewritten.end())
             verdicts.files.emplace_back(shard.name, std::move(verdict));
         else if (verdict.dangerous())
@@ -247,7 +247,7 @@ SaveCopyAssessment assessSaveCopy(const Checkpoint& input, const PlacementPlan* 
             return assessment;
         }
         for (const ShardFile& shard : input.shardSet->shards)
-            if (Status why = whyCannotBeRemapped(*shard.checkpoint)) {
+            if (Status why = whyCannotBeRemapped(*shard.model())) {
                 assessment.cannotRemap = shard.name + ": " + why->message;
                 break;
             }
@@ -373,11 +373,11 @@ SaveCopyOutcome saveRemappedCopy(const SaveCopyRequest& request)
         // A run folder's files the plan leaves alone are copied byte for byte: their verdict is
         // the input's, and the copy carries them too.
         for (const ShardFile& shard : input.shardSet->shards)
-            if (shard.checkpoint && shard.checkpoint->file
+            if (shard.model() && shard.model()->file
                 && std::find(
                        outcome.folder->filesCopied.begin(), outcome.folder->filesCopied.end(), shard.name)
                     != outcome.folder->filesCopied.end())
-                copies.files.emplace_back(shard.name, ratePickleSafety(*shard.checkpoint));
+                copies.files.emplace_back(shard.name, ratePickleSafety(*shard.model()));
     if (dangerous) {
         outcome.copySafety = copies.merged(bool(input.shardSet));
         std::string copied;

@@ -48,12 +48,14 @@ std::int32_t tensorIndexByName(
 void checkEachShard(const Checkpoint& checkpoint, std::vector<Finding>& findings)
 {
     for (const ShardFile& shard : checkpoint.shardSet->shards) {
-        if (!shard.checkpoint || !shard.problem.empty())
+        // A shard read in place said nothing but dtype notes, and its own checks add to a
+        // safetensors file only what follows a truncation finding: there is nothing to add.
+        if (!shard.readable() || !shard.problem.empty() || shard.readInPlace())
             continue;
-        std::vector<Finding> own = checkIntegrity(*shard.checkpoint);
+        std::vector<Finding> own = checkIntegrity(*shard.model());
         // checkIntegrity starts with the shard's reader findings, which the merged checkpoint already
         // carries; the rest are the checks that need the shard's own file.
-        for (std::size_t i = shard.checkpoint->findings.size(); i < own.size(); ++i) {
+        for (std::size_t i = shard.model()->findings.size(); i < own.size(); ++i) {
             Finding finding = std::move(own[i]);
             if (finding.code == FindingCode::Truncated || finding.code == FindingCode::TruncatedSalvage
                 || finding.code == FindingCode::FileTruncated)
@@ -108,7 +110,7 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
             continue;
         }
         // Readable but damaged (cut short, bad records): the tensors whose bytes are not all there.
-        if (shard.checkpoint && shard.checkpoint->hasErrors()) {
+        if (shard.hasErrors()) {
             std::vector<std::string> incomplete;
             std::vector<std::uint32_t> tensors;
             for (std::uint32_t k = shard.firstStorage; k < shard.firstStorage + shard.storageCount; ++k)

@@ -386,8 +386,14 @@ TriageReport triage(const Checkpoint& checkpoint, const TriageOptions& options)
     const WeightsOnlyVerdict ownVerdict = report.weightsOnly;
     if (checkpoint.shardSet) // the verdict of the worst shard: from_pretrained loads every one
         for (const ShardFile& shard : checkpoint.shardSet->shards)
-            if (shard.checkpoint && shard.problem.empty()) {
-                WeightsOnlyVerdict verdict = judgeWeightsOnly(*shard.checkpoint, judged, options.imports);
+            if (shard.readable() && shard.problem.empty()) {
+                // A shard read in place ran no pickle: its verdict is that of its format alone, and
+                // its model is not made for it.
+                Checkpoint formatAlone;
+                if (shard.readInPlace())
+                    formatAlone.format = shard.format();
+                WeightsOnlyVerdict verdict = judgeWeightsOnly(
+                    shard.readInPlace() ? formatAlone : *shard.model(), judged, options.imports);
                 if (report.weightsOnly.rating == SafetyRating::NotApplicable
                     || (verdict.rating != SafetyRating::NotApplicable
                         && static_cast<int>(verdict.rating) > static_cast<int>(report.weightsOnly.rating)))

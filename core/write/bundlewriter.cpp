@@ -127,11 +127,11 @@ std::optional<std::string> whyBundleCannotBeRemapped(const Checkpoint& checkpoin
         return "the bundle holds no checkpoint member";
     bool any = false;
     for (const ShardFile& shard : set.shards)
-        if (shard.checkpoint && !whyCannotBeRemapped(*shard.checkpoint))
+        if (shard.model() && !whyCannotBeRemapped(*shard.model()))
             any = true;
     if (!any)
         return "no checkpoint member of the bundle can be rewritten with a plan ("
-            + whyCannotBeRemapped(*set.shards.front().checkpoint)->message + ")";
+            + whyCannotBeRemapped(*set.shards.front().model())->message + ")";
     return std::nullopt;
 }
 
@@ -156,10 +156,10 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
     for (std::size_t s = 0; s < set.shards.size(); ++s) {
         const ShardFile& shard = set.shards[s];
         bool moves = false;
-        (void)memberPlan(shard, *shard.checkpoint, checkpoint, plan, moves);
+        (void)memberPlan(shard, *shard.model(), checkpoint, plan, moves);
         if (!moves)
             continue;
-        if (Status why = whyCannotBeRemapped(*shard.checkpoint))
+        if (Status why = whyCannotBeRemapped(*shard.model()))
             return makeError(shard.name + ": " + why->message);
         if (cleanup.path.empty()) {
             cleanup.path = makeTemporaryFolderBeside(fs::path(outputPath), "members");
@@ -172,10 +172,10 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
         const std::string inputPath
             = (fs::path(cleanup.path) / ("member-" + std::to_string(s) + ".input")).string();
         {
-            auto copy = AtomicOutputFile::create(inputPath, set.folder, shard.checkpoint->fileSize);
+            auto copy = AtomicOutputFile::create(inputPath, set.folder, shard.model()->fileSize);
             if (!copy)
                 return makeError(shard.name + ": " + copy.error().message);
-            if (Status failed = (*copy)->write(shard.checkpoint->file->bytes()))
+            if (Status failed = (*copy)->write(shard.model()->file->bytes()))
                 return makeError(shard.name + ": " + failed->message);
             if (Status failed = (*copy)->commit())
                 return makeError(shard.name + ": " + failed->message);

@@ -17,7 +17,7 @@ namespace {
 
 bool recordsDevices(const ShardFile& file)
 {
-    return file.checkpoint && formatCapabilities(file.checkpoint->format).recordsDevices;
+    return file.model() && formatCapabilities(file.model()->format).recordsDevices;
 }
 
 bool planChanges(const Checkpoint& checkpoint, const PlacementPlan& plan, const ShardFile& file)
@@ -30,7 +30,7 @@ bool planChanges(const Checkpoint& checkpoint, const PlacementPlan& plan, const 
         if (planned && planned != checkpoint.storages[storage].device)
             return true;
     }
-    for (std::uint32_t t = 0; t < file.checkpoint->tensors.size(); ++t) {
+    for (std::uint32_t t = 0; t < file.model()->tensors.size(); ++t) {
         const std::uint32_t tensor = file.firstTensor + t;
         if (checkpoint.tensors[tensor].storage >= 0 || !checkpoint.tensors[tensor].device)
             continue;
@@ -44,14 +44,14 @@ bool planChanges(const Checkpoint& checkpoint, const PlacementPlan& plan, const 
 // The file's own plan: each of its storages goes where the folder's plan puts it.
 PlacementPlan planOfFile(const PlacementPlan& plan, const ShardFile& file)
 {
-    PlacementPlan own(*file.checkpoint);
+    PlacementPlan own(*file.model());
     std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
     for (std::uint32_t k = 0; k < file.storageCount; ++k)
         if (const std::int32_t unit = own.unitOfStorage(k); unit >= 0)
             devices.emplace_back(
                 static_cast<std::uint32_t>(unit), plan.plannedDeviceOfStorage(file.firstStorage + k));
-    for (std::uint32_t t = 0; t < file.checkpoint->tensors.size(); ++t)
-        if (file.checkpoint->tensors[t].storage < 0)
+    for (std::uint32_t t = 0; t < file.model()->tensors.size(); ++t)
+        if (file.model()->tensors[t].storage < 0)
             if (const std::int32_t unit = own.unitOfTensor(t); unit >= 0)
                 devices.emplace_back(
                     static_cast<std::uint32_t>(unit), plan.plannedDeviceOfTensor(file.firstTensor + t));
@@ -93,11 +93,11 @@ Expected<ShardedRemapResult> writeRemappedRunFolder(const Checkpoint& checkpoint
                 return makeError(failed->message);
             continue;
         }
-        if (Status why = whyCannotBeRemapped(*file.checkpoint))
+        if (Status why = whyCannotBeRemapped(*file.model()))
             return makeError(file.name + " cannot be rewritten with the plan's devices: " + why->message);
         const fs::path target = fs::path(temporary) / file.name;
         fs::create_directories(target.parent_path(), error);
-        auto written = writeRemappedCopy(*file.checkpoint, planOfFile(plan, file), target.string(), options);
+        auto written = writeRemappedCopy(*file.model(), planOfFile(plan, file), target.string(), options);
         if (!written)
             return makeError(file.name + ": " + written.error().message);
         if (options.verifyAfterWriting && !written->verified)

@@ -53,7 +53,7 @@ std::optional<std::string> whyFolderCannotBeRemapped(const Checkpoint& checkpoin
     if (set.layout == ShardLayout::RunFolder)
         return std::nullopt; // a damaged file is copied as it is unless the plan changes it (the writer says)
     for (const ShardFile& shard : set.shards)
-        if (!shard.problem.empty() || !shard.checkpoint)
+        if (!shard.problem.empty() || !shard.model())
             return shard.name + " is not usable (" + (shard.problem.empty() ? "unread" : shard.problem)
                 + "): a folder with a shard missing would not load; fix it first";
     return std::nullopt;
@@ -96,7 +96,7 @@ Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, c
         if (set.layout == ShardLayout::RunFolder)
             break;
         // The shard's own plan: each of its storages goes where the merged plan puts it.
-        PlacementPlan shardPlan(*shard.checkpoint);
+        PlacementPlan shardPlan(*shard.model());
         std::vector<std::pair<std::uint32_t, std::optional<std::string>>> devices;
         for (std::uint32_t k = 0; k < shard.storageCount; ++k) {
             const std::int32_t unit = shardPlan.unitOfStorage(k);
@@ -105,14 +105,14 @@ Expected<ShardedRemapResult> writeRemappedFolder(const Checkpoint& checkpoint, c
                     static_cast<std::uint32_t>(unit), plan.plannedDeviceOfStorage(shard.firstStorage + k));
         }
         // Storage-less units (wrapper subclasses) keep their tensor's planned device.
-        for (std::uint32_t t = 0; t < shard.checkpoint->tensors.size(); ++t)
-            if (shard.checkpoint->tensors[t].storage < 0)
+        for (std::uint32_t t = 0; t < shard.model()->tensors.size(); ++t)
+            if (shard.model()->tensors[t].storage < 0)
                 if (const std::int32_t unit = shardPlan.unitOfTensor(t); unit >= 0)
                     devices.emplace_back(
                         static_cast<std::uint32_t>(unit), plan.plannedDeviceOfTensor(shard.firstTensor + t));
         shardPlan.restore(devices);
         auto written = writeRemappedCopy(
-            *shard.checkpoint, shardPlan, (fs::path(temporary) / shard.name).string(), options);
+            *shard.model(), shardPlan, (fs::path(temporary) / shard.name).string(), options);
         if (!written)
             return makeError(shard.name + ": " + written.error().message);
         if (options.verifyAfterWriting && !written->verified)

@@ -96,9 +96,9 @@ void compareWithTorch(const Checkpoint& checkpoint, const QJsonObject& expected)
             found = found || checkpoint.tree[child].name == shard->name;
         QVERIFY2(found, shard->name.c_str());
         const QJsonObject tensors = want.value(QStringLiteral("tensors")).toObject();
-        QCOMPARE(shard->checkpoint->tensors.size(), std::size_t(tensors.size()));
+        QCOMPARE(shard->model()->tensors.size(), std::size_t(tensors.size()));
         std::map<std::string, const TensorEntry*> byName;
-        for (std::uint32_t t = 0; t < shard->checkpoint->tensors.size(); ++t)
+        for (std::uint32_t t = 0; t < shard->model()->tensors.size(); ++t)
             byName[std::string(checkpoint.tensors[shard->firstTensor + t].name)]
                 = &checkpoint.tensors[shard->firstTensor + t];
         for (auto it = tensors.begin(); it != tensors.end(); ++it) {
@@ -165,14 +165,14 @@ private Q_SLOTS:
         QVERIFY(member.dataOffset.has_value());
         QVERIFY2(member.readAs.starts_with("in place at byte "), member.readAs.c_str());
         const QByteArray whole = readAll(bundle(QStringLiteral("nemo_model.nemo")));
-        const ByteView view = weights->checkpoint->file->bytes();
+        const ByteView view = weights->model()->file->bytes();
         QCOMPARE(QByteArray(reinterpret_cast<const char*>(view.data()), qsizetype(view.size())),
             whole.mid(qsizetype(*member.dataOffset), qsizetype(member.size)));
         auto mapped = MappedFile::open(nemo);
         QVERIFY(mapped);
         // In place means in the bundle's own map: the member's bytes lie inside it.
         const Checkpoint again = readCheckpoint(*mapped);
-        const ByteView inner = memberNamed(again, "model_weights.ckpt")->checkpoint->file->bytes();
+        const ByteView inner = memberNamed(again, "model_weights.ckpt")->model()->file->bytes();
         QVERIFY(inner.data() >= (*mapped)->bytes().data()
             && inner.data() + inner.size() <= (*mapped)->bytes().data() + (*mapped)->size());
 

@@ -152,7 +152,7 @@ private Q_SLOTS:
         if (checkpoint.shardSet)
             for (const ShardFile& shard : checkpoint.shardSet->shards)
                 importsModules
-                    = importsModules || (shard.checkpoint && !importRequirements(*shard.checkpoint).empty());
+                    = importsModules || (shard.model() && !importRequirements(*shard.model()).empty());
         QCOMPARE(importsModules, capabilities.unpicklerImportsClasses);
 
         // A copy with a plan: written in its own format, converted to zip, only the plan exported,

@@ -128,11 +128,11 @@ private Q_SLOTS:
             QVERIFY2(shard->problem.empty(), shard->problem.c_str());
             QVERIFY2(topLevel.count(shard->group), shard->group.c_str());
             const auto& tensors = file.member("tensors").items();
-            QCOMPARE(std::size_t(shard->checkpoint->tensors.size()), tensors.size());
+            QCOMPARE(std::size_t(shard->model()->tensors.size()), tensors.size());
             // Torch's tensors, in the merged document under the file's node, by name.
             std::map<std::string, const TensorEntry*> ours;
             for (std::uint32_t t = shard->firstTensor;
-                 t < shard->firstTensor + shard->checkpoint->tensors.size(); ++t)
+                 t < shard->firstTensor + shard->model()->tensors.size(); ++t)
                 ours[std::string(checkpoint.tensors[t].name)] = &checkpoint.tensors[t];
             for (const JsonValue& expected : tensors) {
                 const std::string own = expected.member("name").toString();

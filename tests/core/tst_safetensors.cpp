@@ -241,6 +241,75 @@ QList<CorpusSample> corpusSamples()
 class TestSafetensors : public QObject {
     Q_OBJECT
 
+    // Headers plain and odd: what writers produce, what the JSON parser alone accepts, and damage.
+    static QList<QByteArray> headerSamples()
+    {
+        // Long headers are split into adjacent literals on purpose.
+        // NOLINTBEGIN(bugprone-suspicious-missing-comma)
+        return {
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}   ",
+            " { \"a\" : { \"shape\" : [ 2 ] , \"data_offsets\" : [ 0 , 8 ] , \"dtype\" : \"F32\" } }\n\t\r ",
+            "{ \"a\" : { \"shape\" : [ 2 ] , \"data_offsets\" : [ 0 , 8 ] , \"dtype\" : \"F32\" } }\n\t\r ",
+            "{\"a\":{\"data_offsets\":[0,8],\"dtype\":\"F32\",\"shape\":[2]},\"b.c.d\":{\"dtype\":\"BF16\","
+            "\"shape\":[],\"data_offsets\":[8,10]}}",
+            "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"it's "
+            "\\\"quoted\\\"\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"__metadata__\":{\"format\":\"pt\",\"x\":\"y\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_"
+            "offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"__metadata__\":{}}",
+            "{\"__metadata__\":{\"format\":\"pt\"}}",
+            "{\"__metadata__\":\"pt\"}",
+            "{\"__metadata__\":{\"n\":1}}",
+            "{\"__metadata__\":{\"a\":\"b\"},\"__metadata__\":{\"a\":\"b\"}}",
+            "{}",
+            "{ }",
+            "",
+            "[]",
+            "{\"a\\u00e9\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"\xc3\xa9\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"\xc3\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\tb\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"extra\":1}}",
+            "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8.0]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,-8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[00,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,1e1]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551615]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551616]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[18446744073709551615,"
+            "18446744073709551615]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,9]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807,4],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775808],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":5,\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\":[1,2]}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}x",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"a\":{\"dtype\":\"F32\","
+            "\"shape\":[2],\"data_offsets\":[8,16]}}",
+            "{\"a\":{\"dtype\":\"Q8\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+            "{\"a\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]},\"b\":{\"dtype\":\"F6_E2M3\","
+            "\"shape\":[3],\"data_offsets\":[2,4]}}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\","
+            "\"shape\":[2],\"data_offsets\":[4,12]}}",
+            "{\"a..b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},\".c\":{\"dtype\":\"U8\","
+            "\"shape\":[1],\"data_offsets\":[1,2]},\"d.\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":["
+            "2,3]},\"e.f.g\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[3,4]},\"e.f.h\":{\"dtype\":"
+            "\"U8\",\"shape\":[1],\"data_offsets\":[4,5]},\"e.i\":{\"dtype\":\"U8\",\"shape\":[1],\"data_"
+            "offsets\":[5,64]}}",
+        };
+        // NOLINTEND(bugprone-suspicious-missing-comma)
+    }
+
 private:
     QList<CorpusSample> m_samples;
 
@@ -670,71 +739,7 @@ private Q_SLOTS:
     void scanAgreesWithParser()
     {
         const QByteArray data(64, '\0');
-        // Long headers are split into adjacent literals on purpose.
-        // NOLINTBEGIN(bugprone-suspicious-missing-comma)
-        const QList<QByteArray> headers = {
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}   ",
-            " { \"a\" : { \"shape\" : [ 2 ] , \"data_offsets\" : [ 0 , 8 ] , \"dtype\" : \"F32\" } }\n\t\r ",
-            "{ \"a\" : { \"shape\" : [ 2 ] , \"data_offsets\" : [ 0 , 8 ] , \"dtype\" : \"F32\" } }\n\t\r ",
-            "{\"a\":{\"data_offsets\":[0,8],\"dtype\":\"F32\",\"shape\":[2]},\"b.c.d\":{\"dtype\":\"BF16\","
-            "\"shape\":[],\"data_offsets\":[8,10]}}",
-            "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"it's "
-            "\\\"quoted\\\"\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"__metadata__\":{\"format\":\"pt\",\"x\":\"y\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_"
-            "offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"__metadata__\":{}}",
-            "{\"__metadata__\":{\"format\":\"pt\"}}",
-            "{\"__metadata__\":\"pt\"}",
-            "{\"__metadata__\":{\"n\":1}}",
-            "{\"__metadata__\":{\"a\":\"b\"},\"__metadata__\":{\"a\":\"b\"}}",
-            "{}",
-            "{ }",
-            "",
-            "[]",
-            "{\"a\\u00e9\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"\xc3\xa9\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"\xc3\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\tb\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"extra\":1}}",
-            "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8.0]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,-8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[00,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,1e1]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551615]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551616]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[18446744073709551615,"
-            "18446744073709551615]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,9]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807,4],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775808],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":5,\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\":[1,2]}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}x",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"a\":{\"dtype\":\"F32\","
-            "\"shape\":[2],\"data_offsets\":[8,16]}}",
-            "{\"a\":{\"dtype\":\"Q8\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-            "{\"a\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]},\"b\":{\"dtype\":\"F6_E2M3\","
-            "\"shape\":[3],\"data_offsets\":[2,4]}}",
-            "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\","
-            "\"shape\":[2],\"data_offsets\":[4,12]}}",
-            "{\"a..b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},\".c\":{\"dtype\":\"U8\","
-            "\"shape\":[1],\"data_offsets\":[1,2]},\"d.\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":["
-            "2,3]},\"e.f.g\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[3,4]},\"e.f.h\":{\"dtype\":"
-            "\"U8\",\"shape\":[1],\"data_offsets\":[4,5]},\"e.i\":{\"dtype\":\"U8\",\"shape\":[1],\"data_"
-            "offsets\":[5,64]}}",
-        };
-        // NOLINTEND(bugprone-suspicious-missing-comma)
-        for (const QByteArray& header : headers) {
+        for (const QByteArray& header : headerSamples()) {
             for (const QByteArray& padding : {QByteArray(), QByteArray(3, ' '), QByteArray(5, '\0')}) {
                 const QByteArray file = withHeader(QByteArray(8, '\0'), header + padding) + data;
                 const QString difference = scanAndParseDiffer(file);
@@ -980,6 +985,71 @@ private Q_SLOTS:
         testing::dumpTree(cached, 0, 0, cachedTree);
         QCOMPARE(cachedTree, directTree);
         QCOMPARE(cached.tree.size(), direct.tree.size());
+    }
+
+    // A set's safetensors shard is checked quietly and added straight into the merged checkpoint
+    // (issue 28): that happens only to a file the reader says nothing about, and adds what the
+    // reader adds, keyed after the shard.
+    void checkedTensorsAddAsTheReaderAdds()
+    {
+        QList<QByteArray> files;
+        for (const QByteArray& header : headerSamples()) {
+            // Padded with spaces to 8 bytes, as writers pad: an unaligned header is a finding.
+            const QByteArray aligned(static_cast<qsizetype>((8 - header.size() % 8) % 8), ' ');
+            for (const QByteArray& padding : {QByteArray(), QByteArray(5, '\0'), aligned})
+                files.append(withHeader(QByteArray(8, '\0'), header + padding) + QByteArray(64, '\0'));
+        }
+        for (const CorpusSample& sample : std::as_const(m_samples))
+            files.append(sample.bytes);
+        files.append(readAll(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/dtypes/newdtypes.safetensors")));
+        for (const char* shard : {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                 "model-00003-of-00003.safetensors"})
+            files.append(readAll(QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures/sharded/safetensors/")
+                + QLatin1String(shard)));
+        int addedFiles = 0;
+        for (const QByteArray& bytes : std::as_const(files)) {
+            const std::unique_ptr<Checkpoint> read = readBytes(bytes);
+            const auto checked = checkSafetensorsQuietly(read->file);
+            if (!read->findings.empty()) {
+                QVERIFY2(!checked, qPrintable(findingsText(*read)));
+                continue;
+            }
+            if (!checked)
+                continue; // a header only the JSON parser reads, without a finding
+            ++addedFiles;
+            Checkpoint merged;
+            merged.ensureRoot();
+            ModulePathCache modules;
+            addCheckedSafetensors(merged, *checked, "shard-1:", modules);
+            QCOMPARE(merged.tensors.size(), read->tensors.size());
+            QCOMPARE(merged.storages.size(), read->storages.size());
+            for (std::size_t t = 0; t < read->tensors.size(); ++t) {
+                const TensorEntry& want = read->tensors[t];
+                const TensorEntry& got = merged.tensors[t];
+                QCOMPARE(std::string_view(got.name), std::string_view(want.name));
+                QCOMPARE(std::string_view(got.dtype), std::string_view(want.dtype));
+                QVERIFY(got.shape == want.shape);
+                QVERIFY(got.stride == want.stride);
+                QCOMPARE(got.storage, want.storage);
+                QCOMPARE(merged.treePath(got.treeNode), read->treePath(want.treeNode));
+            }
+            for (std::size_t k = 0; k < read->storages.size(); ++k) {
+                const StorageRecord& want = read->storages[k];
+                const StorageRecord& got = merged.storages[k];
+                QCOMPARE(got.key.str(), "shard-1:" + want.key.str());
+                QCOMPARE(got.record(), want.record());
+                QCOMPARE(std::string_view(got.dtype), std::string_view(want.dtype));
+                QCOMPARE(got.numel, want.numel);
+                QCOMPARE(got.nbytes, want.nbytes);
+                QVERIFY(got.dataOffset == want.dataOffset);
+                QVERIFY(got.availableBytes == want.availableBytes);
+                QVERIFY(got.tensors == want.tensors);
+                QVERIFY(merged.storageIndex(got.key.view()) == std::optional<std::uint32_t>(k));
+            }
+        }
+        // The corpus, the fixtures' dtypes file and shards (the plain headers above all cover 64
+        // bytes with less: each says so, and is read on its own).
+        QCOMPARE(addedFiles, 7);
     }
 
     void noFileBytes()

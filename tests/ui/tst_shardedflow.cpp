@@ -491,15 +491,15 @@ private Q_SLOTS:
         QCOMPARE(files.size(), set.shards.size());
         for (std::size_t k = 0; k < set.shards.size(); ++k) {
             const ckpt::ShardFile& shard = set.shards[k];
-            QVERIFY(shard.checkpoint);
+            QVERIFY(shard.model());
             std::uint64_t bytes = 0;
             std::set<std::string> devices;
-            for (const ckpt::StorageRecord& storage : shard.checkpoint->storages) {
+            for (const ckpt::StorageRecord& storage : shard.model()->storages) {
                 bytes += storage.nbytes;
                 devices.insert(std::string(*storage.device));
             }
             QCOMPARE(files[k].shard, k);
-            QCOMPARE(files[k].tensors, std::uint64_t(shard.checkpoint->tensors.size()));
+            QCOMPARE(files[k].tensors, std::uint64_t(shard.model()->tensors.size()));
             QCOMPARE(files[k].bytes, bytes);
             QCOMPARE(files[k].devices, std::vector<std::string>(devices.begin(), devices.end()));
             // The row as shown: file name, tensor count, bytes in units, devices.
@@ -509,7 +509,7 @@ private Q_SLOTS:
                 shown.append(QString::fromStdString(device));
             const QString line = QStringLiteral("%1\n%2\n%3\n%4")
                                      .arg(name)
-                                     .arg(shard.checkpoint->tensors.size())
+                                     .arg(shard.model()->tensors.size())
                                      .arg(QString::fromStdString(ckpt::formatBytes(bytes)),
                                          shown.join(QStringLiteral(", ")));
             QVERIFY2(rootText.contains(line), qPrintable(line + QStringLiteral(" in:\n") + rootText));
