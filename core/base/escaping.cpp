@@ -76,21 +76,33 @@ std::string printableText(std::string_view text)
 namespace {
 
 // Where the run of printable ASCII that starts at `at` ends: sixteen bytes at a time where SSE2 is
-// there (every x86-64), the tail a byte at a time. `info` passes every line of its text through
-// here (28 MB for the 160-shard folder), and a byte at a time was a third of checkpointToText.
+// there (every x86-64), a text shorter than that a byte at a time. `info` passes every line of its
+// text through here (28 MB for the 160-shard folder), and a byte at a time was a third of
+// checkpointToText.
 std::size_t printableRunEnd(std::string_view text, std::size_t at)
 {
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
 #ifdef __SSE2__
     const __m128i below = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
-    while (size - at >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + at));
+    // A bit for each of the sixteen bytes from `start` that is not printable ASCII.
+    const auto specialBytes = [&](std::size_t start) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + start));
         // Signed: bytes from 0x80 are negative, so "below 0x20" flags them with the controls.
         const __m128i special = _mm_or_si128(_mm_cmplt_epi8(v, below), _mm_cmpeq_epi8(v, del));
-        if (const int mask = _mm_movemask_epi8(special))
-            return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+        return static_cast<unsigned>(_mm_movemask_epi8(special));
+    };
+    while (size - at >= 16) {
+        if (const unsigned mask = specialBytes(at))
+            return at + static_cast<std::size_t>(__builtin_ctz(mask));
         at += 16;
+    }
+    // The last few bytes as the sixteen that end the text, the bits of those before `at` dropped:
+    // every line of `info` ends in a part block, up to fifteen steps a byte at a time.
+    if (at < size && size >= 16) {
+        const std::size_t blockStart = size - 16;
+        const unsigned mask = specialBytes(blockStart) >> (at - blockStart);
+        return mask ? at + static_cast<std::size_t>(__builtin_ctz(mask)) : size;
     }
 #endif
     while (at < size && bytes[at] >= 0x20 && bytes[at] < 0x7F)
@@ -133,6 +145,18 @@ void appendPrintableText(std::string& out, std::string_view text)
         }
         i += step.length;
     }
+}
+
+void makePrintableFrom(std::string& text, std::size_t from)
+{
+    const std::size_t special = printableRunEnd(text, from);
+    if (special == text.size())
+        return;
+    // What comes before `special` is printable ASCII, as appendPrintableText leaves it, and its
+    // decoding steps end there: the rest escaped on its own gives the bytes the whole would.
+    const std::string rest = text.substr(special);
+    text.resize(special);
+    appendPrintableText(text, rest);
 }
 
 std::string printableLines(std::string_view text)
