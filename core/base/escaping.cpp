@@ -106,6 +106,19 @@ void appendPrintableText(std::string& out, std::string_view text)
     }
 }
 
+void makePrintableFrom(std::string& text, std::size_t from)
+{
+    const std::size_t special
+        = printableRunEnd(reinterpret_cast<const unsigned char*>(text.data()), from, text.size());
+    if (special == text.size())
+        return;
+    // What comes before `special` is printable ASCII, as appendPrintableText leaves it, and its
+    // decoding steps end there: the rest escaped on its own gives the bytes the whole would.
+    const std::string rest = text.substr(special);
+    text.resize(special);
+    appendPrintableText(text, rest);
+}
+
 std::string printableLines(std::string_view text)
 {
     std::string out;

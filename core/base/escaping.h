@@ -33,6 +33,10 @@ std::string printableText(std::string_view text);
 // The same, appended to `out`: reports that write a line per tensor into one buffer use this, so a
 // name of printable ASCII (almost every one) costs no string of its own.
 void appendPrintableText(std::string& out, std::string_view text);
+// `text` from `from` on made printable where it stands, as appendPrintableText would have appended
+// it: a report builds a line straight into its buffer and then calls this, so a line of printable
+// ASCII is scanned once and never copied.
+void makePrintableFrom(std::string& text, std::size_t from);
 
 // Multi-line text (a Python snippet, an add_safe_globals call) made printable line by line: each
 // line as printableText makes it, the line breaks kept.

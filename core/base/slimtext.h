@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/base/textviewfacade.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <ostream>
 #include <string>
 #include <string_view>
-// Not first: named before the others, <compare> stops moc (AutoMoc) with "Parse error at std" in
-// <concepts>, and every test with Q_OBJECT that includes core/model/checkpoint.h would not build.
-#include <compare>
 
 namespace ckpt {
 
@@ -23,17 +20,13 @@ namespace ckpt {
 // is put together). Each object owns its block, so a copy (a tensor entry copied between
 // checkpoints, a plan's snapshot) stays valid whatever happens to the original; a view of text in
 // place, as of std::string's, lasts while the object stays where it is. It reads like a const
-// std::string (it converts to string_view, and explicitly to std::string) and is set by assigning
-// text, as CompactText is. Unlike theirs, its data() is not NUL-terminated: it has no c_str().
+// std::string (TextViewFacade, as CompactText) and is set by assigning text, as CompactText is.
+// Unlike theirs, its data() is not NUL-terminated: it has no c_str().
 //
 // Layout (little-endian, as every target here): a heap pointer (aligned, so its lowest bit is 0),
 // null while empty; or, in place, byte 0 holding size * 2 + 1 and the characters from byte 1.
-class SlimText {
+class SlimText : public TextViewFacade<SlimText> {
 public:
-    using size_type = std::size_t;
-    using const_iterator = const char*;
-    static constexpr size_type npos = std::string::npos;
-
     SlimText() noexcept = default;
     SlimText(std::string_view text) { assign(text); }
     SlimText(const std::string& text) { assign(text); }
@@ -87,89 +80,7 @@ public:
         std::memcpy(&size, block, sizeof size);
         return size;
     }
-    size_type length() const noexcept { return size(); }
-    bool empty() const noexcept { return size() == 0; }
-    const_iterator begin() const noexcept { return data(); }
-    const_iterator end() const noexcept { return data() + size(); }
-    char operator[](size_type i) const noexcept { return data()[i]; }
-    char front() const noexcept { return data()[0]; }
-    char back() const noexcept { return data()[size() - 1]; }
-
-    std::string_view view() const noexcept { return {data(), size()}; }
-    std::string str() const { return std::string(view()); }
-    operator std::string_view() const noexcept { return view(); }
-    // Explicit, as CompactText's: with both conversions implicit, every call overloaded on
-    // string_view and std::string would be ambiguous; std::string(text) and assigning work.
-    explicit operator std::string() const { return str(); }
-
-    bool starts_with(std::string_view prefix) const noexcept { return view().starts_with(prefix); }
-    bool starts_with(char c) const noexcept { return view().starts_with(c); }
-    bool ends_with(std::string_view suffix) const noexcept { return view().ends_with(suffix); }
-    bool ends_with(char c) const noexcept { return view().ends_with(c); }
-    size_type find(std::string_view text, size_type from = 0) const noexcept
-    {
-        return view().find(text, from);
-    }
-    size_type find(char c, size_type from = 0) const noexcept { return view().find(c, from); }
-    size_type rfind(std::string_view text, size_type from = npos) const noexcept
-    {
-        return view().rfind(text, from);
-    }
-    size_type rfind(char c, size_type from = npos) const noexcept { return view().rfind(c, from); }
-    size_type find_first_of(std::string_view chars, size_type from = 0) const noexcept
-    {
-        return view().find_first_of(chars, from);
-    }
-    size_type find_first_not_of(std::string_view chars, size_type from = 0) const noexcept
-    {
-        return view().find_first_not_of(chars, from);
-    }
-    size_type find_last_of(std::string_view chars, size_type from = npos) const noexcept
-    {
-        return view().find_last_of(chars, from);
-    }
-    int compare(std::string_view other) const noexcept { return view().compare(other); }
-    std::string substr(size_type from, size_type count = npos) const
-    {
-        return std::string(view().substr(from, count));
-    }
     void clear() noexcept { release(); }
-
-    friend bool operator==(const SlimText& a, const SlimText& b) noexcept { return a.view() == b.view(); }
-    friend bool operator==(const SlimText& a, std::string_view b) noexcept { return a.view() == b; }
-    friend bool operator==(const SlimText& a, const std::string& b) noexcept { return a.view() == b; }
-    friend bool operator==(const SlimText& a, const char* b) noexcept { return a.view() == b; }
-    friend std::strong_ordering operator<=>(const SlimText& a, const SlimText& b) noexcept
-    {
-        return a.view().compare(b.view()) <=> 0;
-    }
-    friend std::strong_ordering operator<=>(const SlimText& a, std::string_view b) noexcept
-    {
-        return a.view().compare(b) <=> 0;
-    }
-    friend std::strong_ordering operator<=>(const SlimText& a, const std::string& b) noexcept
-    {
-        return a.view().compare(b) <=> 0;
-    }
-    friend std::strong_ordering operator<=>(const SlimText& a, const char* b) noexcept
-    {
-        return a.view().compare(b) <=> 0;
-    }
-
-    friend std::string operator+(const std::string& a, const SlimText& b)
-    {
-        return a + std::string(b.view());
-    }
-    friend std::string operator+(std::string&& a, const SlimText& b) { return std::move(a.append(b.view())); }
-    friend std::string operator+(const char* a, const SlimText& b) { return std::string(a).append(b.view()); }
-    friend std::string operator+(char a, const SlimText& b) { return std::string(1, a).append(b.view()); }
-    friend std::string operator+(const SlimText& a, const std::string& b) { return a.str() + b; }
-    friend std::string operator+(const SlimText& a, const char* b) { return a.str() + b; }
-    friend std::string operator+(const SlimText& a, char b) { return a.str() + b; }
-    friend std::string operator+(const SlimText& a, const SlimText& b) { return a.str().append(b.view()); }
-    friend std::string& operator+=(std::string& a, const SlimText& b) { return a.append(b.view()); }
-
-    friend std::ostream& operator<<(std::ostream& out, const SlimText& text) { return out << text.view(); }
 
 private:
     static constexpr std::size_t kHeader = sizeof(std::size_t); // the size, before the characters
@@ -227,9 +138,4 @@ static_assert(sizeof(SlimText) == sizeof(void*));
 
 } // namespace ckpt
 
-template<> struct std::hash<ckpt::SlimText> {
-    std::size_t operator()(const ckpt::SlimText& text) const noexcept
-    {
-        return std::hash<std::string_view> {}(text.view());
-    }
-};
+template<> struct std::hash<ckpt::SlimText> : ckpt::TextViewHash<ckpt::SlimText> { };

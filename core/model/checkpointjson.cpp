@@ -186,28 +186,30 @@ std::string checkpointToText(const Checkpoint& checkpoint)
         for (std::size_t i = rootChildren.size(); i-- > 0;)
             stack.push_back({rootChildren[i], 0});
     }
-    std::string line; // one buffer for every line: appends, no string per part
+    // Each line of the tree is built straight into `out` and then made printable where it stands:
+    // a line of printable ASCII (almost every one) is scanned once and not copied again.
     std::string sizeText; // formatBytes of sizeOfText
     std::uint64_t sizeOfText = 0;
     while (!stack.empty()) {
         const Item item = stack.back();
         stack.pop_back();
         const TreeNode& node = checkpoint.tree[item.node];
-        line.assign(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
-        line += node.name.empty() ? std::string_view("(root)") : node.name.view();
+        const std::size_t lineStart = out.size();
+        out.append(static_cast<std::size_t>(item.depth) * 2 + 2, ' ');
+        out += node.name.empty() ? std::string_view("(root)") : node.name.view();
         if (node.kind == TreeNodeKind::Tensor && node.tensor >= 0) {
             const TensorEntry& tensor = checkpoint.tensors[static_cast<std::size_t>(node.tensor)];
-            line += "  ";
-            line += std::string_view(tensor.dtype);
-            line += ' ';
-            appendIntegerList(line, tensor.shape);
+            out += "  ";
+            out += std::string_view(tensor.dtype);
+            out += ' ';
+            appendIntegerList(out, tensor.shape);
             if (tensor.layout != TensorLayout::Strided) {
-                line += ' ';
-                line += tensorLayoutName(tensor.layout);
+                out += ' ';
+                out += tensorLayoutName(tensor.layout);
             }
             if (tensor.storage >= 0) {
                 const StorageRecord& storage = checkpoint.storages[static_cast<std::size_t>(tensor.storage)];
-                line += "  ";
+                out += "  ";
                 // Tensors of one size come in runs (a layer's weights, every bias): its text is
                 // made once per run.
                 if (const std::uint64_t nbytes = tensor.nbytes(); nbytes != sizeOfText || sizeText.empty()) {
@@ -215,30 +217,31 @@ std::string checkpointToText(const Checkpoint& checkpoint)
                     sizeText.clear();
                     appendBytes(sizeText, nbytes);
                 }
-                line += sizeText;
-                line += "  storage ";
-                line += std::string_view(storage.key);
+                out += sizeText;
+                out += "  storage ";
+                out += std::string_view(storage.key);
                 if (storage.tensors.size() > 1)
-                    line += " (shared by " + std::to_string(storage.tensors.size()) + ")";
+                    out += " (shared by " + std::to_string(storage.tensors.size()) + ")";
             }
-            line += "  @";
-            line += tensor.device ? std::string_view(*tensor.device) : std::string_view("(no device)");
+            out += "  @";
+            out += tensor.device ? std::string_view(*tensor.device) : std::string_view("(no device)");
             if (const ShardFile* shard
                 = checkpoint.shardSet ? checkpoint.shardSet->shardOfStorage(tensor.storage) : nullptr) {
-                line += "  [";
-                line += shard->name;
-                line += ']';
+                out += "  [";
+                out += shard->name;
+                out += ']';
             }
             if (tensor.isParameter)
-                line += "  Parameter";
+                out += "  Parameter";
         } else if (node.kind == TreeNodeKind::Value || node.kind == TreeNodeKind::Alias) {
-            line += " = " + node.summary;
+            out += " = " + node.summary;
         } else if (node.kind == TreeNodeKind::Placeholder) {
-            line += "  <" + (node.className.empty() ? node.summary : node.className.str()) + ">";
+            out += "  <" + (node.className.empty() ? node.summary : node.className.str()) + ">";
         } else if (!node.className.empty()) {
-            line += "  (" + node.className + ")";
+            out += "  (" + node.className + ")";
         }
-        addLine(line);
+        makePrintableFrom(out, lineStart);
+        out += '\n';
         for (std::size_t i = node.children.size(); i-- > 0;)
             stack.push_back({node.children[i], item.depth + 1});
     }

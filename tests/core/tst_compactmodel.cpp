@@ -21,9 +21,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <thread>
 
 using namespace ckpt;
+using namespace std::string_literals;
+using namespace std::string_view_literals;
 
 class TestCompactModel : public QObject {
     Q_OBJECT
@@ -474,6 +477,56 @@ private Q_SLOTS:
         }
         std::map<SlimText, int> ordered {{"b", 1}, {"a", 2}, {"model.layers.0.weight", 3}};
         QCOMPARE(ordered.begin()->first.str(), std::string("a"));
+    }
+
+    // Both read through one facade (TextViewFacade): its searches, element access, concatenation,
+    // printing and hash answer as std::string's do, for text in place and in a block.
+    void textClassesSearchAsString()
+    {
+        const auto searchesAsString = [](const auto& text, const std::string& expected) {
+            QCOMPARE(text.length(), expected.size());
+            QCOMPARE(std::string(text.begin(), text.end()), expected);
+            QCOMPARE(text.front(), expected.front());
+            QCOMPARE(text.back(), expected.back());
+            QCOMPARE(text[expected.size() / 2], expected[expected.size() / 2]);
+            QCOMPARE(std::string(text), expected);
+            QCOMPARE(text.starts_with(expected.substr(0, 3)), true);
+            QCOMPARE(text.starts_with('x'), expected.starts_with('x'));
+            QCOMPARE(text.ends_with("ght"), expected.ends_with("ght"));
+            QCOMPARE(text.ends_with('t'), expected.ends_with('t'));
+            for (const std::string_view part : {"."sv, "ye"sv, "zz"sv, ""sv}) {
+                QCOMPARE(text.find(part), expected.find(part));
+                QCOMPARE(text.find(part, 3), expected.find(part, 3));
+                QCOMPARE(text.rfind(part), expected.rfind(part));
+                QCOMPARE(text.find_first_of(part), expected.find_first_of(part));
+                QCOMPARE(text.find_first_not_of(part), expected.find_first_not_of(part));
+                QCOMPARE(text.find_last_of(part), expected.find_last_of(part));
+                QCOMPARE(text.compare(part) < 0, expected.compare(part) < 0);
+                QCOMPARE(text == part, expected == part);
+                QVERIFY((text <=> part) == (expected <=> part));
+            }
+            QCOMPARE(text.find('.', 1), expected.find('.', 1));
+            QCOMPARE(text.rfind('.'), expected.rfind('.'));
+            QCOMPARE(text.substr(2), expected.substr(2));
+            QCOMPARE(text.substr(1, 4), expected.substr(1, 4));
+            QCOMPARE('<' + text + '>', '<' + expected + '>');
+            QCOMPARE(std::string("a") + text + text, "a" + expected + expected);
+            std::string appended = "x";
+            appended += text;
+            QCOMPARE(appended, "x" + expected);
+            std::ostringstream printed;
+            printed << text;
+            QCOMPARE(printed.str(), expected);
+            QCOMPARE(
+                std::hash<std::remove_cvref_t<decltype(text)>> {}(text), std::hash<std::string> {}(expected));
+        };
+        for (const std::string& expected :
+            {"a.b"s, "weight"s, "layers.0.weight"s, "model.layers.12.mlp.weight"s}) {
+            searchesAsString(CompactText(expected), expected);
+            searchesAsString(SlimText(expected), expected);
+            if (QTest::currentTestFailed())
+                return;
+        }
     }
 
     // StorageRecord's dataOffset and availableBytes, TensorEntry's storageOffset: nine bytes each,

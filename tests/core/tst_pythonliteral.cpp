@@ -95,6 +95,21 @@ private Q_SLOTS:
             appendPrintableText(appended, text);
             QCOMPARE(appended, "> " + printableText(text));
         }
+        // A line built in the buffer and made printable where it stands: the same bytes as the
+        // line appended through appendPrintableText, whatever its length (the scan's last block
+        // reaches back into what came before, a control character there included, and leaves it).
+        for (const std::string& text : hostileTexts()) {
+            for (const std::string& before : {"\x1b"s, "earlier line\x1b\n"s}) {
+                for (std::size_t padding = 0; padding <= 17; ++padding) {
+                    const std::string line = std::string(padding, ' ') + text + " tail";
+                    std::string expected = before;
+                    appendPrintableText(expected, line);
+                    std::string inPlace = before + line;
+                    makePrintableFrom(inPlace, before.size());
+                    QCOMPARE(inPlace, expected);
+                }
+            }
+        }
         std::string shape = "shape ";
         appendIntegerList(shape, std::vector<std::int64_t> {256, -1, 9223372036854775807});
         appendIntegerList(shape, std::vector<std::int64_t> {});
