@@ -33,15 +33,6 @@ void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
     checkpoint.pickles.push_back(std::move(section));
 }
 
-// The options for the files read to make one checkpoint (a set's shards, a bundle's members):
-// ReadOptions::judgeGraph is for the checkpoint they make, called once that is read.
-ReadOptions withoutGraphJudgement(const ReadOptions& options)
-{
-    ReadOptions inner = options;
-    inner.judgeGraph = nullptr;
-    return inner;
-}
-
 Checkpoint judgedOnceRead(Checkpoint checkpoint, const ReadOptions& options)
 {
     if (options.judgeGraph)
@@ -55,10 +46,10 @@ Checkpoint readCheckpoint(const std::string& path, const ReadOptions& options)
 {
     // An http(s) URL: read through range requests, only the bytes the reader touches (remotereader.h).
     if (isRemoteUrl(path))
-        return judgedOnceRead(readRemoteCheckpoint(path, withoutGraphJudgement(options)), options);
+        return judgedOnceRead(readRemoteCheckpoint(path, options.forFileInside()), options);
     // A folder, an index, DCP metadata or one listed shard: every file of the set, shown as one (§7).
     if (auto sharded = resolveShardedInput(path)) {
-        Checkpoint checkpoint = readShardedCheckpoint(*sharded, withoutGraphJudgement(options));
+        Checkpoint checkpoint = readShardedCheckpoint(*sharded, options.forFileInside());
         addQuantScaleFindings(checkpoint); // a weight and its scale may lie in different shards
         return judgedOnceRead(std::move(checkpoint), options);
     }
@@ -84,9 +75,14 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     checkpoint.container = sniffContainer(file->bytes());
     // A format reader that judged the graph before building the records says so here.
     bool judged = false;
-    ReadOptions readerOptions = withoutGraphJudgement(options);
+    ReadOptions readerOptions = options.forFileInside();
     if (options.judgeGraph)
         readerOptions.judgeGraph = [&](const Checkpoint& read) {
+            // Only this file's own checkpoint: a file read inside it judged alone would rate the
+            // whole by a part (a torch.export archive by its sample inputs' pickle). Such a reader
+            // should pass forFileInside(); if one does not, this file is judged once it is read.
+            if (&read != &checkpoint)
+                return;
             judged = true;
             options.judgeGraph(read);
         };
@@ -95,14 +91,12 @@ Checkpoint readCheckpoint(std::shared_ptr<const MappedFile> file, const ReadOpti
     case ContainerKind::Tar:
     case ContainerKind::Gzip:
         // An archive of files (AllenNLP, NeMo) or a compressed checkpoint: its members (bundlereader.h).
-        return judgedOnceRead(
-            readBundle(file, checkpoint.container, withoutGraphJudgement(options)), options);
+        return judgedOnceRead(readBundle(file, checkpoint.container, options.forFileInside()), options);
     case ContainerKind::TorchZip:
         // A plain zip of checkpoint files is a bundle; the directory parsed to tell is kept for the reader.
         checkpoint.zip = std::make_shared<const ZipArchive>(ZipArchive::open(file));
         if (isBundleZip(*checkpoint.zip))
-            return judgedOnceRead(
-                readBundle(file, checkpoint.container, withoutGraphJudgement(options)), options);
+            return judgedOnceRead(readBundle(file, checkpoint.container, options.forFileInside()), options);
         [[fallthrough]];
     case ContainerKind::ZipWithPrefix:
         if (checkpoint.container.kind == ContainerKind::ZipWithPrefix)

@@ -30,8 +30,18 @@ struct ReadOptions {
     // the torch zip and legacy readers call it before the records are built, and the builder then
     // gives the graph back chunk by chunk as it consumes it: graph and records are never both whole,
     // which was the peak of reading one big file (issue 28). Otherwise it is called once the file
-    // is read. Never called for the files of a set or a bundle one by one: for what they make.
+    // is read. Never called for the files of a set, a bundle or an archive one by one: for what
+    // they make (a nested file's verdict alone would rate the whole).
     std::function<void(const Checkpoint&)> judgeGraph;
+
+    // These options for a file read to make part of this one (a set's shard, a bundle's member, a
+    // torch.export archive's nested model): the same, without judgeGraph.
+    ReadOptions forFileInside() const
+    {
+        ReadOptions inner = *this;
+        inner.judgeGraph = nullptr;
+        return inner;
+    }
 };
 
 // Opens any file: sniffs the container from its bytes, reads what can be read, and explains the

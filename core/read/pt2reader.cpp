@@ -222,7 +222,7 @@ void ExportArchiveReader::readNested(
     if (!slice)
         return;
     ++t_nesting;
-    const Checkpoint nested = readCheckpoint(slice, m_options);
+    const Checkpoint nested = readCheckpoint(slice, m_options.forFileInside());
     --t_nesting;
 
     for (const Finding& finding : nested.findings) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <QDir>
+#include <QDirIterator>
 #include <QTest>
 
 using namespace ckpt;
@@ -32,6 +33,7 @@ private Q_SLOTS:
     void aGlobalTheVerdictLacksIsHandedToIt();
     void everySectionSaysWhatTheRatingSays();
     void judgedAheadTheGraphCanGo();
+    void judgedWhileReadInEveryContainer();
     void agreesWithTorch113() { compareWith(QStringLiteral(CKPT_LEGACY_PYTHON), TorchGeneration::Torch113); }
     void agreesWithModernTorch()
     {
@@ -63,6 +65,25 @@ bool judged(const Checkpoint& checkpoint)
         || checkpoint.format == CheckpointFormat::TorchScript;
 }
 
+// What a triage says of the pickles' safety and of torch.load, as one text to compare.
+std::string text(const TriageReport& report)
+{
+    std::string all = report.safety.headline + "\n" + std::to_string(int(report.safety.rating)) + "\n"
+        + std::to_string(int(report.weightsOnly.rating)) + " " + report.weightsOnly.torchMessage + "\n";
+    for (const UnsafeCallable& callable : report.safety.unsafe)
+        all += "unsafe " + callable.name + " " + callable.where + "\n";
+    for (const std::string& line : report.safety.cannotVerify)
+        all += "cannot " + line + "\n";
+    for (const std::string& line : report.safety.pickles)
+        all += "pickle " + line + "\n";
+    for (const std::string& line : report.safety.notes)
+        all += "note " + line + "\n";
+    for (const Finding& finding : report.findings)
+        all += std::to_string(int(finding.severity)) + " " + finding.message + "\n";
+    for (const LoadSimulation& simulation : report.loadSimulations)
+        all += "load " + std::to_string(simulation.loads) + " " + simulation.error + "\n";
+    return all;
+}
 } // namespace
 
 void TestWeightsOnlyVerdict::hostileFilesAreDangerous()
@@ -300,23 +321,6 @@ void TestWeightsOnlyVerdict::compareWith(const QString& python, TorchGeneration 
 // an empty one.
 void TestWeightsOnlyVerdict::judgedAheadTheGraphCanGo()
 {
-    auto text = [](const TriageReport& report) {
-        std::string all = report.safety.headline + "\n" + std::to_string(int(report.safety.rating)) + "\n"
-            + std::to_string(int(report.weightsOnly.rating)) + " " + report.weightsOnly.torchMessage + "\n";
-        for (const UnsafeCallable& callable : report.safety.unsafe)
-            all += "unsafe " + callable.name + " " + callable.where + "\n";
-        for (const std::string& line : report.safety.cannotVerify)
-            all += "cannot " + line + "\n";
-        for (const std::string& line : report.safety.pickles)
-            all += "pickle " + line + "\n";
-        for (const std::string& line : report.safety.notes)
-            all += "note " + line + "\n";
-        for (const Finding& finding : report.findings)
-            all += std::to_string(int(finding.severity)) + " " + finding.message + "\n";
-        for (const LoadSimulation& simulation : report.loadSimulations)
-            all += "load " + std::to_string(simulation.loads) + " " + simulation.error + "\n";
-        return all;
-    };
     int released = 0;
     int judgedBeforeRecords = 0;
     for (const QString& path : inputFiles()) {
@@ -360,6 +364,42 @@ void TestWeightsOnlyVerdict::judgedAheadTheGraphCanGo()
     }
     QVERIFY(released > 10);
     QVERIFY(judgedBeforeRecords > 10); // the fixtures' plain state_dicts (tst_compactmodel: given back)
+}
+
+// `check` and `info` judge the graph while a file is read (ReadOptions::judgeGraph): once, for the
+// file the user named, never for a file read inside it. A torch.export archive judged by its sample
+// inputs' plain state_dict was rated known inert beside its compiled code; so every fixture of
+// every kind (archives, bundles, nested files, folders through one of their files) is read both
+// ways here, and the triage must be the one made with the file read whole.
+void TestWeightsOnlyVerdict::judgedWhileReadInEveryContainer()
+{
+    const QString root = QStringLiteral(CKPT_SOURCE_DIR "/tests/fixtures");
+    int files = 0;
+    QDirIterator it(root, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        const QString path = it.next();
+        const QString relative = path.mid(root.size() + 1);
+        if (relative.startsWith(QLatin1String("torch-1.13/"))
+            || relative.startsWith(QLatin1String("torch-2/")))
+            continue; // judgedAheadTheGraphCanGo reads these
+        if (path.endsWith(QLatin1String(".json")) || path.endsWith(QLatin1String(".py"))
+            || path.endsWith(QLatin1String(".md")) || path.endsWith(QLatin1String(".txt")))
+            continue;
+        const TriageReport expected = triage(readCheckpoint(path.toStdString()), {});
+        TriageOptions whileRead;
+        ReadOptions readOptions;
+        int judgements = 0;
+        readOptions.judgeGraph = [&](const Checkpoint& beingRead) {
+            ++judgements;
+            judgePickleGraphAhead(beingRead, whileRead);
+        };
+        Checkpoint read = readCheckpoint(path.toStdString(), readOptions);
+        QCOMPARE(judgements, 1);
+        read.graph.release();
+        QVERIFY2(text(triage(read, whileRead)) == text(expected), qPrintable(relative));
+        ++files;
+    }
+    QVERIFY(files > 150);
 }
 
 QTEST_GUILESS_MAIN(TestWeightsOnlyVerdict)
