@@ -22,6 +22,7 @@
 Nothing here unpickles a hostile file; only what ckpt-inspect wrote is loaded, with weights_only=True.
 usage: check_hostile.py GENERATOR INSPECT OUTDIR
 """
+import concurrent.futures
 import glob
 import json
 import os
@@ -94,65 +95,79 @@ def one_judgement(name, report, code, info_text, info_json):
     return ["%s: %s" % (name, problem) for problem in problems]
 
 
-techniques = set()
-dangerous_count = 0
-extracted_rows = []  # (file, command) that wrote a file rather than refusing
-remapped_rows = []  # dangerous files remapped under --allow-dangerous, the copy rated like the input
-remap_refused = []  # dangerous files that cannot be remapped at all (said so, nothing written)
-for name, technique, rating, callables in rows:
+class FileResult:
+    """What the checks of one hostile file found; the files are checked concurrently and their
+    results gathered in manifest order."""
+
+    def __init__(self):
+        self.failures = []
+        self.techniques = set()  # empty unless the file is rated dangerous as expected
+        self.remapped = False  # remapped under --allow-dangerous, the copy rated like the input
+        self.remap_refused = False  # cannot be remapped at all (said so, nothing written)
+        self.extracted = []  # (file, command) that wrote a file rather than refusing
+
+
+def check_file(row):
+    result = FileResult()
+    check_outputs(row, result)
+    check_truncations(row[0], result)
+    return result
+
+
+def check_outputs(row, result):
+    name, technique, rating, callables = row
     path = os.path.join(out, name)
     code, stdout, stderr = run("check", "--json", path)
     try:
         report = json.loads(stdout)
     except ValueError:
-        failures.append("%s: check --json printed no JSON (exit %d): %s" % (name, code, stderr[-300:]))
-        continue
+        result.failures.append("%s: check --json printed no JSON (exit %d): %s" % (name, code, stderr[-300:]))
+        return
     safety = report["safety"]
     unsafe = [entry["name"] for entry in safety["unsafe"]]
     if safety["rating"] != rating:
-        failures.append("%s: rated %s, expected %s: %s" % (name, safety["rating"], rating, safety["headline"]))
+        result.failures.append("%s: rated %s, expected %s: %s" % (name, safety["rating"], rating, safety["headline"]))
     if rating == "dangerous":
-        dangerous_count += 1
-        techniques.update(technique.split(","))
+        result.techniques.update(technique.split(","))
         if code != 4 or report["exit_code"] != 4:
-            failures.append("%s: check exits %d, expected 4" % (name, code))
+            result.failures.append("%s: check exits %d, expected 4" % (name, code))
         if safety["add_safe_globals_torch2"] or safety["add_safe_globals_torch113"]:
-            failures.append("%s: an add_safe_globals call is offered for a dangerous file" % name)
+            result.failures.append("%s: an add_safe_globals call is offered for a dangerous file" % name)
         for finding in report["findings"]:
             if "add_safe_globals" in finding.get("fix", "") and finding["code"] != "load-fails":
-                failures.append("%s: finding %s offers add_safe_globals" % (name, finding["code"]))
+                result.failures.append("%s: finding %s offers add_safe_globals" % (name, finding["code"]))
     elif code == 4:
-        failures.append("%s: check exits 4 for a file rated %s" % (name, rating))
+        result.failures.append("%s: check exits 4 for a file rated %s" % (name, rating))
     for expected in [c for c in callables.split(",") if c and c != "-"]:
         if not any(expected in found for found in unsafe):
-            failures.append("%s: %s is not named (unsafe: %s)" % (name, expected, ", ".join(unsafe) or "none"))
+            result.failures.append("%s: %s is not named (unsafe: %s)" % (name, expected, ", ".join(unsafe) or "none"))
     if rating == "dangerous" and callables == "-" and not safety["cannot_verify"]:
-        failures.append("%s: rated dangerous without naming a callable or a reason it cannot be verified" % name)
+        result.failures.append("%s: rated dangerous without naming a callable or a reason it cannot be verified" % name)
     offered = (safety["add_safe_globals_torch2"] or "") + (safety["add_safe_globals_torch113"] or "")
     vetted = {entry["name"] for entry in safety["vetted_not_default"]}
     for line in offered.splitlines():
         if line.startswith("from "):
             parts = line.split()
             if parts[1] + "." + parts[3] not in vetted:
-                failures.append("%s: add_safe_globals offers %s.%s, which is not vetted" % (name, parts[1], parts[3]))
+                result.failures.append("%s: add_safe_globals offers %s.%s, which is not vetted" % (name, parts[1], parts[3]))
     for found in unsafe:
         if found.split(".")[-1] in offered:
-            failures.append("%s: the unsafe %s appears in an add_safe_globals call" % (name, found))
+            result.failures.append("%s: the unsafe %s appears in an add_safe_globals call" % (name, found))
 
     # info: the rating first.
     check_code, check_report = code, report
     code, info_text, stderr = run("info", path)
     if not info_text.startswith("safety: " + rating):
-        failures.append("%s: info does not start with the rating: %r" % (name, info_text[:120]))
+        result.failures.append("%s: info does not start with the rating: %r" % (name, info_text[:120]))
     code, stdout, stderr = run("info", "--json", path)
     info = None
     try:
         info = json.loads(stdout)
         if list(info)[0] != "safety" or info["safety"]["rating"] != rating:
-            failures.append("%s: info --json does not lead with the rating" % name)
+            result.failures.append("%s: info --json does not lead with the rating" % name)
     except ValueError:
-        failures.append("%s: info --json printed no JSON: %s" % (name, stderr[-200:]))
-    failures.extend(one_judgement(name, check_report, check_code, info_text, info))
+        result.failures.append("%s: info --json printed no JSON: %s" % (name, stderr[-200:]))
+    result.failures.extend(one_judgement(name, check_report, check_code, info_text, info))
 
     # remap: refused naming both ways out; told, the remapped copy rated exactly like the input.
     if rating == "dangerous":
@@ -162,12 +177,12 @@ for name, technique, rating, callables in rows:
                 os.remove(leftover)
         code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu")
         if code != 4 or os.path.exists(target) or "refusing" not in stderr:
-            failures.append("%s: remap did not refuse (exit %d): %s" % (name, code, stderr[-200:]))
+            result.failures.append("%s: remap did not refuse (exit %d): %s" % (name, code, stderr[-200:]))
         elif "--allow-dangerous" not in stderr and "cannot be remapped in any case" not in stderr:
-            failures.append("%s: remap's refusal names neither the override nor why there is none: %s"
+            result.failures.append("%s: remap's refusal names neither the override nor why there is none: %s"
                             % (name, stderr[-300:]))
         elif "extract" not in stderr:
-            failures.append("%s: remap's refusal does not name extract for the weights alone: %s"
+            result.failures.append("%s: remap's refusal does not name extract for the weights alone: %s"
                             % (name, stderr[-300:]))
         offered_override = "--allow-dangerous writes the remapped copy" in stderr
         code, stdout, stderr = run("remap", path, "-o", target, "--map", "*=cpu", "--allow-dangerous", "--json")
@@ -176,37 +191,37 @@ for name, technique, rating, callables in rows:
             # the input does, or the write failed: said precisely, nothing written.
             if os.path.exists(target) or not any(
                     said in stderr for said in ("cannot remap", "refusing to give the copy", "could not write")):
-                failures.append("%s: remap --allow-dangerous refused without saying why, or left %s: %s"
+                result.failures.append("%s: remap --allow-dangerous refused without saying why, or left %s: %s"
                                 % (name, target, stderr[-300:]))
             if offered_override and "cannot remap" in stderr:
-                failures.append("%s: remap offered --allow-dangerous, which then says it cannot remap: %s"
+                result.failures.append("%s: remap offered --allow-dangerous, which then says it cannot remap: %s"
                                 % (name, stderr[-300:]))
-            remap_refused.append(name)
+            result.remap_refused = True
         elif code != 0 or not os.path.exists(target):
-            failures.append("%s: remap --allow-dangerous failed (exit %d): %s" % (name, code, stderr[-200:]))
+            result.failures.append("%s: remap --allow-dangerous failed (exit %d): %s" % (name, code, stderr[-200:]))
         else:
             try:
                 written = json.loads(stdout)
             except ValueError:
                 written = {}
             if not written.get("as_dangerous_as_input"):
-                failures.append("%s: remap --allow-dangerous does not say the copy is as dangerous" % name)
+                result.failures.append("%s: remap --allow-dangerous does not say the copy is as dangerous" % name)
             code, copy_stdout, copy_stderr = run("check", "--json", target)
             try:
                 copy_safety = json.loads(copy_stdout)["safety"]
             except (ValueError, KeyError):
                 copy_safety = None
             if copy_safety is None:
-                failures.append("%s: check --json of the remapped copy printed no verdict: %s"
+                result.failures.append("%s: check --json of the remapped copy printed no verdict: %s"
                                 % (name, copy_stderr[-200:]))
             elif (copy_safety["rating"] != safety["rating"]
                   or sorted(e["name"] for e in copy_safety["unsafe"]) != sorted(unsafe)
                   or sorted(e["call"] or "" for e in copy_safety["unsafe"])
                   != sorted(e["call"] or "" for e in safety["unsafe"])):
-                failures.append("%s: the remapped copy is rated %s (%s), the input %s (%s)" % (
+                result.failures.append("%s: the remapped copy is rated %s (%s), the input %s (%s)" % (
                     name, copy_safety["rating"], ", ".join(e["name"] for e in copy_safety["unsafe"]),
                     safety["rating"], ", ".join(unsafe)))
-            remapped_rows.append(name)
+            result.remapped = True
             os.remove(target)
 
     # extract and convert: refused, or only tensors written and the callables named as not carried.
@@ -217,38 +232,40 @@ for name, technique, rating, callables in rows:
         code, stdout, stderr = run(command, path, "-o", target, "--json")
         if code == 2:
             if not stderr.strip() or os.path.exists(target):
-                failures.append("%s: %s refused without a message or left %s" % (name, command, target))
+                result.failures.append("%s: %s refused without a message or left %s" % (name, command, target))
             continue
         if code != 0 or not os.path.exists(target):
-            failures.append("%s: %s exits %d: %s" % (name, command, code, stderr[-200:]))
+            result.failures.append("%s: %s exits %d: %s" % (name, command, code, stderr[-200:]))
             continue
-        extracted_rows.append((name, command))
+        result.extracted.append((name, command))
         report = json.loads(stdout)
         carried_not = report["globals_not_carried"] if command == "extract" else [
             g for item in report["inputs"] for g in item["globals_not_carried"]]
         for expected in [c for c in callables.split(",") if c and c != "-"]:
             if not any(expected in found for found in carried_not):
-                failures.append("%s: %s does not name %s as not carried (it names %s)" % (
+                result.failures.append("%s: %s does not name %s as not carried (it names %s)" % (
                     name, command, expected, ", ".join(carried_not) or "none"))
         if command == "extract":
             try:
                 loaded = torch.load(target, map_location="cpu", weights_only=True)
                 if not all(torch.is_tensor(v) for v in loaded.values()):
-                    failures.append("%s: the extract holds something other than tensors" % name)
+                    result.failures.append("%s: the extract holds something other than tensors" % name)
             except Exception as error:  # noqa: BLE001 - any failure to load is the finding
-                failures.append("%s: the extract does not load with weights_only=True: %s" % (name, error))
+                result.failures.append("%s: the extract does not load with weights_only=True: %s" % (name, error))
         else:
             with open(target, "rb") as f:
                 header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
             if header.get("__metadata__") != {"format": "pt"}:
-                failures.append("%s: the conversion's __metadata__ is %s" % (name, header.get("__metadata__")))
+                result.failures.append("%s: the conversion's __metadata__ is %s" % (name, header.get("__metadata__")))
         os.remove(target)
 
-# Cut short anywhere, no file crashes the reader or the verdict (a truncated gzip once did).
-truncated = os.path.join(out, "truncated.bin")
-for name, technique, rating, callables in rows:
+
+
+def check_truncations(name, result):
+    """Cut short anywhere, no file crashes the reader or the verdict (a truncated gzip once did)."""
     with open(os.path.join(out, name), "rb") as f:
         data = f.read()
+    truncated = os.path.join(out, "truncated-%s.bin" % name)
     for cut in sorted({1, 7, len(data) // 3, len(data) // 2, len(data) - 8, len(data) - 3, len(data) - 1}):
         if cut <= 0 or cut >= len(data):
             continue
@@ -256,8 +273,29 @@ for name, technique, rating, callables in rows:
             f.write(data[:cut])
         code, stdout, stderr = run("check", "--json", truncated)
         if code < 0 or code > 4:
-            failures.append("%s cut at byte %d: check exits %d: %s" % (name, cut, code, stderr[-200:]))
-os.remove(truncated)
+            result.failures.append("%s cut at byte %d: check exits %d: %s" % (name, cut, code, stderr[-200:]))
+    if os.path.exists(truncated):
+        os.remove(truncated)
+
+
+# Each file's checks start one ckpt-inspect after another (about 17 per file, 3,900 in all); under
+# ASan each start costs a quarter of a second, so the files are checked side by side, one per core.
+techniques = set()
+dangerous_count = 0
+extracted_rows = []
+remapped_rows = []
+remap_refused = []
+with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    for (name, technique, rating, callables), result in zip(rows, pool.map(check_file, rows)):
+        failures.extend(result.failures)
+        if rating == "dangerous":
+            dangerous_count += 1
+        techniques.update(result.techniques)
+        if result.remapped:
+            remapped_rows.append(name)
+        if result.remap_refused:
+            remap_refused.append(name)
+        extracted_rows.extend(result.extracted)
 
 markers = glob.glob("/tmp/ckpt-hostile-marker-*")
 if markers:
