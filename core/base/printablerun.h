@@ -57,46 +57,11 @@ template<class Width> inline __m128i twoPieces(const unsigned char* first, const
 }
 #endif
 
-} // namespace printablerun
-
-// Where the run of printable ASCII other than `Stops` that starts at `at` in bytes[0, size) ends
-// (`size` when it reaches the end). Sixteen bytes at a time where SSE2 is there (every x86-64),
-// the last ones of a text of sixteen or more as the sixteen that end it (read again, never past
-// the end), a shorter one in one register too; without SSE2, eight at a time the same way; the
-// last three bytes and, without SSE2, where a run stops, by a table.
+// The scan without SSE2, and the tail of a short text with it (always compiled, so that its test
+// runs on every machine, not only where SSE2 is missing).
 template<unsigned char... Stops>
-inline std::size_t printableRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
+inline std::size_t runEndByWords(const unsigned char* bytes, std::size_t at, std::size_t size)
 {
-#ifdef __SSE2__
-    while (size - at >= 16) {
-        if (const unsigned mask = printablerun::stopMask<Stops...>(bytes + at))
-            return at + static_cast<std::size_t>(__builtin_ctz(mask));
-        at += 16;
-    }
-    const std::size_t left = size - at;
-    if (left == 0)
-        return size;
-    if (size >= 16) {
-        const std::size_t seen = 16 - left; // of the last sixteen, the bytes before `at`
-        const unsigned mask = printablerun::stopMask<Stops...>(bytes + size - 16) >> seen;
-        return mask ? at + static_cast<std::size_t>(__builtin_ctz(mask)) : size;
-    }
-    // A shorter text (a dtype, a device, a storage key) as its first and last eight or four bytes
-    // in one register, which may overlap; the rest of the register holds 'a', which stops nothing.
-    if (left >= 4) {
-        const std::size_t width = left >= 8 ? 8 : 4;
-        const unsigned mask = left >= 8
-            ? printablerun::stopMask<Stops...>(
-                printablerun::twoPieces<std::uint64_t>(bytes + at, bytes + size - 8))
-            : printablerun::stopMask<Stops...>(
-                printablerun::twoPieces<std::uint32_t>(bytes + at, bytes + size - 4));
-        if (!mask)
-            return size;
-        const unsigned firstPiece = mask & ((1u << width) - 1);
-        return firstPiece ? at + static_cast<std::size_t>(__builtin_ctz(firstPiece))
-                          : size - width + static_cast<std::size_t>(__builtin_ctz(mask >> width));
-    }
-#endif
     // Eight at a time, the last ones of a text of eight or more as the eight that end it, and the
     // rest of a shorter text (a dtype, a device, a storage key) gathered into one word, filled
     // with a byte that stops nothing: each test flags every byte it looks for, and can flag a
@@ -140,6 +105,49 @@ inline std::size_t printableRunEnd(const unsigned char* bytes, std::size_t at, s
     while (at < size && printablerun::kInRun<Stops...>[bytes[at]])
         ++at;
     return at;
+}
+
+} // namespace printablerun
+
+// Where the run of printable ASCII other than `Stops` that starts at `at` in bytes[0, size) ends
+// (`size` when it reaches the end). Sixteen bytes at a time where SSE2 is there (every x86-64),
+// the last ones of a text of sixteen or more as the sixteen that end it (read again, never past
+// the end), a shorter one in one register too; without SSE2, eight at a time the same way; the
+// last three bytes and, without SSE2, where a run stops, by a table.
+template<unsigned char... Stops>
+inline std::size_t printableRunEnd(const unsigned char* bytes, std::size_t at, std::size_t size)
+{
+#ifdef __SSE2__
+    while (size - at >= 16) {
+        if (const unsigned mask = printablerun::stopMask<Stops...>(bytes + at))
+            return at + static_cast<std::size_t>(__builtin_ctz(mask));
+        at += 16;
+    }
+    const std::size_t left = size - at;
+    if (left == 0)
+        return size;
+    if (size >= 16) {
+        const std::size_t seen = 16 - left; // of the last sixteen, the bytes before `at`
+        const unsigned mask = printablerun::stopMask<Stops...>(bytes + size - 16) >> seen;
+        return mask ? at + static_cast<std::size_t>(__builtin_ctz(mask)) : size;
+    }
+    // A shorter text (a dtype, a device, a storage key) as its first and last eight or four bytes
+    // in one register, which may overlap; the rest of the register holds 'a', which stops nothing.
+    if (left >= 4) {
+        const std::size_t width = left >= 8 ? 8 : 4;
+        const unsigned mask = left >= 8
+            ? printablerun::stopMask<Stops...>(
+                printablerun::twoPieces<std::uint64_t>(bytes + at, bytes + size - 8))
+            : printablerun::stopMask<Stops...>(
+                printablerun::twoPieces<std::uint32_t>(bytes + at, bytes + size - 4));
+        if (!mask)
+            return size;
+        const unsigned firstPiece = mask & ((1u << width) - 1);
+        return firstPiece ? at + static_cast<std::size_t>(__builtin_ctz(firstPiece))
+                          : size - width + static_cast<std::size_t>(__builtin_ctz(mask >> width));
+    }
+#endif
+    return printablerun::runEndByWords<Stops...>(bytes, at, size);
 }
 
 } // namespace ckpt

@@ -391,7 +391,7 @@ private Q_SLOTS:
     }
 
     // The writer, the parser and printableText share one scan for runs of printable ASCII, read
-    // sixteen (or eight) bytes at a time and the last ones of a text as the block that ends it:
+    // sixteen (or, without SSE2, eight: both are checked) bytes at a time and the last ones of a text as the block that ends it:
     // every byte value at every position of texts of every length up to three blocks, scanned from
     // inside them too, must stop the run exactly where a byte at a time would.
     void printableRunEndStopsWhereAByteAtATimeWould()
@@ -421,8 +421,14 @@ private Q_SLOTS:
                             continue;
                         const std::size_t printable = printableRunEnd<>(bytes, at, length);
                         const std::size_t jsonPlain = printableRunEnd<'"', '\\'>(bytes, at, length);
-                        if (printable != byteAtATime(text, at, false)
-                            || jsonPlain != byteAtATime(text, at, true)) {
+                        // The scan machines without SSE2 use, here on every machine.
+                        const std::size_t printableByWords = printablerun::runEndByWords<>(bytes, at, length);
+                        const std::size_t jsonPlainByWords
+                            = printablerun::runEndByWords<'"', '\\'>(bytes, at, length);
+                        const std::size_t printableExpected = byteAtATime(text, at, false);
+                        const std::size_t jsonPlainExpected = byteAtATime(text, at, true);
+                        if (printable != printableExpected || jsonPlain != jsonPlainExpected
+                            || printableByWords != printableExpected || jsonPlainByWords != jsonPlainExpected) {
                             const QByteArray what = QByteArray("byte ") + QByteArray::number(byte) + " at "
                                 + QByteArray::number(static_cast<qulonglong>(position)) + " of "
                                 + QByteArray::number(static_cast<qulonglong>(length)) + " from "
