@@ -66,6 +66,7 @@ struct ShardFile {
     // file), read on its own and shown under its own node; not named by .metadata.
     bool companion = false;
 
+private:
     // Shared by the copies of this record; null when the shard could not be read.
     std::shared_ptr<ShardModel> m_model;
 };
