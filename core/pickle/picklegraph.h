@@ -150,6 +150,60 @@ public:
 
     const ContainerBody* bodyOf(NodeId id) const;
     ContainerBody& ensureBody(NodeId id);
+    // Calls visit(child) for each value `id` refers to, as the accessors above give them and in
+    // their order: a tuple's items, a call's callee then its arguments, a persistent id's payload,
+    // then its body's items, dict items, states and keyword arguments (kNoNode where they give it).
+    // One read of the node where an accessor per child checks the kind again: the builder walks
+    // every node of a state_dict this way (~15 per tensor, 190 M instructions of `info --json` of
+    // 100,000 tensors through the accessors) to know when each node chunk may go back.
+    template<typename Visit> void forEachChild(NodeId id, Visit&& visit) const
+    {
+        const ContainerBody* body = nullptr;
+        if (id < m_nodeCount) {
+            const PickleNode& n = at(id);
+            if (hasBodySlot(n.kind)) // bodyOf's answer, from the node already read
+                body = n.parts.body == kNoNode ? nullptr : &m_bodies[n.parts.body];
+            else if (!m_otherBodies.empty())
+                body = bodyOf(id);
+            switch (n.kind) {
+            case NodeKind::Tuple:
+                if (n.count <= 2) {
+                    if (n.count >= 1)
+                        visit(static_cast<NodeId>(n.parts.body));
+                    if (n.count == 2)
+                        visit(static_cast<NodeId>(n.parts.extra));
+                } else if (n.count > kOwnItemsAbove) {
+                    for (const NodeId item : m_ownItems[n.parts.body])
+                        visit(item);
+                } else {
+                    for (std::size_t position = n.parts.body, end = position + n.count; position < end; ++position)
+                        visit(m_itemChunks[position >> kItemChunkBits][position & (kItemChunkSize - 1)]);
+                }
+                break;
+            case NodeKind::Call:
+            case NodeKind::NewObject:
+                visit(static_cast<NodeId>(n.count));
+                visit(static_cast<NodeId>(n.parts.extra));
+                break;
+            case NodeKind::PersistentId:
+                visit(static_cast<NodeId>(n.value));
+                break;
+            default:
+                break;
+            }
+        } else if (!m_otherBodies.empty()) {
+            body = bodyOf(id);
+        }
+        if (body) {
+            for (const NodeId item : body->items)
+                visit(item);
+            for (const NodeId item : body->dictItems)
+                visit(item);
+            for (const NodeId item : body->states)
+                visit(item);
+            visit(body->keywordArgs);
+        }
+    }
     // (No-op on an inline scalar: flags matter only to strings, buffers and objects.)
     void setFlags(NodeId id, std::uint8_t flags)
     {

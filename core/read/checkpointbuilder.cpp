@@ -86,36 +86,6 @@ std::string formatDouble(double value)
     return buffer;
 }
 
-// Calls visit(child) for every value the builder may read from node `id`.
-template<typename Visit> void forEachChild(const PickleGraph& graph, NodeId id, Visit&& visit)
-{
-    switch (graph.kind(id)) {
-    case NodeKind::Tuple:
-        for (std::size_t i = 0, count = graph.tupleSize(id); i < count; ++i)
-            visit(graph.tupleItem(id, i));
-        break;
-    case NodeKind::Call:
-    case NodeKind::NewObject:
-        visit(graph.callee(id));
-        visit(graph.arguments(id));
-        break;
-    case NodeKind::PersistentId:
-        visit(graph.persistentIdPayload(id));
-        break;
-    default:
-        break;
-    }
-    if (const ContainerBody* body = graph.bodyOf(id)) {
-        for (NodeId item : body->items)
-            visit(item);
-        for (NodeId item : body->dictItems)
-            visit(item);
-        for (NodeId item : body->states)
-            visit(item);
-        visit(body->keywordArgs);
-    }
-}
-
 } // namespace
 
 // Which node chunks go back after which entry of the root: each chunk after the last entry whose
@@ -141,7 +111,7 @@ struct CheckpointBuilder::GraphConsumption {
                 if (id >= graph.size() || lastReader[id] == kKept || lastReader[id] == reader)
                     continue;
                 lastReader[id] = reader;
-                forEachChild(graph, id, [&](NodeId child) { stack.push_back(child); });
+                graph.forEachChild(id, [&](NodeId child) { stack.push_back(child); });
             }
         };
         // The root's own node and what it was called with; not its items, the entries.
