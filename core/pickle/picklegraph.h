@@ -176,7 +176,8 @@ public:
                     for (const NodeId item : m_ownItems[n.parts.body])
                         visit(item);
                 } else {
-                    for (std::size_t position = n.parts.body, end = position + n.count; position < end; ++position)
+                    for (std::size_t position = n.parts.body, end = position + n.count; position < end;
+                         ++position)
                         visit(m_itemChunks[position >> kItemChunkBits][position & (kItemChunkSize - 1)]);
                 }
                 break;

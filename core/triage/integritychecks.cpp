@@ -166,7 +166,10 @@ private:
     struct Keyed {
         std::uint32_t hash = 0;
         std::uint32_t storage = 0;
-        friend auto operator<=>(const Keyed&, const Keyed&) = default;
+        friend bool operator<(const Keyed& a, const Keyed& b)
+        {
+            return a.hash != b.hash ? a.hash < b.hash : a.storage < b.storage;
+        }
     };
 
     // FNV-1a over the joined text: equal names hash equal whichever way they are split.

@@ -129,7 +129,8 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
     };
     std::unordered_map<std::string_view, const ShardFile*> shardByName;
     for (const ShardFile& shard : set.shards)
-        shardByName.insert_or_assign(std::string_view(shard.name), &shard); // the last of a name, as a map's [] gives
+        shardByName.insert_or_assign(
+            std::string_view(shard.name), &shard); // the last of a name, as a map's [] gives
 
     // Shards that cannot be used: name the tensors the index promised from them.
     for (const ShardFile& shard : set.shards) {

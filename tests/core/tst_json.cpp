@@ -391,9 +391,9 @@ private Q_SLOTS:
     }
 
     // The writer, the parser and printableText share one scan for runs of printable ASCII, read
-    // sixteen (or, without SSE2, eight: both are checked) bytes at a time and the last ones of a text as the block that ends it:
-    // every byte value at every position of texts of every length up to three blocks, scanned from
-    // inside them too, must stop the run exactly where a byte at a time would.
+    // sixteen (or, without SSE2, eight: both are checked) bytes at a time and the last ones of a text as the
+    // block that ends it: every byte value at every position of texts of every length up to three blocks,
+    // scanned from inside them too, must stop the run exactly where a byte at a time would.
     void printableRunEndStopsWhereAByteAtATimeWould()
     {
         const auto byteAtATime = [](const std::string& text, std::size_t at, bool jsonStops) {
@@ -428,7 +428,8 @@ private Q_SLOTS:
                         const std::size_t printableExpected = byteAtATime(text, at, false);
                         const std::size_t jsonPlainExpected = byteAtATime(text, at, true);
                         if (printable != printableExpected || jsonPlain != jsonPlainExpected
-                            || printableByWords != printableExpected || jsonPlainByWords != jsonPlainExpected) {
+                            || printableByWords != printableExpected
+                            || jsonPlainByWords != jsonPlainExpected) {
                             const QByteArray what = QByteArray("byte ") + QByteArray::number(byte) + " at "
                                 + QByteArray::number(static_cast<qulonglong>(position)) + " of "
                                 + QByteArray::number(static_cast<qulonglong>(length)) + " from "
