@@ -13,7 +13,9 @@ namespace {
 // One hint: small enough that the thread soon sees the pass move, large enough to be few calls.
 constexpr std::uint64_t kStep = 4ull << 20;
 
-void adviseWillNeed(const std::uint8_t* data, std::uint64_t length)
+} // namespace
+
+void ReadAhead::adviseWillNeed(const std::uint8_t* data, std::uint64_t length)
 {
     static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
     const auto start = reinterpret_cast<std::uintptr_t>(data) & ~(page - 1);
@@ -21,11 +23,10 @@ void adviseWillNeed(const std::uint8_t* data, std::uint64_t length)
     madvise(reinterpret_cast<void*>(start), end - start, MADV_WILLNEED); // a hint: errors change nothing
 }
 
-} // namespace
-
-ReadAhead::ReadAhead(std::vector<Range> ranges, std::uint64_t window)
+ReadAhead::ReadAhead(std::vector<Range> ranges, std::uint64_t window, Advise advise)
     : m_ranges(std::move(ranges))
     , m_window(std::max<std::uint64_t>(window, kStep))
+    , m_advise(advise ? advise : &adviseWillNeed)
 {
     bool anything = false;
     for (const Range& range : m_ranges)
@@ -77,7 +78,7 @@ void ReadAhead::run()
         const std::uint64_t inRange = asked - rangeStart;
         const std::uint64_t step = std::min(kStep, current.length - inRange);
         if (current.data)
-            adviseWillNeed(current.data + inRange, step);
+            m_advise(current.data + inRange, step);
         asked += step;
     }
 }

@@ -23,8 +23,13 @@ public:
         std::uint64_t length = 0;
     };
     static constexpr std::uint64_t kDefaultWindow = 128ull << 20;
+    // How a hint is given: madvise(MADV_WILLNEED) unless a test records the hints (the kernel may
+    // drop a hint on a loaded machine, so what was asked for is what a test can hold it to).
+    using Advise = void (*)(const std::uint8_t* data, std::uint64_t length);
+    static void adviseWillNeed(const std::uint8_t* data, std::uint64_t length);
 
-    explicit ReadAhead(std::vector<Range> ranges, std::uint64_t window = kDefaultWindow);
+    explicit ReadAhead(
+        std::vector<Range> ranges, std::uint64_t window = kDefaultWindow, Advise advise = &adviseWillNeed);
     ~ReadAhead(); // stops the thread (at most one hint later)
     ReadAhead(const ReadAhead&) = delete;
     ReadAhead& operator=(const ReadAhead&) = delete;
@@ -37,6 +42,7 @@ private:
 
     std::vector<Range> m_ranges;
     std::uint64_t m_window;
+    Advise m_advise;
     std::mutex m_mutex;
     std::condition_variable m_moved;
     std::uint64_t m_position = 0; // guarded by m_mutex
