@@ -132,13 +132,20 @@ void checkHuggingFace(const Checkpoint& checkpoint, std::vector<Finding>& findin
         shardByName.insert_or_assign(
             std::string_view(shard.name), &shard); // the last of a name, as a map's [] gives
 
-    // Shards that cannot be used: name the tensors the index promised from them.
+    // Shards that cannot be used: name the tensors the index promised from them, gathered in one
+    // pass over the index (only for those shards: a healthy folder copies no name).
+    std::unordered_map<std::string_view, std::vector<std::string>> promisedByUnusable;
+    for (const ShardFile& shard : set.shards)
+        if (!shard.problem.empty())
+            promisedByUnusable.try_emplace(shard.name);
+    if (!promisedByUnusable.empty())
+        for (const auto& [tensor, shardName] : set.weightMap)
+            if (const auto unusable = promisedByUnusable.find(shardName);
+                unusable != promisedByUnusable.end())
+                unusable->second.push_back(tensor);
     for (const ShardFile& shard : set.shards) {
         if (!shard.problem.empty()) {
-            std::vector<std::string> lost;
-            for (const auto& [tensor, shardName] : set.weightMap)
-                if (shardName == shard.name)
-                    lost.push_back(tensor);
+            const std::vector<std::string>& lost = promisedByUnusable.at(shard.name);
             Finding finding = makeFinding(Severity::Error,
                 shard.problem != "missing" ? FindingCode::ShardUnreadable : FindingCode::ShardMissing,
                 shard.name
