@@ -36,6 +36,9 @@ set(CPACK_DEBIAN_MAIN_PACKAGE_SECTION science)
 # Suggests, not Recommends: apt installs recommendations by default, and the helper's libtorch
 # would multiply the install many times over for one optional pane.
 set(CPACK_DEBIAN_MAIN_PACKAGE_SUGGESTS ckpt-inspector-values)
+# Opened at run time, not linked (core/io/optionallibraries.h), so dpkg-shlibdeps cannot see them;
+# what it finds is added to these.
+set(CPACK_DEBIAN_MAIN_PACKAGE_DEPENDS "libarchive13, libcurl4")
 set(CPACK_DEBIAN_MAIN_DESCRIPTION "inspect PyTorch checkpoints without running their pickle code
 Checkpoint Inspector opens PyTorch checkpoints (torch.save files, safetensors,
 folders of shards) without running any of their pickle code and shows every

@@ -73,6 +73,14 @@ done
 ckpt-inspect info --json /usr/share/ckpt-inspector/demo-checkpoint.pt >info.json
 grep -q '"tensors"' info.json || { echo "FAIL: ckpt-inspect info --json wrote no tensors"; exit 1; }
 
+# libarchive and libcurl are opened at run time (dlopen), so the package names them itself:
+# a gzip wrapper must unpack and a URL must get as far as connecting.
+gzip -c /usr/share/ckpt-inspector/demo-checkpoint.pt >demo.pt.gz
+ckpt-inspect info demo.pt.gz >bundle.txt 2>&1 || true
+grep -q "zip bundle" bundle.txt || { cat bundle.txt; echo "FAIL: libarchive is not usable in the package"; exit 1; }
+ckpt-inspect info http://127.0.0.1:9/demo.pt >remote.txt 2>&1 || true
+grep -q "connect" remote.txt || { cat remote.txt; echo "FAIL: libcurl is not usable in the package"; exit 1; }
+
 # Without ckpt-inspector-values, value statistics are missing with a reason, not a crash.
 ckpt-inspect check --values /usr/share/ckpt-inspector/demo-checkpoint.pt >check.txt 2>&1 || true
 grep -q "Values: value statistics need ckpt-inspect-values" check.txt ||

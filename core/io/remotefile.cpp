@@ -9,6 +9,7 @@
 #include "core/io/remotefile.h"
 
 #include "core/base/textformat.h"
+#include "core/io/optionallibraries.h"
 
 #include <algorithm>
 #include <array>
@@ -20,7 +21,6 @@
 #include <thread>
 #include <vector>
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
@@ -103,12 +103,6 @@ void installHandler()
     });
 }
 
-void initCurlOnce()
-{
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
 bool startsWithNoCase(const std::string& text, std::string_view prefix)
 {
     if (text.size() < prefix.size())
@@ -178,7 +172,7 @@ std::size_t onBody(char* data, std::size_t size, std::size_t count, void* user)
     auto* transfer = static_cast<Transfer*>(user);
     Response& response = *transfer->response;
     const std::size_t bytes = size * count;
-    curl_easy_getinfo(transfer->curl, CURLINFO_RESPONSE_CODE, &response.status);
+    libcurl().easy_getinfo(transfer->curl, CURLINFO_RESPONSE_CODE, &response.status);
     if (response.status == 200 && !transfer->acceptWhole) {
         response.refusedRanges = true;
         return 0; // stop: the whole file is coming, and nobody asked for it
@@ -289,7 +283,7 @@ struct RemoteFile::State {
         if (fd >= 0)
             ::close(fd);
         if (curl)
-            curl_easy_cleanup(curl);
+            libcurl().easy_cleanup(curl);
     }
 
     void fail(const std::string& message)
@@ -321,18 +315,18 @@ struct RemoteFile::State {
             transfer.capacity = length;
             transfer.acceptWhole = size != 0 && offset == 0 && length == size;
             transfer.options = &options;
-            curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-            curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-            curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-            curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
+            libcurl().easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+            libcurl().easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+            libcurl().easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+            libcurl().easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
             transfer.progressBase = bytesRead.load();
             transfer.progressTotal = size;
-            curl_easy_setopt(curl, CURLOPT_NOPROGRESS, (options.cancel || options.progress) ? 0L : 1L);
+            libcurl().easy_setopt(curl, CURLOPT_NOPROGRESS, (options.cancel || options.progress) ? 0L : 1L);
             char errorBuffer[CURL_ERROR_SIZE] = {};
-            curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errorBuffer);
-            response.code = curl_easy_perform(curl);
-            curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
-            curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+            libcurl().easy_setopt(curl, CURLOPT_ERRORBUFFER, errorBuffer);
+            response.code = libcurl().easy_perform(curl);
+            libcurl().easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+            libcurl().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
             ++requests;
             bytesRead += response.received;
             if (answer)
@@ -351,7 +345,7 @@ struct RemoteFile::State {
                 return makeError("the server sent more than the " + std::to_string(length)
                     + " bytes asked for (" + what + "): its answer does not match the range");
             if (response.code != CURLE_OK) {
-                lastProblem = std::string(curl_easy_strerror(response.code))
+                lastProblem = std::string(libcurl().easy_strerror(response.code))
                     + (errorBuffer[0] ? std::string(": ") + errorBuffer : std::string());
                 if (response.code == CURLE_PARTIAL_FILE || response.code == CURLE_RECV_ERROR)
                     lastProblem = "the connection dropped after " + std::to_string(response.received) + " of "
@@ -486,22 +480,21 @@ int openMirrorFile()
 
 CURL* newCurl(const RemoteOptions& options)
 {
-    initCurlOnce();
-    CURL* curl = curl_easy_init();
+    CURL* curl = libcurl().easy_init();
     if (!curl)
         return nullptr;
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options.timeoutSeconds);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options.timeoutSeconds);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "ckpt-inspect");
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, onHeader);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, onBody);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, onProgress);
+    libcurl().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    libcurl().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    libcurl().easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+    libcurl().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    libcurl().easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    libcurl().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options.timeoutSeconds);
+    libcurl().easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    libcurl().easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options.timeoutSeconds);
+    libcurl().easy_setopt(curl, CURLOPT_USERAGENT, "ckpt-inspect");
+    libcurl().easy_setopt(curl, CURLOPT_HEADERFUNCTION, onHeader);
+    libcurl().easy_setopt(curl, CURLOPT_WRITEFUNCTION, onBody);
+    libcurl().easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, onProgress);
     return curl;
 }
 
@@ -518,12 +511,12 @@ Status downloadWhole(RemoteFile::State& state, std::uint64_t expectedSize)
     transfer.acceptWhole = true;
     transfer.options = &state.options;
     transfer.progressTotal = expectedSize;
-    curl_easy_setopt(state.curl, CURLOPT_RANGE, nullptr);
-    curl_easy_setopt(state.curl, CURLOPT_HEADERDATA, &transfer);
-    curl_easy_setopt(state.curl, CURLOPT_WRITEDATA, &transfer);
-    curl_easy_setopt(state.curl, CURLOPT_XFERINFODATA, &transfer);
-    curl_easy_setopt(state.curl, CURLOPT_NOPROGRESS, 0L);
-    const CURLcode code = curl_easy_perform(state.curl);
+    libcurl().easy_setopt(state.curl, CURLOPT_RANGE, nullptr);
+    libcurl().easy_setopt(state.curl, CURLOPT_HEADERDATA, &transfer);
+    libcurl().easy_setopt(state.curl, CURLOPT_WRITEDATA, &transfer);
+    libcurl().easy_setopt(state.curl, CURLOPT_XFERINFODATA, &transfer);
+    libcurl().easy_setopt(state.curl, CURLOPT_NOPROGRESS, 0L);
+    const CURLcode code = libcurl().easy_perform(state.curl);
     ++state.requests;
     state.bytesRead += response.received;
     if (code == CURLE_ABORTED_BY_CALLBACK)
@@ -535,7 +528,7 @@ Status downloadWhole(RemoteFile::State& state, std::uint64_t expectedSize)
             + " bytes its Content-Length announced for " + state.url);
     if (code != CURLE_OK)
         return makeError("the download of " + state.url + " failed after " + std::to_string(response.received)
-            + " of " + std::to_string(expectedSize) + " bytes: " + curl_easy_strerror(code));
+            + " of " + std::to_string(expectedSize) + " bytes: " + libcurl().easy_strerror(code));
     if (response.status != 200)
         return makeError("the server answered HTTP " + std::to_string(response.status) + " to " + state.url);
     if (response.received != expectedSize)
@@ -550,6 +543,8 @@ Expected<std::shared_ptr<RemoteFile>> RemoteFile::open(const std::string& url, c
 {
     if (!isRemoteUrl(url))
         return makeError("not an http(s) URL: " + url);
+    if (auto library = curlLibrary(); !library)
+        return library.error();
     auto file = std::shared_ptr<RemoteFile>(new RemoteFile());
     file->m_self = file;
     file->m_state = std::make_unique<State>();
@@ -569,7 +564,7 @@ Expected<std::shared_ptr<RemoteFile>> RemoteFile::open(const std::string& url, c
     state.curl = newCurl(options);
     if (!state.curl)
         return makeError("cannot start libcurl for " + url);
-    curl_easy_setopt(state.curl, CURLOPT_URL, url.c_str());
+    libcurl().easy_setopt(state.curl, CURLOPT_URL, url.c_str());
 
     // The first block: its answer says the size (Content-Range) and whether ranges are honoured.
     ByteBuffer first(state.blockBytes);

@@ -7,10 +7,9 @@
 #include "core/format/formatsniffer.h"
 #include "core/format/ziparchive.h"
 #include "core/io/mappedfile.h"
+#include "core/io/optionallibraries.h"
 #include "core/model/shardset.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -30,16 +29,16 @@ namespace {
 thread_local int g_bundleDepth = 0;
 
 struct ArchiveReader {
-    archive* handle = archive_read_new();
+    archive* handle = libarchive().read_new();
     ArchiveReader() = default;
     ArchiveReader(const ArchiveReader&) = delete;
     ArchiveReader& operator=(const ArchiveReader&) = delete;
-    ~ArchiveReader() { archive_read_free(handle); }
+    ~ArchiveReader() { libarchive().read_free(handle); }
 };
 
 std::string archiveError(archive* handle, const char* fallback)
 {
-    const char* message = archive_error_string(handle);
+    const char* message = libarchive().error_string(handle);
     return message && *message ? std::string(message) : std::string(fallback);
 }
 
@@ -47,12 +46,12 @@ std::string archiveError(archive* handle, const char* fallback)
 // compressed file ("raw", only where a compression filter was found).
 bool openArchive(ArchiveReader& reader, ByteView bytes)
 {
-    archive_read_support_filter_all(reader.handle);
-    archive_read_support_format_tar(reader.handle);
-    archive_read_support_format_gnutar(reader.handle);
-    archive_read_support_format_zip(reader.handle);
-    archive_read_support_format_raw(reader.handle);
-    return archive_read_open_memory(reader.handle, bytes.data(), bytes.size()) == ARCHIVE_OK;
+    libarchive().read_support_filter_all(reader.handle);
+    libarchive().read_support_format_tar(reader.handle);
+    libarchive().read_support_format_gnutar(reader.handle);
+    libarchive().read_support_format_zip(reader.handle);
+    libarchive().read_support_format_raw(reader.handle);
+    return libarchive().read_open_memory(reader.handle, bytes.data(), bytes.size()) == ARCHIVE_OK;
 }
 
 bool endsWith(const std::string& text, std::string_view suffix)
@@ -89,7 +88,7 @@ bool checkpointHead(ByteView head)
 
 std::string typeOf(archive_entry* entry)
 {
-    switch (archive_entry_filetype(entry)) {
+    switch (libarchive().entry_filetype(entry)) {
     case AE_IFREG:
         return "file";
     case AE_IFDIR:
@@ -181,7 +180,7 @@ MemberBytes readMemberBytes(archive* handle, const std::shared_ptr<const MappedF
     const void* block = nullptr;
     std::size_t length = 0;
     la_int64_t offset = 0;
-    int status = archive_read_data_block(handle, &block, &length, &offset);
+    int status = libarchive().read_data_block(handle, &block, &length, &offset);
     const auto* base = bundle->bytes().data();
     const auto* first = static_cast<const std::uint8_t*>(block);
     if (status == ARCHIVE_OK && offset == 0 && declared && length == declaredSize && first >= base
@@ -192,7 +191,7 @@ MemberBytes readMemberBytes(archive* handle, const std::shared_ptr<const MappedF
         out.dataOffset = at;
         out.stored = true;
         // Drain to the end of the member (nothing is left, but libarchive must see its EOF).
-        while ((status = archive_read_data_block(handle, &block, &length, &offset)) == ARCHIVE_OK) { }
+        while ((status = libarchive().read_data_block(handle, &block, &length, &offset)) == ARCHIVE_OK) { }
         if (status != ARCHIVE_EOF) {
             out.truncated = true;
             out.damage = archiveError(handle, "the member's data is damaged");
@@ -234,7 +233,7 @@ MemberBytes readMemberBytes(archive* handle, const std::shared_ptr<const MappedF
         else
             memory.insert(memory.end(), first, first + length);
         total += length;
-        status = archive_read_data_block(handle, &block, &length, &offset);
+        status = libarchive().read_data_block(handle, &block, &length, &offset);
         first = static_cast<const std::uint8_t*>(block);
     }
     if (status != ARCHIVE_EOF) {
@@ -261,7 +260,7 @@ MemberBytes readMemberBytes(archive* handle, const std::shared_ptr<const MappedF
 // Skips the rest of a member that is not read, noticing damage on the way.
 std::string skipMember(archive* handle)
 {
-    if (archive_read_data_skip(handle) != ARCHIVE_OK)
+    if (libarchive().read_data_skip(handle) != ARCHIVE_OK)
         return archiveError(handle, "the member's data is damaged");
     return {};
 }
@@ -269,8 +268,8 @@ std::string skipMember(archive* handle)
 // The size a member's header records; `declared` says whether it records one.
 std::uint64_t memberSize(archive_entry* entry, bool& declared)
 {
-    declared = archive_entry_size_is_set(entry) != 0;
-    const la_int64_t size = archive_entry_size(entry);
+    declared = libarchive().entry_size_is_set(entry) != 0;
+    const la_int64_t size = libarchive().entry_size(entry);
     return declared && size >= 0 ? static_cast<std::uint64_t>(size) : (declared = false, 0);
 }
 
@@ -336,8 +335,8 @@ void mergeMember(Checkpoint& merged, ShardSet& set, std::size_t s)
 
 BundleKind kindOf(archive* handle)
 {
-    const int format = archive_format(handle);
-    const bool compressed = archive_filter_count(handle) > 1;
+    const int format = libarchive().format(handle);
+    const bool compressed = libarchive().filter_count(handle) > 1;
     if ((format & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP)
         return BundleKind::Zip;
     if ((format & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_RAW)
@@ -385,6 +384,10 @@ bool isBundleZip(const ZipArchive& zip)
 std::vector<BundleMemberDigest> bundleMemberDigests(ByteView bundle, std::string& damage)
 {
     std::vector<BundleMemberDigest> digests;
+    if (auto library = archiveLibrary(); !library) {
+        damage = library.error().message;
+        return digests;
+    }
     ArchiveReader reader;
     if (!openArchive(reader, bundle)) {
         damage = archiveError(reader.handle, "not an archive libarchive can read");
@@ -392,20 +395,20 @@ std::vector<BundleMemberDigest> bundleMemberDigests(ByteView bundle, std::string
     }
     archive_entry* entry = nullptr;
     int status = ARCHIVE_OK;
-    while (
-        (status = archive_read_next_header(reader.handle, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
-        if (archive_entry_filetype(entry) != AE_IFREG) {
-            archive_read_data_skip(reader.handle);
+    while ((status = libarchive().read_next_header(reader.handle, &entry)) == ARCHIVE_OK
+        || status == ARCHIVE_WARN) {
+        if (libarchive().entry_filetype(entry) != AE_IFREG) {
+            libarchive().read_data_skip(reader.handle);
             continue;
         }
         BundleMemberDigest digest;
-        const char* path = archive_entry_pathname(entry);
+        const char* path = libarchive().entry_pathname(entry);
         digest.name = path ? path : "";
         const void* block = nullptr;
         std::size_t length = 0;
         la_int64_t offset = 0;
         int data = ARCHIVE_OK;
-        while ((data = archive_read_data_block(reader.handle, &block, &length, &offset)) == ARCHIVE_OK) {
+        while ((data = libarchive().read_data_block(reader.handle, &block, &length, &offset)) == ARCHIVE_OK) {
             digest.crc = crc32Update(digest.crc, static_cast<const std::uint8_t*>(block), length);
             digest.size += length;
         }
@@ -465,11 +468,26 @@ Checkpoint readBundleFrom(const std::shared_ptr<const MappedFile>& file,
 Checkpoint readBundle(
     std::shared_ptr<const MappedFile> file, const ContainerGuess& container, const ReadOptions& options)
 {
+    if (auto library = archiveLibrary(); !library) {
+        // Listed as a file that cannot be opened here, and rated whole by the safety verdict.
+        Checkpoint unopened;
+        unopened.path = file->path();
+        unopened.fileSize = file->size();
+        unopened.ensureRoot();
+        unopened.container = container;
+        unopened.container.description += "; " + library.error().message;
+        unopened.format = CheckpointFormat::NotACheckpoint;
+        unopened.file = file;
+        unopened.addFinding(Severity::Error, FindingCode::NotACheckpoint,
+            "cannot open the bundle: " + unopened.container.description);
+        return unopened;
+    }
     const ByteView bytes = file->bytes();
     if (g_bundleDepth == 0 && bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
         ArchiveReader probe;
         archive_entry* entry = nullptr;
-        if (!openArchive(probe, bytes) || archive_read_next_header(probe.handle, &entry) < ARCHIVE_WARN) {
+        if (!openArchive(probe, bytes)
+            || libarchive().read_next_header(probe.handle, &entry) < ARCHIVE_WARN) {
             // libarchive gives up on a cut gzip stream at its first read: inflate what is there.
             std::string why;
             ByteBuffer readable = gunzipReadablePart(bytes, options.maxBundleMemberInMemory, why);
@@ -512,25 +530,25 @@ Checkpoint readBundleFrom(const std::shared_ptr<const MappedFile>& file,
     std::string lastMember;
     ++g_bundleDepth;
     while (opened) {
-        status = archive_read_next_header(reader.handle, &entry);
+        status = libarchive().read_next_header(reader.handle, &entry);
         if (status != ARCHIVE_OK && status != ARCHIVE_WARN)
             break;
         if (info.members.empty()) {
             info.kind = kindOf(reader.handle);
-            info.formatCode = archive_format(reader.handle);
-            const char* formatName = archive_format_name(reader.handle);
+            info.formatCode = libarchive().format(reader.handle);
+            const char* formatName = libarchive().format_name(reader.handle);
             info.format = formatName ? formatName : "";
-            const int filters = archive_filter_count(reader.handle);
-            info.filter = filters > 1 ? archive_filter_name(reader.handle, 0) : "none";
+            const int filters = libarchive().filter_count(reader.handle);
+            info.filter = filters > 1 ? libarchive().filter_name(reader.handle, 0) : "none";
             for (int f = filters - 2; f >= 0; --f)
-                info.filterCodes.push_back(archive_filter_code(reader.handle, f));
+                info.filterCodes.push_back(libarchive().filter_code(reader.handle, f));
             if (info.kind == BundleKind::CompressedFile && filters <= 1) {
                 // "raw" matched a file that is neither compressed nor an archive: not a bundle.
                 break;
             }
         }
         BundleMember member;
-        const char* path = archive_entry_pathname(entry);
+        const char* path = libarchive().entry_pathname(entry);
         member.name = path ? path : "";
         if (info.kind == BundleKind::CompressedFile) {
             std::string inner = fileNameOf(file->path());

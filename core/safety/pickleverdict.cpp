@@ -22,6 +22,7 @@
 #include "core/format/crc32.h"
 #include "core/format/zipformat.h"
 #include "core/io/mappedfile.h"
+#include "core/io/optionallibraries.h"
 #include "core/model/checkpoint.h"
 #include "core/pickle/bufferedframes.h"
 #include "core/pickle/opcodes.h"
@@ -41,8 +42,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <zlib.h>
 
 namespace ckpt {
@@ -2230,60 +2229,66 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
 // libarchive may have no message at all (a null pointer).
 std::string archiveError(archive* reader)
 {
-    const char* message = archive_error_string(reader);
+    const char* message = libarchive().error_string(reader);
     return message ? message : "unknown error";
 }
 
 bool Scanner::unpackWrapper(
     ByteView bytes, const std::string& label, const char* wrapper, int depth, bool quiet)
 {
+    if (auto library = archiveLibrary(); !library) {
+        // Whether these bytes are a wrapper, and what it holds, cannot be seen: never "inert".
+        cannotVerify((label.empty() ? std::string("the file") : label) + ": may be " + wrapper
+            + "-compressed, which cannot be unpacked here: " + library.error().message);
+        return !quiet;
+    }
     if (quiet) {
         // Tensor bytes that happen to start like a wrapper: only a wrapper if it unpacks cleanly.
-        archive* probe = archive_read_new();
-        archive_read_support_filter_all(probe);
-        archive_read_support_format_all(probe);
-        archive_read_support_format_raw(probe);
+        archive* probe = libarchive().read_new();
+        libarchive().read_support_filter_all(probe);
+        libarchive().read_support_format_all(probe);
+        libarchive().read_support_format_raw(probe);
         archive_entry* entry = nullptr;
-        bool clean = archive_read_open_memory(probe, bytes.data(), bytes.size()) == ARCHIVE_OK;
+        bool clean = libarchive().read_open_memory(probe, bytes.data(), bytes.size()) == ARCHIVE_OK;
         while (clean) {
-            const int status = archive_read_next_header(probe, &entry);
+            const int status = libarchive().read_next_header(probe, &entry);
             if (status == ARCHIVE_EOF)
                 break;
             if ((status != ARCHIVE_OK && status != ARCHIVE_WARN)
-                || archive_read_data_skip(probe) != ARCHIVE_OK)
+                || libarchive().read_data_skip(probe) != ARCHIVE_OK)
                 clean = false;
         }
-        archive_read_free(probe);
+        libarchive().read_free(probe);
         if (!clean)
             return false;
     }
     m_verdict.notes.push_back((label.empty() ? std::string("the file") : label) + " is " + wrapper
         + "-compressed, not a checkpoint torch.load reads as it is; a script that unpacks it first runs "
           "what is inside, so that is rated");
-    archive* reader = archive_read_new();
-    archive_read_support_filter_all(reader);
-    archive_read_support_format_all(reader);
-    archive_read_support_format_raw(reader);
-    if (archive_read_open_memory(reader, bytes.data(), bytes.size()) != ARCHIVE_OK) {
+    archive* reader = libarchive().read_new();
+    libarchive().read_support_filter_all(reader);
+    libarchive().read_support_format_all(reader);
+    libarchive().read_support_format_raw(reader);
+    if (libarchive().read_open_memory(reader, bytes.data(), bytes.size()) != ARCHIVE_OK) {
         cannotVerify(label + ": the " + wrapper + " data cannot be opened: " + archiveError(reader));
-        archive_read_free(reader);
+        libarchive().read_free(reader);
         return false;
     }
     archive_entry* entry = nullptr;
     int status;
     // ARCHIVE_WARN: a usable entry with a flaw, such as a name that is not text in this locale (a
     // tar member named with a pickle's bytes): Python's tarfile reads on, and so does the scan.
-    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
-        const char* path = archive_entry_pathname(entry);
+    while ((status = libarchive().read_next_header(reader, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
+        const char* path = libarchive().entry_pathname(entry);
         const std::string name
             = (label.empty() ? std::string() : label + " > ") + wrapper + ":" + (path ? path : "data");
-        if (archive_entry_filetype(entry) == AE_IFDIR)
+        if (libarchive().entry_filetype(entry) == AE_IFDIR)
             continue;
         ByteBuffer buffer;
         char chunk[65536];
         la_ssize_t got;
         bool tooBig = false;
-        while ((got = archive_read_data(reader, chunk, sizeof chunk)) > 0) {
+        while ((got = libarchive().read_data(reader, chunk, sizeof chunk)) > 0) {
             if (!spend(static_cast<std::uint64_t>(got))) {
                 tooBig = true;
                 break;
@@ -2310,7 +2315,7 @@ bool Scanner::unpackWrapper(
     }
     if (status != ARCHIVE_EOF && status != ARCHIVE_OK)
         cannotVerify(label + ": the " + wrapper + " data cannot be read to its end: " + archiveError(reader));
-    archive_read_free(reader);
+    libarchive().read_free(reader);
     return true;
 }
 

@@ -5,15 +5,13 @@
 #include "core/format/crc32.h"
 #include "core/io/atomicoutputfile.h"
 #include "core/io/mappedfile.h"
+#include "core/io/optionallibraries.h"
 #include "core/io/temporaryfolder.h"
 #include "core/model/checkpoint.h"
 #include "core/model/shardset.h"
 #include "core/plan/placementplan.h"
 #include "core/read/bundlereader.h"
 #include "core/read/checkpointreader.h"
-
-#include <archive.h>
-#include <archive_entry.h>
 
 #include <chrono>
 #include <filesystem>
@@ -55,13 +53,13 @@ PlacementPlan memberPlan(const ShardFile& shard, const Checkpoint& member, const
 }
 
 struct ArchiveWriter {
-    archive* handle = archive_write_new();
+    archive* handle = libarchive().write_new();
     AtomicOutputFile* out = nullptr;
     std::string error;
     ArchiveWriter() = default;
     ArchiveWriter(const ArchiveWriter&) = delete;
     ArchiveWriter& operator=(const ArchiveWriter&) = delete;
-    ~ArchiveWriter() { archive_write_free(handle); }
+    ~ArchiveWriter() { libarchive().write_free(handle); }
 
     static la_ssize_t write(archive*, void* self, const void* data, std::size_t length)
     {
@@ -76,7 +74,7 @@ struct ArchiveWriter {
 
 std::string archiveError(archive* handle, const std::string& fallback)
 {
-    const char* message = archive_error_string(handle);
+    const char* message = libarchive().error_string(handle);
     return message && *message ? std::string(message) : fallback;
 }
 
@@ -87,29 +85,29 @@ Status configure(archive* handle, const BundleInfo& bundle)
     int status = ARCHIVE_OK;
     switch (bundle.kind) {
     case BundleKind::Zip:
-        status = archive_write_set_format_zip(handle);
+        status = libarchive().write_set_format_zip(handle);
         break;
     case BundleKind::CompressedFile:
-        status = archive_write_set_format_raw(handle);
+        status = libarchive().write_set_format_raw(handle);
         break;
     case BundleKind::Tar:
     case BundleKind::CompressedTar:
         status = bundle.formatCode == ARCHIVE_FORMAT_TAR_GNUTAR
-            ? archive_write_set_format_gnutar(handle)
-            : archive_write_set_format_pax_restricted(handle);
+            ? libarchive().write_set_format_gnutar(handle)
+            : libarchive().write_set_format_pax_restricted(handle);
         break;
     }
     if (status != ARCHIVE_OK)
         return makeError("cannot write a " + std::string(bundleKindName(bundle.kind))
             + " bundle: " + archiveError(handle, "format not supported"));
     for (const int filter : bundle.filterCodes)
-        if (archive_write_add_filter(handle, filter) != ARCHIVE_OK)
+        if (libarchive().write_add_filter(handle, filter) != ARCHIVE_OK)
             return makeError("cannot compress the bundle as the input is (" + bundle.filter
                 + "): " + archiveError(handle, "filter not supported"));
     // An uncompressed tar ends on a whole 10240-byte record, as tar and Python's tarfile write
     // it; a compressed stream or a zip ends where its data ends.
     if (bundle.kind != BundleKind::Tar)
-        archive_write_set_bytes_in_last_block(handle, 1);
+        libarchive().write_set_bytes_in_last_block(handle, 1);
     return std::nullopt;
 }
 
@@ -141,6 +139,8 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
     const auto started = std::chrono::steady_clock::now();
     if (auto why = whyBundleCannotBeRemapped(checkpoint))
         return makeError("cannot write a remapped bundle: " + *why);
+    if (auto library = archiveLibrary(); !library)
+        return makeError("cannot write a remapped bundle: " + library.error().message);
     const ShardSet& set = *checkpoint.shardSet;
     const BundleInfo& bundle = *set.bundle;
     auto input = MappedFile::open(set.folder);
@@ -210,21 +210,21 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
     writer.out = out->get();
     if (Status failed = configure(writer.handle, bundle))
         return makeError(failed->message);
-    if (archive_write_open2(writer.handle, &writer, nullptr, &ArchiveWriter::write, nullptr, nullptr)
+    if (libarchive().write_open2(writer.handle, &writer, nullptr, &ArchiveWriter::write, nullptr, nullptr)
         != ARCHIVE_OK)
         return makeError("cannot start the bundle: " + archiveError(writer.handle, writer.error));
 
-    archive* reader = archive_read_new();
+    archive* reader = libarchive().read_new();
     struct FreeReader {
         archive* handle;
-        ~FreeReader() { archive_read_free(handle); }
+        ~FreeReader() { libarchive().read_free(handle); }
     } freeReader {reader};
-    archive_read_support_filter_all(reader);
-    archive_read_support_format_tar(reader);
-    archive_read_support_format_gnutar(reader);
-    archive_read_support_format_zip(reader);
-    archive_read_support_format_raw(reader);
-    if (archive_read_open_memory(reader, (*input)->bytes().data(), (*input)->size()) != ARCHIVE_OK)
+    libarchive().read_support_filter_all(reader);
+    libarchive().read_support_format_tar(reader);
+    libarchive().read_support_format_gnutar(reader);
+    libarchive().read_support_format_zip(reader);
+    libarchive().read_support_format_raw(reader);
+    if (libarchive().read_open_memory(reader, (*input)->bytes().data(), (*input)->size()) != ARCHIVE_OK)
         return makeError("cannot read the bundle again: " + archiveError(reader, "unknown format"));
     archive_entry* entry = nullptr;
     std::size_t index = 0;
@@ -233,7 +233,7 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
         return makeError(
             "cannot write " + what + " into the bundle: " + archiveError(writer.handle, writer.error));
     };
-    while ((status = archive_read_next_header(reader, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
+    while ((status = libarchive().read_next_header(reader, &entry)) == ARCHIVE_OK || status == ARCHIVE_WARN) {
         if (index >= bundle.members.size())
             return makeError("the bundle changed since it was read: it has more members now");
         const BundleMember& member = bundle.members[index++];
@@ -243,34 +243,35 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
             // Stored members stay stored (a checkpoint in a stored member can be read in place),
             // the others are deflated again.
             if (member.stored || replacement)
-                archive_write_zip_set_compression_store(writer.handle);
+                libarchive().write_zip_set_compression_store(writer.handle);
             else
-                archive_write_zip_set_compression_deflate(writer.handle);
+                libarchive().write_zip_set_compression_deflate(writer.handle);
         }
         if (replacement)
-            archive_entry_set_size(entry, static_cast<la_int64_t>(replacement->size()));
-        if (archive_write_header(writer.handle, entry) < ARCHIVE_WARN)
+            libarchive().entry_set_size(entry, static_cast<la_int64_t>(replacement->size()));
+        if (libarchive().write_header(writer.handle, entry) < ARCHIVE_WARN)
             return writeFailed(member.name);
         if (replacement) {
             const ByteView bytes = replacement->bytes();
             for (std::size_t at = 0; at < bytes.size();) {
-                const la_ssize_t n = archive_write_data(writer.handle, bytes.data() + at, bytes.size() - at);
+                const la_ssize_t n
+                    = libarchive().write_data(writer.handle, bytes.data() + at, bytes.size() - at);
                 if (n <= 0)
                     return writeFailed(member.name);
                 at += static_cast<std::size_t>(n);
             }
-            if (archive_read_data_skip(reader) != ARCHIVE_OK)
+            if (libarchive().read_data_skip(reader) != ARCHIVE_OK)
                 return makeError(member.name + ": " + archiveError(reader, "the input is damaged"));
             result.bytesWritten += bytes.size();
-        } else if (archive_entry_filetype(entry) == AE_IFREG) {
+        } else if (libarchive().entry_filetype(entry) == AE_IFREG) {
             const void* block = nullptr;
             std::size_t length = 0;
             la_int64_t offset = 0;
             int data = ARCHIVE_OK;
-            while ((data = archive_read_data_block(reader, &block, &length, &offset)) == ARCHIVE_OK) {
+            while ((data = libarchive().read_data_block(reader, &block, &length, &offset)) == ARCHIVE_OK) {
                 const auto* bytes = static_cast<const std::uint8_t*>(block);
                 for (std::size_t at = 0; at < length;) {
-                    const la_ssize_t n = archive_write_data(writer.handle, bytes + at, length - at);
+                    const la_ssize_t n = libarchive().write_data(writer.handle, bytes + at, length - at);
                     if (n <= 0)
                         return writeFailed(member.name);
                     at += static_cast<std::size_t>(n);
@@ -281,14 +282,14 @@ Expected<ShardedRemapResult> writeRemappedBundle(const Checkpoint& checkpoint, c
                 return makeError(member.name + ": " + archiveError(reader, "the input is damaged"));
             result.filesCopied.push_back(member.name);
         } else {
-            archive_read_data_skip(reader);
+            libarchive().read_data_skip(reader);
         }
         if (options.progress && !options.progress(index, bundle.members.size()))
             return makeError("cancelled");
     }
     if (status != ARCHIVE_EOF)
         return makeError("cannot read the bundle again: " + archiveError(reader, "damaged"));
-    if (archive_write_close(writer.handle) != ARCHIVE_OK)
+    if (libarchive().write_close(writer.handle) != ARCHIVE_OK)
         return makeError("cannot finish the bundle: " + archiveError(writer.handle, writer.error));
 
     // 3. Read back: the copy lists the input's members in order; the copied ones byte for byte,
