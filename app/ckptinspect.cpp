@@ -3,6 +3,7 @@
 // only builds the parser and runs the chosen command; each command lives in app/cli/.
 #include "app/cli/command.h"
 #include "app/cli/terminal.h"
+#include "core/base/mallocpolicy.h"
 #include "version.h"
 
 #include <algorithm>
@@ -170,6 +171,7 @@ std::string helpOf(const CLI::App& command)
 
 int main(int argc, char** argv)
 {
+    ckpt::returnLargeBlocksToTheSystem();
     cli::TerminalSafeBuffer safeOut(std::cout.rdbuf());
     cli::TerminalSafeBuffer safeErr(std::cerr.rdbuf());
     std::cout.rdbuf(&safeOut);

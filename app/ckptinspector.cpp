@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The desktop app: parses the command line and shows the main window; everything else lives in ui/.
+#include "core/base/mallocpolicy.h"
 #include "ui/mainwindow.h"
 #include "version.h"
 
@@ -36,6 +37,7 @@ QString findDemoCheckpoint()
 
 int main(int argc, char* argv[])
 {
+    ckpt::returnLargeBlocksToTheSystem();
     QApplication app(argc, argv);
     // Organisation and application names place QSettings at ~/.config/ckpt-inspector/ckpt-inspector.conf.
     QApplication::setOrganizationName(QStringLiteral("ckpt-inspector"));

@@ -2,6 +2,7 @@
 // Time to open a checkpoint with the core reader: sniff, central directory, pickle, model, tree.
 // Tensor bytes are memory-mapped and never touched, which is the point being measured.
 // usage: bench_open_checkpoint [--repeat N] FILE...
+#include "core/base/mallocpolicy.h"
 #include "core/read/checkpointreader.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 int main(int argc, char** argv)
 {
+    ckpt::returnLargeBlocksToTheSystem(); // as the programs it stands for
     int repeat = 5;
     std::vector<std::string> files;
     for (int i = 1; i < argc; ++i) {
