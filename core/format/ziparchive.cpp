@@ -959,6 +959,25 @@ ZipArchive ZipArchive::open(std::shared_ptr<const MappedFile> file)
     archive.m_findings = std::move(parser.findings);
     archive.m_centralDirectoryFound = parser.centralDirectoryFound;
     archive.m_archiveStart = parser.archiveStart;
+    // The names, which point into the central directory, copied into one block of the archive's
+    // own: the reader gives the directory's pages back once it is parsed, and a look-up per
+    // storage read the names there again, page by page, while the records were built (6.8 MB of
+    // the file resident at the peak of info --json of 100,000 tensors, against 2.3 MB of names).
+    // Names of a hostile size (65,535 bytes each, a directory of gigabytes) stay in the file.
+    constexpr std::size_t kMostNameBytesCopied = std::size_t(64) << 20;
+    std::size_t nameBytes = 0;
+    for (const ZipEntry& entry : archive.m_entries)
+        nameBytes += entry.name().size();
+    if (nameBytes == 0 || nameBytes > kMostNameBytesCopied)
+        return archive;
+    archive.m_names = std::shared_ptr<char[]>(new char[nameBytes]);
+    char* next = archive.m_names.get();
+    for (ZipEntry& entry : archive.m_entries) {
+        const std::string_view name = entry.name();
+        std::copy(name.begin(), name.end(), next);
+        entry.setName(std::string_view(next, name.size()));
+        next += name.size();
+    }
     return archive;
 }
 

@@ -28,7 +28,8 @@ private:
 
 public:
     std::string_view name() const { return {m_name, m_nameLength}; } // full name ("archive/data/0")
-    // `name` must lie in the archive's mapped file; a zip name holds at most 65,535 bytes.
+    // `name` must live as long as the entry: in the mapped file while the directory is parsed, then
+    // in the ZipArchive's own block of names. A zip name holds at most 65,535 bytes.
     void setName(std::string_view name)
     {
         m_name = name.data();
@@ -102,6 +103,7 @@ private:
         std::uint32_t entryPlusOne = 0; // 0: empty
     };
     std::vector<NameSlot> m_nameSlots; // a power of two in size, at most half full
+    std::shared_ptr<char[]> m_names; // every entry's name, end to end (shared by copies)
     std::vector<Finding> m_findings;
     bool m_centralDirectoryFound = false;
     std::uint64_t m_archiveStart = 0;

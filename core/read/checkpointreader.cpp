@@ -23,10 +23,9 @@ namespace {
 // it has, without executing anything.
 void readPlainPickle(Checkpoint& checkpoint, const ReadOptions& options)
 {
-    PickleMachine machine(options.pickleLimits);
     PickleSection section;
     section.record = "pickle";
-    runPickleSection(checkpoint, section, checkpoint.file->bytes(), true, machine, options.pickleLimits);
+    runPickleSection(checkpoint, section, checkpoint.file->bytes(), true, options.pickleLimits);
     CheckpointBuilder builder(checkpoint);
     addPickleRoots(builder, section.run);
     addUnreadablePickleFinding(checkpoint, section.run, "the pickle", {}, 0);

@@ -80,7 +80,7 @@ void readTorchLegacy(Checkpoint& checkpoint, const ReadOptions& options)
     PickleSection section;
     section.record = "main pickle";
     section.fileOffset = offset;
-    runPickleSection(checkpoint, section, bytes.subspan(offset), true, machine, options.pickleLimits);
+    runPickleSection(checkpoint, section, bytes.subspan(offset), true, options.pickleLimits);
     // The graph holds what the pickle said: its pages (the most of the file) need not stay
     // resident under the records built next.
     checkpoint.file->releaseResidentPages(0, offset + section.run.endOffset);

@@ -13,9 +13,10 @@ namespace ckpt {
 // Runs one pickle into checkpoint.graph for `section` (whose record and fileOffset are set) and
 // records what lets the safety verdict reuse the run: its nodes, its limits, and, when `inFile`
 // (the bytes are Checkpoint::file's own from section.fileOffset, not inflated or copied), how
-// many bytes the machine was given.
-void runPickleSection(Checkpoint& checkpoint, PickleSection& section, ByteView bytes, bool inFile,
-    const PickleMachine& machine, const PickleLimits& limits);
+// many bytes the machine was given. There, the pages the machine has walked go back to the page
+// cache as it goes (the graph holds what they said).
+void runPickleSection(
+    Checkpoint& checkpoint, PickleSection& section, ByteView bytes, bool inFile, const PickleLimits& limits);
 
 // One rule, for every pickle-based format, for what a pickle run adds to the tree: its root when
 // the pickle reached its STOP; otherwise the partial containers left on the machine's stack, as

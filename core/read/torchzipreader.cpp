@@ -65,8 +65,7 @@ void readPickleRecord(Checkpoint& checkpoint, const ZipArchive& zip, const ZipEn
     PickleSection section;
     section.record = entry.name();
     section.fileOffset = entry.dataOffset;
-    runPickleSection(checkpoint, section, bytes->bytes(), bytes->view.has_value(),
-        PickleMachine(options.pickleLimits), options.pickleLimits);
+    runPickleSection(checkpoint, section, bytes->bytes(), bytes->view.has_value(), options.pickleLimits);
     // The graph holds what the pickle said: its pages need not stay resident under the records.
     if (bytes->view && checkpoint.file)
         checkpoint.file->releaseResidentPages(entry.dataOffset, bytes->bytes().size());

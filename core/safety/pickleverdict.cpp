@@ -1992,6 +1992,10 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
         releaseMappedPages(bytes.subspan(releasedTo, offset - releasedTo));
         releasedTo = offset;
     };
+    // The directories are read into the members: their pages go back before the walks (the walk
+    // reads no name but for a finding), rather than stay under each walk's window (6.9 MB of the
+    // 18 MB of the file resident at the peak of info --json of 100,000 tensors).
+    releaseMappedPages(bytes);
     for (ZipMember& member : members) {
         releaseBehind(member.localOffset);
         if (!readLocal(member.localOffset, member) && member.primary)
@@ -2076,6 +2080,8 @@ void Scanner::scanZip(ByteView bytes, const std::string& givenLabel, int depth)
                 members[byName[k]].secondOfItsName = true;
         }
     }
+    // The sort read every name in the directory again: back before the walk below.
+    releaseMappedPages(bytes);
     std::set<std::string_view> roots;
     releasedTo = 0;
     for (const ZipMember& member : members) {
