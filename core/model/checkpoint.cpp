@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 
 namespace ckpt {
 
@@ -202,17 +203,17 @@ std::uint64_t moduleNodeHash(std::uint32_t parent, std::string_view component)
 
 std::optional<std::uint32_t> Checkpoint::storageIndex(std::string_view key) const
 {
-    return storageKeyIndex.find(std::hash<std::string_view> {}(key),
-        [&](std::uint32_t index) { return index < storages.size() && storages[index].key == key; });
+    return storageKeyIndex.find(
+        key, storages.size(), [&](std::uint32_t index) -> std::string_view { return storages[index].key; });
 }
 
 bool Checkpoint::indexStorage(std::uint32_t index)
 {
-    const std::string_view key = storages.at(index).key;
-    const std::uint64_t hash = std::hash<std::string_view> {}(key);
+    if (index >= storages.size())
+        throw std::out_of_range("Checkpoint::indexStorage: no storage " + std::to_string(index));
     // One probe: the key's first storage, or this one added (issue 28).
-    return !storageKeyIndex.findOrInsert(
-        hash, index, [&](std::uint32_t other) { return storages[other].key == key; });
+    return storageKeyIndex.add(
+        index, storages.size(), [&](std::uint32_t other) -> std::string_view { return storages[other].key; });
 }
 
 std::uint32_t Checkpoint::modulePathFor(

@@ -12,6 +12,7 @@
 #include "core/base/slimtext.h"
 #include "core/base/textformat.h"
 #include "core/format/formatsniffer.h"
+#include "core/model/storagekeyindex.h"
 #include "core/pickle/picklegraph.h"
 #include "core/pickle/picklemachine.h"
 
@@ -262,8 +263,9 @@ struct Checkpoint {
     std::vector<NestedArchive> nestedArchives;
 
     // Indices of `storages` by their key, through storageIndex() and indexStorage(): the keys are
-    // read from the records themselves, so the index holds 8 bytes a slot and no string.
-    FlatIndex storageKeyIndex;
+    // read from the records themselves, so the index holds no string, and nothing at all while
+    // the keys are torch.save's "0", "1", "2"...
+    StorageKeyIndex storageKeyIndex;
     // Module nodes made from dotted names, by a hash of (parent index, name): finding a prefix must
     // not scan a node's children, or a flat state_dict of a million names would take quadratic
     // time. Keyed by the hash alone so that a lookup builds no string; the node itself says

@@ -166,6 +166,86 @@ private Q_SLOTS:
         QVERIFY(!checkpoint.storageIndex("c"));
     }
 
+    // torch.save's keys "0", "1", "2"... in order cost no slot; the first key that breaks the
+    // sequence and every later one are hashed, and look-ups of both parts agree with a plain
+    // first-match scan, including keys that only look like numbers.
+    void denseKeysCostNothingAndAgreeWithAScan()
+    {
+        std::vector<std::string> dense;
+        for (int i = 0; i < 100000; ++i)
+            dense.push_back(std::to_string(i));
+        const Checkpoint torchSave = withStorages(dense);
+        QCOMPARE(torchSave.storageKeyIndex.size(), std::size_t {100000});
+        QCOMPARE(torchSave.storageKeyIndex.hashedCount(), std::size_t {0});
+        QCOMPARE(torchSave.storageIndex("99999"), std::optional<std::uint32_t>(99999));
+        for (const char* absent : {"100000", "007", "07", "+1", "-1", " 1", "1 ", "", "4294967295",
+                 "4294967296", "99999999999", "1e3", "0x1"})
+            QVERIFY2(!torchSave.storageIndex(absent), absent);
+
+        // Random files: runs of in-order numbers, then repeats, numbers out of order, numbers
+        // spelled other ways, and names; each key's answer must be the first storage that has it.
+        std::uint64_t state = 0x9E3779B97F4A7C15ull;
+        const auto next = [&state](std::uint64_t below) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            return (state >> 33) % below;
+        };
+        for (int round = 0; round < 200; ++round) {
+            std::vector<std::string> keys;
+            const std::size_t count = 1 + next(300);
+            const std::size_t denseRun = next(count + 1);
+            for (std::size_t i = 0; i < count; ++i) {
+                if (i < denseRun) {
+                    keys.push_back(std::to_string(i));
+                    continue;
+                }
+                switch (next(6)) {
+                case 0:
+                    keys.push_back(std::to_string(i));
+                    break; // in order again, after the break
+                case 1:
+                    keys.push_back(std::to_string(next(count + 5)));
+                    break; // any number
+                case 2:
+                    keys.push_back("0" + std::to_string(next(20)));
+                    break; // a leading zero
+                case 3:
+                    keys.push_back(keys.empty() ? std::string("k0") : keys[next(keys.size())]);
+                    break; // a repeat
+                case 4:
+                    keys.push_back("k" + std::to_string(next(50)));
+                    break;
+                default:
+                    keys.push_back(std::to_string(4294967290ull + next(10)));
+                    break;
+                }
+            }
+            Checkpoint checkpoint;
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                const bool earlier
+                    = std::find(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(i), keys[i])
+                    != keys.begin() + static_cast<std::ptrdiff_t>(i);
+                StorageRecord storage;
+                storage.key = keys[i];
+                checkpoint.storages.push_back(std::move(storage));
+                QCOMPARE(checkpoint.indexStorage(static_cast<std::uint32_t>(i)), !earlier);
+                QVERIFY(!checkpoint.indexStorage(static_cast<std::uint32_t>(i))); // again: found, not added
+            }
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                const auto first = std::uint32_t(std::find(keys.begin(), keys.end(), keys[i]) - keys.begin());
+                QCOMPARE(checkpoint.storageIndex(keys[i]), std::optional<std::uint32_t>(first));
+            }
+            for (std::size_t probe = 0; probe < 400; ++probe) {
+                const std::string key = std::to_string(probe);
+                const auto at = std::find(keys.begin(), keys.end(), key);
+                QCOMPARE(checkpoint.storageIndex(key),
+                    at == keys.end() ? std::nullopt
+                                     : std::optional<std::uint32_t>(std::uint32_t(at - keys.begin())));
+            }
+            QVERIFY(
+                checkpoint.storageKeyIndex.hashedCount() <= keys.size() - std::min(denseRun, keys.size()));
+        }
+    }
+
     // The reader's index matches its storages on a real torch file: every key at its own index.
     void readerIndexesEveryStorage()
     {
