@@ -45,8 +45,7 @@ public:
     template<typename KeyOf>
     std::optional<std::uint32_t> find(std::string_view key, std::size_t count, KeyOf&& keyOf) const
     {
-        if (const std::optional<std::uint32_t> number = decimalIndex(key);
-            number && *number < m_dense && *number < count && keyOf(*number) == key)
+        if (const std::optional<std::uint32_t> number = inDensePrefix(key, count, keyOf))
             return number; // the dense prefix was indexed first, so it holds the first storage
         if (m_hashed.empty())
             return std::nullopt;
@@ -59,12 +58,11 @@ public:
     template<typename KeyOf> bool add(std::uint32_t index, std::size_t count, KeyOf&& keyOf)
     {
         const std::string_view key = keyOf(index);
-        const std::optional<std::uint32_t> number = decimalIndex(key);
-        if (number && *number == index && index == m_dense && m_hashed.empty()) {
+        if (index == m_dense && m_hashed.empty() && decimalIndex(key) == index) {
             ++m_dense; // "0", "1", "2"...: no earlier storage can hold a key equal to this index
             return true;
         }
-        if (number && *number < m_dense && *number < count && keyOf(*number) == key)
+        if (inDensePrefix(key, count, keyOf))
             return false;
         if (m_hashed.empty() && m_reserved > m_dense)
             m_hashed.reserve(m_reserved - m_dense);
@@ -73,6 +71,16 @@ public:
     }
 
 private:
+    // The storage of the dense prefix that the key names and still has, if any.
+    template<typename KeyOf>
+    std::optional<std::uint32_t> inDensePrefix(std::string_view key, std::size_t count, KeyOf& keyOf) const
+    {
+        const std::optional<std::uint32_t> number = decimalIndex(key);
+        if (number && *number < m_dense && *number < count && keyOf(*number) == key)
+            return number;
+        return std::nullopt;
+    }
+
     static std::uint64_t hashOf(std::string_view key) { return std::hash<std::string_view> {}(key); }
 
     // The number a key spells the way torch.save writes it ("0", "17"; not "017", "+1" or "1 "),
@@ -83,7 +91,7 @@ private:
             return std::nullopt;
         std::uint32_t value = 0;
         const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), value);
-        if (error != std::errc {} || end != key.data() + key.size() || key.front() < '0' || key.front() > '9')
+        if (error != std::errc {} || end != key.data() + key.size()) // from_chars takes no sign for unsigned
             return std::nullopt;
         return value;
     }
